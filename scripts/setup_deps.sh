@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Granary builds and runs with. A no-op when all are present.
+# Uses sudo when not root. Set GRANARY_SKIP_APT=1 to skip (e.g. on a non-Debian machine
+# where the dependencies were installed by other means).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config ccache
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev librocksdb-dev libxxhash-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libjpeg-dev libpng-dev zlib1g-dev libgoogle-glog-dev
+)
+
+if [[ "${GRANARY_SKIP_APT:-0}" == 1 ]]; then
+  exit 0
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+echo "granary setup: installing missing Debian packages: ${missing[*]}" >&2
+sudo_cmd=()
+if [[ "$(id -u)" != 0 ]]; then
+  sudo_cmd=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
