@@ -1,0 +1,16 @@
+#include "pipeline/builtin_udfs.h"
+
+namespace granary {
+
+void RegisterBuiltinUdfs(UdfRegistry* registry) {
+  RegisterParseExampleUdf(registry);
+  RegisterDecodeImageUdfs(registry);
+  RegisterRandomCropUdf(registry);
+  RegisterRandomFlipUdf(registry);
+  RegisterResizeUdf(registry);
+  RegisterNormalizeUdf(registry);
+  RegisterCastUdf(registry);
+  RegisterBasicUdfs(registry);
+}
+
+}  // namespace granary

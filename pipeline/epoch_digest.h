@@ -1,0 +1,44 @@
+// EpochDigest: the exactly-once fingerprint of one epoch's output (DESIGN.md §6).
+//
+// Every row (an element, or one row of a batch in a batched pipeline) is hashed with XXH64 over
+// its canonical bytes. The multiset digest is the wrapping sum of the row hashes: independent of
+// order, and changed by any missing or duplicated row. The ordered digest is a streaming XXH64
+// over the row hashes in delivery order. Digest file lines look like
+//   {"epoch":0,"elements":1000,"multiset_xxh64":"…","ordered_xxh64":"…","duplicates_dropped":0}
+// where "elements" counts rows. Thread-compatible.
+#ifndef GRANARY_PIPELINE_EPOCH_DIGEST_H_
+#define GRANARY_PIPELINE_EPOCH_DIGEST_H_
+
+#include <cstdint>
+#include <string>
+
+#include "common/hash.h"
+#include "pipeline/element.h"
+
+namespace granary {
+
+class EpochDigest {
+ public:
+  // `batched`: the elements are batches whose rows are counted and hashed one by one.
+  explicit EpochDigest(bool batched) : batched_(batched) {}
+
+  void Add(const Element& element);
+
+  int64_t rows() const { return rows_; }
+  uint64_t multiset() const { return multiset_; }
+  uint64_t ordered() const { return ordered_.Digest(); }
+
+  // One line of the digest file (no trailing newline).
+  std::string ToJsonLine(int64_t epoch, int64_t duplicates_dropped) const;
+
+ private:
+  const bool batched_;
+  int64_t rows_ = 0;
+  uint64_t multiset_ = 0;
+  StreamingHash64 ordered_;
+  std::string scratch_;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_PIPELINE_EPOCH_DIGEST_H_

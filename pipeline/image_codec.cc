@@ -1,0 +1,374 @@
+#include "pipeline/image_codec.h"
+
+#include <algorithm>
+#include <csetjmp>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+// clang-format off: jpeglib.h needs <cstdio> (FILE, size_t) first.
+#include <jpeglib.h>
+// clang-format on
+#include <png.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace granary {
+namespace {
+
+constexpr unsigned char kJpegMagic[] = {0xFF, 0xD8, 0xFF};
+constexpr unsigned char kPngMagic[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+
+bool StartsWith(absl::string_view bytes, const unsigned char* magic, size_t size) {
+  return bytes.size() >= size && std::memcmp(bytes.data(), magic, size) == 0;
+}
+
+absl::Status TooLarge(int64_t height, int64_t width) {
+  return absl::InvalidArgumentError(absl::StrCat("image ", height, "x", width,
+                                                 " (height x width) has more than ",
+                                                 kMaxImagePixels, " pixels"));
+}
+
+// ---- libjpeg plumbing ----------------------------------------------------------------------
+//
+// libjpeg reports fatal errors by calling error_exit, which must not return. Ours formats the
+// message and longjmps back to the setjmp in RunJpegDecode / RunJpegEncode. Everything those
+// functions need after the jump lives in a state struct owned by their caller (never in a local
+// modified after setjmp), and only C frames (libjpeg's) lie between setjmp and longjmp.
+
+struct JpegErrorManager {
+  jpeg_error_mgr pub;  // First member: libjpeg sees a jpeg_error_mgr*.
+  jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void JpegErrorExit(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<JpegErrorManager*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  longjmp(err->jump, 1);
+}
+
+// Warnings (recoverable corruption) are tolerated and not printed.
+void JpegOutputMessage(j_common_ptr) {}
+
+void InstallErrorManager(JpegErrorManager* err) {
+  jpeg_std_error(&err->pub);
+  err->pub.error_exit = JpegErrorExit;
+  err->pub.output_message = JpegOutputMessage;
+  err->message[0] = '\0';
+}
+
+struct JpegDecodeState {
+  jpeg_decompress_struct cinfo;
+  JpegErrorManager err;
+  std::string problem;            // Why RunJpegDecode failed.
+  std::vector<uint8_t> cmyk_row;  // Scratch row for CMYK / YCCK input.
+};
+
+// Converts one row of 4-component CMYK (as libjpeg returns it) to RGB or gray. Adobe writes
+// CMYK inverted (0 = full ink), which is what virtually every CMYK JPEG is.
+void CmykRowTo(const uint8_t* cmyk, int64_t width, bool inverted, int channels, uint8_t* out) {
+  for (int64_t x = 0; x < width; ++x, cmyk += 4) {
+    int c = cmyk[0], m = cmyk[1], y = cmyk[2], k = cmyk[3];
+    if (!inverted) {
+      c = 255 - c;
+      m = 255 - m;
+      y = 255 - y;
+      k = 255 - k;
+    }
+    const int r = (c * k + 127) / 255;
+    const int g = (m * k + 127) / 255;
+    const int b = (y * k + 127) / 255;
+    if (channels == 3) {
+      out[0] = static_cast<uint8_t>(r);
+      out[1] = static_cast<uint8_t>(g);
+      out[2] = static_cast<uint8_t>(b);
+      out += 3;
+    } else {
+      // ITU-R BT.601 luma, the weights libjpeg itself uses for RGB -> gray.
+      *out++ = static_cast<uint8_t>((r * 19595 + g * 38470 + b * 7471 + 32768) >> 16);
+    }
+  }
+}
+
+// Decodes `bytes` into *out. Returns false on failure with the reason in s->problem (or in
+// s->err.message for libjpeg errors). The caller destroys s->cinfo in either case.
+bool RunJpegDecode(absl::string_view bytes, int requested_channels, JpegDecodeState* s,
+                   Tensor* out) {
+  s->cinfo.err = &s->err.pub;
+  InstallErrorManager(&s->err);
+  if (setjmp(s->err.jump)) {
+    s->problem = s->err.message;
+    return false;
+  }
+  jpeg_create_decompress(&s->cinfo);
+  jpeg_mem_src(&s->cinfo, reinterpret_cast<const unsigned char*>(bytes.data()),
+               static_cast<unsigned long>(bytes.size()));
+  jpeg_read_header(&s->cinfo, TRUE);
+
+  const int64_t height = s->cinfo.image_height;
+  const int64_t width = s->cinfo.image_width;
+  if (height * width > kMaxImagePixels) {
+    s->problem = std::string(TooLarge(height, width).message());
+    return false;
+  }
+  const bool cmyk = s->cinfo.jpeg_color_space == JCS_CMYK || s->cinfo.jpeg_color_space == JCS_YCCK;
+  const int channels =
+      requested_channels != 0 ? requested_channels : (s->cinfo.num_components == 1 ? 1 : 3);
+  if (cmyk) {
+    s->cinfo.out_color_space = JCS_CMYK;
+  } else {
+    s->cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  }
+  jpeg_start_decompress(&s->cinfo);
+  const int expected_components = cmyk ? 4 : channels;
+  if (s->cinfo.output_components != expected_components ||
+      s->cinfo.output_height != s->cinfo.image_height ||
+      s->cinfo.output_width != s->cinfo.image_width) {
+    s->problem = absl::StrCat("libjpeg produced ", s->cinfo.output_components, " components at ",
+                              s->cinfo.output_height, "x", s->cinfo.output_width, ", expected ",
+                              expected_components, " at ", height, "x", width);
+    return false;
+  }
+
+  *out = Tensor::Uninitialized(DT_UINT8, {height, width, channels});
+  uint8_t* base = out->data<uint8_t>();
+  const size_t stride = static_cast<size_t>(width) * channels;
+  if (cmyk) {
+    s->cmyk_row.resize(static_cast<size_t>(width) * 4);
+    JSAMPROW row = s->cmyk_row.data();
+    const bool inverted = s->cinfo.saw_Adobe_marker;
+    while (s->cinfo.output_scanline < s->cinfo.output_height) {
+      const size_t y = s->cinfo.output_scanline;
+      if (jpeg_read_scanlines(&s->cinfo, &row, 1) != 1) break;
+      CmykRowTo(row, width, inverted, channels, base + y * stride);
+    }
+  } else {
+    // Hand libjpeg several output rows at once; it decodes straight into the tensor.
+    constexpr int kRowsPerCall = 16;
+    JSAMPROW rows[kRowsPerCall];
+    while (s->cinfo.output_scanline < s->cinfo.output_height) {
+      const size_t y = s->cinfo.output_scanline;
+      const int n = static_cast<int>(
+          std::min<size_t>(kRowsPerCall, s->cinfo.output_height - s->cinfo.output_scanline));
+      for (int i = 0; i < n; ++i) rows[i] = base + (y + i) * stride;
+      if (jpeg_read_scanlines(&s->cinfo, rows, n) == 0) break;
+    }
+  }
+  if (s->cinfo.output_scanline < s->cinfo.output_height) {
+    s->problem = absl::StrCat("libjpeg stopped at row ", s->cinfo.output_scanline, " of ",
+                              s->cinfo.output_height);
+    return false;
+  }
+  jpeg_finish_decompress(&s->cinfo);
+  return true;
+}
+
+// A libjpeg destination that appends to a std::string, growing it geometrically.
+struct StringDestination {
+  jpeg_destination_mgr pub;  // First member: libjpeg sees a jpeg_destination_mgr*.
+  std::string* out;
+};
+
+void StringDestinationInit(j_compress_ptr cinfo) {
+  auto* dest = reinterpret_cast<StringDestination*>(cinfo->dest);
+  dest->out->resize(std::max<size_t>(dest->out->size(), 4096));
+  dest->pub.next_output_byte = reinterpret_cast<JOCTET*>(dest->out->data());
+  dest->pub.free_in_buffer = dest->out->size();
+}
+
+boolean StringDestinationEmpty(j_compress_ptr cinfo) {
+  // Called when the whole buffer is full.
+  auto* dest = reinterpret_cast<StringDestination*>(cinfo->dest);
+  const size_t used = dest->out->size();
+  dest->out->resize(used * 2);
+  dest->pub.next_output_byte = reinterpret_cast<JOCTET*>(dest->out->data()) + used;
+  dest->pub.free_in_buffer = dest->out->size() - used;
+  return TRUE;
+}
+
+void StringDestinationTerm(j_compress_ptr cinfo) {
+  auto* dest = reinterpret_cast<StringDestination*>(cinfo->dest);
+  dest->out->resize(dest->out->size() - dest->pub.free_in_buffer);
+}
+
+struct JpegEncodeState {
+  jpeg_compress_struct cinfo;
+  JpegErrorManager err;
+  StringDestination dest;
+};
+
+bool RunJpegEncode(const Tensor& image, int quality, JpegEncodeState* s, std::string* out) {
+  s->cinfo.err = &s->err.pub;
+  InstallErrorManager(&s->err);
+  if (setjmp(s->err.jump)) return false;
+  jpeg_create_compress(&s->cinfo);
+
+  const int64_t height = image.shape()[0];
+  const int64_t width = image.shape()[1];
+  const int channels = static_cast<int>(image.shape()[2]);
+  // Start with a buffer a fraction of the raw size; the destination grows it as needed.
+  out->clear();
+  out->resize(std::max<size_t>(4096, image.content().size() / 8));
+  s->dest.out = out;
+  s->dest.pub.init_destination = StringDestinationInit;
+  s->dest.pub.empty_output_buffer = StringDestinationEmpty;
+  s->dest.pub.term_destination = StringDestinationTerm;
+  s->cinfo.dest = &s->dest.pub;
+
+  s->cinfo.image_width = static_cast<JDIMENSION>(width);
+  s->cinfo.image_height = static_cast<JDIMENSION>(height);
+  s->cinfo.input_components = channels;
+  s->cinfo.in_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&s->cinfo);
+  jpeg_set_quality(&s->cinfo, quality, TRUE);
+  jpeg_start_compress(&s->cinfo, TRUE);
+  const uint8_t* base = image.data<uint8_t>();
+  const size_t stride = static_cast<size_t>(width) * channels;
+  while (s->cinfo.next_scanline < s->cinfo.image_height) {
+    // libjpeg does not write through the row pointer; its API is just not const-correct.
+    JSAMPROW row = const_cast<uint8_t*>(base + s->cinfo.next_scanline * stride);
+    jpeg_write_scanlines(&s->cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&s->cinfo);
+  return true;
+}
+
+}  // namespace
+
+ImageFormat SniffImageFormat(absl::string_view bytes) {
+  if (StartsWith(bytes, kJpegMagic, sizeof(kJpegMagic))) return ImageFormat::kJpeg;
+  if (StartsWith(bytes, kPngMagic, sizeof(kPngMagic))) return ImageFormat::kPng;
+  return ImageFormat::kUnknown;
+}
+
+std::string FirstBytesHex(absl::string_view bytes) {
+  if (bytes.empty()) return "none";
+  std::string out;
+  for (size_t i = 0; i < bytes.size() && i < 4; ++i) {
+    absl::StrAppendFormat(&out, "%s%02X", i == 0 ? "" : " ", static_cast<uint8_t>(bytes[i]));
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> DecodeJpeg(absl::string_view bytes, int channels) {
+  if (channels != 0 && channels != 1 && channels != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("JPEG channels must be 0 (as encoded), 1 or 3, got ", channels));
+  }
+  if (bytes.empty()) return absl::InvalidArgumentError("not a JPEG: the input is empty");
+  const ImageFormat format = SniffImageFormat(bytes);
+  if (format != ImageFormat::kJpeg) {
+    return absl::InvalidArgumentError(absl::StrCat("not a JPEG",
+                                                   format == ImageFormat::kPng ? " but a PNG" : "",
+                                                   " (first bytes ", FirstBytesHex(bytes), ")"));
+  }
+  JpegDecodeState state{};
+  Tensor image;
+  const bool ok = RunJpegDecode(bytes, channels, &state, &image);
+  jpeg_destroy_decompress(&state.cinfo);  // Safe on a zeroed or half-built struct.
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid JPEG (", bytes.size(), " bytes): ", state.problem));
+  }
+  return image;
+}
+
+absl::StatusOr<Tensor> DecodePng(absl::string_view bytes, int channels) {
+  if (channels < 0 || channels > 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PNG channels must be 0 (as encoded), 1, 2, 3 or 4, got ", channels));
+  }
+  if (bytes.empty()) return absl::InvalidArgumentError("not a PNG: the input is empty");
+  const ImageFormat format = SniffImageFormat(bytes);
+  if (format != ImageFormat::kPng) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a PNG", format == ImageFormat::kJpeg ? " but a JPEG" : "",
+                     " (first bytes ", FirstBytesHex(bytes), ")"));
+  }
+  png_image png;
+  std::memset(&png, 0, sizeof(png));
+  png.version = PNG_IMAGE_VERSION;
+  auto fail = [&png, &bytes]() {
+    absl::Status status = absl::InvalidArgumentError(
+        absl::StrCat("invalid PNG (", bytes.size(), " bytes): ", png.message));
+    png_image_free(&png);
+    return status;
+  };
+  if (!png_image_begin_read_from_memory(&png, bytes.data(), bytes.size())) return fail();
+  const int64_t height = png.height;
+  const int64_t width = png.width;
+  if (height * width > kMaxImagePixels) {
+    png_image_free(&png);
+    return TooLarge(height, width);
+  }
+  if (channels == 0) {
+    // begin_read set png.format to the PNG's own layout (alpha also stands for tRNS).
+    channels = ((png.format & PNG_FORMAT_FLAG_COLOR) ? 3 : 1) +
+               ((png.format & PNG_FORMAT_FLAG_ALPHA) ? 1 : 0);
+  }
+  constexpr png_uint_32 kFormats[] = {0, PNG_FORMAT_GRAY, PNG_FORMAT_GA, PNG_FORMAT_RGB,
+                                      PNG_FORMAT_RGBA};
+  png.format = kFormats[channels];
+  // Zero-filled, so alpha is composited onto black (background == nullptr composes onto the
+  // buffer's contents).
+  Tensor image(DT_UINT8, {height, width, channels});
+  const png_int_32 stride = static_cast<png_int_32>(width * channels);
+  if (!png_image_finish_read(&png, /*background=*/nullptr, image.data<uint8_t>(), stride,
+                             /*colormap=*/nullptr)) {
+    return fail();
+  }
+  png_image_free(&png);  // Already freed by finish_read; harmless.
+  return image;
+}
+
+absl::StatusOr<Tensor> DecodeImage(absl::string_view bytes, int channels) {
+  if (channels != 0 && channels != 1 && channels != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("image channels must be 0 (as encoded), 1 or 3, got ", channels));
+  }
+  switch (SniffImageFormat(bytes)) {
+    case ImageFormat::kJpeg:
+      return DecodeJpeg(bytes, channels);
+    case ImageFormat::kPng:
+      return DecodePng(bytes, channels);
+    case ImageFormat::kUnknown:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unsupported image format (first bytes ",
+                                                 FirstBytesHex(bytes),
+                                                 "): only JPEG and PNG are supported"));
+}
+
+absl::StatusOr<std::string> EncodeJpeg(const Tensor& image, int quality) {
+  if (image.dtype() != DT_UINT8 || image.rank() != 3 ||
+      (image.shape()[2] != 1 && image.shape()[2] != 3)) {
+    return absl::InvalidArgumentError(absl::StrCat("EncodeJpeg: image is ", image.DebugString(),
+                                                   ", need uint8[height,width,1 or 3]"));
+  }
+  if (image.shape()[0] <= 0 || image.shape()[1] <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("EncodeJpeg: image ", image.DebugString(), " is empty"));
+  }
+  if (image.shape()[0] > JPEG_MAX_DIMENSION || image.shape()[1] > JPEG_MAX_DIMENSION) {
+    return absl::InvalidArgumentError(absl::StrCat("EncodeJpeg: image ", image.DebugString(),
+                                                   " exceeds JPEG's maximum side of ",
+                                                   JPEG_MAX_DIMENSION));
+  }
+  if (quality < 1 || quality > 100) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("EncodeJpeg: quality must be in [1, 100], got ", quality));
+  }
+  JpegEncodeState state{};
+  std::string out;
+  const bool ok = RunJpegEncode(image, quality, &state, &out);
+  jpeg_destroy_compress(&state.cinfo);
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat("EncodeJpeg: libjpeg: ", state.err.message));
+  }
+  return out;
+}
+
+}  // namespace granary

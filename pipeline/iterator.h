@@ -1,0 +1,51 @@
+// Iterator: the pull interface every source and op implements (DESIGN.md §2).
+//
+// An iterator yields a deterministic sequence of elements given its input order. Its whole
+// position can be saved after any number n of elements and restored into a freshly built
+// iterator of the same pipeline, after which it yields exactly what the original would have
+// yielded from element n on — byte for byte. This is what checkpoints and exactly-once recovery
+// stand on.
+//
+// Thread-compatible: GetNext, Save and Restore are called from one thread at a time (an
+// iterator may run threads of its own internally).
+#ifndef GRANARY_PIPELINE_ITERATOR_H_
+#define GRANARY_PIPELINE_ITERATOR_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "common/env.h"
+#include "pipeline/element.h"
+#include "pipeline/iterator_state.h"
+
+namespace granary {
+
+// What every iterator of one pipeline run shares.
+struct IteratorContext {
+  Env* env = Env::Default();
+  // The job seed and the epoch: with an element's provenance they key all randomness.
+  uint64_t seed = 0;
+  int64_t epoch = 0;
+};
+
+class Iterator {
+ public:
+  virtual ~Iterator() = default;
+
+  // Produces the next element into `*out` and sets `*end_of_sequence` = false, or sets
+  // `*end_of_sequence` = true when the sequence is exhausted (and keeps returning that).
+  // Errors name what is at fault (file, op, UDF, split and record). After an error the
+  // iterator must not be used again, except to be destroyed.
+  virtual absl::Status GetNext(Element* out, bool* end_of_sequence) = 0;
+
+  // Writes the iterator's complete position (buffers included) under `writer`.
+  virtual absl::Status Save(StateWriter& writer) = 0;
+
+  // Restores a position written by Save. REQUIRES: called on a freshly built iterator of the
+  // same pipeline and context, before any GetNext.
+  virtual absl::Status Restore(const StateReader& reader) = 0;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_PIPELINE_ITERATOR_H_

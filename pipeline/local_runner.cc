@@ -1,0 +1,35 @@
+#include "pipeline/local_runner.h"
+
+#include "common/status_macros.h"
+
+namespace granary {
+
+absl::StatusOr<EpochResult> RunEpochInProcess(const Pipeline& pipeline, uint64_t seed,
+                                              int64_t epoch, Env* env,
+                                              const EpochRunOptions& options) {
+  const uint64_t start = env->NowMicros();
+  ASSIGN_OR_RETURN(std::vector<Split> splits, pipeline.EnumerateSplits(env));
+  IteratorContext ctx{env, seed, epoch};
+  ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it,
+                   pipeline.MakeIterator(ctx, std::make_unique<PlannedSplitProvider>(
+                                                  pipeline.PlanEpoch(splits, seed, epoch))));
+  EpochDigest digest(pipeline.batched());
+  EpochResult result;
+  result.epoch = epoch;
+  while (true) {
+    Element e;
+    bool end = false;
+    RETURN_IF_ERROR(it->GetNext(&e, &end));
+    if (end) break;
+    if (options.digest) digest.Add(e);
+    ++result.elements;
+    result.bytes += e.ByteSize();
+    if (options.on_element) options.on_element(e);
+  }
+  result.rows = digest.rows();
+  result.seconds = (env->NowMicros() - start) / 1e6;
+  result.digest_line = digest.ToJsonLine(epoch, 0);
+  return result;
+}
+
+}  // namespace granary

@@ -1,0 +1,42 @@
+// Running a pipeline in-process, one epoch at a time: what `granary local` does, and the
+// reference every service run is compared against (DESIGN.md §6).
+#ifndef GRANARY_PIPELINE_LOCAL_RUNNER_H_
+#define GRANARY_PIPELINE_LOCAL_RUNNER_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/statusor.h"
+#include "pipeline/epoch_digest.h"
+#include "pipeline/pipeline.h"
+
+namespace granary {
+
+struct EpochResult {
+  int64_t epoch = 0;
+  // Elements the pipeline yielded (batches, in a batched pipeline) and rows digested.
+  int64_t elements = 0;
+  // Rows digested (0 without EpochRunOptions::digest).
+  int64_t rows = 0;
+  int64_t bytes = 0;
+  double seconds = 0;
+  std::string digest_line;
+};
+
+struct EpochRunOptions {
+  // Whether to hash every row into EpochResult::digest_line (benchmarks of the pipeline alone
+  // turn it off: a trainer does not pay for it).
+  bool digest = true;
+  // Called for each element in order, if set.
+  std::function<void(const Element&)> on_element;
+};
+
+// Runs epoch `epoch` of `pipeline` over its full split plan. Errors are the pipeline's,
+// unchanged.
+absl::StatusOr<EpochResult> RunEpochInProcess(const Pipeline& pipeline, uint64_t seed,
+                                              int64_t epoch, Env* env,
+                                              const EpochRunOptions& options = {});
+
+}  // namespace granary
+
+#endif  // GRANARY_PIPELINE_LOCAL_RUNNER_H_

@@ -1,0 +1,76 @@
+// Ops: the transformations after the source (DESIGN.md §2). Each op type is registered by
+// name with its parameter specs and a factory that wraps an input iterator.
+#ifndef GRANARY_PIPELINE_OP_H_
+#define GRANARY_PIPELINE_OP_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "pipeline/iterator.h"
+#include "pipeline/params.h"
+#include "pipeline/udf.h"
+
+namespace granary {
+
+// What an op factory receives besides its input.
+struct OpBuildArgs {
+  Params params;
+  // The UDF for map, parallel_map and filter; null for other ops.
+  std::shared_ptr<const Udf> udf;
+  // The op's position in PipelineDef.ops; part of the random key of its UDF calls.
+  int op_index = 0;
+  // "op 3 (map, udf 'decode_jpeg')": prefix for every error the op reports.
+  std::string label;
+  IteratorContext ctx;
+};
+
+struct OpInfo {
+  std::string name;
+  std::vector<ParamSpec> params;
+  // Whether the op calls a UDF, and of which kind.
+  bool takes_udf = false;
+  UdfKind udf_kind = UdfKind::kMap;
+  // Whether the op makes batches (digests count a batch's rows as its elements).
+  bool batches = false;
+  std::function<absl::StatusOr<std::unique_ptr<Iterator>>(std::unique_ptr<Iterator> input,
+                                                          const OpBuildArgs& args)>
+      factory;
+};
+
+// Base for ops with one input: owns it and saves/restores it under the key prefix "input".
+class UnaryOpIterator : public Iterator {
+ protected:
+  explicit UnaryOpIterator(std::unique_ptr<Iterator> input) : input_(std::move(input)) {}
+
+  absl::Status SaveInput(StateWriter& writer) {
+    StateWriter child = writer.Child("input");
+    return input_->Save(child);
+  }
+  absl::Status RestoreInput(const StateReader& reader) {
+    return input_->Restore(reader.Child("input"));
+  }
+
+  const std::unique_ptr<Iterator> input_;
+};
+
+// The registered ops. nullptr when unknown.
+const OpInfo* FindOp(const std::string& name);
+std::vector<std::string> OpNames();
+
+// One registration per op file.
+OpInfo MapOp();
+OpInfo ParallelMapOp();
+OpInfo FilterOp();
+OpInfo ShuffleOp();
+OpInfo BatchOp();
+OpInfo TakeOp();
+OpInfo SkipOp();
+OpInfo PrefetchOp();
+OpInfo MarkOp();
+
+}  // namespace granary
+
+#endif  // GRANARY_PIPELINE_OP_H_

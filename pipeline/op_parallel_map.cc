@@ -1,0 +1,176 @@
+// parallel_map(udf, num_threads): map on a pool of `num_threads` threads, order-preserving.
+//
+// A runner thread pulls input elements and keeps up to 2 * num_threads of them in flight on
+// the pool, independently of the consumer, so the stages before this op keep working while the
+// consumer waits; GetNext hands results out strictly in input order.
+//
+// Save first takes input_mu_ — the runner holds it across pulling one input element and
+// scheduling it — so the input is quiet, then waits for the elements in flight to finish and
+// saves the finished results (or fails with the first UDF error among them) followed by the
+// input's state. Restore refills the results before the runner starts (on the first GetNext).
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
+#include "common/thread_pool.h"
+#include "pipeline/op.h"
+#include "pipeline/udf_invoker.h"
+
+namespace granary {
+namespace {
+
+class ParallelMapIterator : public UnaryOpIterator {
+ public:
+  ParallelMapIterator(std::unique_ptr<Iterator> input, OpBuildArgs args, int num_threads)
+      : UnaryOpIterator(std::move(input)),
+        args_(std::move(args)),
+        max_in_flight_(2 * num_threads),
+        pool_(num_threads) {}
+
+  ~ParallelMapIterator() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    if (runner_.joinable()) runner_.join();
+    // pool_ (the last member) then finishes the UDF calls in flight before anything else goes.
+  }
+
+  absl::Status GetNext(Element* out, bool* end_of_sequence) override {
+    if (!runner_.joinable()) runner_ = std::thread([this] { Run(); });
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](ParallelMapIterator* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
+          return p->slots_.empty() ? p->input_done_ : p->slots_.front()->done;
+        },
+        this));
+    if (slots_.empty()) {
+      RETURN_IF_ERROR(input_status_);
+      *end_of_sequence = true;
+      return absl::OkStatus();
+    }
+    std::shared_ptr<Slot> front = std::move(slots_.front());
+    slots_.pop_front();
+    RETURN_IF_ERROR(front->status);
+    *out = std::move(front->element);
+    *end_of_sequence = false;
+    return absl::OkStatus();
+  }
+
+  absl::Status Save(StateWriter& writer) override {
+    absl::MutexLock input_lock(&input_mu_);
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](ParallelMapIterator* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
+          return std::all_of(p->slots_.begin(), p->slots_.end(),
+                             [](const std::shared_ptr<Slot>& s) { return s->done; });
+        },
+        this));
+    std::vector<Element> finished;
+    for (const std::shared_ptr<Slot>& slot : slots_) {
+      RETURN_IF_ERROR(slot->status);
+      finished.push_back(slot->element);
+    }
+    RETURN_IF_ERROR(input_status_);
+    writer.WriteElements("finished", finished);
+    writer.WriteInt("input_done", input_done_);
+    return SaveInput(writer);
+  }
+
+  absl::Status Restore(const StateReader& reader) override {
+    absl::MutexLock input_lock(&input_mu_);
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(std::vector<Element> finished, reader.ReadElements("finished"));
+    slots_.clear();
+    for (Element& e : finished) {
+      auto slot = std::make_shared<Slot>();
+      slot->element = std::move(e);
+      slot->done = true;
+      slots_.push_back(std::move(slot));
+    }
+    ASSIGN_OR_RETURN(int64_t input_done, reader.ReadInt("input_done"));
+    input_done_ = input_done != 0;
+    return RestoreInput(reader);
+  }
+
+ private:
+  struct Slot {
+    Element element;
+    absl::Status status;
+    bool done = false;  // Guarded by ParallelMapIterator::mu_.
+  };
+
+  // The runner: pulls input while fewer than max_in_flight_ elements are in flight.
+  void Run() {
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](ParallelMapIterator* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
+              return p->stopping_ || p->input_done_ ||
+                     static_cast<int>(p->slots_.size()) < p->max_in_flight_;
+            },
+            this));
+        if (stopping_ || input_done_) return;
+      }
+      absl::MutexLock input_lock(&input_mu_);
+      auto slot = std::make_shared<Slot>();
+      bool end = false;
+      absl::Status status = input_->GetNext(&slot->element, &end);
+      absl::MutexLock lock(&mu_);
+      if (!status.ok() || end) {
+        input_status_ = std::move(status);
+        input_done_ = true;
+        continue;
+      }
+      slots_.push_back(slot);
+      pool_.Schedule([this, slot] {
+        absl::Status udf_status = InvokeMapUdf(args_, slot->element);
+        absl::MutexLock lock(&mu_);
+        slot->status = std::move(udf_status);
+        slot->done = true;
+      });
+    }
+  }
+
+  const OpBuildArgs args_;
+  const int max_in_flight_;
+  // Held by the runner across pulling one input element and scheduling it; by Save and
+  // Restore. Acquired before mu_.
+  absl::Mutex input_mu_;
+  absl::Mutex mu_ ABSL_ACQUIRED_AFTER(input_mu_);
+  std::deque<std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
+  bool input_done_ ABSL_GUARDED_BY(mu_) = false;
+  // The input's error, delivered after every element pulled before it.
+  absl::Status input_status_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread runner_;
+  // Last member: destroyed first, finishing its closures while everything above is alive.
+  ThreadPool pool_;
+};
+
+}  // namespace
+
+OpInfo ParallelMapOp() {
+  OpInfo info;
+  info.name = "parallel_map";
+  info.takes_udf = true;
+  info.udf_kind = UdfKind::kMap;
+  info.params = {{"num_threads", ParamType::kInt}};
+  info.factory = [](std::unique_ptr<Iterator> input,
+                    const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
+    const int64_t default_threads = std::max(1u, std::thread::hardware_concurrency());
+    const int64_t num_threads = args.params.GetInt("num_threads", default_threads);
+    if (num_threads < 1 || num_threads > 256) {
+      return args.params.Invalid("num_threads", "must be in [1, 256]");
+    }
+    return std::make_unique<ParallelMapIterator>(std::move(input), args,
+                                                 static_cast<int>(num_threads));
+  };
+  return info;
+}
+
+}  // namespace granary

@@ -1,0 +1,110 @@
+#include "pipeline/pipeline.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/deterministic_serialization.h"
+#include "common/hash.h"
+#include "common/stateless_random.h"
+#include "common/status_macros.h"
+#include "pipeline/source_iterator.h"
+
+namespace granary {
+namespace {
+
+std::string OpLabel(int index, const OpDef& op) {
+  if (op.udf().empty()) return absl::StrCat("op ", index, " (", op.op(), ")");
+  return absl::StrCat("op ", index, " (", op.op(), ", udf '", op.udf(), "')");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& def,
+                                                           const UdfRegistry& udfs) {
+  std::unique_ptr<Pipeline> p(new Pipeline());
+  p->def_ = def;
+
+  const std::string& type = def.source().type();
+  p->source_ = FindSource(type);
+  if (p->source_ == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("source: unknown type '", type, "' (known: ",
+                     absl::StrJoin(SourceTypes(), ", "), ")"));
+  }
+  std::vector<ParamSpec> source_specs = p->source_->params;
+  source_specs.push_back({"shuffle_splits", ParamType::kBool});
+  ASSIGN_OR_RETURN(p->source_params_, Params::Create(def.source().params(), source_specs,
+                                                     absl::StrCat("source ", type)));
+
+  for (int i = 0; i < def.ops_size(); ++i) {
+    const OpDef& op = def.ops(i);
+    CompiledOp compiled;
+    compiled.label = OpLabel(i, op);
+    compiled.info = FindOp(op.op());
+    if (compiled.info == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(compiled.label, ": unknown op (known: ",
+                                                     absl::StrJoin(OpNames(), ", "), ")"));
+    }
+    ASSIGN_OR_RETURN(compiled.params,
+                     Params::Create(op.params(), compiled.info->params, compiled.label));
+    if (!compiled.info->takes_udf) {
+      if (!op.udf().empty() || !op.udf_params().fields().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(compiled.label, ": op '", op.op(), "' takes no udf"));
+      }
+    } else {
+      if (op.udf().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(compiled.label, ": missing 'udf'"));
+      }
+      const UdfInfo* udf = udfs.Find(op.udf());
+      if (udf == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(compiled.label, ": unknown UDF (known: ",
+                                                       absl::StrJoin(udfs.Names(), ", "), ")"));
+      }
+      if (udf->kind != compiled.info->udf_kind) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            compiled.label, ": UDF '", op.udf(), "' is ",
+            udf->kind == UdfKind::kPredicate ? "a predicate (use it with filter)"
+                                             : "a map function (use it with map)"));
+      }
+      ASSIGN_OR_RETURN(Params udf_params,
+                       Params::Create(op.udf_params(), udf->params, compiled.label));
+      ASSIGN_OR_RETURN(std::unique_ptr<Udf> instance, udf->factory(udf_params));
+      compiled.udf = std::move(instance);
+    }
+    p->batched_ = p->batched_ || compiled.info->batches;
+    p->ops_.push_back(std::move(compiled));
+  }
+  return p;
+}
+
+absl::StatusOr<std::vector<Split>> Pipeline::EnumerateSplits(Env* env) const {
+  return source_->enumerate(source_params_, env);
+}
+
+std::vector<Split> Pipeline::PlanEpoch(std::vector<Split> splits, uint64_t seed,
+                                       int64_t epoch) const {
+  if (!source_params_.GetBool("shuffle_splits")) return splits;
+  StatelessRandom rng(RandomKey(seed, static_cast<uint64_t>(epoch), 0, UINT64_MAX));
+  for (size_t i = splits.size(); i > 1; --i) std::swap(splits[i - 1], splits[rng.Uniform(i)]);
+  return splits;
+}
+
+absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
+    const IteratorContext& ctx, std::unique_ptr<SplitProvider> provider) const {
+  std::unique_ptr<Iterator> it =
+      std::make_unique<SourceIterator>(source_, source_params_, ctx.env, std::move(provider));
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const CompiledOp& op = ops_[i];
+    OpBuildArgs args{op.params, op.udf, static_cast<int>(i), op.label, ctx};
+    ASSIGN_OR_RETURN(it, op.info->factory(std::move(it), args));
+  }
+  return it;
+}
+
+uint64_t Pipeline::Fingerprint() const {
+  return Hash64(SerializeDeterministically(def_));
+}
+
+}  // namespace granary

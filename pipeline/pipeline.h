@@ -1,0 +1,71 @@
+// Pipeline: a validated, ready-to-run PipelineDef (DESIGN.md §2).
+//
+// Create() checks everything that can be checked without touching data: the source type and
+// its params, every op and its params, every UDF (registered, of the right kind for its op,
+// valid params), and builds the UDF instances. Errors name the culprit:
+//   "op 3 (map, udf 'random_crp'): unknown UDF (known: cast, decode_image, ...)".
+// Then, per run: EnumerateSplits() lists the source's splits (NotFound naming a file pattern
+// that matches nothing), PlanEpoch() orders them for one epoch, and MakeIterator() builds the
+// iterator chain over a SplitProvider.
+//
+// Immutable after Create; thread-safe.
+#ifndef GRANARY_PIPELINE_PIPELINE_H_
+#define GRANARY_PIPELINE_PIPELINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "pipeline/iterator.h"
+#include "pipeline/op.h"
+#include "pipeline/source.h"
+#include "pipeline/split_provider.h"
+#include "pipeline/udf.h"
+#include "proto/pipeline.pb.h"
+
+namespace granary {
+
+class Pipeline {
+ public:
+  // `udfs` is only read during Create.
+  static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def,
+                                                         const UdfRegistry& udfs);
+
+  // The source's splits in enumeration order (ids 0, 1, 2, ...).
+  absl::StatusOr<std::vector<Split>> EnumerateSplits(Env* env) const;
+
+  // The epoch's split plan: `splits`, permuted by (seed, epoch) when the source param
+  // shuffle_splits is true, else unchanged.
+  std::vector<Split> PlanEpoch(std::vector<Split> splits, uint64_t seed, int64_t epoch) const;
+
+  // The full iterator chain reading splits from `provider`.
+  absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(
+      const IteratorContext& ctx, std::unique_ptr<SplitProvider> provider) const;
+
+  // Whether the pipeline contains a batch op (so its elements are batches of rows).
+  bool batched() const { return batched_; }
+  const PipelineDef& def() const { return def_; }
+  // XXH64 of the definition's deterministic serialization: identical definitions share it.
+  uint64_t Fingerprint() const;
+
+ private:
+  struct CompiledOp {
+    const OpInfo* info;
+    Params params;
+    std::shared_ptr<const Udf> udf;
+    std::string label;
+  };
+
+  Pipeline() = default;
+
+  PipelineDef def_;
+  const SourceInfo* source_ = nullptr;
+  Params source_params_;
+  std::vector<CompiledOp> ops_;
+  bool batched_ = false;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_PIPELINE_PIPELINE_H_

@@ -1,0 +1,68 @@
+#include "pipeline/pipeline_loader.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace granary {
+
+absl::StatusOr<std::string> ExpandEnvPlaceholders(absl::string_view text,
+                                                  absl::string_view origin) {
+  std::string out;
+  out.reserve(text.size());
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t start = text.find("${", pos);
+    if (start == absl::string_view::npos) {
+      absl::StrAppend(&out, text.substr(pos));
+      break;
+    }
+    absl::StrAppend(&out, text.substr(pos, start - pos));
+    const size_t line = 1 + std::count(text.begin(), text.begin() + start, '\n');
+    const size_t close = text.find('}', start + 2);
+    if (close == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": line ", line, ": unterminated ${ placeholder"));
+    }
+    const std::string name(text.substr(start + 2, close - start - 2));
+    if (name.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ": line ", line, ": empty ${}"));
+    }
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ": line ", line,
+                                                     ": environment variable ", name,
+                                                     " is not set"));
+    }
+    out.append(value);
+    pos = close + 1;
+  }
+  return out;
+}
+
+absl::StatusOr<PipelineDef> ParsePipelineJson(absl::string_view text, absl::string_view origin) {
+  ASSIGN_OR_RETURN(std::string expanded, ExpandEnvPlaceholders(text, origin));
+  PipelineDef def;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(expanded, &def, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": not a valid pipeline: ", std::string(status.message())));
+  }
+  if (!def.has_source()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": pipeline has no source"));
+  }
+  return def;
+}
+
+absl::StatusOr<PipelineDef> LoadPipelineFile(Env* env, const std::string& path) {
+  auto text = ReadFileToString(env, path);
+  if (!text.ok()) return Annotate(text.status(), "pipeline file");
+  return ParsePipelineJson(*text, absl::StrCat("pipeline ", path));
+}
+
+}  // namespace granary

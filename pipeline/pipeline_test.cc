@@ -1,0 +1,184 @@
+// Pipeline definitions that are wrong are rejected with an error naming the culprit; valid
+// ones run deterministically.
+#include "pipeline/pipeline.h"
+
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "common/test_paths.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pipeline/local_runner.h"
+#include "pipeline/pipeline_loader.h"
+
+namespace granary {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+absl::Status CreateStatus(const std::string& json) {
+  auto def = ParsePipelineJson(json, "pipeline test.json");
+  if (!def.ok()) return def.status();
+  auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+  if (!pipeline.ok()) return pipeline.status();
+  return (*pipeline)->EnumerateSplits(Env::Default()).status();
+}
+
+constexpr char kRange[] = R"("source": {"type": "range", "params": {"stop": 10}})";
+
+TEST(PipelineValidationTest, UnknownOpIsNamedWithItsIndex) {
+  const absl::Status s = CreateStatus(absl::StrCat("{", kRange, R"(, "ops": [
+      {"op": "batch", "params": {"batch_size": 2}}, {"op": "shufle"}]})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("op 1 (shufle): unknown op"), HasSubstr("shuffle")));
+}
+
+TEST(PipelineValidationTest, UnknownUdfIsNamed) {
+  const absl::Status s = CreateStatus(
+      absl::StrCat("{", kRange, R"(, "ops": [{"op": "map", "udf": "random_crp"}]})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("op 0 (map, udf 'random_crp'): unknown UDF"));
+}
+
+TEST(PipelineValidationTest, WrongParamTypeNamesOpAndParam) {
+  const absl::Status s = CreateStatus(absl::StrCat(
+      "{", kRange, R"(, "ops": [{"op": "shuffle", "params": {"buffer_size": "lots"}}]})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              HasSubstr("op 0 (shuffle): param 'buffer_size' must be an integer, got string"));
+}
+
+TEST(PipelineValidationTest, WrongUdfParamTypeNamesUdfAndParam) {
+  const absl::Status s = CreateStatus(absl::StrCat(
+      "{", kRange, R"(, "ops": [{"op": "map", "udf": "add", "udfParams": {"value": true}}]})"));
+  EXPECT_THAT(s.message(), HasSubstr("op 0 (map, udf 'add'): param 'value' must be an integer"));
+}
+
+TEST(PipelineValidationTest, OutOfRangeParamIsNamed) {
+  auto def = ParsePipelineJson(
+      absl::StrCat("{", kRange, R"(, "ops": [{"op": "batch", "params": {"batch_size": 0}}]})"),
+      "t");
+  ASSERT_TRUE(def.ok());
+  auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+  ASSERT_TRUE(pipeline.ok());
+  auto it = (*pipeline)->MakeIterator({}, std::make_unique<PlannedSplitProvider>(
+                                              std::vector<Split>{}));
+  EXPECT_THAT(it.status().message(), HasSubstr("op 0 (batch): param 'batch_size' must be at least 1"));
+}
+
+TEST(PipelineValidationTest, MissingFileNamesThePattern) {
+  const absl::Status s = CreateStatus(
+      R"({"source": {"type": "tfrecord", "params": {"files": ["/nonexistent/granary/*.tfrecord"]}}})");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("/nonexistent/granary/*.tfrecord"));
+}
+
+TEST(PipelineValidationTest, UnknownSourceTypeIsNamed) {
+  const absl::Status s = CreateStatus(R"({"source": {"type": "parquet"}})");
+  EXPECT_THAT(s.message(), HasSubstr("source: unknown type 'parquet'"));
+}
+
+TEST(PipelineValidationTest, PredicateUsedWithMapIsRejected) {
+  const absl::Status s =
+      CreateStatus(absl::StrCat("{", kRange, R"(, "ops": [{"op": "map", "udf": "non_empty"}]})"));
+  EXPECT_THAT(s.message(), HasSubstr("op 0 (map, udf 'non_empty'): UDF 'non_empty' is a predicate"));
+}
+
+TEST(PipelineValidationTest, UdfOnAnOpWithoutOneIsRejected) {
+  const absl::Status s = CreateStatus(absl::StrCat(
+      "{", kRange, R"(, "ops": [{"op": "batch", "udf": "add", "params": {"batch_size": 2}}]})"));
+  EXPECT_THAT(s.message(), HasSubstr("op 0 (batch, udf 'add'): op 'batch' takes no udf"));
+}
+
+TEST(PipelineValidationTest, MissingUdfIsRejected) {
+  const absl::Status s = CreateStatus(absl::StrCat("{", kRange, R"(, "ops": [{"op": "map"}]})"));
+  EXPECT_THAT(s.message(), HasSubstr("op 0 (map): missing 'udf'"));
+}
+
+TEST(PipelineLoaderTest, UnknownFieldIsRejectedWithTheFile) {
+  auto def = ParsePipelineJson(R"({"source": {"type": "range"}, "opz": []})", "pipeline p.json");
+  ASSERT_FALSE(def.ok());
+  EXPECT_THAT(def.status().message(), AllOf(HasSubstr("pipeline p.json"), HasSubstr("opz")));
+}
+
+TEST(PipelineLoaderTest, MalformedJsonIsRejectedWithTheFile) {
+  auto def = ParsePipelineJson(R"({"source": {"type": "range",)", "pipeline p.json");
+  ASSERT_FALSE(def.ok());
+  EXPECT_THAT(def.status().message(), HasSubstr("pipeline p.json: not a valid pipeline"));
+}
+
+TEST(PipelineLoaderTest, PlaceholdersExpandFromEnvironment) {
+  ::setenv("GRANARY_TEST_STOP", "12", 1);
+  auto def = ParsePipelineJson(
+      R"({"source": {"type": "range", "params": {"stop": ${GRANARY_TEST_STOP}}}})", "p.json");
+  ASSERT_TRUE(def.ok()) << def.status();
+  EXPECT_EQ(def->source().params().fields().at("stop").number_value(), 12);
+}
+
+TEST(PipelineLoaderTest, UnsetPlaceholderIsNamedWithItsLine) {
+  ::unsetenv("GRANARY_TEST_UNSET");
+  auto def = ParsePipelineJson("{\n\"source\": {\"type\": \"${GRANARY_TEST_UNSET}\"}}", "p.json");
+  ASSERT_FALSE(def.ok());
+  EXPECT_THAT(def.status().message(),
+              HasSubstr("p.json: line 2: environment variable GRANARY_TEST_UNSET is not set"));
+}
+
+TEST(PipelineLoaderTest, MissingPipelineFileIsNamed) {
+  auto def = LoadPipelineFile(Env::Default(), "/nonexistent/pipeline.json");
+  ASSERT_FALSE(def.ok());
+  EXPECT_EQ(def.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(def.status().message(), HasSubstr("/nonexistent/pipeline.json"));
+}
+
+TEST(PipelineLoaderTest, ShippedExamplesParseAndValidate) {
+  ::setenv("GRANARY_DATA", testing::TfRecordTestDataDir().c_str(), 1);
+  for (const char* name : {"imagenet_resnet.json", "text_lines.json"}) {
+    auto def = LoadPipelineFile(Env::Default(), testing::SourceDir() + "/examples/" + name);
+    ASSERT_TRUE(def.ok()) << name << ": " << def.status();
+    EXPECT_TRUE(Pipeline::Create(*def, UdfRegistry::WithBuiltins()).ok()) << name;
+  }
+}
+
+// A UDF error surfaces with the op, the UDF and the element's origin, and nothing is skipped.
+TEST(PipelineErrorTest, UdfErrorNamesOpUdfAndElement) {
+  auto def = ParsePipelineJson(absl::StrCat(R"({"source": {"type": "tfrecord", "params":
+      {"files": [")", testing::TfRecordTestDataDir(), R"(/cifar10_png.tfrecord"]}}, "ops": [
+      {"op": "map", "udf": "parse_example", "udfParams": {"keys": ["image/encoded"], "dtypes": ["bytes"]}},
+      {"op": "map", "udf": "decode_jpeg"}]})"),
+                               "p.json");
+  ASSERT_TRUE(def.ok()) << def.status();
+  auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  auto result = RunEpochInProcess(**pipeline, 0, 0, Env::Default());
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(result.status().message(),
+              HasSubstr("op 1 (map, udf 'decode_jpeg') at split 0 record 0: decode_jpeg"));
+}
+
+TEST(PipelineDeterminismTest, SameSeedSameDigestOtherSeedSameMultiset) {
+  auto def = ParsePipelineJson(absl::StrCat("{", R"("source": {"type": "range", "params":
+      {"stop": 200, "elements_per_split": 16, "shuffle_splits": true}}, "ops": [
+      {"op": "shuffle", "params": {"buffer_size": 32}},
+      {"op": "batch", "params": {"batch_size": 8}}]})"),
+                               "p.json");
+  ASSERT_TRUE(def.ok()) << def.status();
+  auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+  ASSERT_TRUE(pipeline.ok());
+  auto a = RunEpochInProcess(**pipeline, 7, 0, Env::Default());
+  auto b = RunEpochInProcess(**pipeline, 7, 0, Env::Default());
+  auto c = RunEpochInProcess(**pipeline, 8, 0, Env::Default());
+  auto d = RunEpochInProcess(**pipeline, 7, 1, Env::Default());
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok() && d.ok());
+  EXPECT_EQ(a->digest_line, b->digest_line);
+  EXPECT_NE(a->digest_line, c->digest_line);
+  EXPECT_NE(a->digest_line, d->digest_line) << "epochs are shuffled differently";
+  EXPECT_EQ(a->rows, 200);
+  EXPECT_EQ(c->rows, 200);
+  // Same rows in another order: the multiset digest agrees, the ordered one does not.
+  EXPECT_EQ(a->digest_line.substr(0, a->digest_line.find("ordered")),
+            c->digest_line.substr(0, c->digest_line.find("ordered")));
+}
+
+}  // namespace
+}  // namespace granary

@@ -1,0 +1,59 @@
+// Sources: what stands at the head of a pipeline (DESIGN.md §2).
+//
+// A source enumerates its splits (a file, or a range of records within a file) and opens a
+// SplitReader that yields the records of one split. The generic SourceIterator (built by
+// Pipeline) pulls splits from a SplitProvider and records from SplitReaders, and stamps each
+// element with its provenance (split id, record index).
+#ifndef GRANARY_PIPELINE_SOURCE_H_
+#define GRANARY_PIPELINE_SOURCE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/env.h"
+#include "pipeline/element.h"
+#include "pipeline/params.h"
+#include "proto/pipeline.pb.h"
+
+namespace granary {
+
+// Yields the records of one split, in order. Thread-compatible.
+class SplitReader {
+ public:
+  virtual ~SplitReader() = default;
+  // Reads the next record into out->tensors, or sets *end. Errors name the file and offset.
+  virtual absl::Status Next(Element* out, bool* end) = 0;
+  // Where the next record starts, as OpenSplit's `offset` takes it to resume here.
+  virtual int64_t offset() const = 0;
+};
+
+struct SourceInfo {
+  std::string type;
+  std::vector<ParamSpec> params;
+  // Lists the source's splits in a stable order, ids 0, 1, 2, ... Errors name the file or
+  // pattern at fault (a pattern matching no file is NotFound).
+  std::function<absl::StatusOr<std::vector<Split>>(const Params& params, Env* env)> enumerate;
+  // Opens `split` positioned at byte `offset` (a value from SplitReader::offset(), or
+  // split.begin_offset()), at which `records_done` records of the split have been read.
+  std::function<absl::StatusOr<std::unique_ptr<SplitReader>>(
+      const Params& params, Env* env, const Split& split, int64_t offset, int64_t records_done)>
+      open;
+};
+
+// The registered sources: range, tfrecord, text_lines. nullptr when unknown.
+const SourceInfo* FindSource(const std::string& type);
+std::vector<std::string> SourceTypes();
+
+// One registration per source file.
+SourceInfo RangeSource();
+SourceInfo TfRecordSource();
+SourceInfo TextLinesSource();
+
+}  // namespace granary
+
+#endif  // GRANARY_PIPELINE_SOURCE_H_

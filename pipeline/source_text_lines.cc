@@ -1,0 +1,132 @@
+// The "text_lines" source: text files (plain or GZIP), one element per line holding the line
+// without its "\n" (or "\r\n") as a DT_STRING scalar; a last line without "\n" counts too.
+// Parameters: see pipeline/source_files.h, with "lines_per_split" as the split size.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "pipeline/source.h"
+#include "pipeline/source_files.h"
+
+namespace granary {
+namespace {
+
+constexpr char kType[] = "text_lines";
+constexpr char kPerSplit[] = "lines_per_split";
+
+// Reads lines from a file positioned at byte `offset`, the start of a line. Thread-compatible.
+class LineReader {
+ public:
+  LineReader(std::unique_ptr<SequentialFile> file, std::string path, int64_t offset)
+      : file_(std::move(file)),
+        path_(std::move(path)),
+        buffer_(new char[kBufferSize]),
+        offset_(offset) {}
+
+  // Reads the next line into `*line` and sets *end = false, or sets *end = true at the end of
+  // the file. Errors of the file are prefixed with the path and the line's offset.
+  absl::Status ReadLine(std::string* line, bool* end) {
+    line->clear();
+    const int64_t line_offset = offset_;
+    bool started = false;  // The line has at least one byte (maybe just its "\n").
+    while (true) {
+      if (pos_ == size_) {
+        if (at_eof_) break;
+        absl::StatusOr<size_t> got = file_->Read(kBufferSize, buffer_.get());
+        if (!got.ok()) {
+          return Annotate(got.status(), absl::StrCat(path_, ": line at offset ", line_offset));
+        }
+        pos_ = 0;
+        size_ = *got;
+        if (size_ == 0) {
+          at_eof_ = true;
+          break;
+        }
+      }
+      started = true;
+      const char* begin = buffer_.get() + pos_;
+      const size_t available = size_ - pos_;
+      const char* newline = static_cast<const char*>(std::memchr(begin, '\n', available));
+      if (newline != nullptr) {
+        const size_t length = newline - begin;
+        line->append(begin, length);
+        pos_ += length + 1;
+        offset_ += length + 1;
+        if (!line->empty() && line->back() == '\r') line->pop_back();
+        *end = false;
+        return absl::OkStatus();
+      }
+      line->append(begin, available);
+      pos_ = size_;
+      offset_ += available;
+    }
+    *end = !started;
+    return absl::OkStatus();
+  }
+
+  int64_t offset() const { return offset_; }
+
+ private:
+  static constexpr size_t kBufferSize = 1 << 16;
+
+  const std::unique_ptr<SequentialFile> file_;
+  const std::string path_;
+  const std::unique_ptr<char[]> buffer_;
+  size_t pos_ = 0;   // Next unread byte in buffer_.
+  size_t size_ = 0;  // Bytes held in buffer_.
+  bool at_eof_ = false;
+  int64_t offset_;  // File offset of buffer_[pos_].
+};
+
+class TextLinesSplitReader : public FileSplitReader {
+ public:
+  TextLinesSplitReader(const Split& split, OpenedFileSplit opened, int64_t offset)
+      : FileSplitReader(split, opened.records_left),
+        reader_(std::move(opened.file), split.file(), offset) {}
+
+  int64_t offset() const override { return reader_.offset(); }
+
+ protected:
+  absl::Status ReadRecord(std::string* record, bool* end) override {
+    return reader_.ReadLine(record, end);
+  }
+
+ private:
+  LineReader reader_;
+};
+
+absl::Status ScanLines(std::unique_ptr<SequentialFile> file, const std::string& path,
+                       const std::function<void(int64_t)>& visit) {
+  LineReader reader(std::move(file), path, 0);
+  std::string line;
+  while (true) {
+    const int64_t offset = reader.offset();
+    bool end = false;
+    RETURN_IF_ERROR(reader.ReadLine(&line, &end));
+    if (end) return absl::OkStatus();
+    visit(offset);
+  }
+}
+
+}  // namespace
+
+SourceInfo TextLinesSource() {
+  SourceInfo info;
+  info.type = kType;
+  info.params = FileSourceParams(kPerSplit);
+  info.enumerate = [](const Params& params, Env* env) {
+    return EnumerateFileSplits(params, env, kType, kPerSplit, ScanLines);
+  };
+  info.open = [](const Params& params, Env* env, const Split& split, int64_t offset,
+                 int64_t records_done) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
+    ASSIGN_OR_RETURN(OpenedFileSplit opened,
+                     OpenFileSplit(params, env, split, offset, records_done));
+    return std::make_unique<TextLinesSplitReader>(split, std::move(opened), offset);
+  };
+  return info;
+}
+
+}  // namespace granary

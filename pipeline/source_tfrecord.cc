@@ -1,0 +1,67 @@
+// The "tfrecord" source: TFRecord files (plain or GZIP), one element per record holding the
+// record's bytes as a DT_STRING scalar. Parameters: see pipeline/source_files.h, with
+// "records_per_split" as the split size.
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "common/status_macros.h"
+#include "pipeline/source.h"
+#include "pipeline/source_files.h"
+#include "pipeline/tfrecord_reader.h"
+
+namespace granary {
+namespace {
+
+constexpr char kType[] = "tfrecord";
+constexpr char kPerSplit[] = "records_per_split";
+
+class TfRecordSplitReader : public FileSplitReader {
+ public:
+  TfRecordSplitReader(const Split& split, OpenedFileSplit opened, int64_t offset)
+      : FileSplitReader(split, opened.records_left),
+        reader_(std::move(opened.file), split.file(), offset) {}
+
+  int64_t offset() const override { return reader_.offset(); }
+
+ protected:
+  absl::Status ReadRecord(std::string* record, bool* end) override {
+    return reader_.ReadRecord(record, end);
+  }
+
+ private:
+  TfRecordReader reader_;
+};
+
+// Visits each record's offset, checking framing and length CRCs but not reading the data.
+absl::Status ScanTfRecords(std::unique_ptr<SequentialFile> file, const std::string& path,
+                           const std::function<void(int64_t)>& visit) {
+  TfRecordReader reader(std::move(file), path, 0);
+  while (true) {
+    const int64_t offset = reader.offset();
+    bool end = false;
+    RETURN_IF_ERROR(reader.SkipRecord(&end));
+    if (end) return absl::OkStatus();
+    visit(offset);
+  }
+}
+
+}  // namespace
+
+SourceInfo TfRecordSource() {
+  SourceInfo info;
+  info.type = kType;
+  info.params = FileSourceParams(kPerSplit);
+  info.enumerate = [](const Params& params, Env* env) {
+    return EnumerateFileSplits(params, env, kType, kPerSplit, ScanTfRecords);
+  };
+  info.open = [](const Params& params, Env* env, const Split& split, int64_t offset,
+                 int64_t records_done) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
+    ASSIGN_OR_RETURN(OpenedFileSplit opened,
+                     OpenFileSplit(params, env, split, offset, records_done));
+    return std::make_unique<TfRecordSplitReader>(split, std::move(opened), offset);
+  };
+  return info;
+}
+
+}  // namespace granary

@@ -1,0 +1,74 @@
+// TfRecordReader: reads TensorFlow's TFRecord framing, so files written by TensorFlow read
+// unchanged (DESIGN.md §2).
+//
+// A TFRecord file is a sequence of records, each framed as
+//
+//   uint64 length         little-endian
+//   uint32 length_crc     masked CRC-32C of the 8 length bytes
+//   byte   data[length]
+//   uint32 data_crc       masked CRC-32C of data
+//
+// (crc32c::Mask in common/crc32c.h). A GZIP-compressed TFRecord file is this byte sequence
+// compressed as one gzip stream; open it with OpenMaybeCompressed (common/compressed_file.h) and
+// all offsets here are offsets in the decompressed bytes.
+#ifndef GRANARY_PIPELINE_TFRECORD_READER_H_
+#define GRANARY_PIPELINE_TFRECORD_READER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/env.h"
+
+namespace granary {
+
+// Bytes of framing around each record's data: 8 length + 4 length CRC + 4 data CRC.
+inline constexpr int64_t kTfRecordFramingBytes = 16;
+
+// Reads records one after another. Thread-compatible.
+//
+// Errors name the file and the byte offset of the record at fault:
+//   DataLoss "<path>: truncated record at offset N"      EOF inside a record's framing or data
+//   DataLoss "<path>: corrupt record length (CRC mismatch) at offset N"
+//   DataLoss "<path>: corrupt record data (CRC mismatch) at offset N"
+// and errors of the file itself (I/O, corrupt gzip) are passed on with the same
+// "<path>: record at offset N: " prefix. After an error every later call returns it again.
+class TfRecordReader {
+ public:
+  // Takes ownership of `file`, which is positioned at byte `offset` of the file at `path`, the
+  // start of a record (or the end of the file). `path` is used in error messages.
+  TfRecordReader(std::unique_ptr<SequentialFile> file, std::string path, int64_t offset);
+
+  // Reads the next record into `*record`, checking both CRCs, and sets *end = false; or sets
+  // *end = true when the file ends exactly at a record boundary (and keeps doing so).
+  absl::Status ReadRecord(std::string* record, bool* end);
+
+  // Like ReadRecord but skips the record's data without reading it into memory or checking its
+  // CRC (the length CRC is checked, and a record cut short by the end of the file is still
+  // reported as truncated). For enumerating record offsets quickly.
+  absl::Status SkipRecord(bool* end);
+
+  // The byte offset of the next record.
+  int64_t offset() const { return offset_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  // Reads and checks the next record's header; *end at a clean end of file.
+  absl::Status ReadHeader(uint64_t* length, bool* end);
+  // Reads up to `n` bytes, fewer only at end of file.
+  absl::StatusOr<size_t> ReadFully(size_t n, char* dst);
+  absl::Status Truncated() const;
+  // Prefixes an error of the underlying file with the path and the record's offset.
+  absl::Status FileError(const absl::Status& status) const;
+  absl::Status Fail(absl::Status status);
+
+  const std::unique_ptr<SequentialFile> file_;
+  const std::string path_;
+  int64_t offset_;
+  absl::Status status_;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_PIPELINE_TFRECORD_READER_H_

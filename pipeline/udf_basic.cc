@@ -1,0 +1,117 @@
+// Small general-purpose UDFs for text and integer pipelines:
+//   non_empty     (predicate) keeps elements whose string tensor `index` is not empty
+//   string_length (map)       replaces string tensor `index` by its length (int64)
+//   modulo        (predicate) keeps elements whose int64 scalar `index` % modulus == remainder
+//   add           (map)       adds `value` to every value of int64 tensor `index`
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "pipeline/builtin_udfs.h"
+#include "pipeline/udf_tensor_access.h"
+
+namespace granary {
+namespace {
+
+class NonEmpty : public Udf {
+ public:
+  explicit NonEmpty(int64_t index) : index_(index) {}
+  absl::StatusOr<bool> Keep(const Element& element, const UdfCall&) const override {
+    ASSIGN_OR_RETURN(const Tensor* t, TensorAt(element, index_, DT_STRING, "non_empty"));
+    for (const std::string& s : t->strings()) {
+      if (!s.empty()) return true;
+    }
+    return false;
+  }
+
+ private:
+  const int64_t index_;
+};
+
+class StringLength : public Udf {
+ public:
+  explicit StringLength(int64_t index) : index_(index) {}
+  absl::Status Map(Element& element, const UdfCall&) const override {
+    ASSIGN_OR_RETURN(Tensor * t, MutableTensorAt(element, index_, DT_STRING, "string_length"));
+    Tensor lengths(DT_INT64, t->shape());
+    for (int64_t i = 0; i < t->num_elements(); ++i) {
+      lengths.data<int64_t>()[i] = static_cast<int64_t>(t->strings()[i].size());
+    }
+    *t = std::move(lengths);
+    return absl::OkStatus();
+  }
+
+ private:
+  const int64_t index_;
+};
+
+class Modulo : public Udf {
+ public:
+  Modulo(int64_t index, int64_t modulus, int64_t remainder)
+      : index_(index), modulus_(modulus), remainder_(remainder) {}
+  absl::StatusOr<bool> Keep(const Element& element, const UdfCall&) const override {
+    ASSIGN_OR_RETURN(const Tensor* t, TensorAt(element, index_, DT_INT64, "modulo"));
+    if (t->num_elements() != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("modulo: tensor ", index_, " is ", t->DebugString(), ", need a scalar"));
+    }
+    int64_t r = t->data<int64_t>()[0] % modulus_;
+    if (r < 0) r += modulus_;
+    return r == remainder_;
+  }
+
+ private:
+  const int64_t index_, modulus_, remainder_;
+};
+
+class Add : public Udf {
+ public:
+  Add(int64_t index, int64_t value) : index_(index), value_(value) {}
+  absl::Status Map(Element& element, const UdfCall&) const override {
+    ASSIGN_OR_RETURN(Tensor * t, MutableTensorAt(element, index_, DT_INT64, "add"));
+    for (int64_t i = 0; i < t->num_elements(); ++i) t->data<int64_t>()[i] += value_;
+    return absl::OkStatus();
+  }
+
+ private:
+  const int64_t index_, value_;
+};
+
+const ParamSpec kIndex{"index", ParamType::kInt};
+
+}  // namespace
+
+void RegisterBasicUdfs(UdfRegistry* registry) {
+  registry
+      ->Register({"non_empty", UdfKind::kPredicate, {kIndex},
+                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                    return std::make_unique<NonEmpty>(p.GetInt("index"));
+                  }})
+      .IgnoreError();
+  registry
+      ->Register({"string_length", UdfKind::kMap, {kIndex},
+                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                    return std::make_unique<StringLength>(p.GetInt("index"));
+                  }})
+      .IgnoreError();
+  registry
+      ->Register({"modulo",
+                  UdfKind::kPredicate,
+                  {kIndex, {"modulus", ParamType::kInt, true}, {"remainder", ParamType::kInt}},
+                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                    const int64_t modulus = p.GetInt("modulus");
+                    const int64_t remainder = p.GetInt("remainder");
+                    if (modulus <= 0) return p.Invalid("modulus", "must be positive");
+                    if (remainder < 0 || remainder >= modulus) {
+                      return p.Invalid("remainder", "must be in [0, modulus)");
+                    }
+                    return std::make_unique<Modulo>(p.GetInt("index"), modulus, remainder);
+                  }})
+      .IgnoreError();
+  registry
+      ->Register({"add", UdfKind::kMap, {kIndex, {"value", ParamType::kInt, true}},
+                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                    return std::make_unique<Add>(p.GetInt("index"), p.GetInt("value"));
+                  }})
+      .IgnoreError();
+}
+
+}  // namespace granary

@@ -1,0 +1,81 @@
+// decode_jpeg and decode_image: replace the encoded image at `index` (a string scalar) by its
+// pixels, uint8 [height, width, channels]. decode_jpeg accepts only JPEG; decode_image sniffs
+// JPEG or PNG by magic bytes. params: index (default 0), channels (default 3; 1 for grayscale,
+// 3 for RGB, 0 for as encoded, see image_codec.h).
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "pipeline/builtin_udfs.h"
+#include "pipeline/image_codec.h"
+#include "pipeline/udf_tensor_access.h"
+
+namespace granary {
+namespace {
+
+class DecodeImageUdf : public Udf {
+ public:
+  DecodeImageUdf(const char* name, bool jpeg_only, int64_t index, int channels)
+      : name_(name), jpeg_only_(jpeg_only), index_(index), channels_(channels) {}
+
+  absl::Status Map(Element& element, const UdfCall& call) const override {
+    ASSIGN_OR_RETURN(Tensor * t, MutableTensorAt(element, index_, DT_STRING, name_));
+    if (t->rank() != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": tensor ", index_, " is ",
+                                                     t->DebugString(),
+                                                     ", need string[] (one encoded image)"));
+    }
+    const std::string& bytes = t->strings()[0];
+    absl::StatusOr<Tensor> image;
+    if (jpeg_only_) {
+      if (SniffImageFormat(bytes) == ImageFormat::kPng) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name_, ": the input is a PNG (first bytes ", FirstBytesHex(bytes),
+                         "), not a JPEG; use decode_image to decode PNG and JPEG"));
+      }
+      image = DecodeJpeg(bytes, channels_);
+    } else {
+      image = DecodeImage(bytes, channels_);
+    }
+    if (!image.ok()) return Annotate(image.status(), name_);
+    *t = *std::move(image);
+    return absl::OkStatus();
+  }
+
+ private:
+  const char* const name_;
+  const bool jpeg_only_;
+  const int64_t index_;
+  const int channels_;
+};
+
+void RegisterDecoder(UdfRegistry* registry, const char* name, bool jpeg_only) {
+  registry
+      ->Register({name,
+                  UdfKind::kMap,
+                  {{"index", ParamType::kInt}, {"channels", ParamType::kInt}},
+                  [name, jpeg_only](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                    const int64_t index = p.GetInt("index", 0);
+                    if (index < 0) {
+                      return p.Invalid("index", absl::StrCat("must be >= 0, got ", index));
+                    }
+                    const int64_t channels = p.GetInt("channels", 3);
+                    if (channels != 0 && channels != 1 && channels != 3) {
+                      return p.Invalid(
+                          "channels",
+                          absl::StrCat("must be 0 (as encoded), 1 or 3, got ", channels));
+                    }
+                    return std::make_unique<DecodeImageUdf>(name, jpeg_only, index,
+                                                            static_cast<int>(channels));
+                  }})
+      .IgnoreError();
+}
+
+}  // namespace
+
+void RegisterDecodeImageUdfs(UdfRegistry* registry) {
+  RegisterDecoder(registry, "decode_jpeg", /*jpeg_only=*/true);
+  RegisterDecoder(registry, "decode_image", /*jpeg_only=*/false);
+}
+
+}  // namespace granary

@@ -1,0 +1,33 @@
+#include "pipeline/udf_invoker.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/stateless_random.h"
+#include "common/status_macros.h"
+
+namespace granary {
+namespace {
+
+UdfCall CallFor(const OpBuildArgs& args, const Element& element) {
+  return UdfCall{RandomKey(args.ctx.seed, static_cast<uint64_t>(args.ctx.epoch),
+                           element.ProvenanceKey(), static_cast<uint64_t>(args.op_index))};
+}
+
+std::string Context(const OpBuildArgs& args, const Element& element) {
+  return absl::StrCat(args.label, " at ", element.Origin());
+}
+
+}  // namespace
+
+absl::Status InvokeMapUdf(const OpBuildArgs& args, Element& element) {
+  const UdfCall call = CallFor(args, element);
+  const absl::Status status = args.udf->Map(element, call);
+  return status.ok() ? status : Annotate(status, Context(args, element));
+}
+
+absl::StatusOr<bool> InvokePredicateUdf(const OpBuildArgs& args, const Element& element) {
+  absl::StatusOr<bool> keep = args.udf->Keep(element, CallFor(args, element));
+  if (!keep.ok()) return Annotate(keep.status(), Context(args, element));
+  return keep;
+}
+
+}  // namespace granary

@@ -1,0 +1,19 @@
+// How map, parallel_map and filter call their UDF: derive the stateless random key for the
+// element and prefix any error with the op's label and the element's origin, e.g.
+//   "op 2 (map, udf 'decode_jpeg') at split 3 record 17: decode_jpeg: Not a JPEG file".
+#ifndef GRANARY_PIPELINE_UDF_INVOKER_H_
+#define GRANARY_PIPELINE_UDF_INVOKER_H_
+
+#include "absl/status/statusor.h"
+#include "pipeline/op.h"
+
+namespace granary {
+
+// REQUIRES: args.udf is a kMap UDF. Thread-safe (as the UDF is).
+absl::Status InvokeMapUdf(const OpBuildArgs& args, Element& element);
+// REQUIRES: args.udf is a kPredicate UDF. Thread-safe (as the UDF is).
+absl::StatusOr<bool> InvokePredicateUdf(const OpBuildArgs& args, const Element& element);
+
+}  // namespace granary
+
+#endif  // GRANARY_PIPELINE_UDF_INVOKER_H_

@@ -1,0 +1,115 @@
+// random_crop: crops the image at `index` (uint8 or float32 [height, width, channels]) to a
+// window of the requested size at a random position. params: index (default 0), and either
+// height + width (pixels) or fraction (of each side, in (0, 1]; the crop side is
+// max(1, round(side * fraction))).
+//
+// The offsets are drawn from StatelessRandom(call.random_key): first the row offset, uniform in
+// [0, height - crop_height], then the column offset, uniform in [0, width - crop_width]. The
+// same element and key therefore always give the same crop.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/stateless_random.h"
+#include "common/status_macros.h"
+#include "pipeline/builtin_udfs.h"
+#include "pipeline/udf_tensor_access.h"
+
+namespace granary {
+namespace {
+
+constexpr char kName[] = "random_crop";
+
+class RandomCrop : public Udf {
+ public:
+  // fraction > 0 selects the fractional mode; otherwise height and width are used.
+  RandomCrop(int64_t index, int64_t height, int64_t width, double fraction)
+      : index_(index), height_(height), width_(width), fraction_(fraction) {}
+
+  absl::Status Map(Element& element, const UdfCall& call) const override {
+    ASSIGN_OR_RETURN(Tensor * t, MutableImageAt(element, index_, {DT_UINT8, DT_FLOAT}, kName));
+    const int64_t h = t->shape()[0];
+    const int64_t w = t->shape()[1];
+    const int64_t c = t->shape()[2];
+    int64_t crop_h = height_;
+    int64_t crop_w = width_;
+    if (fraction_ > 0) {
+      crop_h = std::max<int64_t>(1, std::llround(h * fraction_));
+      crop_w = std::max<int64_t>(1, std::llround(w * fraction_));
+    }
+    if (h < crop_h || w < crop_w) {
+      return absl::InvalidArgumentError(absl::StrCat(kName, ": image ", h, "x", w,
+                                                     " is smaller than the crop ", crop_h, "x",
+                                                     crop_w, " (height x width)"));
+    }
+    StatelessRandom rng(call.random_key);
+    const int64_t y = static_cast<int64_t>(rng.Uniform(h - crop_h + 1));
+    const int64_t x = static_cast<int64_t>(rng.Uniform(w - crop_w + 1));
+    if (crop_h == h && crop_w == w) return absl::OkStatus();
+
+    const size_t pixel_bytes = c * DataTypeSize(t->dtype());
+    const size_t src_stride = w * pixel_bytes;
+    const size_t row_bytes = crop_w * pixel_bytes;
+    Tensor out = Tensor::Uninitialized(t->dtype(), {crop_h, crop_w, c});
+    const char* src = t->content().data() + y * src_stride + x * pixel_bytes;
+    char* dst = out.mutable_bytes();
+    for (int64_t r = 0; r < crop_h; ++r) {
+      std::memcpy(dst + r * row_bytes, src + r * src_stride, row_bytes);
+    }
+    *t = std::move(out);
+    return absl::OkStatus();
+  }
+
+ private:
+  const int64_t index_;
+  const int64_t height_;
+  const int64_t width_;
+  const double fraction_;
+};
+
+absl::StatusOr<std::unique_ptr<Udf>> MakeRandomCrop(const Params& p) {
+  const int64_t index = p.GetInt("index", 0);
+  if (index < 0) return p.Invalid("index", absl::StrCat("must be >= 0, got ", index));
+  const bool has_size = p.Has("height") || p.Has("width");
+  const bool has_fraction = p.Has("fraction");
+  if (has_size && has_fraction) {
+    return p.Invalid("fraction",
+                     "cannot be combined with height/width: give either height and "
+                     "width, or fraction");
+  }
+  if (!has_size && !has_fraction) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(p.owner(), ": give either params height and width, or param fraction"));
+  }
+  if (has_fraction) {
+    const double fraction = p.GetFloat("fraction");
+    if (!(fraction > 0 && fraction <= 1)) {
+      return p.Invalid("fraction", absl::StrCat("must be in (0, 1], got ", fraction));
+    }
+    return std::make_unique<RandomCrop>(index, 0, 0, fraction);
+  }
+  if (!p.Has("height")) return p.Invalid("height", "is missing: width needs height");
+  if (!p.Has("width")) return p.Invalid("width", "is missing: height needs width");
+  const int64_t height = p.GetInt("height");
+  const int64_t width = p.GetInt("width");
+  if (height <= 0) return p.Invalid("height", absl::StrCat("must be positive, got ", height));
+  if (width <= 0) return p.Invalid("width", absl::StrCat("must be positive, got ", width));
+  return std::make_unique<RandomCrop>(index, height, width, 0);
+}
+
+}  // namespace
+
+void RegisterRandomCropUdf(UdfRegistry* registry) {
+  registry
+      ->Register({kName,
+                  UdfKind::kMap,
+                  {{"index", ParamType::kInt},
+                   {"height", ParamType::kInt},
+                   {"width", ParamType::kInt},
+                   {"fraction", ParamType::kFloat}},
+                  MakeRandomCrop})
+      .IgnoreError();
+}
+
+}  // namespace granary

@@ -1,0 +1,40 @@
+// Checked access to an element's tensors for UDFs: errors name the UDF, the index and what was
+// found ("random_crop: tensor 0 is string[], need uint8 or float32").
+#ifndef GRANARY_PIPELINE_UDF_TENSOR_ACCESS_H_
+#define GRANARY_PIPELINE_UDF_TENSOR_ACCESS_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/statusor.h"
+#include "pipeline/element.h"
+
+namespace granary {
+
+// The tensor at `index` of `element` if it exists and has one of `dtypes`; InvalidArgument
+// otherwise, prefixed by `udf`.
+absl::StatusOr<const Tensor*> TensorAt(const Element& element, int64_t index,
+                                       std::initializer_list<DataType> dtypes,
+                                       absl::string_view udf);
+absl::StatusOr<Tensor*> MutableTensorAt(Element& element, int64_t index,
+                                        std::initializer_list<DataType> dtypes,
+                                        absl::string_view udf);
+
+inline absl::StatusOr<const Tensor*> TensorAt(const Element& element, int64_t index,
+                                              DataType dtype, absl::string_view udf) {
+  return TensorAt(element, index, {dtype}, udf);
+}
+inline absl::StatusOr<Tensor*> MutableTensorAt(Element& element, int64_t index, DataType dtype,
+                                               absl::string_view udf) {
+  return MutableTensorAt(element, index, {dtype}, udf);
+}
+
+// The tensor at `index` if it is an image: rank 3 [height, width, channels] of one of `dtypes`.
+absl::StatusOr<Tensor*> MutableImageAt(Element& element, int64_t index,
+                                       std::initializer_list<DataType> dtypes,
+                                       absl::string_view udf);
+
+}  // namespace granary
+
+#endif  // GRANARY_PIPELINE_UDF_TENSOR_ACCESS_H_
