@@ -1,0 +1,120 @@
+// In-process throughput of the ResNet-style example pipeline (examples/imagenet_resnet.json):
+// the baseline every later service number is compared against.
+//
+// For each image size it generates a synthetic ImageNet-style dataset, then runs one epoch of
+// the pipeline with every parallel_map at 1 thread and at 2 threads, interleaved (A B A B ...),
+// and prints the median images/s of each, the spread, and the 2-thread / 1-thread ratio.
+//
+//   bench/pipeline_throughput [--sizes 64,224] [--images N] [--repetitions R] [--dir D]
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "common/env.h"
+#include "pipeline/local_runner.h"
+#include "pipeline/pipeline_loader.h"
+#include "tools/synthetic_imagenet.h"
+
+ABSL_FLAG(std::vector<std::string>, sizes, (std::vector<std::string>{"64", "224"}),
+          "Image sides to measure.");
+ABSL_FLAG(int64_t, images, 2048, "Images per dataset.");
+ABSL_FLAG(int, repetitions, 5, "Epochs measured per configuration.");
+ABSL_FLAG(std::string, dir, "/tmp/granary_bench", "Where datasets are generated.");
+ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The pipeline measured.");
+
+namespace granary {
+namespace {
+
+struct Series {
+  std::vector<double> rates;
+  double Median() const {
+    std::vector<double> v = rates;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  }
+  double Spread() const {
+    const auto [lo, hi] = std::minmax_element(rates.begin(), rates.end());
+    return *hi - *lo;
+  }
+};
+
+PipelineDef WithThreads(PipelineDef def, int threads) {
+  for (OpDef& op : *def.mutable_ops()) {
+    if (op.op() == "parallel_map") {
+      (*op.mutable_params()->mutable_fields())["num_threads"].set_number_value(threads);
+    }
+  }
+  return def;
+}
+
+int Run() {
+  Env* env = Env::Default();
+  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
+  std::printf("%-6s %-8s %14s %10s %6s\n", "size", "threads", "images/s", "spread", "ratio");
+  for (const std::string& size_text : absl::GetFlag(FLAGS_sizes)) {
+    SyntheticImagenetOptions data;
+    data.size = std::stoll(size_text);
+    data.images = absl::GetFlag(FLAGS_images);
+    data.files = 8;
+    data.out_dir = absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", data.size);
+    if (!env->FileExists(data.out_dir + "/train-00000-of-00008.tfrecord")) {
+      auto written = WriteSyntheticImagenet(env, data);
+      if (!written.ok()) {
+        std::fprintf(stderr, "datagen: %s\n", std::string(written.status().message()).c_str());
+        return 1;
+      }
+    }
+    ::setenv("GRANARY_DATA", data.out_dir.c_str(), 1);
+    auto def = LoadPipelineFile(env, absl::GetFlag(FLAGS_pipeline));
+    if (!def.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(def.status().message()).c_str());
+      return 1;
+    }
+    const std::vector<int> thread_counts = {1, 2};
+    std::vector<std::unique_ptr<Pipeline>> pipelines;
+    for (int threads : thread_counts) {
+      auto p = Pipeline::Create(WithThreads(*def, threads), udfs);
+      if (!p.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(p.status().message()).c_str());
+        return 1;
+      }
+      pipelines.push_back(std::move(p).value());
+    }
+    std::vector<Series> series(thread_counts.size());
+    // One warm-up epoch each (page cache), then interleaved measured epochs.
+    for (int rep = -1; rep < absl::GetFlag(FLAGS_repetitions); ++rep) {
+      for (size_t i = 0; i < pipelines.size(); ++i) {
+        EpochRunOptions options;
+        options.digest = false;
+        int64_t images = 0;
+        options.on_element = [&images](const Element& batch) {
+          images += batch.tensors[0].shape()[0];
+        };
+        auto result = RunEpochInProcess(*pipelines[i], 1, rep + 1, env, options);
+        if (!result.ok()) {
+          std::fprintf(stderr, "%s\n", std::string(result.status().message()).c_str());
+          return 1;
+        }
+        if (rep >= 0) series[i].rates.push_back(images / result->seconds);
+      }
+    }
+    for (size_t i = 0; i < series.size(); ++i) {
+      std::printf("%-6lld %-8d %14.0f %10.0f %6.2f\n", static_cast<long long>(data.size),
+                  thread_counts[i], series[i].Median(), series[i].Spread(),
+                  series[i].Median() / series[0].Median());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace granary
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return granary::Run();
+}

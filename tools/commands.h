@@ -1,0 +1,15 @@
+// The subcommands of the `granary` binary. Each takes the arguments after the subcommand name
+// (argv[0] is "granary <name>") and returns the process exit code.
+#ifndef GRANARY_TOOLS_COMMANDS_H_
+#define GRANARY_TOOLS_COMMANDS_H_
+
+namespace granary {
+
+// granary local --pipeline P.json --epochs N [--seed S] [--digest_out F] [--plugin lib.so]
+int LocalCommand(int argc, char** argv);
+// granary datagen imagenet --out DIR --images N --files K --size S [--seed S]
+int DatagenCommand(int argc, char** argv);
+
+}  // namespace granary
+
+#endif  // GRANARY_TOOLS_COMMANDS_H_

@@ -1,0 +1,41 @@
+// The one `granary` binary (DESIGN.md §7): dispatches to a subcommand.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "glog/logging.h"
+#include "tools/commands.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(granary: exactly-once ML input pipelines.
+
+usage: granary <command> [flags]
+
+commands:
+  local     run a pipeline in-process: granary local --pipeline P.json --epochs N
+            [--seed S] [--digest_out F] [--plugin lib.so]
+  datagen   write a synthetic ImageNet-style TFRecord dataset of JPEGs:
+            granary datagen imagenet --out DIR --images N --files K --size S [--seed S]
+
+Run `granary <command> --help` for the flags of one command.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  if (argc < 2 || std::strcmp(argv[1], "help") == 0 || std::strcmp(argv[1], "--help") == 0) {
+    std::fputs(kUsage, stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  // The subcommand sees "granary <command>" as its program name.
+  std::string program = std::string("granary ") + command;
+  argv[1] = program.data();
+  if (command == "local") return granary::LocalCommand(argc - 1, argv + 1);
+  if (command == "datagen") return granary::DatagenCommand(argc - 1, argv + 1);
+  std::fprintf(stderr, "granary: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+  return 2;
+}

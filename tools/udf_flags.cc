@@ -1,0 +1,23 @@
+#include "tools/udf_flags.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "common/status_macros.h"
+
+ABSL_FLAG(std::vector<std::string>, plugin, {},
+          "Comma-separated shared libraries of user UDFs to load (each exports "
+          "GranaryRegisterUdfs).");
+
+namespace granary {
+
+absl::StatusOr<UdfRegistry> UdfRegistryFromFlags() {
+  UdfRegistry registry = UdfRegistry::WithBuiltins();
+  for (const std::string& path : absl::GetFlag(FLAGS_plugin)) {
+    RETURN_IF_ERROR(LoadUdfPlugin(path, &registry));
+  }
+  return registry;
+}
+
+}  // namespace granary
