@@ -5,6 +5,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${GRANARY_BUILD_DIR:-$root/build}
 "$root/scripts/setup_deps.sh"
-cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$build_dir.cmake.log" 2>&1 ||
-  { cat "$build_dir.cmake.log"; exit 1; }
+mkdir -p "$build_dir"
+cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$build_dir/configure.log" 2>&1 ||
+  { cat "$build_dir/configure.log"; exit 1; }
 cmake --build "$build_dir" -j"${GRANARY_JOBS:-2}"
