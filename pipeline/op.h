@@ -60,6 +60,20 @@ class UnaryOpIterator : public Iterator {
 const OpInfo* FindOp(const std::string& name);
 std::vector<std::string> OpNames();
 
+// Map fusion: Pipeline runs each maximal run of consecutive map / parallel_map ops as one stage
+// that applies their UDFs in order (each keeping its own op index, random key and error label),
+// so an element crosses threads once per run instead of once per op. The output is the same as
+// unfused; only thread placement changes.
+//
+// A stage on the calling thread.
+std::unique_ptr<Iterator> NewMapIterator(std::unique_ptr<Iterator> input,
+                                         std::vector<OpBuildArgs> chain);
+// A stage on `num_threads` threads, order-preserving.
+std::unique_ptr<Iterator> NewParallelMapIterator(std::unique_ptr<Iterator> input,
+                                                 std::vector<OpBuildArgs> chain, int num_threads);
+// parallel_map's validated num_threads param (default: the number of cores).
+absl::StatusOr<int> ParallelMapThreads(const Params& params);
+
 // One registration per op file.
 OpInfo MapOp();
 OpInfo ParallelMapOp();

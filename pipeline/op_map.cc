@@ -1,5 +1,5 @@
-// map(udf): applies a kMap UDF to every element, on the calling thread. Stateless beyond its
-// input.
+// map(udf): applies a kMap UDF (or a fused chain of them, see op.h) to every element, on the
+// calling thread. Stateless beyond its input.
 #include "common/status_macros.h"
 #include "pipeline/op.h"
 #include "pipeline/udf_invoker.h"
@@ -9,22 +9,27 @@ namespace {
 
 class MapIterator : public UnaryOpIterator {
  public:
-  MapIterator(std::unique_ptr<Iterator> input, OpBuildArgs args)
-      : UnaryOpIterator(std::move(input)), args_(std::move(args)) {}
+  MapIterator(std::unique_ptr<Iterator> input, std::vector<OpBuildArgs> chain)
+      : UnaryOpIterator(std::move(input)), chain_(std::move(chain)) {}
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
     RETURN_IF_ERROR(input_->GetNext(out, end_of_sequence));
     if (*end_of_sequence) return absl::OkStatus();
-    return InvokeMapUdf(args_, *out);
+    return InvokeMapUdfs(chain_, *out);
   }
   absl::Status Save(StateWriter& writer) override { return SaveInput(writer); }
   absl::Status Restore(const StateReader& reader) override { return RestoreInput(reader); }
 
  private:
-  const OpBuildArgs args_;
+  const std::vector<OpBuildArgs> chain_;
 };
 
 }  // namespace
+
+std::unique_ptr<Iterator> NewMapIterator(std::unique_ptr<Iterator> input,
+                                         std::vector<OpBuildArgs> chain) {
+  return std::make_unique<MapIterator>(std::move(input), std::move(chain));
+}
 
 OpInfo MapOp() {
   OpInfo info;
@@ -33,7 +38,7 @@ OpInfo MapOp() {
   info.udf_kind = UdfKind::kMap;
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
-    return std::make_unique<MapIterator>(std::move(input), args);
+    return NewMapIterator(std::move(input), {args});
   };
   return info;
 }

@@ -1,4 +1,5 @@
-// parallel_map(udf, num_threads): map on a pool of `num_threads` threads, order-preserving.
+// parallel_map(udf, num_threads): map (or a fused chain of maps, see op.h) on a pool of
+// `num_threads` threads, order-preserving.
 //
 // A runner thread pulls input elements and keeps up to 2 * num_threads of them in flight on
 // the pool, independently of the consumer, so the stages before this op keep working while the
@@ -24,9 +25,10 @@ namespace {
 
 class ParallelMapIterator : public UnaryOpIterator {
  public:
-  ParallelMapIterator(std::unique_ptr<Iterator> input, OpBuildArgs args, int num_threads)
+  ParallelMapIterator(std::unique_ptr<Iterator> input, std::vector<OpBuildArgs> chain,
+                      int num_threads)
       : UnaryOpIterator(std::move(input)),
-        args_(std::move(args)),
+        chain_(std::move(chain)),
         max_in_flight_(2 * num_threads),
         pool_(num_threads) {}
 
@@ -128,7 +130,7 @@ class ParallelMapIterator : public UnaryOpIterator {
       }
       slots_.push_back(slot);
       pool_.Schedule([this, slot] {
-        absl::Status udf_status = InvokeMapUdf(args_, slot->element);
+        absl::Status udf_status = InvokeMapUdfs(chain_, slot->element);
         absl::MutexLock lock(&mu_);
         slot->status = std::move(udf_status);
         slot->done = true;
@@ -136,7 +138,7 @@ class ParallelMapIterator : public UnaryOpIterator {
     }
   }
 
-  const OpBuildArgs args_;
+  const std::vector<OpBuildArgs> chain_;
   const int max_in_flight_;
   // Held by the runner across pulling one input element and scheduling it; by Save and
   // Restore. Acquired before mu_.
@@ -154,6 +156,21 @@ class ParallelMapIterator : public UnaryOpIterator {
 
 }  // namespace
 
+std::unique_ptr<Iterator> NewParallelMapIterator(std::unique_ptr<Iterator> input,
+                                                 std::vector<OpBuildArgs> chain,
+                                                 int num_threads) {
+  return std::make_unique<ParallelMapIterator>(std::move(input), std::move(chain), num_threads);
+}
+
+absl::StatusOr<int> ParallelMapThreads(const Params& params) {
+  const int64_t default_threads = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t num_threads = params.GetInt("num_threads", default_threads);
+  if (num_threads < 1 || num_threads > 256) {
+    return params.Invalid("num_threads", "must be in [1, 256]");
+  }
+  return static_cast<int>(num_threads);
+}
+
 OpInfo ParallelMapOp() {
   OpInfo info;
   info.name = "parallel_map";
@@ -162,13 +179,8 @@ OpInfo ParallelMapOp() {
   info.params = {{"num_threads", ParamType::kInt}};
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
-    const int64_t default_threads = std::max(1u, std::thread::hardware_concurrency());
-    const int64_t num_threads = args.params.GetInt("num_threads", default_threads);
-    if (num_threads < 1 || num_threads > 256) {
-      return args.params.Invalid("num_threads", "must be in [1, 256]");
-    }
-    return std::make_unique<ParallelMapIterator>(std::move(input), args,
-                                                 static_cast<int>(num_threads));
+    ASSIGN_OR_RETURN(int num_threads, ParallelMapThreads(args.params));
+    return NewParallelMapIterator(std::move(input), {args}, num_threads);
   };
   return info;
 }

@@ -21,9 +21,11 @@ std::string OpLabel(int index, const OpDef& op) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& def,
-                                                           const UdfRegistry& udfs) {
+                                                           const UdfRegistry& udfs,
+                                                           const PipelineOptions& options) {
   std::unique_ptr<Pipeline> p(new Pipeline());
   p->def_ = def;
+  p->options_ = options;
 
   const std::string& type = def.source().type();
   p->source_ = FindSource(type);
@@ -95,10 +97,30 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
     const IteratorContext& ctx, std::unique_ptr<SplitProvider> provider) const {
   std::unique_ptr<Iterator> it =
       std::make_unique<SourceIterator>(source_, source_params_, ctx.env, std::move(provider));
-  for (size_t i = 0; i < ops_.size(); ++i) {
-    const CompiledOp& op = ops_[i];
-    OpBuildArgs args{op.params, op.udf, static_cast<int>(i), op.label, ctx};
-    ASSIGN_OR_RETURN(it, op.info->factory(std::move(it), args));
+  const auto args_for = [&](size_t i) {
+    return OpBuildArgs{ops_[i].params, ops_[i].udf, static_cast<int>(i), ops_[i].label, ctx};
+  };
+  const auto is_map = [&](size_t i) {
+    return i < ops_.size() && (ops_[i].info->name == "map" || ops_[i].info->name == "parallel_map");
+  };
+  for (size_t i = 0; i < ops_.size();) {
+    if (!is_map(i) || !options_.fuse_maps) {
+      ASSIGN_OR_RETURN(it, ops_[i].info->factory(std::move(it), args_for(i)));
+      ++i;
+      continue;
+    }
+    // Fuse the run of map / parallel_map ops starting at i (see op.h).
+    std::vector<OpBuildArgs> chain;
+    int num_threads = 0;  // 0: every op of the run is a plain map.
+    for (; is_map(i); ++i) {
+      if (ops_[i].info->name == "parallel_map") {
+        ASSIGN_OR_RETURN(int threads, ParallelMapThreads(ops_[i].params));
+        num_threads = std::max(num_threads, threads);
+      }
+      chain.push_back(args_for(i));
+    }
+    it = num_threads == 0 ? NewMapIterator(std::move(it), std::move(chain))
+                          : NewParallelMapIterator(std::move(it), std::move(chain), num_threads);
   }
   return it;
 }

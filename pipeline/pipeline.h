@@ -26,11 +26,18 @@
 
 namespace granary {
 
+struct PipelineOptions {
+  // Run each run of consecutive map / parallel_map ops as one stage (op.h). Off only to compare
+  // against or debug the unfused pipeline: the output is the same either way.
+  bool fuse_maps = true;
+};
+
 class Pipeline {
  public:
   // `udfs` is only read during Create.
   static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def,
-                                                         const UdfRegistry& udfs);
+                                                         const UdfRegistry& udfs,
+                                                         const PipelineOptions& options = {});
 
   // The source's splits in enumeration order (ids 0, 1, 2, ...).
   absl::StatusOr<std::vector<Split>> EnumerateSplits(Env* env) const;
@@ -60,6 +67,7 @@ class Pipeline {
   Pipeline() = default;
 
   PipelineDef def_;
+  PipelineOptions options_;
   const SourceInfo* source_ = nullptr;
   Params source_params_;
   std::vector<CompiledOp> ops_;

@@ -156,6 +156,31 @@ TEST(PipelineErrorTest, UdfErrorNamesOpUdfAndElement) {
               HasSubstr("op 1 (map, udf 'decode_jpeg') at split 0 record 0: decode_jpeg"));
 }
 
+// Map fusion (op.h) changes only where UDFs run: the fused pipeline yields exactly the elements
+// of the unfused one, random augmentations included.
+TEST(PipelineDeterminismTest, FusedMapsYieldTheSameElementsAsUnfused) {
+  auto def = ParsePipelineJson(absl::StrCat(R"({"source": {"type": "tfrecord", "params":
+      {"files": [")", testing::TfRecordTestDataDir(), R"(/tutorial_images.tfrecord"]}}, "ops": [
+      {"op": "map", "udf": "parse_example", "udfParams": {"keys": ["image_raw"], "dtypes": ["bytes"]}},
+      {"op": "parallel_map", "params": {"num_threads": 2}, "udf": "decode_image", "udfParams": {"channels": 3}},
+      {"op": "map", "udf": "random_crop", "udfParams": {"height": 20, "width": 20}},
+      {"op": "parallel_map", "params": {"num_threads": 3}, "udf": "random_flip"}]})"),
+                               "p.json");
+  ASSERT_TRUE(def.ok()) << def.status();
+  std::vector<Element> outputs[2];
+  for (int i = 0; i < 2; ++i) {
+    PipelineOptions pipeline_options;
+    pipeline_options.fuse_maps = i == 0;
+    auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins(), pipeline_options);
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+    EpochRunOptions options;
+    options.on_element = [&outputs, i](const Element& e) { outputs[i].push_back(e); };
+    ASSERT_TRUE(RunEpochInProcess(**pipeline, 11, 2, Env::Default(), options).ok());
+  }
+  ASSERT_EQ(outputs[0].size(), 2u);
+  EXPECT_TRUE(outputs[0] == outputs[1]) << "seed 11, epoch 2";
+}
+
 TEST(PipelineDeterminismTest, SameSeedSameDigestOtherSeedSameMultiset) {
   auto def = ParsePipelineJson(absl::StrCat("{", R"("source": {"type": "range", "params":
       {"stop": 200, "elements_per_split": 16, "shuffle_splits": true}}, "ops": [
@@ -178,6 +203,31 @@ TEST(PipelineDeterminismTest, SameSeedSameDigestOtherSeedSameMultiset) {
   // Same rows in another order: the multiset digest agrees, the ordered one does not.
   EXPECT_EQ(a->digest_line.substr(0, a->digest_line.find("ordered")),
             c->digest_line.substr(0, c->digest_line.find("ordered")));
+}
+
+}  // namespace
+}  // namespace granary
+
+namespace granary {
+namespace {
+
+TEST(PipelineFingerprintTest, EqualDefinitionsShareItOthersDoNot) {
+  const auto fingerprint = [](const std::string& json) {
+    auto def = ParsePipelineJson(json, "p.json");
+    EXPECT_TRUE(def.ok()) << def.status();
+    auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+    EXPECT_TRUE(pipeline.ok()) << pipeline.status();
+    return (*pipeline)->Fingerprint();
+  };
+  const std::string a = R"({"source": {"type": "range", "params": {"stop": 10, "step": 2}},
+                            "ops": [{"op": "batch", "params": {"batch_size": 2}}]})";
+  // The same definition with its params in another order and other spacing.
+  const std::string same = R"({"ops": [{"params": {"batch_size": 2}, "op": "batch"}],
+                               "source": {"params": {"step": 2, "stop": 10}, "type": "range"}})";
+  const std::string other = R"({"source": {"type": "range", "params": {"stop": 10, "step": 2}},
+                                "ops": [{"op": "batch", "params": {"batch_size": 3}}]})";
+  EXPECT_EQ(fingerprint(a), fingerprint(same));
+  EXPECT_NE(fingerprint(a), fingerprint(other));
 }
 
 }  // namespace

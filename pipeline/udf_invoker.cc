@@ -18,10 +18,13 @@ std::string Context(const OpBuildArgs& args, const Element& element) {
 
 }  // namespace
 
-absl::Status InvokeMapUdf(const OpBuildArgs& args, Element& element) {
-  const UdfCall call = CallFor(args, element);
-  const absl::Status status = args.udf->Map(element, call);
-  return status.ok() ? status : Annotate(status, Context(args, element));
+absl::Status InvokeMapUdfs(const std::vector<OpBuildArgs>& chain, Element& element) {
+  for (const OpBuildArgs& args : chain) {
+    const UdfCall call = CallFor(args, element);
+    const absl::Status status = args.udf->Map(element, call);
+    if (!status.ok()) return Annotate(status, Context(args, element));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> InvokePredicateUdf(const OpBuildArgs& args, const Element& element) {

@@ -4,13 +4,16 @@
 #ifndef GRANARY_PIPELINE_UDF_INVOKER_H_
 #define GRANARY_PIPELINE_UDF_INVOKER_H_
 
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "pipeline/op.h"
 
 namespace granary {
 
-// REQUIRES: args.udf is a kMap UDF. Thread-safe (as the UDF is).
-absl::Status InvokeMapUdf(const OpBuildArgs& args, Element& element);
+// Applies the kMap UDFs of `chain` (one or more fused map ops) in order. Thread-safe (as the
+// UDFs are).
+absl::Status InvokeMapUdfs(const std::vector<OpBuildArgs>& chain, Element& element);
 // REQUIRES: args.udf is a kPredicate UDF. Thread-safe (as the UDF is).
 absl::StatusOr<bool> InvokePredicateUdf(const OpBuildArgs& args, const Element& element);
 
