@@ -17,21 +17,11 @@
 #include "gtest/gtest.h"
 #include "pipeline/udf_test_util.h"
 
-namespace granary {
+namespace granary::udf_test {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using udf_test::BytesFeature;
-using udf_test::Int64Feature;
-using udf_test::ReadTestRecords;
-
-std::string ImagenetJpeg() {
-  const std::vector<std::string> records =
-      ReadTestRecords("imagenet_inception_train-00000-of-00001.tfrecord");
-  EXPECT_EQ(records.size(), 1u);
-  return records.empty() ? "" : BytesFeature(records[0], "image/encoded");
-}
 
 std::string CifarPng(int i) {
   const std::vector<std::string> records = ReadTestRecords("cifar10_png.tfrecord");
@@ -63,18 +53,16 @@ Tensor GradientImage(int64_t h, int64_t w) {
   return t;
 }
 
-const std::string kGif = std::string("GIF89a\x01\x00\x01\x00\x00\x00\x00", 13);
-
 TEST(ImageCodecTest, SniffsFormatsByMagicBytes) {
   EXPECT_EQ(SniffImageFormat(ImagenetJpeg()), ImageFormat::kJpeg);
   EXPECT_EQ(SniffImageFormat(CifarPng(0)), ImageFormat::kPng);
-  EXPECT_EQ(SniffImageFormat(kGif), ImageFormat::kUnknown);
+  EXPECT_EQ(SniffImageFormat(GifBytes()), ImageFormat::kUnknown);
   EXPECT_EQ(SniffImageFormat(""), ImageFormat::kUnknown);
   EXPECT_EQ(SniffImageFormat("\xFF\xD8"), ImageFormat::kUnknown);  // Too short.
 }
 
 TEST(ImageCodecTest, FirstBytesHexShowsUpToFourBytes) {
-  EXPECT_EQ(FirstBytesHex(kGif), "47 49 46 38");
+  EXPECT_EQ(FirstBytesHex(GifBytes()), "47 49 46 38");
   EXPECT_EQ(FirstBytesHex("\x01"), "01");
   EXPECT_EQ(FirstBytesHex(""), "none");
 }
@@ -209,7 +197,7 @@ TEST(ImageCodecTest, DecodingIsDeterministic) {
 }
 
 TEST(ImageCodecTest, DecodeImageRejectsGif) {
-  absl::StatusOr<Tensor> image = DecodeImage(kGif, 3);
+  absl::StatusOr<Tensor> image = DecodeImage(GifBytes(), 3);
   EXPECT_EQ(image.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(image.status().message(),
               HasSubstr("unsupported image format (first bytes 47 49 46 38): only JPEG and PNG "
@@ -433,4 +421,4 @@ TEST(ImageCodecTest, DecodesAdobeCmykJpegToRgbAndGray) {
 }
 
 }  // namespace
-}  // namespace granary
+}  // namespace granary::udf_test

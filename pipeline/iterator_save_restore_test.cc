@@ -1,14 +1,13 @@
 // For every source and op: run n elements, Save, Restore into a freshly built iterator, and the
 // continuation is byte-identical to an uninterrupted run — at n = 0, end of input and several
 // random n in between (DESIGN.md §2, "Every iterator implements Save/Restore").
-#include <unistd.h>
-
 #include <cstdlib>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/env.h"
+#include "common/scoped_temp_dir.h"
 #include "common/test_paths.h"
 #include "gtest/gtest.h"
 #include "pipeline/pipeline.h"
@@ -25,9 +24,9 @@ struct Case {
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 std::string TextFile() {
-  // ctest runs each test in its own process, concurrently: one file per process.
-  const std::string path =
-      absl::StrCat(::testing::TempDir(), "/save_restore_lines_", ::getpid(), ".txt");
+  // The cases only name the file, so it must outlive Cases(): its directory lasts until exit.
+  static const testing::ScopedTempDir dir;
+  const std::string path = dir.Join("lines.txt");
   std::string text;
   for (int i = 0; i < 37; ++i) absl::StrAppend(&text, "line ", i, i % 5 == 0 ? "" : " x", "\n");
   text += "last line without newline";

@@ -9,31 +9,17 @@
 #include "pipeline/builtin_udfs.h"
 #include "pipeline/udf_test_util.h"
 
-namespace granary {
+namespace granary::udf_test {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using udf_test::MakeElement;
-using udf_test::MakeUdf;
 
-absl::StatusOr<std::unique_ptr<Udf>> MakeCast(const std::string& params) {
-  return MakeUdf(RegisterCastUdf, "cast", params);
-}
+constexpr RegisteredUdf kCast = {RegisterCastUdf, "cast"};
 
+// `input` cast to `dtype`; fails the test on error.
 Tensor Cast(const std::string& dtype, const Tensor& input) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeCast("{\"dtype\": \"" + dtype + "\"}");
-  EXPECT_TRUE(udf.ok()) << udf.status();
-  if (!udf.ok()) return Tensor();
-  Element element = MakeElement({input});
-  absl::Status status = (*udf)->Map(element, UdfCall{});
-  EXPECT_TRUE(status.ok()) << status;
-  return element.tensors[0];
-}
-
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
+  return ApplyUdf(kCast, "{\"dtype\": \"" + dtype + "\"}", input);
 }
 
 TEST(CastUdfTest, Uint8ToFloatKeepsValuesAndShape) {
@@ -88,7 +74,7 @@ TEST(CastUdfTest, SameDtypeIsANoOp) {
 }
 
 TEST(CastUdfTest, CastsTheTensorAtIndex) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeCast(R"({"index": 1, "dtype": "float64"})");
+  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeUdf(kCast, R"({"index": 1, "dtype": "float64"})");
   ASSERT_TRUE(udf.ok()) << udf.status();
   Element element = MakeElement({Tensor::String("x"), Tensor::Scalar<int32_t>(9)});
   ASSERT_TRUE((*udf)->Map(element, UdfCall{}).ok());
@@ -98,7 +84,7 @@ TEST(CastUdfTest, CastsTheTensorAtIndex) {
 }
 
 TEST(CastUdfTest, StringInputIsAnError) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeCast(R"({"dtype": "int64"})");
+  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeUdf(kCast, R"({"dtype": "int64"})");
   ASSERT_TRUE(udf.ok()) << udf.status();
   Element element = MakeElement({Tensor::String("12")});
   absl::Status status = (*udf)->Map(element, UdfCall{});
@@ -107,7 +93,7 @@ TEST(CastUdfTest, StringInputIsAnError) {
 }
 
 TEST(CastUdfTest, IndexOutOfRangeIsAnError) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeCast(R"({"index": 5, "dtype": "int64"})");
+  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeUdf(kCast, R"({"index": 5, "dtype": "int64"})");
   ASSERT_TRUE(udf.ok()) << udf.status();
   Element element = MakeElement({Tensor::Scalar<int32_t>(1), Tensor::Scalar<int32_t>(2)});
   absl::Status status = (*udf)->Map(element, UdfCall{});
@@ -117,7 +103,7 @@ TEST(CastUdfTest, IndexOutOfRangeIsAnError) {
 }
 
 TEST(CastUdfTest, FactoryRejectsUnknownDtype) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeCast(R"({"dtype": "float"})");
+  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeUdf(kCast, R"({"dtype": "float"})");
   EXPECT_EQ(udf.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(udf.status().message(),
               HasSubstr("param 'dtype' is 'float', not one of uint8, int32, int64, "
@@ -125,18 +111,18 @@ TEST(CastUdfTest, FactoryRejectsUnknownDtype) {
 }
 
 TEST(CastUdfTest, FactoryRejectsString) {
-  EXPECT_THAT(MakeCast(R"({"dtype": "string"})").status().message(),
+  EXPECT_THAT(MakeUdf(kCast, R"({"dtype": "string"})").status().message(),
               HasSubstr("param 'dtype' is 'string'; cast converts only between numeric dtypes"));
 }
 
 TEST(CastUdfTest, FactoryRequiresDtype) {
-  EXPECT_THAT(MakeCast("{}").status().message(), HasSubstr("missing required param 'dtype'"));
+  EXPECT_THAT(MakeUdf(kCast, "{}").status().message(), HasSubstr("missing required param 'dtype'"));
 }
 
 TEST(CastUdfTest, FactoryRejectsNegativeIndex) {
-  EXPECT_THAT(MakeCast(R"({"index": -1, "dtype": "int64"})").status().message(),
+  EXPECT_THAT(MakeUdf(kCast, R"({"index": -1, "dtype": "int64"})").status().message(),
               HasSubstr("param 'index' must be >= 0, got -1"));
 }
 
 }  // namespace
-}  // namespace granary
+}  // namespace granary::udf_test

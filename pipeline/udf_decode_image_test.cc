@@ -9,30 +9,18 @@
 #include "pipeline/image_codec.h"
 #include "pipeline/udf_test_util.h"
 
-namespace granary {
+namespace granary::udf_test {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using udf_test::BytesFeature;
-using udf_test::Int64Feature;
-using udf_test::MakeElement;
-using udf_test::MakeUdf;
-using udf_test::ReadTestRecords;
 
 std::unique_ptr<Udf> Decoder(const std::string& name, const std::string& params = "{}") {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeUdf(RegisterDecodeImageUdfs, name, params);
+  absl::StatusOr<std::unique_ptr<Udf>> udf =
+      MakeUdf({RegisterDecodeImageUdfs, name.c_str()}, params);
   EXPECT_TRUE(udf.ok()) << udf.status();
   return udf.ok() ? *std::move(udf) : nullptr;
 }
-
-std::string ImagenetJpeg() {
-  const std::vector<std::string> records =
-      ReadTestRecords("imagenet_inception_train-00000-of-00001.tfrecord");
-  return records.empty() ? "" : BytesFeature(records[0], "image/encoded");
-}
-
-const std::string kGif = std::string("GIF89a\x01\x00\x01\x00\x00\x00\x00", 13);
 
 TEST(DecodeImageUdfTest, DecodeJpegDecodesImagenet) {
   std::unique_ptr<Udf> udf = Decoder("decode_jpeg");
@@ -90,7 +78,7 @@ TEST(DecodeImageUdfTest, DecodeImageMatchesTutorialShapes) {
   // parse_example then decode_image with channels 0 (as encoded): the decoded shape is the
   // recorded [height, width, depth].
   absl::StatusOr<std::unique_ptr<Udf>> parse =
-      MakeUdf(RegisterParseExampleUdf, "parse_example",
+      MakeUdf({RegisterParseExampleUdf, "parse_example"},
               R"({"keys": ["image_raw", "height", "width", "depth"],
                   "dtypes": ["bytes", "int64", "int64", "int64"]})");
   ASSERT_TRUE(parse.ok()) << parse.status();
@@ -112,7 +100,7 @@ TEST(DecodeImageUdfTest, DecodeImageMatchesTutorialShapes) {
 TEST(DecodeImageUdfTest, DecodeImageRejectsGif) {
   std::unique_ptr<Udf> udf = Decoder("decode_image");
   ASSERT_NE(udf, nullptr);
-  Element element = MakeElement({Tensor::String(kGif)});
+  Element element = MakeElement({Tensor::String(GifBytes())});
   absl::Status status = udf->Map(element, UdfCall{});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(),
@@ -123,7 +111,7 @@ TEST(DecodeImageUdfTest, DecodeImageRejectsGif) {
 TEST(DecodeImageUdfTest, DecodeJpegRejectsGif) {
   std::unique_ptr<Udf> udf = Decoder("decode_jpeg");
   ASSERT_NE(udf, nullptr);
-  Element element = MakeElement({Tensor::String(kGif)});
+  Element element = MakeElement({Tensor::String(GifBytes())});
   EXPECT_THAT(udf->Map(element, UdfCall{}).message(),
               HasSubstr("decode_jpeg: not a JPEG (first bytes 47 49 46 38)"));
 }
@@ -167,7 +155,7 @@ TEST(DecodeImageUdfTest, NonScalarInputIsAnError) {
 
 TEST(DecodeImageUdfTest, FactoryRejectsBadChannels) {
   absl::StatusOr<std::unique_ptr<Udf>> udf =
-      MakeUdf(RegisterDecodeImageUdfs, "decode_image", R"({"channels": 4})");
+      MakeUdf({RegisterDecodeImageUdfs, "decode_image"}, R"({"channels": 4})");
   EXPECT_EQ(udf.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(udf.status().message(),
               HasSubstr("param 'channels' must be 0 (as encoded), 1 or 3, got 4"));
@@ -175,7 +163,7 @@ TEST(DecodeImageUdfTest, FactoryRejectsBadChannels) {
 
 TEST(DecodeImageUdfTest, FactoryRejectsNegativeIndex) {
   absl::StatusOr<std::unique_ptr<Udf>> udf =
-      MakeUdf(RegisterDecodeImageUdfs, "decode_jpeg", R"({"index": -1})");
+      MakeUdf({RegisterDecodeImageUdfs, "decode_jpeg"}, R"({"index": -1})");
   EXPECT_THAT(udf.status().message(), HasSubstr("param 'index' must be >= 0, got -1"));
 }
 
@@ -183,29 +171,22 @@ TEST(DecodeImageUdfTest, FactoryRejectsNegativeIndex) {
 // own key. Recomputing the element gives identical bytes.
 Element RunResnetChain(const std::string& record, uint64_t key) {
   struct Step {
-    void (*register_fn)(UdfRegistry*);
-    const char* name;
+    RegisteredUdf udf;
     const char* params;
   };
   const Step steps[] = {
-      {RegisterParseExampleUdf, "parse_example",
+      {{RegisterParseExampleUdf, "parse_example"},
        R"({"keys": ["image/encoded", "image/class/label"], "dtypes": ["bytes", "int64"]})"},
-      {RegisterDecodeImageUdfs, "decode_jpeg", "{}"},
-      {RegisterRandomCropUdf, "random_crop", R"({"height": 224, "width": 224})"},
-      {RegisterRandomFlipUdf, "random_flip", "{}"},
-      {RegisterNormalizeUdf, "normalize",
+      {{RegisterDecodeImageUdfs, "decode_jpeg"}, "{}"},
+      {{RegisterRandomCropUdf, "random_crop"}, R"({"height": 224, "width": 224})"},
+      {{RegisterRandomFlipUdf, "random_flip"}, "{}"},
+      {{RegisterNormalizeUdf, "normalize"},
        R"({"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]})"},
   };
   Element element = MakeElement({Tensor::String(record)});
   uint64_t op = 0;
   for (const Step& step : steps) {
-    absl::StatusOr<std::unique_ptr<Udf>> udf = MakeUdf(step.register_fn, step.name, step.params);
-    EXPECT_TRUE(udf.ok()) << udf.status();
-    if (!udf.ok()) return element;
-    UdfCall call;
-    call.random_key = key * 1000 + op++;
-    absl::Status status = (*udf)->Map(element, call);
-    EXPECT_TRUE(status.ok()) << step.name << ": " << status;
+    element = ApplyUdf(step.udf, step.params, std::move(element), key * 1000 + op++);
   }
   return element;
 }
@@ -225,4 +206,4 @@ TEST(DecodeImageUdfTest, ResnetChainIsDeterministicPerKey) {
 }
 
 }  // namespace
-}  // namespace granary
+}  // namespace granary::udf_test

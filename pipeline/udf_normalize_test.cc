@@ -6,34 +6,12 @@
 #include "pipeline/builtin_udfs.h"
 #include "pipeline/udf_test_util.h"
 
-namespace granary {
+namespace granary::udf_test {
 namespace {
 
 using ::testing::HasSubstr;
-using udf_test::MakeElement;
-using udf_test::MakeUdf;
-using udf_test::PatternImage;
 
-absl::StatusOr<std::unique_ptr<Udf>> MakeNormalize(const std::string& params) {
-  return MakeUdf(RegisterNormalizeUdf, "normalize", params);
-}
-
-Tensor Normalize(const std::string& params, const Tensor& image) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeNormalize(params);
-  EXPECT_TRUE(udf.ok()) << udf.status();
-  if (!udf.ok()) return Tensor();
-  Element element = MakeElement({image});
-  absl::Status status = (*udf)->Map(element, UdfCall{});
-  EXPECT_TRUE(status.ok()) << status;
-  return element.tensors[0];
-}
-
-absl::Status NormalizeError(const std::string& params, const Tensor& image) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeNormalize(params);
-  if (!udf.ok()) return udf.status();
-  Element element = MakeElement({image});
-  return (*udf)->Map(element, UdfCall{});
-}
+constexpr RegisteredUdf kNormalize = {RegisterNormalizeUdf, "normalize"};
 
 Tensor ToFloat(const Tensor& image) {
   Tensor out(DT_FLOAT, image.shape());
@@ -44,7 +22,8 @@ Tensor ToFloat(const Tensor& image) {
 }
 
 TEST(NormalizeUdfTest, DefaultsScaleBy255) {
-  const Tensor out = Normalize("{}", Tensor::FromVector<uint8_t>({1, 3, 1}, {0, 51, 255}));
+  const Tensor out =
+      ApplyUdf(kNormalize, "{}", Tensor::FromVector<uint8_t>({1, 3, 1}, {0, 51, 255}));
   EXPECT_EQ(out.DebugString(), "float32[1,3,1]");
   EXPECT_FLOAT_EQ(out.data<float>()[0], 0.0f);
   EXPECT_FLOAT_EQ(out.data<float>()[1], 0.2f);
@@ -52,8 +31,8 @@ TEST(NormalizeUdfTest, DefaultsScaleBy255) {
 }
 
 TEST(NormalizeUdfTest, OneMeanAndStdForAllChannels) {
-  const Tensor out = Normalize(R"({"mean": [0.5], "std": [0.25]})",
-                               Tensor::FromVector<uint8_t>({1, 2, 3}, {0, 255, 0, 255, 0, 255}));
+  const Tensor out = ApplyUdf(kNormalize, R"({"mean": [0.5], "std": [0.25]})",
+                              Tensor::FromVector<uint8_t>({1, 2, 3}, {0, 255, 0, 255, 0, 255}));
   const float expected[] = {-2, 2, -2, 2, -2, 2};
   for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(out.data<float>()[i], expected[i]) << i;
 }
@@ -62,8 +41,8 @@ TEST(NormalizeUdfTest, PerChannelMeanAndStd) {
   const float mean[] = {0.485f, 0.456f, 0.406f};
   const float std[] = {0.229f, 0.224f, 0.225f};
   const Tensor image = PatternImage(5, 4, 3);
-  const Tensor out =
-      Normalize(R"({"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]})", image);
+  const Tensor out = ApplyUdf(
+      kNormalize, R"({"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]})", image);
   EXPECT_EQ(out.DebugString(), "float32[5,4,3]");
   for (int64_t i = 0; i < image.num_elements(); ++i) {
     const int c = i % 3;
@@ -73,16 +52,16 @@ TEST(NormalizeUdfTest, PerChannelMeanAndStd) {
 }
 
 TEST(NormalizeUdfTest, MixesOneMeanWithPerChannelStd) {
-  const Tensor out = Normalize(R"({"scale": 1, "mean": [10], "std": [1, 2, 5]})",
-                               Tensor::FromVector<uint8_t>({1, 1, 3}, {20, 20, 20}));
+  const Tensor out = ApplyUdf(kNormalize, R"({"scale": 1, "mean": [10], "std": [1, 2, 5]})",
+                              Tensor::FromVector<uint8_t>({1, 1, 3}, {20, 20, 20}));
   EXPECT_FLOAT_EQ(out.data<float>()[0], 10.0f);
   EXPECT_FLOAT_EQ(out.data<float>()[1], 5.0f);
   EXPECT_FLOAT_EQ(out.data<float>()[2], 2.0f);
 }
 
 TEST(NormalizeUdfTest, ScaleParam) {
-  const Tensor out = Normalize(R"({"scale": 1, "mean": [128], "std": [64]})",
-                               Tensor::FromVector<uint8_t>({1, 2, 1}, {192, 0}));
+  const Tensor out = ApplyUdf(kNormalize, R"({"scale": 1, "mean": [128], "std": [64]})",
+                              Tensor::FromVector<uint8_t>({1, 2, 1}, {192, 0}));
   EXPECT_FLOAT_EQ(out.data<float>()[0], 1.0f);
   EXPECT_FLOAT_EQ(out.data<float>()[1], -2.0f);
 }
@@ -90,23 +69,23 @@ TEST(NormalizeUdfTest, ScaleParam) {
 TEST(NormalizeUdfTest, FloatInputGivesTheSameBytesAsUint8) {
   const std::string params = R"({"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]})";
   const Tensor image = PatternImage(7, 6, 3);
-  EXPECT_TRUE(Normalize(params, image) == Normalize(params, ToFloat(image)));
+  EXPECT_TRUE(ApplyUdf(kNormalize, params, image) == ApplyUdf(kNormalize, params, ToFloat(image)));
   const Tensor gray = PatternImage(3, 3, 1);
-  EXPECT_TRUE(Normalize(R"({"mean": [0.5], "std": [0.2]})", gray) ==
-              Normalize(R"({"mean": [0.5], "std": [0.2]})", ToFloat(gray)));
+  EXPECT_TRUE(ApplyUdf(kNormalize, R"({"mean": [0.5], "std": [0.2]})", gray) ==
+              ApplyUdf(kNormalize, R"({"mean": [0.5], "std": [0.2]})", ToFloat(gray)));
 }
 
 TEST(NormalizeUdfTest, FourChannelsPerChannelValues) {
   const std::string params = R"({"scale": 1, "mean": [0, 1, 2, 3], "std": [1, 2, 4, 8]})";
   const Tensor image = Tensor::FromVector<uint8_t>({1, 2, 4}, {10, 11, 12, 13, 20, 21, 22, 23});
-  const Tensor out = Normalize(params, image);
+  const Tensor out = ApplyUdf(kNormalize, params, image);
   const float expected[] = {10, 5, 2.5, 1.25, 20, 10, 5, 2.5};
   for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(out.data<float>()[i], expected[i]) << i;
-  EXPECT_TRUE(Normalize(params, ToFloat(image)) == out);
+  EXPECT_TRUE(ApplyUdf(kNormalize, params, ToFloat(image)) == out);
 }
 
 TEST(NormalizeUdfTest, NormalizesTheTensorAtIndex) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeNormalize(R"({"index": 1})");
+  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeUdf(kNormalize, R"({"index": 1})");
   ASSERT_TRUE(udf.ok()) << udf.status();
   Element element = MakeElement({Tensor::Scalar<int64_t>(4), PatternImage(2, 2, 3)});
   ASSERT_TRUE((*udf)->Map(element, UdfCall{}).ok());
@@ -115,7 +94,8 @@ TEST(NormalizeUdfTest, NormalizesTheTensorAtIndex) {
 }
 
 TEST(NormalizeUdfTest, MeanLengthNotMatchingChannelsIsAnError) {
-  absl::Status status = NormalizeError(R"({"mean": [0.5, 0.5]})", PatternImage(2, 2, 3));
+  absl::Status status =
+      UdfError(kNormalize, R"({"mean": [0.5, 0.5]})", MakeElement({PatternImage(2, 2, 3)}));
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(),
               HasSubstr("normalize: mean has 2 values but the image uint8[2,2,3] has 3 channels; "
@@ -123,12 +103,14 @@ TEST(NormalizeUdfTest, MeanLengthNotMatchingChannelsIsAnError) {
 }
 
 TEST(NormalizeUdfTest, StdLengthNotMatchingChannelsIsAnError) {
-  EXPECT_THAT(NormalizeError(R"({"std": [1, 1, 1]})", PatternImage(2, 2, 1)).message(),
-              HasSubstr("normalize: std has 3 values but the image uint8[2,2,1] has 1 channels"));
+  EXPECT_THAT(
+      UdfError(kNormalize, R"({"std": [1, 1, 1]})", MakeElement({PatternImage(2, 2, 1)})).message(),
+      HasSubstr("normalize: std has 3 values but the image uint8[2,2,1] has 1 channels"));
 }
 
 TEST(NormalizeUdfTest, IndexOutOfRangeIsAnError) {
-  absl::Status status = NormalizeError(R"({"index": 1})", PatternImage(2, 2, 3));
+  absl::Status status =
+      UdfError(kNormalize, R"({"index": 1})", MakeElement({PatternImage(2, 2, 3)}));
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("normalize: "));
   EXPECT_THAT(status.message(), HasSubstr("index 1 is out of range"));
@@ -136,31 +118,31 @@ TEST(NormalizeUdfTest, IndexOutOfRangeIsAnError) {
 }
 
 TEST(NormalizeUdfTest, WrongDtypeIsAnError) {
-  EXPECT_THAT(NormalizeError("{}", Tensor(DT_INT32, {2, 2, 3})).message(),
+  EXPECT_THAT(UdfError(kNormalize, "{}", MakeElement({Tensor(DT_INT32, {2, 2, 3})})).message(),
               HasSubstr("normalize: tensor 0 is int32[2,2,3], need uint8 or float32"));
 }
 
 TEST(NormalizeUdfTest, WrongRankIsAnError) {
-  EXPECT_THAT(NormalizeError("{}", Tensor(DT_FLOAT, {2, 3})).message(),
+  EXPECT_THAT(UdfError(kNormalize, "{}", MakeElement({Tensor(DT_FLOAT, {2, 3})})).message(),
               HasSubstr("normalize: tensor 0 is float32[2,3], need an image"));
 }
 
 TEST(NormalizeUdfTest, FactoryRejectsZeroStd) {
-  EXPECT_THAT(MakeNormalize(R"({"std": [0.2, 0, 0.2]})").status().message(),
+  EXPECT_THAT(MakeUdf(kNormalize, R"({"std": [0.2, 0, 0.2]})").status().message(),
               HasSubstr("param 'std' entry 1 is 0; std must be non-zero"));
 }
 
 TEST(NormalizeUdfTest, FactoryRejectsEmptyLists) {
-  EXPECT_THAT(MakeNormalize(R"({"mean": []})").status().message(),
+  EXPECT_THAT(MakeUdf(kNormalize, R"({"mean": []})").status().message(),
               HasSubstr("param 'mean' must have at least one value"));
-  EXPECT_THAT(MakeNormalize(R"({"std": []})").status().message(),
+  EXPECT_THAT(MakeUdf(kNormalize, R"({"std": []})").status().message(),
               HasSubstr("param 'std' must have at least one value"));
 }
 
 TEST(NormalizeUdfTest, FactoryRejectsDisagreeingPerChannelLists) {
-  EXPECT_THAT(MakeNormalize(R"({"mean": [1, 2, 3], "std": [1, 2]})").status().message(),
+  EXPECT_THAT(MakeUdf(kNormalize, R"({"mean": [1, 2, 3], "std": [1, 2]})").status().message(),
               HasSubstr("param 'std' has 2 values but mean has 3"));
 }
 
 }  // namespace
-}  // namespace granary
+}  // namespace granary::udf_test

@@ -8,27 +8,17 @@
 #include "pipeline/udf_test_util.h"
 #include "proto/example.pb.h"
 
-namespace granary {
+namespace granary::udf_test {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using udf_test::MakeElement;
-using udf_test::MakeUdf;
-using udf_test::ReadTestRecords;
 
-absl::StatusOr<std::unique_ptr<Udf>> MakeParser(const std::string& params) {
-  return MakeUdf(RegisterParseExampleUdf, "parse_example", params);
-}
+constexpr RegisteredUdf kParseExample = {RegisterParseExampleUdf, "parse_example"};
 
 // Runs parse_example with `params` over one serialized example.
 absl::StatusOr<Element> Parse(const std::string& params, const std::string& record) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeParser(params);
-  if (!udf.ok()) return udf.status();
-  Element element = MakeElement({Tensor::String(record)});
-  absl::Status status = (*udf)->Map(element, UdfCall{});
-  if (!status.ok()) return status;
-  return element;
+  return RunUdf(kParseExample, params, MakeElement({Tensor::String(record)}));
 }
 
 std::string SerializedExample(const std::string& key, const tfexample::Feature& feature) {
@@ -144,7 +134,8 @@ TEST(ParseExampleUdfTest, FeatureWithoutValueIsAnEmptyList) {
 }
 
 TEST(ParseExampleUdfTest, KeepsTheProvenance) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeParser(R"({"keys": ["x"], "dtypes": ["int64"]})");
+  absl::StatusOr<std::unique_ptr<Udf>> udf =
+      MakeUdf(kParseExample, R"({"keys": ["x"], "dtypes": ["int64"]})");
   ASSERT_TRUE(udf.ok()) << udf.status();
   Element element = MakeElement({Tensor::String(SerializedExample("x", Int64s({9})))});
   element.split_id = 3;
@@ -200,7 +191,8 @@ TEST(ParseExampleUdfTest, BytesThatAreNotAnExampleAreAnError) {
 }
 
 TEST(ParseExampleUdfTest, InputThatIsNotOneStringScalarIsAnError) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeParser(R"({"keys": ["x"], "dtypes": ["int64"]})");
+  absl::StatusOr<std::unique_ptr<Udf>> udf =
+      MakeUdf(kParseExample, R"({"keys": ["x"], "dtypes": ["int64"]})");
   ASSERT_TRUE(udf.ok()) << udf.status();
   Element element = MakeElement({Tensor::String("a"), Tensor::Scalar<int64_t>(1)});
   absl::Status status = (*udf)->Map(element, UdfCall{});
@@ -212,7 +204,7 @@ TEST(ParseExampleUdfTest, InputThatIsNotOneStringScalarIsAnError) {
 
 TEST(ParseExampleUdfTest, FactoryRejectsMismatchedDtypeCount) {
   absl::StatusOr<std::unique_ptr<Udf>> udf =
-      MakeParser(R"({"keys": ["a", "b"], "dtypes": ["int64"]})");
+      MakeUdf(kParseExample, R"({"keys": ["a", "b"], "dtypes": ["int64"]})");
   EXPECT_EQ(udf.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(udf.status().message(),
               HasSubstr("param 'dtypes' has 1 entries but keys has 2; give one dtype per key"));
@@ -220,21 +212,22 @@ TEST(ParseExampleUdfTest, FactoryRejectsMismatchedDtypeCount) {
 
 TEST(ParseExampleUdfTest, FactoryRejectsUnknownDtype) {
   absl::StatusOr<std::unique_ptr<Udf>> udf =
-      MakeParser(R"({"keys": ["a", "b"], "dtypes": ["int64", "int32"]})");
+      MakeUdf(kParseExample, R"({"keys": ["a", "b"], "dtypes": ["int64", "int32"]})");
   EXPECT_THAT(udf.status().message(),
               HasSubstr("param 'dtypes' entry 1 ('int32', for key 'b') is not one of bytes, "
                         "int64, float, bytes_list, int64_list, float_list"));
 }
 
 TEST(ParseExampleUdfTest, FactoryRejectsNoKeys) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeParser(R"({"keys": [], "dtypes": []})");
+  absl::StatusOr<std::unique_ptr<Udf>> udf =
+      MakeUdf(kParseExample, R"({"keys": [], "dtypes": []})");
   EXPECT_THAT(udf.status().message(), HasSubstr("param 'keys' must name at least one feature"));
 }
 
 TEST(ParseExampleUdfTest, FactoryRequiresKeysAndDtypes) {
-  EXPECT_THAT(MakeParser(R"({"keys": ["a"]})").status().message(),
+  EXPECT_THAT(MakeUdf(kParseExample, R"({"keys": ["a"]})").status().message(),
               HasSubstr("missing required param 'dtypes'"));
 }
 
 }  // namespace
-}  // namespace granary
+}  // namespace granary::udf_test

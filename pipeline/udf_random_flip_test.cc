@@ -6,36 +6,12 @@
 #include "pipeline/builtin_udfs.h"
 #include "pipeline/udf_test_util.h"
 
-namespace granary {
+namespace granary::udf_test {
 namespace {
 
 using ::testing::HasSubstr;
-using udf_test::At;
-using udf_test::MakeElement;
-using udf_test::MakeUdf;
-using udf_test::PatternImage;
 
-absl::StatusOr<std::unique_ptr<Udf>> MakeFlip(const std::string& params) {
-  return MakeUdf(RegisterRandomFlipUdf, "random_flip", params);
-}
-
-Tensor Flip(const std::string& params, const Tensor& image, uint64_t key) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeFlip(params);
-  EXPECT_TRUE(udf.ok()) << udf.status();
-  if (!udf.ok()) return Tensor();
-  Element element = MakeElement({image});
-  UdfCall call;
-  call.random_key = key;
-  absl::Status status = (*udf)->Map(element, call);
-  EXPECT_TRUE(status.ok()) << status;
-  return element.tensors[0];
-}
-
-absl::Status FlipError(const std::string& params, Element element) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeFlip(params);
-  if (!udf.ok()) return udf.status();
-  return (*udf)->Map(element, UdfCall{});
-}
+constexpr RegisteredUdf kRandomFlip = {RegisterRandomFlipUdf, "random_flip"};
 
 // Whether `flipped` is `image` mirrored left-right.
 bool IsMirror(const Tensor& image, const Tensor& flipped) {
@@ -56,7 +32,8 @@ TEST(RandomFlipUdfTest, ProbabilityOneMirrorsUint8Images) {
   for (int64_t channels : {1, 2, 3, 4, 5}) {
     for (int64_t width : {1, 2, 5, 8}) {
       const Tensor image = PatternImage(3, width, channels);
-      EXPECT_TRUE(IsMirror(image, Flip(R"({"probability": 1})", image, 5))) << image.DebugString();
+      EXPECT_TRUE(IsMirror(image, ApplyUdf(kRandomFlip, R"({"probability": 1})", image, 5)))
+          << image.DebugString();
     }
   }
 }
@@ -65,21 +42,22 @@ TEST(RandomFlipUdfTest, ProbabilityOneMirrorsFloatImages) {
   for (int64_t channels : {1, 3, 4, 2}) {
     Tensor image(DT_FLOAT, {2, 7, channels});
     for (int64_t i = 0; i < image.num_elements(); ++i) image.data<float>()[i] = 1.25f * i;
-    EXPECT_TRUE(IsMirror(image, Flip(R"({"probability": 1})", image, 5))) << image.DebugString();
+    EXPECT_TRUE(IsMirror(image, ApplyUdf(kRandomFlip, R"({"probability": 1})", image, 5)))
+        << image.DebugString();
   }
 }
 
 TEST(RandomFlipUdfTest, ProbabilityZeroNeverFlips) {
   const Tensor image = PatternImage(4, 6, 3);
   for (uint64_t key = 0; key < 50; ++key) {
-    EXPECT_TRUE(Flip(R"({"probability": 0})", image, key) == image);
+    EXPECT_TRUE(ApplyUdf(kRandomFlip, R"({"probability": 0})", image, key) == image);
   }
 }
 
 TEST(RandomFlipUdfTest, SameKeyGivesIdenticalBytes) {
   const Tensor image = PatternImage(8, 8, 3);
   for (uint64_t key = 0; key < 20; ++key) {
-    EXPECT_TRUE(Flip("{}", image, key) == Flip("{}", image, key));
+    EXPECT_TRUE(ApplyUdf(kRandomFlip, "{}", image, key) == ApplyUdf(kRandomFlip, "{}", image, key));
   }
 }
 
@@ -88,7 +66,7 @@ TEST(RandomFlipUdfTest, BothOutcomesOccurAboutEquallyOverKeys) {
   int flipped = 0;
   constexpr int kKeys = 400;
   for (uint64_t key = 0; key < kKeys; ++key) {
-    const Tensor out = Flip("{}", image, key);
+    const Tensor out = ApplyUdf(kRandomFlip, "{}", image, key);
     if (out == image) continue;
     ASSERT_TRUE(IsMirror(image, out));
     ++flipped;
@@ -98,7 +76,8 @@ TEST(RandomFlipUdfTest, BothOutcomesOccurAboutEquallyOverKeys) {
 }
 
 TEST(RandomFlipUdfTest, FlipsTheTensorAtIndexOnly) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeFlip(R"({"index": 1, "probability": 1})");
+  absl::StatusOr<std::unique_ptr<Udf>> udf =
+      MakeUdf(kRandomFlip, R"({"index": 1, "probability": 1})");
   ASSERT_TRUE(udf.ok()) << udf.status();
   const Tensor image = PatternImage(2, 3, 3);
   Element element = MakeElement({image, image});
@@ -108,7 +87,8 @@ TEST(RandomFlipUdfTest, FlipsTheTensorAtIndexOnly) {
 }
 
 TEST(RandomFlipUdfTest, IndexOutOfRangeIsAnError) {
-  absl::Status status = FlipError(R"({"index": 1})", MakeElement({PatternImage(2, 2, 3)}));
+  absl::Status status =
+      UdfError(kRandomFlip, R"({"index": 1})", MakeElement({PatternImage(2, 2, 3)}));
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("random_flip: "));
   EXPECT_THAT(status.message(), HasSubstr("index 1 is out of range"));
@@ -116,26 +96,26 @@ TEST(RandomFlipUdfTest, IndexOutOfRangeIsAnError) {
 }
 
 TEST(RandomFlipUdfTest, WrongDtypeIsAnError) {
-  EXPECT_THAT(FlipError("{}", MakeElement({Tensor::String("jpeg bytes")})).message(),
+  EXPECT_THAT(UdfError(kRandomFlip, "{}", MakeElement({Tensor::String("jpeg bytes")})).message(),
               HasSubstr("random_flip: tensor 0 is string[], need uint8 or float32"));
 }
 
 TEST(RandomFlipUdfTest, WrongRankIsAnError) {
-  EXPECT_THAT(FlipError("{}", MakeElement({Tensor(DT_FLOAT, {2, 2, 2, 3})})).message(),
+  EXPECT_THAT(UdfError(kRandomFlip, "{}", MakeElement({Tensor(DT_FLOAT, {2, 2, 2, 3})})).message(),
               HasSubstr("random_flip: tensor 0 is float32[2,2,2,3], need an image"));
 }
 
 TEST(RandomFlipUdfTest, FactoryRejectsProbabilityOutOfRange) {
-  EXPECT_THAT(MakeFlip(R"({"probability": 1.5})").status().message(),
+  EXPECT_THAT(MakeUdf(kRandomFlip, R"({"probability": 1.5})").status().message(),
               HasSubstr("param 'probability' must be in [0, 1], got 1.5"));
-  EXPECT_THAT(MakeFlip(R"({"probability": -0.1})").status().message(),
+  EXPECT_THAT(MakeUdf(kRandomFlip, R"({"probability": -0.1})").status().message(),
               HasSubstr("param 'probability' must be in [0, 1], got -0.1"));
 }
 
 TEST(RandomFlipUdfTest, FactoryRejectsNegativeIndex) {
-  EXPECT_THAT(MakeFlip(R"({"index": -3})").status().message(),
+  EXPECT_THAT(MakeUdf(kRandomFlip, R"({"index": -3})").status().message(),
               HasSubstr("param 'index' must be >= 0, got -3"));
 }
 
 }  // namespace
-}  // namespace granary
+}  // namespace granary::udf_test

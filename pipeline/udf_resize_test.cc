@@ -7,34 +7,21 @@
 #include "pipeline/builtin_udfs.h"
 #include "pipeline/udf_test_util.h"
 
-namespace granary {
+namespace granary::udf_test {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-using udf_test::MakeElement;
-using udf_test::MakeUdf;
-using udf_test::PatternImage;
 
-absl::StatusOr<std::unique_ptr<Udf>> MakeResize(const std::string& params) {
-  return MakeUdf(RegisterResizeUdf, "resize", params);
-}
+constexpr RegisteredUdf kResize = {RegisterResizeUdf, "resize"};
 
+// `image` resized to `height` x `width`; fails the test on error.
 Tensor Resize(int64_t height, int64_t width, const Tensor& image) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeResize(
-      "{\"height\": " + std::to_string(height) + ", \"width\": " + std::to_string(width) + "}");
-  EXPECT_TRUE(udf.ok()) << udf.status();
-  if (!udf.ok()) return Tensor();
-  Element element = MakeElement({image});
-  absl::Status status = (*udf)->Map(element, UdfCall{});
-  EXPECT_TRUE(status.ok()) << status;
-  return element.tensors[0];
-}
-
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
+  return ApplyUdf(
+      kResize,
+      "{\"height\": " + std::to_string(height) + ", \"width\": " + std::to_string(width) + "}",
+      image);
 }
 
 TEST(ResizeUdfTest, UpscalesFloat2x2To4x4) {
@@ -63,10 +50,10 @@ TEST(ResizeUdfTest, UpscalingPreservesCorners) {
   const Tensor out = Resize(12, 17, image);
   EXPECT_EQ(out.DebugString(), "uint8[12,17,3]");
   for (int64_t c = 0; c < 3; ++c) {
-    EXPECT_EQ(udf_test::At(out, 0, 0, c), udf_test::At(image, 0, 0, c));
-    EXPECT_EQ(udf_test::At(out, 0, 16, c), udf_test::At(image, 0, 4, c));
-    EXPECT_EQ(udf_test::At(out, 11, 0, c), udf_test::At(image, 2, 0, c));
-    EXPECT_EQ(udf_test::At(out, 11, 16, c), udf_test::At(image, 2, 4, c));
+    EXPECT_EQ(At(out, 0, 0, c), At(image, 0, 0, c));
+    EXPECT_EQ(At(out, 0, 16, c), At(image, 0, 4, c));
+    EXPECT_EQ(At(out, 11, 0, c), At(image, 2, 0, c));
+    EXPECT_EQ(At(out, 11, 16, c), At(image, 2, 4, c));
   }
 }
 
@@ -86,8 +73,8 @@ TEST(ResizeUdfTest, ChannelsAreIndependent) {
   const Tensor out = Resize(4, 4, image);
   for (int64_t y = 0; y < 4; ++y) {
     for (int64_t x = 0; x < 4; ++x) {
-      EXPECT_FLOAT_EQ(udf_test::At(out, y, x, 1), udf_test::At(out, y, x, 0) + 100);
-      EXPECT_FLOAT_EQ(udf_test::At(out, y, x, 2), udf_test::At(out, y, x, 0) + 200);
+      EXPECT_FLOAT_EQ(At(out, y, x, 1), At(out, y, x, 0) + 100);
+      EXPECT_FLOAT_EQ(At(out, y, x, 2), At(out, y, x, 0) + 200);
     }
   }
 }
@@ -106,7 +93,8 @@ TEST(ResizeUdfTest, SameSizeIsTheIdentity) {
 }
 
 TEST(ResizeUdfTest, IndexOutOfRangeIsAnError) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeResize(R"({"index": 3, "height": 2, "width": 2})");
+  absl::StatusOr<std::unique_ptr<Udf>> udf =
+      MakeUdf(kResize, R"({"index": 3, "height": 2, "width": 2})");
   ASSERT_TRUE(udf.ok()) << udf.status();
   Element element = MakeElement({PatternImage(4, 4, 3)});
   absl::Status status = (*udf)->Map(element, UdfCall{});
@@ -117,7 +105,7 @@ TEST(ResizeUdfTest, IndexOutOfRangeIsAnError) {
 }
 
 TEST(ResizeUdfTest, WrongDtypeIsAnError) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeResize(R"({"height": 2, "width": 2})");
+  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeUdf(kResize, R"({"height": 2, "width": 2})");
   ASSERT_TRUE(udf.ok()) << udf.status();
   Element element = MakeElement({Tensor(DT_DOUBLE, {4, 4, 3})});
   EXPECT_THAT((*udf)->Map(element, UdfCall{}).message(),
@@ -125,7 +113,7 @@ TEST(ResizeUdfTest, WrongDtypeIsAnError) {
 }
 
 TEST(ResizeUdfTest, WrongRankIsAnError) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeResize(R"({"height": 2, "width": 2})");
+  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeUdf(kResize, R"({"height": 2, "width": 2})");
   ASSERT_TRUE(udf.ok()) << udf.status();
   Element element = MakeElement({Tensor(DT_UINT8, {16})});
   EXPECT_THAT((*udf)->Map(element, UdfCall{}).message(),
@@ -133,7 +121,7 @@ TEST(ResizeUdfTest, WrongRankIsAnError) {
 }
 
 TEST(ResizeUdfTest, EmptyImageIsAnError) {
-  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeResize(R"({"height": 2, "width": 2})");
+  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeUdf(kResize, R"({"height": 2, "width": 2})");
   ASSERT_TRUE(udf.ok()) << udf.status();
   Element element = MakeElement({Tensor(DT_UINT8, {0, 4, 3})});
   EXPECT_THAT((*udf)->Map(element, UdfCall{}).message(),
@@ -141,16 +129,16 @@ TEST(ResizeUdfTest, EmptyImageIsAnError) {
 }
 
 TEST(ResizeUdfTest, FactoryRequiresHeightAndWidth) {
-  EXPECT_THAT(MakeResize(R"({"height": 2})").status().message(),
+  EXPECT_THAT(MakeUdf(kResize, R"({"height": 2})").status().message(),
               HasSubstr("missing required param 'width'"));
 }
 
 TEST(ResizeUdfTest, FactoryRejectsNonPositiveSize) {
-  EXPECT_THAT(MakeResize(R"({"height": 0, "width": 2})").status().message(),
+  EXPECT_THAT(MakeUdf(kResize, R"({"height": 0, "width": 2})").status().message(),
               HasSubstr("param 'height' must be positive, got 0"));
-  EXPECT_THAT(MakeResize(R"({"height": 2, "width": -1})").status().message(),
+  EXPECT_THAT(MakeUdf(kResize, R"({"height": 2, "width": -1})").status().message(),
               HasSubstr("param 'width' must be positive, got -1"));
 }
 
 }  // namespace
-}  // namespace granary
+}  // namespace granary::udf_test

@@ -1,74 +1,52 @@
 // Test-only helpers for the UDF and image codec tests (header-only; include only from
-// *_test.cc files): locating the TFRecord fixtures, reading their records without depending on
-// the production TFRecord reader, and building a UDF from JSON params.
+// *_test.cc files): reading the records of the TFRecord fixtures, building a UDF from JSON
+// params and running it, and small images to run it on.
 #ifndef GRANARY_PIPELINE_UDF_TEST_UTIL_H_
 #define GRANARY_PIPELINE_UDF_TEST_UTIL_H_
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "common/compressed_file.h"
+#include "common/env.h"
+#include "common/test_paths.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "pipeline/element.h"
 #include "pipeline/params.h"
+#include "pipeline/tfrecord_reader.h"
 #include "pipeline/udf.h"
 #include "proto/example.pb.h"
 
 namespace granary {
 namespace udf_test {
 
-// The directory of the TFRecord fixtures (/work/shared/testdata/tfrecord): found through
-// $GRANARY_SOURCE_DIR (set by ctest), else relative to the working directory (the source or
-// the build directory), else relative to this header's path.
-inline std::string TestdataDir() {
-  std::vector<std::string> candidates;
-  if (const char* source = std::getenv("GRANARY_SOURCE_DIR")) {
-    candidates.push_back(std::string(source) + "/../shared/testdata/tfrecord");
-  }
-  candidates.push_back("../shared/testdata/tfrecord");
-  candidates.push_back("../../shared/testdata/tfrecord");
-  // Beside the source tree, as seen from this header's own path (absolute in CMake builds).
-  const std::string self = __FILE__;
-  candidates.push_back(self.substr(0, self.rfind('/') + 1) + "../../shared/testdata/tfrecord");
-  for (const std::string& dir : candidates) {
-    if (std::ifstream(dir + "/SOURCES.md").good()) return dir;
-  }
-  ADD_FAILURE() << "TFRecord fixtures not found; set GRANARY_SOURCE_DIR";
-  return candidates.front();
-}
-
-inline std::string ReadFileOrDie(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open " << path;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-// The records of the TFRecord file `name` in TestdataDir(). Framing: uint64 LE length, 4-byte
-// length CRC, data, 4-byte data CRC; the CRCs are not checked here.
+// The records of the TFRecord fixture `name` in testing::TfRecordTestDataDir(), read (CRCs
+// checked) with the production TfRecordReader; a ".gz" file is read as GZIP. Fails the test
+// on any error, returning the records read before it.
 inline std::vector<std::string> ReadTestRecords(const std::string& name) {
-  const std::string data = ReadFileOrDie(TestdataDir() + "/" + name);
+  const std::string path = testing::TfRecordTestDataDir() + "/" + name;
+  absl::StatusOr<std::unique_ptr<SequentialFile>> file = OpenMaybeCompressed(
+      Env::Default(), path, absl::EndsWith(name, ".gz") ? Compression::kGzip : Compression::kNone);
+  EXPECT_TRUE(file.ok()) << file.status();
+  if (!file.ok()) return {};
+  TfRecordReader reader(std::move(*file), path, /*offset=*/0);
   std::vector<std::string> records;
-  size_t pos = 0;
-  while (pos < data.size()) {
-    uint64_t length = 0;
-    if (data.size() - pos < 12) break;
-    for (int i = 0; i < 8; ++i) length |= uint64_t{static_cast<uint8_t>(data[pos + i])} << (8 * i);
-    if (data.size() - pos - 12 < length + 4) break;
-    records.push_back(data.substr(pos + 12, length));
-    pos += 16 + length;
+  while (true) {
+    std::string record;
+    bool end = false;
+    const absl::Status status = reader.ReadRecord(&record, &end);
+    EXPECT_TRUE(status.ok()) << status;
+    if (!status.ok() || end) return records;
+    records.push_back(std::move(record));
   }
-  EXPECT_EQ(pos, data.size()) << name << ": trailing bytes after the last record";
-  return records;
 }
 
 inline tfexample::Example ParseExampleProto(const std::string& record) {
@@ -98,24 +76,21 @@ inline int64_t Int64Feature(const std::string& record, const std::string& key) {
   return it->second.int64_list().value(0);
 }
 
+// The JPEG of the one record of the ImageNet fixture (480x640 RGB).
+inline std::string ImagenetJpeg() {
+  const std::vector<std::string> records =
+      ReadTestRecords("imagenet_inception_train-00000-of-00001.tfrecord");
+  EXPECT_EQ(records.size(), 1u);
+  return records.empty() ? "" : BytesFeature(records[0], "image/encoded");
+}
+
+// The first bytes of a GIF: an image format neither decoder supports.
+inline std::string GifBytes() { return std::string("GIF89a\x01\x00\x01\x00\x00\x00\x00", 13); }
+
 inline google::protobuf::Struct Json(const std::string& text) {
   google::protobuf::Struct s;
   EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text, &s).ok()) << text;
   return s;
-}
-
-// Builds UDF `name` (registered by `register_fn`) from the JSON object `params`, as the
-// pipeline builder would; its errors say what the factory or Params::Create rejected.
-inline absl::StatusOr<std::unique_ptr<Udf>> MakeUdf(void (*register_fn)(UdfRegistry*),
-                                                    const std::string& name,
-                                                    const std::string& params = "{}") {
-  UdfRegistry registry;
-  register_fn(&registry);
-  const UdfInfo* info = registry.Find(name);
-  if (info == nullptr) return absl::NotFoundError("no UDF named " + name);
-  absl::StatusOr<Params> p = Params::Create(Json(params), info->params, "udf '" + name + "'");
-  if (!p.ok()) return p.status();
-  return info->factory(*p);
 }
 
 // An element holding `tensors`.
@@ -123,6 +98,61 @@ inline Element MakeElement(std::vector<Tensor> tensors) {
   Element element;
   element.tensors = std::move(tensors);
   return element;
+}
+
+// One UDF of a registry: the function that registers it (builtin_udfs.h) and its name.
+struct RegisteredUdf {
+  void (*register_fn)(UdfRegistry*);
+  const char* name;
+};
+
+// Builds `udf` from the JSON object `params`, as the pipeline builder would; its errors say
+// what the factory or Params::Create rejected.
+inline absl::StatusOr<std::unique_ptr<Udf>> MakeUdf(const RegisteredUdf& udf,
+                                                    const std::string& params = "{}") {
+  UdfRegistry registry;
+  udf.register_fn(&registry);
+  const std::string name = udf.name;
+  const UdfInfo* info = registry.Find(name);
+  if (info == nullptr) return absl::NotFoundError("no UDF named " + name);
+  absl::StatusOr<Params> p = Params::Create(Json(params), info->params, "udf '" + name + "'");
+  if (!p.ok()) return p.status();
+  return info->factory(*p);
+}
+
+// Builds `udf` from `params` and maps `element` with it under random key `key`: the element it
+// leaves, or the error of building the UDF or of the map.
+inline absl::StatusOr<Element> RunUdf(const RegisteredUdf& udf, const std::string& params,
+                                      Element element, uint64_t key = 0) {
+  absl::StatusOr<std::unique_ptr<Udf>> made = MakeUdf(udf, params);
+  if (!made.ok()) return made.status();
+  UdfCall call;
+  call.random_key = key;
+  absl::Status status = (*made)->Map(element, call);
+  if (!status.ok()) return status;
+  return element;
+}
+
+// RunUdf that fails the test on error, returning an element without tensors then.
+inline Element ApplyUdf(const RegisteredUdf& udf, const std::string& params, Element element,
+                        uint64_t key = 0) {
+  absl::StatusOr<Element> out = RunUdf(udf, params, std::move(element), key);
+  EXPECT_TRUE(out.ok()) << udf.name << " " << params << ": " << out.status();
+  return out.ok() ? *std::move(out) : Element();
+}
+
+// ApplyUdf on an element of the one tensor `input`: the tensor the UDF leaves in its place
+// (an empty Tensor on error).
+inline Tensor ApplyUdf(const RegisteredUdf& udf, const std::string& params, Tensor input,
+                       uint64_t key = 0) {
+  const Element out = ApplyUdf(udf, params, MakeElement({std::move(input)}), key);
+  return out.tensors.empty() ? Tensor() : out.tensors[0];
+}
+
+// The error of building `udf` from `params` or, if it builds, of mapping `element` with it
+// (OK if neither fails).
+inline absl::Status UdfError(const RegisteredUdf& udf, const std::string& params, Element element) {
+  return RunUdf(udf, params, std::move(element)).status();
 }
 
 // A uint8 image [h, w, c] whose value at (y, x, ch) is (y * 31 + x * 7 + ch * 101) % 256, so
@@ -143,6 +173,12 @@ inline Tensor PatternImage(int64_t h, int64_t w, int64_t c) {
 inline double At(const Tensor& image, int64_t y, int64_t x, int64_t ch) {
   const int64_t i = (y * image.shape()[1] + x) * image.shape()[2] + ch;
   return image.dtype() == DT_UINT8 ? image.data<uint8_t>()[i] : image.data<float>()[i];
+}
+
+// The values of a numeric tensor, in order.
+template <typename T>
+std::vector<T> Values(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
 }
 
 }  // namespace udf_test

@@ -1,15 +1,13 @@
 // `granary local` and `granary datagen` as a user runs them: digests are reproducible from the
 // seed, shuffling changes order but not content, and bad pipeline files are rejected with an
 // error naming the culprit while the exit code says so.
-#include <unistd.h>
-
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/env.h"
 #include "common/hash.h"
+#include "common/scoped_temp_dir.h"
 #include "common/test_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -24,21 +22,16 @@ using testing::RunCommand;
 class LocalCliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // ctest runs each test in its own process, concurrently: one directory per process.
-    dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/granary_local_cli_", ::getpid()));
-    ASSERT_TRUE(Env::Default()->CreateDirs(*dir_).ok());
-    const auto r = RunCommand(absl::StrCat(GRANARY_BINARY, " datagen imagenet --out ", *dir_,
+    dir_ = new testing::ScopedTempDir();
+    const auto r = RunCommand(absl::StrCat(GRANARY_BINARY, " datagen imagenet --out ", dir_->path(),
                                            "/data --images 96 --files 3 --size 32"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
 
-  static void TearDownTestSuite() {
-    std::filesystem::remove_all(*dir_);
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete dir_; }
 
   static std::string Write(const std::string& name, const std::string& text) {
-    const std::string path = *dir_ + "/" + name;
+    const std::string path = dir_->Join(name);
     EXPECT_TRUE(WriteStringToFile(Env::Default(), path, text, false).ok());
     return path;
   }
@@ -51,8 +44,8 @@ class LocalCliTest : public ::testing::Test {
 
   // Runs `granary local` and returns the digest file's contents.
   static std::string Digests(const std::string& pipeline, uint64_t seed, const std::string& tag) {
-    const std::string out = *dir_ + "/digest_" + tag;
-    const auto r = RunCommand(absl::StrCat("GRANARY_DATA=", *dir_, "/data ", GRANARY_BINARY,
+    const std::string out = dir_->Join("digest_" + tag);
+    const auto r = RunCommand(absl::StrCat("GRANARY_DATA=", dir_->path(), "/data ", GRANARY_BINARY,
                                            " local --epochs 2 --pipeline ", pipeline, " --seed ",
                                            seed, " --digest_out ", out));
     EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -67,10 +60,10 @@ class LocalCliTest : public ::testing::Test {
     return at == std::string::npos ? "" : l.substr(at, l.find(',', at) - at);
   }
 
-  static std::string* dir_;
+  static testing::ScopedTempDir* dir_;
 };
 
-std::string* LocalCliTest::dir_ = nullptr;
+testing::ScopedTempDir* LocalCliTest::dir_ = nullptr;
 
 TEST_F(LocalCliTest, SameSeedWritesIdenticalDigests) {
   const std::string pipeline = testing::SourceDir() + "/examples/imagenet_resnet.json";
@@ -157,15 +150,15 @@ TEST_F(LocalCliTest, UnknownCommandIsNamed) {
 
 TEST_F(LocalCliTest, DatagenIsDeterministic) {
   for (const char* tag : {"x", "y"}) {
-    const auto r = RunCommand(absl::StrCat(GRANARY_BINARY, " datagen imagenet --out ", *dir_,
+    const auto r = RunCommand(absl::StrCat(GRANARY_BINARY, " datagen imagenet --out ", dir_->path(),
                                            "/gen_", tag, " --images 5 --files 2 --size 16"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   for (const char* file : {"train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"}) {
-    const std::string x = Read(absl::StrCat(*dir_, "/gen_x/", file));
+    const std::string x = Read(absl::StrCat(dir_->path(), "/gen_x/", file));
     EXPECT_FALSE(x.empty());
     // Compare hashes: a byte dump of two JPEG datasets helps nobody.
-    EXPECT_EQ(Hash64(x), Hash64(Read(absl::StrCat(*dir_, "/gen_y/", file)))) << file;
+    EXPECT_EQ(Hash64(x), Hash64(Read(absl::StrCat(dir_->path(), "/gen_y/", file)))) << file;
   }
 }
 

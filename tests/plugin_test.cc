@@ -2,6 +2,7 @@
 // per element like every random UDF), and a bad plugin path is a clear error.
 #include "absl/strings/str_cat.h"
 #include "common/env.h"
+#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/local_runner.h"
@@ -61,7 +62,8 @@ TEST(PluginTest, LibraryWithoutRegistrationSymbolIsNamed) {
 }
 
 TEST(PluginTest, GranaryLocalLoadsPluginFromFlag) {
-  const std::string path = ::testing::TempDir() + "/jitter.json";
+  testing::ScopedTempDir dir;
+  const std::string path = dir.Join("jitter.json");
   ASSERT_TRUE(WriteStringToFile(Env::Default(), path, kJitter, false).ok());
   const auto with = testing::RunCommand(
       absl::StrCat(GRANARY_BINARY, " local --pipeline ", path, " --plugin ", GRANARY_EXAMPLE_PLUGIN));
