@@ -3,9 +3,12 @@
 //
 // For each image size it generates a synthetic ImageNet-style dataset, then runs one epoch of
 // the pipeline with every parallel_map at 1 thread and at 2 threads, interleaved (A B A B ...),
-// and prints the median images/s of each, the spread, and the 2-thread / 1-thread ratio.
+// and prints the median images/s of each, the spread (max - min), the 2-thread / 1-thread
+// ratio, and how many cores the process kept busy on average.
 //
 //   bench/pipeline_throughput [--sizes 64,224] [--images N] [--repetitions R] [--dir D]
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -29,8 +32,19 @@ ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The pipeline 
 namespace granary {
 namespace {
 
+// User + system CPU seconds this process has used.
+double CpuSeconds() {
+  struct rusage usage;
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 + usage.ru_stime.tv_sec +
+         usage.ru_stime.tv_usec / 1e6;
+}
+
 struct Series {
   std::vector<double> rates;
+  // Cores busy on average during the measured epochs (CPU seconds / wall seconds).
+  double cpu_seconds = 0;
+  double wall_seconds = 0;
   double Median() const {
     std::vector<double> v = rates;
     std::sort(v.begin(), v.end());
@@ -54,7 +68,8 @@ PipelineDef WithThreads(PipelineDef def, int threads) {
 int Run() {
   Env* env = Env::Default();
   const UdfRegistry udfs = UdfRegistry::WithBuiltins();
-  std::printf("%-6s %-8s %14s %10s %6s\n", "size", "threads", "images/s", "spread", "ratio");
+  std::printf("%-6s %-8s %12s %10s %6s %10s\n", "size", "threads", "images/s", "spread", "ratio",
+              "cores busy");
   for (const std::string& size_text : absl::GetFlag(FLAGS_sizes)) {
     SyntheticImagenetOptions data;
     data.size = std::stoll(size_text);
@@ -94,18 +109,24 @@ int Run() {
         options.on_element = [&images](const Element& batch) {
           images += batch.tensors[0].shape()[0];
         };
+        const double cpu_before = CpuSeconds();
         auto result = RunEpochInProcess(*pipelines[i], 1, rep + 1, env, options);
         if (!result.ok()) {
           std::fprintf(stderr, "%s\n", std::string(result.status().message()).c_str());
           return 1;
         }
-        if (rep >= 0) series[i].rates.push_back(images / result->seconds);
+        if (rep >= 0) {
+          series[i].rates.push_back(images / result->seconds);
+          series[i].cpu_seconds += CpuSeconds() - cpu_before;
+          series[i].wall_seconds += result->seconds;
+        }
       }
     }
     for (size_t i = 0; i < series.size(); ++i) {
-      std::printf("%-6lld %-8d %14.0f %10.0f %6.2f\n", static_cast<long long>(data.size),
+      std::printf("%-6lld %-8d %12.0f %10.0f %6.2f %10.2f\n", static_cast<long long>(data.size),
                   thread_counts[i], series[i].Median(), series[i].Spread(),
-                  series[i].Median() / series[0].Median());
+                  series[i].Median() / series[0].Median(),
+                  series[i].cpu_seconds / series[i].wall_seconds);
     }
   }
   return 0;
