@@ -75,41 +75,45 @@ class Add : public Udf {
   const int64_t index_, value_;
 };
 
-const ParamSpec kIndex{"index", ParamType::kInt};
-
 }  // namespace
 
 void RegisterBasicUdfs(UdfRegistry* registry) {
   registry
-      ->Register({"non_empty", UdfKind::kPredicate, {kIndex},
+      ->Register({"non_empty", UdfKind::kPredicate, {kTensorIndexParam},
                   [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
-                    return std::make_unique<NonEmpty>(p.GetInt("index"));
+                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
+                    return std::make_unique<NonEmpty>(index);
                   }})
       .IgnoreError();
   registry
-      ->Register({"string_length", UdfKind::kMap, {kIndex},
+      ->Register({"string_length", UdfKind::kMap, {kTensorIndexParam},
                   [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
-                    return std::make_unique<StringLength>(p.GetInt("index"));
+                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
+                    return std::make_unique<StringLength>(index);
                   }})
       .IgnoreError();
   registry
       ->Register({"modulo",
                   UdfKind::kPredicate,
-                  {kIndex, {"modulus", ParamType::kInt, true}, {"remainder", ParamType::kInt}},
+                  {kTensorIndexParam,
+                   {"modulus", ParamType::kInt, true},
+                   {"remainder", ParamType::kInt}},
                   [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
                     const int64_t modulus = p.GetInt("modulus");
                     const int64_t remainder = p.GetInt("remainder");
                     if (modulus <= 0) return p.Invalid("modulus", "must be positive");
                     if (remainder < 0 || remainder >= modulus) {
                       return p.Invalid("remainder", "must be in [0, modulus)");
                     }
-                    return std::make_unique<Modulo>(p.GetInt("index"), modulus, remainder);
+                    return std::make_unique<Modulo>(index, modulus, remainder);
                   }})
       .IgnoreError();
   registry
-      ->Register({"add", UdfKind::kMap, {kIndex, {"value", ParamType::kInt, true}},
+      ->Register({"add", UdfKind::kMap, {kTensorIndexParam, {"value", ParamType::kInt, true}},
                   [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
-                    return std::make_unique<Add>(p.GetInt("index"), p.GetInt("value"));
+                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
+                    return std::make_unique<Add>(index, p.GetInt("value"));
                   }})
       .IgnoreError();
 }

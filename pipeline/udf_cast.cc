@@ -121,8 +121,7 @@ class Cast : public Udf {
 };
 
 absl::StatusOr<std::unique_ptr<Udf>> MakeCast(const Params& p) {
-  const int64_t index = p.GetInt("index", 0);
-  if (index < 0) return p.Invalid("index", absl::StrCat("must be >= 0, got ", index));
+  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
   const std::string name = p.GetString("dtype");
   absl::StatusOr<DataType> dtype = DataTypeFromName(name);
   if (!dtype.ok()) {
@@ -142,7 +141,7 @@ void RegisterCastUdf(UdfRegistry* registry) {
   registry
       ->Register({kName,
                   UdfKind::kMap,
-                  {{"index", ParamType::kInt}, {"dtype", ParamType::kString, true}},
+                  {kTensorIndexParam, {"dtype", ParamType::kString, true}},
                   MakeCast})
       .IgnoreError();
 }

@@ -53,12 +53,9 @@ void RegisterDecoder(UdfRegistry* registry, const char* name, bool jpeg_only) {
   registry
       ->Register({name,
                   UdfKind::kMap,
-                  {{"index", ParamType::kInt}, {"channels", ParamType::kInt}},
+                  {kTensorIndexParam, {"channels", ParamType::kInt}},
                   [name, jpeg_only](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
-                    const int64_t index = p.GetInt("index", 0);
-                    if (index < 0) {
-                      return p.Invalid("index", absl::StrCat("must be >= 0, got ", index));
-                    }
+                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
                     const int64_t channels = p.GetInt("channels", 3);
                     if (channels != 0 && channels != 1 && channels != 3) {
                       return p.Invalid(

@@ -115,8 +115,7 @@ class Normalize : public Udf {
 };
 
 absl::StatusOr<std::unique_ptr<Udf>> MakeNormalize(const Params& p) {
-  const int64_t index = p.GetInt("index", 0);
-  if (index < 0) return p.Invalid("index", absl::StrCat("must be >= 0, got ", index));
+  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
   const double scale = p.GetFloat("scale", 1.0 / 255.0);
   std::vector<float> mean{0.0f};
   std::vector<float> std{1.0f};
@@ -149,7 +148,7 @@ void RegisterNormalizeUdf(UdfRegistry* registry) {
   registry
       ->Register({kName,
                   UdfKind::kMap,
-                  {{"index", ParamType::kInt},
+                  {kTensorIndexParam,
                    {"scale", ParamType::kFloat},
                    {"mean", ParamType::kFloatList},
                    {"std", ParamType::kFloatList}},

@@ -69,8 +69,7 @@ class RandomCrop : public Udf {
 };
 
 absl::StatusOr<std::unique_ptr<Udf>> MakeRandomCrop(const Params& p) {
-  const int64_t index = p.GetInt("index", 0);
-  if (index < 0) return p.Invalid("index", absl::StrCat("must be >= 0, got ", index));
+  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
   const bool has_size = p.Has("height") || p.Has("width");
   const bool has_fraction = p.Has("fraction");
   if (has_size && has_fraction) {
@@ -104,7 +103,7 @@ void RegisterRandomCropUdf(UdfRegistry* registry) {
   registry
       ->Register({kName,
                   UdfKind::kMap,
-                  {{"index", ParamType::kInt},
+                  {kTensorIndexParam,
                    {"height", ParamType::kInt},
                    {"width", ParamType::kInt},
                    {"fraction", ParamType::kFloat}},

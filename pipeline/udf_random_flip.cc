@@ -81,8 +81,7 @@ class RandomFlip : public Udf {
 };
 
 absl::StatusOr<std::unique_ptr<Udf>> MakeRandomFlip(const Params& p) {
-  const int64_t index = p.GetInt("index", 0);
-  if (index < 0) return p.Invalid("index", absl::StrCat("must be >= 0, got ", index));
+  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
   const double probability = p.GetFloat("probability", 0.5);
   if (!(probability >= 0 && probability <= 1)) {
     return p.Invalid("probability", absl::StrCat("must be in [0, 1], got ", probability));
@@ -96,7 +95,7 @@ void RegisterRandomFlipUdf(UdfRegistry* registry) {
   registry
       ->Register({kName,
                   UdfKind::kMap,
-                  {{"index", ParamType::kInt}, {"probability", ParamType::kFloat}},
+                  {kTensorIndexParam, {"probability", ParamType::kFloat}},
                   MakeRandomFlip})
       .IgnoreError();
 }

@@ -107,8 +107,7 @@ class Resize : public Udf {
 };
 
 absl::StatusOr<std::unique_ptr<Udf>> MakeResize(const Params& p) {
-  const int64_t index = p.GetInt("index", 0);
-  if (index < 0) return p.Invalid("index", absl::StrCat("must be >= 0, got ", index));
+  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
   const int64_t height = p.GetInt("height");
   const int64_t width = p.GetInt("width");
   if (height <= 0) return p.Invalid("height", absl::StrCat("must be positive, got ", height));
@@ -122,7 +121,7 @@ void RegisterResizeUdf(UdfRegistry* registry) {
   registry
       ->Register({kName,
                   UdfKind::kMap,
-                  {{"index", ParamType::kInt},
+                  {kTensorIndexParam,
                    {"height", ParamType::kInt, true},
                    {"width", ParamType::kInt, true}},
                   MakeResize})

@@ -8,6 +8,16 @@
 
 namespace granary {
 
+const ParamSpec kTensorIndexParam{"index", ParamType::kInt};
+
+absl::StatusOr<int64_t> TensorIndexParam(const Params& params) {
+  const int64_t index = params.GetInt(kTensorIndexParam.name, 0);
+  if (index < 0) {
+    return params.Invalid(kTensorIndexParam.name, absl::StrCat("must be >= 0, got ", index));
+  }
+  return index;
+}
+
 absl::StatusOr<const Tensor*> TensorAt(const Element& element, int64_t index,
                                        std::initializer_list<DataType> dtypes,
                                        absl::string_view udf) {

@@ -1,5 +1,6 @@
 // Checked access to an element's tensors for UDFs: errors name the UDF, the index and what was
-// found ("random_crop: tensor 0 is string[], need uint8 or float32").
+// found ("random_crop: tensor 0 is string[], need uint8 or float32"); and the "index" param
+// by which a UDF is told which tensor to work on.
 #ifndef GRANARY_PIPELINE_UDF_TENSOR_ACCESS_H_
 #define GRANARY_PIPELINE_UDF_TENSOR_ACCESS_H_
 
@@ -9,8 +10,16 @@
 
 #include "absl/status/statusor.h"
 #include "pipeline/element.h"
+#include "pipeline/params.h"
 
 namespace granary {
+
+// The spec of the optional int param "index": which tensor of the element a UDF works on.
+extern const ParamSpec kTensorIndexParam;
+
+// The value of the "index" param (0 if not given); InvalidArgument via params.Invalid if it is
+// negative ("param 'index' must be >= 0, got -1").
+absl::StatusOr<int64_t> TensorIndexParam(const Params& params);
 
 // The tensor at `index` of `element` if it exists and has one of `dtypes`; InvalidArgument
 // otherwise, prefixed by `udf`.
