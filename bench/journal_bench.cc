@@ -1,0 +1,117 @@
+// Journal append throughput: group commit vs one synced write per append.
+//
+// For 1, 8 and 64 writer threads, appends --appends records of --record_bytes bytes into a
+// fresh journal (synced writes, real fsync) in two modes, interleaved per repetition
+// (group, single, group, single, ...): "group" (max_batch_records = 1024, the default) and
+// "single" (max_batch_records = 1: one synced RocksDB write per append). Prints the median
+// appends/s of each, the spread (max - min), appends per batch, and group/single.
+//
+//   bench/journal_bench [--threads 1,8,64] [--appends 2000] [--repetitions 5] [--dir D]
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "journal/journal.h"
+
+ABSL_FLAG(std::vector<std::string>, threads, (std::vector<std::string>{"1", "8", "64"}),
+          "Writer thread counts to measure.");
+ABSL_FLAG(int64_t, appends, 2000, "Appends per measurement (split evenly over the threads).");
+ABSL_FLAG(int64_t, record_bytes, 128, "Bytes per record.");
+ABSL_FLAG(int, repetitions, 5, "Measurements per configuration.");
+ABSL_FLAG(std::string, dir, "/tmp/granary_journal_bench", "Scratch directory (wiped).");
+
+namespace granary {
+namespace {
+
+struct Series {
+  std::vector<double> rates;
+  double appends = 0;
+  double batches = 0;
+  double Median() const {
+    std::vector<double> v = rates;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  }
+  double Spread() const {
+    const auto [lo, hi] = std::minmax_element(rates.begin(), rates.end());
+    return *hi - *lo;
+  }
+};
+
+// One measurement into a fresh journal. Returns false on error (printed).
+bool Measure(int threads, int64_t max_batch_records, Series* series) {
+  const std::string dir = absl::GetFlag(FLAGS_dir);
+  std::filesystem::remove_all(dir);
+  JournalOptions options;
+  options.max_batch_records = max_batch_records;
+  absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir, options);
+  if (!journal.ok()) {
+    std::fprintf(stderr, "%s\n", journal.status().ToString().c_str());
+    return false;
+  }
+  const int64_t per_thread = std::max<int64_t>(1, absl::GetFlag(FLAGS_appends) / threads);
+  const std::string record(absl::GetFlag(FLAGS_record_bytes), 'r');
+  std::atomic<bool> go{false};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      while (!go.load()) std::this_thread::yield();
+      for (int64_t i = 0; i < per_thread; ++i) {
+        absl::StatusOr<uint64_t> seq = (*journal)->Append(record);
+        if (!seq.ok()) {
+          std::fprintf(stderr, "%s\n", seq.status().ToString().c_str());
+          failed.store(true);
+          return;
+        }
+      }
+    });
+  }
+  const absl::Time start = absl::Now();
+  go.store(true);
+  for (std::thread& worker : workers) worker.join();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (failed.load()) return false;
+  const double appends = static_cast<double>(per_thread * threads);
+  series->rates.push_back(appends / seconds);
+  series->appends += appends;
+  series->batches += static_cast<double>((*journal)->batches_written());
+  return true;
+}
+
+int Run() {
+  std::printf("%-8s %-7s %12s %10s %16s %8s\n", "threads", "mode", "appends/s", "spread",
+              "appends/batch", "ratio");
+  for (const std::string& threads_text : absl::GetFlag(FLAGS_threads)) {
+    const int threads = std::stoi(threads_text);
+    Series group;
+    Series single;
+    for (int rep = 0; rep < absl::GetFlag(FLAGS_repetitions); ++rep) {
+      if (!Measure(threads, 1024, &group) || !Measure(threads, 1, &single)) return 1;
+    }
+    std::printf("%-8d %-7s %12.0f %10.0f %16.1f %8s\n", threads, "single", single.Median(),
+                single.Spread(), single.appends / single.batches, "1.00");
+    std::printf("%-8d %-7s %12.0f %10.0f %16.1f %8.2f\n", threads, "group", group.Median(),
+                group.Spread(), group.appends / group.batches, group.Median() / single.Median());
+  }
+  std::filesystem::remove_all(absl::GetFlag(FLAGS_dir));
+  return 0;
+}
+
+}  // namespace
+}  // namespace granary
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return granary::Run();
+}

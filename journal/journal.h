@@ -1,0 +1,169 @@
+// Journal: a durable, append-only log of opaque records with snapshots, stored in one RocksDB.
+//
+// The dispatcher journals every state change here before applying it (DESIGN.md §3). Records
+// are opaque bytes (the dispatcher stores serialized `Update` protos); the journal numbers them
+// 1, 2, 3, ... and hands each number back only once the record is durable. The on-disk layout
+// is documented in journal/FORMAT.md.
+//
+// Protocol walkthrough
+// --------------------
+// Group commit (the writer queue of leveldb's DBImpl::Write). Every Append and WriteSnapshot
+// enqueues a `Writer` on `writers_` and waits. The writer at the front of the queue is the
+// leader: it takes itself plus the queued record writers behind it (up to
+// `max_batch_records`; a snapshot is always written alone), numbers them consecutively after
+// `last_sequence_`, releases the mutex, builds one rocksdb::WriteBatch (each record under its
+// key plus the new high-water mark) and writes it with WriteOptions.sync. It then re-takes the
+// mutex, publishes the new `last_sequence_`, marks every writer of its group done with the
+// batch's status, pops them and wakes the next front of the queue, which becomes the next
+// leader. Only the leader ever writes, so one synced RocksDB write is in flight at a time and
+// N concurrent appends cost about one fsync per batch instead of one per append.
+//
+// Fail-stop. If a write fails (e.g. the WAL fsync fails), every writer of that batch gets the
+// error and the journal records it; every later Append or WriteSnapshot fails with
+// FailedPrecondition without touching RocksDB. The process must reopen the journal (normally:
+// restart) and Recover(). A record whose Append failed is *indeterminate*: it may or may not be
+// present after recovery (its bytes may have reached the WAL before the fsync failed), so a
+// caller must not have acted on it, and must tolerate seeing it replayed.
+//
+// Snapshots. WriteSnapshot(S, state) writes, in ONE WriteBatch: the snapshot under key S, a
+// range deletion of every older snapshot, and a range deletion of every record <= S. RocksDB
+// applies a batch atomically, so after any crash the journal holds either the old snapshot and
+// all records, or the new snapshot and only the records > S: recovery always reads one
+// snapshot plus the tail.
+//
+// Recovery. Recover() reads, from one consistent RocksDB snapshot, the newest journal snapshot
+// S and then records S+1, S+2, ... in key order, verifying each value's checksum (which covers
+// the key, so a value copied under another key is detected) and that the numbers are
+// contiguous and end exactly at the high-water mark written with every batch (so a lost tail is
+// detected too). Any violation is DataLoss naming the sequence number; nothing is skipped.
+//
+// RocksDB itself is opened with WALRecoveryMode::kTolerateCorruptedTailRecords (only an
+// incomplete last WAL record - an append that was never acknowledged - is dropped; corruption
+// inside the WAL refuses to open) and track_and_verify_wals_in_manifest.
+#ifndef GRANARY_JOURNAL_JOURNAL_H_
+#define GRANARY_JOURNAL_JOURNAL_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace rocksdb {
+class DB;
+class Env;
+class FileSystem;
+}  // namespace rocksdb
+
+namespace granary {
+
+struct JournalOptions {
+  // WriteOptions.sync for every batch. Keep true wherever durability matters; false only for
+  // tests and benchmarks that measure something else.
+  bool sync = true;
+  // At most this many records per group-committed batch. 1 means one synced write per append
+  // (for comparison in benchmarks). REQUIRES: >= 1.
+  int64_t max_batch_records = 1024;
+  // For fault-injection tests only: RocksDB performs all file I/O through this file system
+  // (see journal/fault_injection_fs.h). nullptr = the default POSIX file system.
+  std::shared_ptr<rocksdb::FileSystem> file_system;
+};
+
+// Thread-safe: every method may be called concurrently, except that the destructor REQUIRES
+// that no other call is in progress.
+class Journal {
+ public:
+  // Opens or creates the journal in `dir` (created if missing; its parent must exist).
+  // Errors:
+  //   FailedPrecondition - `dir` is in use by another open Journal, in this or another process
+  //     (RocksDB's LOCK file); the message names `dir` and says it is in use. Nothing is
+  //     modified. Also: `dir` holds a RocksDB that is not a Granary journal of this format.
+  //   DataLoss - RocksDB reports corruption (e.g. in its WAL), or the high-water mark's
+  //     checksum does not match.
+  //   InvalidArgument - options.max_batch_records < 1.
+  //   Other codes - I/O errors from RocksDB.
+  static absl::StatusOr<std::unique_ptr<Journal>> Open(const std::string& dir,
+                                                       const JournalOptions& options);
+
+  // Closes RocksDB. REQUIRES: no call in progress on this journal.
+  ~Journal();
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  struct Recovered {
+    bool has_snapshot = false;
+    uint64_t snapshot_seq = 0;  // The snapshot covers records 1..snapshot_seq.
+    std::string snapshot;
+    // Every record with seq > snapshot_seq, in order; seqs are contiguous from snapshot_seq + 1
+    // to last_sequence().
+    std::vector<std::pair<uint64_t, std::string>> records;
+  };
+  // Reads the newest snapshot and every record after it, from one consistent point in time
+  // (concurrent Appends are either wholly included or not). This is also everything the
+  // journal stores that matters (older snapshots and covered records are deleted atomically
+  // with the snapshot write), so `granary journal dump` prints its result.
+  // Errors: DataLoss naming the sequence number, e.g. "journal /d: record 17: checksum
+  // mismatch", for: a checksum mismatch, a value shorter than its checksum, a missing record
+  // (gap), a missing or extra record at the tail (compared with the high-water mark), a
+  // malformed key. Also DataLoss for RocksDB-detected corruption; other codes for I/O errors.
+  absl::StatusOr<Recovered> Recover() const;
+
+  // Appends `record` with the next sequence number and returns that number once the record is
+  // durable (written with WriteOptions.sync when options.sync). Concurrent Appends are
+  // group-committed (see the walkthrough above).
+  // Errors: the RocksDB write error of this record's batch (the record is then indeterminate);
+  // FailedPrecondition if an earlier write failed (fail-stop).
+  absl::StatusOr<uint64_t> Append(std::string record);
+
+  // Durably stores `snapshot` as covering every record up to and including `seq`, and deletes
+  // every record <= seq and every older snapshot, atomically in one batch. Writing a snapshot
+  // at the current snapshot's seq replaces it.
+  // Errors: InvalidArgument unless (newest snapshot seq, or 0) <= seq <= last_sequence();
+  // otherwise as Append (the write error, then FailedPrecondition forever after).
+  absl::Status WriteSnapshot(uint64_t seq, std::string snapshot);
+
+  // The sequence number of the last durable record (0 if none was ever appended).
+  uint64_t last_sequence() const;
+
+  // Statistics: the number of RocksDB WriteBatches written for Appends since Open (snapshots
+  // are not counted). Fewer batches than appends means group commit took effect.
+  int64_t batches_written() const;
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  struct Writer;
+
+  Journal(std::string dir, const JournalOptions& options, std::unique_ptr<rocksdb::Env> env,
+          rocksdb::DB* db);
+
+  // Queues `w`, waits until it is written (as a member of some leader's batch, or as the leader
+  // itself) and returns its status.
+  absl::Status Submit(Writer* w) ABSL_LOCKS_EXCLUDED(mu_);
+  // Reads the high-water mark and the newest snapshot's seq into the members below.
+  absl::Status LoadState();
+
+  const std::string dir_;
+  const JournalOptions options_;
+  std::unique_ptr<rocksdb::Env> env_;  // Non-null only with options.file_system; outlives db_.
+  std::unique_ptr<rocksdb::DB> db_;
+
+  mutable absl::Mutex mu_;
+  std::deque<Writer*> writers_ ABSL_GUARDED_BY(mu_);  // Front = the current leader.
+  uint64_t last_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t snapshot_seq_ ABSL_GUARDED_BY(mu_) = 0;  // Meaningful if has_snapshot_.
+  bool has_snapshot_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t batches_written_ ABSL_GUARDED_BY(mu_) = 0;
+  // After a failed write: the FailedPrecondition every later write returns (fail-stop).
+  absl::Status failed_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_JOURNAL_JOURNAL_H_
