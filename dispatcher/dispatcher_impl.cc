@@ -1,0 +1,386 @@
+#include "dispatcher/dispatcher_impl.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/deterministic_serialization.h"
+#include "common/hash.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+#include "pipeline/pipeline.h"
+
+namespace granary {
+
+absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Open(
+    const DispatcherOptions& options) {
+  if (options.udfs == nullptr) return absl::InvalidArgumentError("DispatcherOptions.udfs unset");
+  ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal, Journal::Open(options.journal_dir, {}));
+  std::unique_ptr<DispatcherImpl> impl(new DispatcherImpl(options, std::move(journal)));
+  RETURN_IF_ERROR(impl->Recover());
+  impl->liveness_thread_ = std::thread([d = impl.get()] { d->LivenessLoop(); });
+  return impl;
+}
+
+DispatcherImpl::DispatcherImpl(const DispatcherOptions& options, std::unique_ptr<Journal> journal)
+    : options_(options), journal_(std::move(journal)) {}
+
+DispatcherImpl::~DispatcherImpl() {
+  stopping_.Notify();
+  if (liveness_thread_.joinable()) liveness_thread_.join();
+}
+
+absl::Status DispatcherImpl::Recover() {
+  const uint64_t start = options_.env->NowMicros();
+  ASSIGN_OR_RETURN(Journal::Recovered recovered, journal_->Recover());
+  absl::MutexLock lock(&mu_);
+  if (recovered.has_snapshot) {
+    DispatcherStateProto proto;
+    if (!proto.ParseFromString(recovered.snapshot)) {
+      return absl::DataLossError(absl::StrCat("journal ", options_.journal_dir, ": snapshot at ",
+                                              recovered.snapshot_seq, " does not parse"));
+    }
+    ASSIGN_OR_RETURN(state_, DispatcherState::FromProto(proto));
+  }
+  for (const auto& [seq, bytes] : recovered.records) {
+    Update update;
+    if (!update.ParseFromString(bytes)) {
+      return absl::DataLossError(absl::StrCat("journal ", options_.journal_dir, ": record ", seq,
+                                              " does not parse as an Update"));
+    }
+    // Apply's own status is informational (a no-op command); only ordering errors matter.
+    const absl::Status status = state_.Apply(seq, update);
+    if (state_.applied_seq() != seq) return status;
+  }
+  // Every known worker counts as freshly seen: no spurious loss right after a restart.
+  const uint64_t now = options_.env->NowMicros();
+  for (const auto& [id, worker] : state_.workers()) {
+    if (!worker.lost()) last_seen_[id] = now;
+  }
+  LOG(INFO) << "dispatcher recovered " << recovered.records.size() << " journal records"
+            << (recovered.has_snapshot ? absl::StrCat(" after the snapshot at ",
+                                                      recovered.snapshot_seq)
+                                       : "")
+            << " in " << (options_.env->NowMicros() - start) / 1000 << " ms";
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherImpl::CheckUsable() const {
+  if (!journal_failure_.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("dispatcher stopped after a journal failure (restart it): ",
+                     journal_failure_.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherImpl::JournalAndApply(const Update& update, const Answer& answer) {
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckUsable());
+  }
+  absl::StatusOr<uint64_t> seq = journal_->Append(SerializeDeterministically(update));
+  absl::MutexLock lock(&mu_);
+  if (!seq.ok()) {
+    if (journal_failure_.ok()) journal_failure_ = seq.status();
+    LOG(ERROR) << "journal append failed; the dispatcher stops changing state: " << seq.status();
+    return CheckUsable();
+  }
+  // Apply in sequence order: wait for every earlier record's writer to apply its own.
+  struct Turn {
+    const DispatcherState* state;
+    uint64_t previous;
+  } turn{&state_, *seq - 1};
+  mu_.Await(absl::Condition(
+      +[](Turn* t) { return t->state->applied_seq() == t->previous; }, &turn));
+  const absl::Status applied = state_.Apply(*seq, update);
+  ++records_since_snapshot_;
+  const absl::Status answered = answer(applied);
+  RETURN_IF_ERROR(MaybeSnapshot());
+  return answered;
+}
+
+absl::Status DispatcherImpl::MaybeSnapshot() {
+  if (records_since_snapshot_ < options_.snapshot_every) return absl::OkStatus();
+  const absl::Status status = journal_->WriteSnapshot(
+      state_.applied_seq(), SerializeDeterministically(state_.ToProto()));
+  if (!status.ok()) {
+    journal_failure_ = status;
+    LOG(ERROR) << "journal snapshot failed; the dispatcher stops changing state: " << status;
+    return CheckUsable();
+  }
+  records_since_snapshot_ = 0;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& request,
+                                             RegisterDatasetResponse* response) {
+  auto pipeline = Pipeline::Create(request.pipeline(), *options_.udfs);
+  if (!pipeline.ok()) return Annotate(pipeline.status(), "invalid pipeline");
+  const std::string dataset_id = HashToHex((*pipeline)->Fingerprint());
+  response->set_dataset_id(dataset_id);
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckUsable());
+    if (state_.FindDataset(dataset_id) != nullptr) return absl::OkStatus();
+  }
+  Update update;
+  update.mutable_register_dataset()->set_dataset_id(dataset_id);
+  *update.mutable_register_dataset()->mutable_pipeline() = request.pipeline();
+  return JournalAndApply(update, [](const absl::Status&) { return absl::OkStatus(); });
+}
+
+absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request,
+                                            GetOrCreateJobResponse* response) {
+  const auto answer_existing = [&](const JobState& job) -> absl::Status {
+    if (job.dataset_id() != request.dataset_id()) {
+      return absl::FailedPreconditionError(absl::StrCat("job '", job.name(), "' exists for dataset ",
+                                                        job.dataset_id(), ", not ",
+                                                        request.dataset_id()));
+    }
+    response->set_job_id(job.job_id());
+    *response->mutable_options() = job.options();
+    return absl::OkStatus();
+  };
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckUsable());
+    if (state_.FindDataset(request.dataset_id()) == nullptr) {
+      return absl::NotFoundError(absl::StrCat("no dataset ", request.dataset_id(),
+                                              " (register the pipeline first)"));
+    }
+    if (!request.name().empty()) {
+      if (const JobState* job = state_.FindJobByName(request.name())) return answer_existing(*job);
+    }
+  }
+  Update update;
+  update.mutable_create_job()->set_name(request.name());
+  update.mutable_create_job()->set_dataset_id(request.dataset_id());
+  *update.mutable_create_job()->mutable_options() = request.options();
+  return JournalAndApply(update, [&](const absl::Status& applied)
+                                     ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+    if (!request.name().empty()) return answer_existing(*state_.FindJobByName(request.name()));
+    RETURN_IF_ERROR(applied);
+    return answer_existing(*state_.FindJob(state_.next_job_id() - 1));
+  });
+}
+
+absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
+                                        StartEpochResponse* response) {
+  PipelineDef def;
+  uint64_t seed;
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckUsable());
+    const JobState* job = state_.FindJob(request.job_id());
+    if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
+    if (const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch())) {
+      response->set_num_tasks(epoch->task_ids_size());
+      return absl::OkStatus();
+    }
+    if (request.epoch() != job->epochs_started()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", request.job_id(), ": the next epoch is ", job->epochs_started(), ", not ",
+          request.epoch()));
+    }
+    def = state_.FindDataset(job->dataset_id())->pipeline();
+    seed = job->options().seed();
+  }
+  // Enumerate the split plan outside the lock: it lists files.
+  ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(def, *options_.udfs));
+  auto splits = pipeline->EnumerateSplits(options_.env);
+  if (!splits.ok()) {
+    return Annotate(splits.status(), absl::StrCat("job ", request.job_id(), " epoch ",
+                                                  request.epoch(), ": enumerating splits"));
+  }
+  Update update;
+  StartEpochUpdate* start = update.mutable_start_epoch();
+  start->set_job_id(request.job_id());
+  start->set_epoch(request.epoch());
+  for (Split& split : pipeline->PlanEpoch(std::move(splits).value(), seed, request.epoch())) {
+    *start->add_plan() = std::move(split);
+  }
+  return JournalAndApply(update, [&](const absl::Status& applied)
+                                     ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+    const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch());
+    if (epoch == nullptr) return applied;  // e.g. past the job's num_epochs.
+    response->set_num_tasks(epoch->task_ids_size());
+    return absl::OkStatus();
+  });
+}
+
+absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request,
+                                            RegisterWorkerResponse* response) {
+  if (request.worker_id().empty() || request.address().empty()) {
+    return absl::InvalidArgumentError("RegisterWorker needs a worker_id and an address");
+  }
+  Update update;
+  update.mutable_register_worker()->set_worker_id(request.worker_id());
+  update.mutable_register_worker()->set_address(request.address());
+  update.mutable_register_worker()->set_standby(request.standby());
+  return JournalAndApply(update, [&](const absl::Status& applied)
+                                     ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+    RETURN_IF_ERROR(applied);
+    response->set_incarnation(state_.FindWorker(request.worker_id())->incarnation());
+    last_seen_[request.worker_id()] = options_.env->NowMicros();
+    return absl::OkStatus();
+  });
+}
+
+void DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* def) const {
+  const JobState* job = state_.FindJob(task.job_id());
+  def->set_task_id(task.task_id());
+  def->set_job_id(task.job_id());
+  def->set_epoch(task.epoch());
+  def->set_generation(task.generation());
+  def->set_dataset_id(job->dataset_id());
+  *def->mutable_pipeline() = state_.FindDataset(job->dataset_id())->pipeline();
+  def->set_seed(job->options().seed());
+}
+
+absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& request,
+                                             WorkerHeartbeatResponse* response) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckUsable());
+  const WorkerState* worker = state_.FindWorker(request.worker_id());
+  if (worker == nullptr || worker->lost() || worker->incarnation() != request.incarnation()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker ", request.worker_id(), " incarnation ", request.incarnation(),
+        " is not registered (or was declared lost): register again"));
+  }
+  last_seen_[request.worker_id()] = options_.env->NowMicros();
+  for (const TaskState* task : state_.TasksOfWorker(request.worker_id())) {
+    FillTaskDef(*task, response->add_tasks());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& request,
+                                             ClientHeartbeatResponse* response) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckUsable());
+  const JobState* job = state_.FindJob(request.job_id());
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
+  if (state_.FindEpoch(request.job_id(), request.epoch()) == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("job ", request.job_id(), " has no epoch ", request.epoch()));
+  }
+  if (request.consumer() < 0 || request.consumer() >= job->options().num_consumers()) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", request.job_id(), " has ",
+                                                   job->options().num_consumers(),
+                                                   " consumers; no consumer ", request.consumer()));
+  }
+  for (const TaskState* task :
+       state_.TasksOfConsumer(request.job_id(), request.epoch(), request.consumer())) {
+    TaskInfo* info = response->add_tasks();
+    info->set_task_id(task->task_id());
+    info->set_slot(task->slot());
+    const WorkerState* worker = state_.FindWorker(task->worker_id());
+    if (worker != nullptr && !worker->lost()) info->set_worker_address(worker->address());
+    info->set_generation(task->generation());
+    info->set_finished(task->finished());
+    info->set_num_elements(task->num_elements());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherImpl::GetSplits(const GetSplitsRequest& request,
+                                       GetSplitsResponse* response) {
+  if (request.max() < 1) return absl::InvalidArgumentError("GetSplits: max must be at least 1");
+  // Answers from the leases already made, if they reach from_seq. Returns false when a new
+  // lease is needed.
+  const auto answer = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<bool> {
+    const TaskState* task = state_.FindTask(request.task_id());
+    if (task == nullptr) return absl::NotFoundError(absl::StrCat("no task ", request.task_id()));
+    const int64_t leased = task->leased_size();
+    if (request.from_seq() < 0 || request.from_seq() > leased) {
+      return absl::OutOfRangeError(absl::StrCat("task ", request.task_id(), " has ", leased,
+                                                " splits leased; cannot answer from seq ",
+                                                request.from_seq()));
+    }
+    response->Clear();
+    for (int64_t i = request.from_seq(); i < leased && i < request.from_seq() + request.max();
+         ++i) {
+      *response->add_splits() = task->leased(i);
+    }
+    if (response->splits_size() > 0) return true;
+    const EpochState* epoch = state_.FindEpoch(task->job_id(), task->epoch());
+    response->set_end_of_splits(epoch->next_split() == epoch->plan_size());
+    return response->end_of_splits();
+  };
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckUsable());
+    ASSIGN_OR_RETURN(bool answered, answer());
+    if (answered) return absl::OkStatus();
+  }
+  Update update;
+  update.mutable_lease_splits()->set_task_id(request.task_id());
+  update.mutable_lease_splits()->set_from_seq(request.from_seq());
+  update.mutable_lease_splits()->set_max(request.max());
+  return JournalAndApply(update, [&](const absl::Status&)
+                                     ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+    return answer().status();
+  });
+}
+
+absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
+                                          TaskFinishedResponse* response) {
+  Update update;
+  update.mutable_task_finished()->set_task_id(request.task_id());
+  update.mutable_task_finished()->set_generation(request.generation());
+  update.mutable_task_finished()->set_num_elements(request.num_elements());
+  return JournalAndApply(update, [](const absl::Status& applied) {
+    return absl::IsAlreadyExists(applied) ? absl::OkStatus() : applied;
+  });
+}
+
+absl::Status DispatcherImpl::GetStatus(const GetStatusRequest& request,
+                                       GetStatusResponse* response) {
+  absl::MutexLock lock(&mu_);
+  *response->mutable_state() = state_.ToProto();
+  const uint64_t now = options_.env->NowMicros();
+  for (const auto& [id, seen] : last_seen_) {
+    const WorkerState* worker = state_.FindWorker(id);
+    if (worker != nullptr && !worker->lost() &&
+        now - seen <= static_cast<uint64_t>(options_.worker_timeout_ms) * 1000) {
+      response->add_live_workers(id);
+    }
+  }
+  return CheckUsable();
+}
+
+absl::Status DispatcherImpl::CheckLiveness() {
+  std::vector<Update> losses;
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckUsable());
+    const uint64_t now = options_.env->NowMicros();
+    for (const auto& [id, worker] : state_.workers()) {
+      auto seen = last_seen_.find(id);
+      if (worker.lost() || seen == last_seen_.end()) continue;
+      if (now - seen->second > static_cast<uint64_t>(options_.worker_timeout_ms) * 1000) {
+        Update& update = losses.emplace_back();
+        update.mutable_worker_lost()->set_worker_id(id);
+        update.mutable_worker_lost()->set_incarnation(worker.incarnation());
+      }
+    }
+  }
+  for (const Update& update : losses) {
+    LOG(WARNING) << "worker " << update.worker_lost().worker_id() << " incarnation "
+                 << update.worker_lost().incarnation() << " silent for over "
+                 << options_.worker_timeout_ms << " ms: declared lost, tasks reassigned";
+    // A worker that re-registered meanwhile makes the update a no-op (stale incarnation).
+    RETURN_IF_ERROR(JournalAndApply(update, [](const absl::Status&) { return absl::OkStatus(); }));
+  }
+  return absl::OkStatus();
+}
+
+void DispatcherImpl::LivenessLoop() {
+  const absl::Duration period = absl::Milliseconds(std::max<int64_t>(options_.worker_timeout_ms / 4, 10));
+  while (!stopping_.WaitForNotificationWithTimeout(period)) {
+    const absl::Status status = CheckLiveness();
+    if (!status.ok()) LOG(ERROR) << "failure detector: " << status;
+  }
+}
+
+}  // namespace granary

@@ -1,0 +1,112 @@
+// DispatcherImpl: the dispatcher's service logic, in plain C++ (the gRPC adapter in
+// grpc_dispatcher_service.h only translates).
+//
+// Protocol (DESIGN.md §3). Every RPC that changes durable state builds an Update (a command,
+// see proto/journal.proto), appends it to the journal — which group-commits concurrent appends
+// into one synced RocksDB write — and only once it is durable applies it to DispatcherState, in
+// sequence-number order, and answers from the state it produced. An acknowledged change is
+// therefore never lost: a restarted dispatcher loads the newest snapshot, replays the records
+// after it, and is in the state it had. Read-only questions (a lease already made, a heartbeat)
+// are answered from the state without journaling. Every `snapshot_every` records the full state
+// is written as a snapshot and older records are dropped, bounding restart time.
+//
+// If the journal fails, the dispatcher stops changing state and answers Unavailable until it is
+// restarted (fail-stop): its memory may no longer match what is durable.
+//
+// Liveness is not journaled: the failure detector (CheckLiveness, run by a background thread)
+// declares a worker silent for `worker_timeout_ms` lost by journaling WorkerLost, which
+// reassigns its tasks. After a restart every known worker counts as freshly seen.
+//
+// Thread-safe.
+#ifndef GRANARY_DISPATCHER_DISPATCHER_IMPL_H_
+#define GRANARY_DISPATCHER_DISPATCHER_IMPL_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "common/env.h"
+#include "dispatcher/dispatcher_state.h"
+#include "journal/journal.h"
+#include "pipeline/udf.h"
+#include "proto/dispatcher.pb.h"
+
+namespace granary {
+
+struct DispatcherOptions {
+  std::string journal_dir;
+  // Write a full state snapshot every this many journal records.
+  int64_t snapshot_every = 10000;
+  // A worker not heard from for this long is declared lost.
+  int64_t worker_timeout_ms = 5000;
+  Env* env = Env::Default();
+  // Validates pipelines at registration and enumerates their splits. Must outlive the impl.
+  const UdfRegistry* udfs = nullptr;
+};
+
+class DispatcherImpl {
+ public:
+  // Opens the journal and recovers the state from it. DataLoss names a corrupt journal record;
+  // FailedPrecondition a journal directory in use by another dispatcher.
+  static absl::StatusOr<std::unique_ptr<DispatcherImpl>> Open(const DispatcherOptions& options);
+  ~DispatcherImpl();
+
+  absl::Status RegisterDataset(const RegisterDatasetRequest& request,
+                               RegisterDatasetResponse* response);
+  absl::Status GetOrCreateJob(const GetOrCreateJobRequest& request,
+                              GetOrCreateJobResponse* response);
+  absl::Status StartEpoch(const StartEpochRequest& request, StartEpochResponse* response);
+  absl::Status RegisterWorker(const RegisterWorkerRequest& request,
+                              RegisterWorkerResponse* response);
+  absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& request,
+                               WorkerHeartbeatResponse* response);
+  absl::Status ClientHeartbeat(const ClientHeartbeatRequest& request,
+                               ClientHeartbeatResponse* response);
+  absl::Status GetSplits(const GetSplitsRequest& request, GetSplitsResponse* response);
+  absl::Status TaskFinished(const TaskFinishedRequest& request, TaskFinishedResponse* response);
+  absl::Status GetStatus(const GetStatusRequest& request, GetStatusResponse* response);
+
+  // One pass of the failure detector: journals WorkerLost for every live worker silent for
+  // longer than the timeout. Also run every timeout/4 by a background thread started by Open.
+  absl::Status CheckLiveness();
+
+ private:
+  // Called under mu_ right after the update is applied, with Apply's status.
+  using Answer = std::function<absl::Status(const absl::Status& apply_status)>;
+
+  DispatcherImpl(const DispatcherOptions& options, std::unique_ptr<Journal> journal);
+  absl::Status Recover();
+  // Journals `update`, waits until it is durable and every earlier record is applied, applies
+  // it and returns answer(apply status) — all of the last three under mu_.
+  absl::Status JournalAndApply(const Update& update, const Answer& answer)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status MaybeSnapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckUsable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FillTaskDef(const TaskState& task, TaskDef* def) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LivenessLoop();
+
+  const DispatcherOptions options_;
+  const std::unique_ptr<Journal> journal_;
+
+  mutable absl::Mutex mu_;
+  DispatcherState state_ ABSL_GUARDED_BY(mu_);
+  // Set when a journal write failed: the dispatcher refuses to go on (fail-stop).
+  absl::Status journal_failure_ ABSL_GUARDED_BY(mu_);
+  int64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
+  // Worker id -> when it was last heard from (Env::NowMicros).
+  std::map<std::string, uint64_t> last_seen_ ABSL_GUARDED_BY(mu_);
+
+  absl::Notification stopping_;
+  std::thread liveness_thread_;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_DISPATCHER_DISPATCHER_IMPL_H_

@@ -1,0 +1,296 @@
+#include "dispatcher/dispatcher_state.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "dispatcher/assignment_policy.h"
+
+namespace granary {
+
+absl::StatusOr<DispatcherState> DispatcherState::FromProto(const DispatcherStateProto& proto) {
+  DispatcherState s;
+  s.applied_seq_ = proto.applied_seq();
+  s.next_job_id_ = proto.next_job_id();
+  s.next_task_id_ = proto.next_task_id();
+  const auto duplicate = [](absl::string_view what, const auto& id) {
+    return absl::InvalidArgumentError(absl::StrCat("snapshot lists ", what, " ", id, " twice"));
+  };
+  for (const DatasetState& d : proto.datasets()) {
+    if (!s.datasets_.emplace(d.dataset_id(), d).second) return duplicate("dataset", d.dataset_id());
+  }
+  for (const JobState& j : proto.jobs()) {
+    if (!s.jobs_.emplace(j.job_id(), j).second) return duplicate("job", j.job_id());
+  }
+  for (const EpochState& e : proto.epochs()) {
+    if (!s.epochs_.emplace(std::make_pair(e.job_id(), e.epoch()), e).second) {
+      return duplicate("epoch", absl::StrCat(e.job_id(), "/", e.epoch()));
+    }
+  }
+  for (const TaskState& t : proto.tasks()) {
+    if (!s.tasks_.emplace(t.task_id(), t).second) return duplicate("task", t.task_id());
+  }
+  for (const WorkerState& w : proto.workers()) {
+    if (!s.workers_.emplace(w.worker_id(), w).second) return duplicate("worker", w.worker_id());
+  }
+  return s;
+}
+
+DispatcherStateProto DispatcherState::ToProto() const {
+  DispatcherStateProto proto;
+  proto.set_applied_seq(applied_seq_);
+  proto.set_next_job_id(next_job_id_);
+  proto.set_next_task_id(next_task_id_);
+  for (const auto& [id, d] : datasets_) *proto.add_datasets() = d;
+  for (const auto& [id, j] : jobs_) *proto.add_jobs() = j;
+  for (const auto& [id, e] : epochs_) *proto.add_epochs() = e;
+  for (const auto& [id, t] : tasks_) *proto.add_tasks() = t;
+  for (const auto& [id, w] : workers_) *proto.add_workers() = w;
+  return proto;
+}
+
+absl::Status DispatcherState::Apply(uint64_t seq, const Update& update) {
+  if (seq != applied_seq_ + 1) {
+    return absl::FailedPreconditionError(absl::StrCat("journal record ", seq,
+                                                      " applied after record ", applied_seq_));
+  }
+  applied_seq_ = seq;
+  switch (update.kind_case()) {
+    case Update::kRegisterDataset:
+      return ApplyRegisterDataset(update.register_dataset());
+    case Update::kCreateJob:
+      return ApplyCreateJob(update.create_job());
+    case Update::kStartEpoch:
+      return ApplyStartEpoch(update.start_epoch());
+    case Update::kRegisterWorker:
+      return ApplyRegisterWorker(update.register_worker());
+    case Update::kLeaseSplits:
+      return ApplyLeaseSplits(update.lease_splits());
+    case Update::kTaskFinished:
+      return ApplyTaskFinished(update.task_finished());
+    case Update::kWorkerLost:
+      return ApplyWorkerLost(update.worker_lost());
+    case Update::KIND_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("journal record ", seq, " has no update"));
+}
+
+absl::Status DispatcherState::ApplyRegisterDataset(const RegisterDatasetUpdate& u) {
+  DatasetState d;
+  d.set_dataset_id(u.dataset_id());
+  *d.mutable_pipeline() = u.pipeline();
+  if (!datasets_.emplace(u.dataset_id(), std::move(d)).second) {
+    return absl::AlreadyExistsError(absl::StrCat("dataset ", u.dataset_id(), " exists"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyCreateJob(const CreateJobUpdate& u) {
+  if (!u.name().empty() && FindJobByName(u.name()) != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat("job '", u.name(), "' exists"));
+  }
+  if (FindDataset(u.dataset_id()) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no dataset ", u.dataset_id()));
+  }
+  JobState job;
+  job.set_job_id(next_job_id_++);
+  job.set_name(u.name());
+  job.set_dataset_id(u.dataset_id());
+  *job.mutable_options() = u.options();
+  if (job.options().num_consumers() < 1) job.mutable_options()->set_num_consumers(1);
+  jobs_.emplace(job.job_id(), std::move(job));
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u) {
+  auto job_it = jobs_.find(u.job_id());
+  if (job_it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
+  JobState& job = job_it->second;
+  if (u.epoch() < job.epochs_started()) {
+    return absl::AlreadyExistsError(absl::StrCat("job ", u.job_id(), " epoch ", u.epoch(),
+                                                 " already started"));
+  }
+  if (u.epoch() != job.epochs_started()) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", u.job_id(), " next epoch is ",
+                                                      job.epochs_started(), ", not ", u.epoch()));
+  }
+  if (job.options().num_epochs() > 0 && u.epoch() >= job.options().num_epochs()) {
+    return absl::OutOfRangeError(absl::StrCat("job ", u.job_id(), " has only ",
+                                              job.options().num_epochs(), " epochs"));
+  }
+  job.set_epochs_started(u.epoch() + 1);
+  EpochState epoch;
+  epoch.set_job_id(u.job_id());
+  epoch.set_epoch(u.epoch());
+  *epoch.mutable_plan() = u.plan();
+
+  int64_t slots = job.options().num_worker_slots();
+  if (slots <= 0) {
+    slots = std::count_if(workers_.begin(), workers_.end(), [](const auto& w) {
+      return !w.second.lost() && !w.second.standby();
+    });
+  }
+  slots = std::max<int64_t>(slots, 1);
+  const int32_t consumers = job.options().num_consumers();
+  const std::vector<std::string> assignment = AssignNewTasks(workers_, consumers * slots);
+  for (int32_t c = 0; c < consumers; ++c) {
+    for (int32_t s = 0; s < slots; ++s) {
+      TaskState task;
+      task.set_task_id(next_task_id_++);
+      task.set_job_id(u.job_id());
+      task.set_epoch(u.epoch());
+      task.set_consumer(c);
+      task.set_slot(s);
+      task.set_worker_id(assignment[c * slots + s]);
+      task.set_generation(task.worker_id().empty() ? 0 : 1);
+      epoch.add_task_ids(task.task_id());
+      tasks_.emplace(task.task_id(), std::move(task));
+    }
+  }
+  epochs_.emplace(std::make_pair(u.job_id(), u.epoch()), std::move(epoch));
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyRegisterWorker(const RegisterWorkerUpdate& u) {
+  WorkerState& w = workers_[u.worker_id()];
+  w.set_worker_id(u.worker_id());
+  w.set_address(u.address());
+  w.set_incarnation(w.incarnation() + 1);
+  w.set_standby(u.standby());
+  w.set_lost(false);
+  // Tasks left without a worker (none was alive) go to the live workers now.
+  std::map<std::string, int64_t> loads = LiveWorkerLoads();
+  for (auto& [id, task] : tasks_) {
+    if (task.finished() || !task.worker_id().empty()) continue;
+    const std::string target = ChooseTakeover(workers_, loads);
+    Reassign(task, target);
+    ++loads[target];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyLeaseSplits(const LeaseSplitsUpdate& u) {
+  auto task_it = tasks_.find(u.task_id());
+  if (task_it == tasks_.end()) return absl::NotFoundError(absl::StrCat("no task ", u.task_id()));
+  TaskState& task = task_it->second;
+  if (task.leased_size() != u.from_seq()) {
+    return absl::AlreadyExistsError(absl::StrCat("task ", u.task_id(), " has ",
+                                                 task.leased_size(), " splits leased, not ",
+                                                 u.from_seq()));
+  }
+  EpochState& epoch = epochs_.at({task.job_id(), task.epoch()});
+  const int64_t n = std::min<int64_t>(std::max<int64_t>(u.max(), 0),
+                                      epoch.plan_size() - epoch.next_split());
+  for (int64_t i = 0; i < n; ++i) *task.add_leased() = epoch.plan(epoch.next_split() + i);
+  epoch.set_next_split(epoch.next_split() + n);
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyTaskFinished(const TaskFinishedUpdate& u) {
+  auto task_it = tasks_.find(u.task_id());
+  if (task_it == tasks_.end()) return absl::NotFoundError(absl::StrCat("no task ", u.task_id()));
+  TaskState& task = task_it->second;
+  if (task.finished()) {
+    return absl::AlreadyExistsError(absl::StrCat("task ", u.task_id(), " already finished"));
+  }
+  if (u.generation() != task.generation()) {
+    return absl::FailedPreconditionError(absl::StrCat("task ", u.task_id(), " is at generation ",
+                                                      task.generation(), ", not ",
+                                                      u.generation()));
+  }
+  task.set_finished(true);
+  task.set_num_elements(u.num_elements());
+  EpochState& epoch = epochs_.at({task.job_id(), task.epoch()});
+  epoch.set_finished(std::all_of(epoch.task_ids().begin(), epoch.task_ids().end(),
+                                 [this](int64_t id) { return tasks_.at(id).finished(); }));
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyWorkerLost(const WorkerLostUpdate& u) {
+  auto worker_it = workers_.find(u.worker_id());
+  if (worker_it == workers_.end() || worker_it->second.incarnation() != u.incarnation() ||
+      worker_it->second.lost()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker ", u.worker_id(), " incarnation ", u.incarnation(), " is not a live worker"));
+  }
+  worker_it->second.set_lost(true);
+  std::map<std::string, int64_t> loads = LiveWorkerLoads();
+  for (auto& [id, task] : tasks_) {
+    if (task.finished() || task.worker_id() != u.worker_id()) continue;
+    const std::string target = ChooseTakeover(workers_, loads);
+    Reassign(task, target);
+    if (!target.empty()) ++loads[target];
+  }
+  return absl::OkStatus();
+}
+
+void DispatcherState::Reassign(TaskState& task, const std::string& worker_id) {
+  task.set_worker_id(worker_id);
+  task.set_generation(task.generation() + 1);
+}
+
+std::map<std::string, int64_t> DispatcherState::LiveWorkerLoads() const {
+  std::map<std::string, int64_t> loads;
+  for (const auto& [id, w] : workers_) {
+    if (!w.lost()) loads[id] = 0;
+  }
+  for (const auto& [id, task] : tasks_) {
+    auto it = loads.find(task.worker_id());
+    if (!task.finished() && it != loads.end()) ++it->second;
+  }
+  return loads;
+}
+
+const DatasetState* DispatcherState::FindDataset(const std::string& dataset_id) const {
+  auto it = datasets_.find(dataset_id);
+  return it == datasets_.end() ? nullptr : &it->second;
+}
+
+const JobState* DispatcherState::FindJob(int64_t job_id) const {
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const JobState* DispatcherState::FindJobByName(const std::string& name) const {
+  for (const auto& [id, job] : jobs_) {
+    if (job.name() == name) return &job;
+  }
+  return nullptr;
+}
+
+const EpochState* DispatcherState::FindEpoch(int64_t job_id, int64_t epoch) const {
+  auto it = epochs_.find({job_id, epoch});
+  return it == epochs_.end() ? nullptr : &it->second;
+}
+
+const TaskState* DispatcherState::FindTask(int64_t task_id) const {
+  auto it = tasks_.find(task_id);
+  return it == tasks_.end() ? nullptr : &it->second;
+}
+
+const WorkerState* DispatcherState::FindWorker(const std::string& worker_id) const {
+  auto it = workers_.find(worker_id);
+  return it == workers_.end() ? nullptr : &it->second;
+}
+
+std::vector<const TaskState*> DispatcherState::TasksOfWorker(const std::string& worker_id) const {
+  std::vector<const TaskState*> out;
+  for (const auto& [id, task] : tasks_) {
+    if (!task.finished() && task.worker_id() == worker_id) out.push_back(&task);
+  }
+  return out;
+}
+
+std::vector<const TaskState*> DispatcherState::TasksOfConsumer(int64_t job_id, int64_t epoch,
+                                                               int32_t consumer) const {
+  std::vector<const TaskState*> out;
+  const EpochState* e = FindEpoch(job_id, epoch);
+  if (e == nullptr) return out;
+  for (int64_t id : e->task_ids()) {
+    const TaskState& task = tasks_.at(id);
+    if (task.consumer() == consumer) out.push_back(&task);
+  }
+  return out;
+}
+
+}  // namespace granary

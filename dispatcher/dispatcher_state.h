@@ -1,0 +1,87 @@
+// DispatcherState: the only holder of the cluster's durable state (DESIGN.md §3), a pure state
+// machine. It changes only through Apply(seq, update), a deterministic function of the state
+// and the update, so that a dispatcher restarted from a snapshot plus the journal records after
+// it reaches exactly the state it had (compare ToProto() bytes).
+//
+// What it holds: datasets (pipelines by fingerprint), jobs, epochs with their split plans and
+// lease cursors, tasks with their worker, generation and every split leased to them in order,
+// and workers with their incarnations. What it does not hold: liveness timestamps and metrics
+// (the failure detector keeps those, rebuilt from heartbeats).
+//
+// Thread-compatible: DispatcherImpl serializes access.
+#ifndef GRANARY_DISPATCHER_DISPATCHER_STATE_H_
+#define GRANARY_DISPATCHER_DISPATCHER_STATE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/dispatcher_state.pb.h"
+#include "proto/journal.pb.h"
+
+namespace granary {
+
+class DispatcherState {
+ public:
+  DispatcherState() = default;
+
+  // The state a snapshot describes. InvalidArgument if the snapshot contradicts itself.
+  static absl::StatusOr<DispatcherState> FromProto(const DispatcherStateProto& proto);
+  // Sorted by id throughout: equal states give equal (deterministically serialized) bytes.
+  DispatcherStateProto ToProto() const;
+
+  // Applies journal record `seq`. REQUIRES: seq == applied_seq() + 1. An update that does not
+  // apply to this state (an unknown task, a stale incarnation, an epoch that is not the job's
+  // next) changes nothing but applied_seq(), and the returned status says why; replay sees the
+  // same status, so it is informational, not an error of the journal.
+  absl::Status Apply(uint64_t seq, const Update& update);
+  uint64_t applied_seq() const { return applied_seq_; }
+
+  // Lookups; nullptr when absent.
+  const DatasetState* FindDataset(const std::string& dataset_id) const;
+  const JobState* FindJob(int64_t job_id) const;
+  const JobState* FindJobByName(const std::string& name) const;
+  const EpochState* FindEpoch(int64_t job_id, int64_t epoch) const;
+  const TaskState* FindTask(int64_t task_id) const;
+  const WorkerState* FindWorker(const std::string& worker_id) const;
+
+  // Unfinished tasks assigned to `worker_id`, by task id.
+  std::vector<const TaskState*> TasksOfWorker(const std::string& worker_id) const;
+  // The tasks of one consumer in one epoch, by slot.
+  std::vector<const TaskState*> TasksOfConsumer(int64_t job_id, int64_t epoch,
+                                                int32_t consumer) const;
+  const std::map<std::string, WorkerState>& workers() const { return workers_; }
+  const std::map<int64_t, TaskState>& tasks() const { return tasks_; }
+  int64_t next_job_id() const { return next_job_id_; }
+
+ private:
+  absl::Status ApplyRegisterDataset(const RegisterDatasetUpdate& u);
+  absl::Status ApplyCreateJob(const CreateJobUpdate& u);
+  absl::Status ApplyStartEpoch(const StartEpochUpdate& u);
+  absl::Status ApplyRegisterWorker(const RegisterWorkerUpdate& u);
+  absl::Status ApplyLeaseSplits(const LeaseSplitsUpdate& u);
+  absl::Status ApplyTaskFinished(const TaskFinishedUpdate& u);
+  absl::Status ApplyWorkerLost(const WorkerLostUpdate& u);
+
+  // Gives `task` to `worker_id` ("" = unassigned) as a new generation.
+  void Reassign(TaskState& task, const std::string& worker_id);
+  // Number of unfinished tasks per live worker (every live worker present, possibly with 0).
+  std::map<std::string, int64_t> LiveWorkerLoads() const;
+
+  uint64_t applied_seq_ = 0;
+  int64_t next_job_id_ = 1;
+  int64_t next_task_id_ = 1;
+  std::map<std::string, DatasetState> datasets_;
+  std::map<int64_t, JobState> jobs_;
+  std::map<std::pair<int64_t, int64_t>, EpochState> epochs_;
+  std::map<int64_t, TaskState> tasks_;
+  std::map<std::string, WorkerState> workers_;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_DISPATCHER_DISPATCHER_STATE_H_
