@@ -9,6 +9,13 @@ namespace granary {
 int LocalCommand(int argc, char** argv);
 // granary datagen imagenet --out DIR --images N --files K --size S [--seed S]
 int DatagenCommand(int argc, char** argv);
+// granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N]
+//   [--worker_timeout_ms T] [--plugin lib.so]
+int DispatcherCommand(int argc, char** argv);
+// granary status --dispatcher HOST:PORT
+int StatusCommand(int argc, char** argv);
+// granary journal dump --journal_dir D
+int JournalCommand(int argc, char** argv);
 
 }  // namespace granary
 

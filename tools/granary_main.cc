@@ -16,7 +16,11 @@ commands:
   local     run a pipeline in-process: granary local --pipeline P.json --epochs N
             [--seed S] [--digest_out F] [--plugin lib.so]
   datagen   write a synthetic ImageNet-style TFRecord dataset of JPEGs:
-            granary datagen imagenet --out DIR --images N --files K --size S [--seed S]
+            granary datagen imagenet --out DIR --images N --files K --size S [--datagen_seed S]
+  dispatcher  serve the dispatcher: granary dispatcher --journal_dir D [--port P]
+            [--host H] [--snapshot_every N] [--worker_timeout_ms T] [--plugin lib.so]
+  status    print a dispatcher's jobs, epochs, tasks, workers: granary status --dispatcher H:P
+  journal   print a stopped dispatcher's journal as JSON: granary journal dump --journal_dir D
 
 Run `granary <command> --help` for the flags of one command.
 )";
@@ -36,6 +40,9 @@ int main(int argc, char** argv) {
   argv[1] = program.data();
   if (command == "local") return granary::LocalCommand(argc - 1, argv + 1);
   if (command == "datagen") return granary::DatagenCommand(argc - 1, argv + 1);
+  if (command == "dispatcher") return granary::DispatcherCommand(argc - 1, argv + 1);
+  if (command == "status") return granary::StatusCommand(argc - 1, argv + 1);
+  if (command == "journal") return granary::JournalCommand(argc - 1, argv + 1);
   std::fprintf(stderr, "granary: unknown command '%s'\n\n%s", command.c_str(), kUsage);
   return 2;
 }

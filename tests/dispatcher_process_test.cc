@@ -1,0 +1,195 @@
+// A real `granary dispatcher` process, SIGKILLed in the middle of a stream of worker
+// registrations and split leases, restarts from its journal with every acknowledged update
+// intact: each acknowledged incarnation and each acknowledged (task, seq) -> split is answered
+// the same way by the restarted process.
+#include <atomic>
+#include <map>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/scoped_temp_dir.h"
+#include "gtest/gtest.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "pipeline/pipeline_loader.h"
+#include "proto/dispatcher.grpc.pb.h"
+#include "tests/child_process.h"
+
+namespace granary {
+namespace {
+
+class DispatcherProcess {
+ public:
+  explicit DispatcherProcess(const std::string& journal_dir)
+      : process_({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal_dir, "--port=0",
+                  "--snapshot_every=50"}) {
+    const std::string line = process_.ReadLine();
+    const std::string prefix = "granary dispatcher listening on ";
+    EXPECT_EQ(line.rfind(prefix, 0), 0u) << "dispatcher said: '" << line << "'";
+    address_ = line.substr(prefix.size());
+    stub_ = Dispatcher::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+  }
+
+  Dispatcher::Stub& stub() { return *stub_; }
+  const std::string& address() const { return address_; }
+  testing::ChildProcess& process() { return process_; }
+
+ private:
+  testing::ChildProcess process_;
+  std::string address_;
+  std::unique_ptr<Dispatcher::Stub> stub_;
+};
+
+std::unique_ptr<grpc::ClientContext> Context() {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  return context;
+}
+
+TEST(DispatcherProcessTest, SigkillMidStreamLosesNoAcknowledgedUpdate) {
+  testing::ScopedTempDir dir;
+  const std::string journal = dir.path() + "/journal";
+  auto dispatcher = std::make_unique<DispatcherProcess>(journal);
+
+  // A dataset of 400 splits, a worker and a job with 4 tasks.
+  auto def = ParsePipelineJson(
+      R"({"source": {"type": "range", "params": {"stop": 4000, "elements_per_split": 10}}})", "p");
+  ASSERT_TRUE(def.ok());
+  RegisterDatasetRequest dataset_request;
+  *dataset_request.mutable_pipeline() = *def;
+  RegisterDatasetResponse dataset;
+  ASSERT_TRUE(dispatcher->stub().RegisterDataset(Context().get(), dataset_request, &dataset).ok());
+  RegisterWorkerRequest worker;
+  worker.set_worker_id("w0");
+  worker.set_address("127.0.0.1:1");
+  RegisterWorkerResponse registered;
+  ASSERT_TRUE(dispatcher->stub().RegisterWorker(Context().get(), worker, &registered).ok());
+  GetOrCreateJobRequest job_request;
+  job_request.set_dataset_id(dataset.dataset_id());
+  job_request.set_name("job");
+  job_request.mutable_options()->set_num_worker_slots(4);
+  GetOrCreateJobResponse job;
+  ASSERT_TRUE(dispatcher->stub().GetOrCreateJob(Context().get(), job_request, &job).ok());
+  StartEpochRequest epoch_request;
+  epoch_request.set_job_id(job.job_id());
+  StartEpochResponse epoch;
+  ASSERT_TRUE(dispatcher->stub().StartEpoch(Context().get(), epoch_request, &epoch).ok());
+  ASSERT_EQ(epoch.num_tasks(), 4);
+
+  // Four streams, one per task, lease splits and register workers as fast as they can.
+  absl::Mutex mu;
+  std::map<std::pair<int64_t, int64_t>, uint64_t> acked_splits;  // (task, seq) -> split id
+  std::map<std::string, int64_t> acked_incarnations;
+  std::atomic<int64_t> acks{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> streams;
+  for (int64_t task = 1; task <= 4; ++task) {
+    streams.emplace_back([&, task] {
+      int64_t seq = 0;
+      for (int i = 0; !stop; ++i) {
+        if (i % 3 == 0) {
+          RegisterWorkerRequest w;
+          w.set_worker_id(absl::StrCat("w", task));
+          w.set_address("127.0.0.1:2");
+          RegisterWorkerResponse r;
+          if (!dispatcher->stub().RegisterWorker(Context().get(), w, &r).ok()) continue;
+          absl::MutexLock lock(&mu);
+          acked_incarnations[w.worker_id()] = r.incarnation();
+        } else {
+          GetSplitsRequest request;
+          request.set_task_id(task);
+          request.set_from_seq(seq);
+          request.set_max(1);
+          GetSplitsResponse r;
+          if (!dispatcher->stub().GetSplits(Context().get(), request, &r).ok()) continue;
+          if (r.splits_size() == 0) continue;
+          absl::MutexLock lock(&mu);
+          acked_splits[{task, seq++}] = r.splits(0).id();
+        }
+        ++acks;
+      }
+    });
+  }
+  while (acks < 200) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  dispatcher->process().Kill(SIGKILL);
+  EXPECT_EQ(dispatcher->process().Wait(), 128 + SIGKILL);
+  stop = true;
+  for (std::thread& t : streams) t.join();
+
+  dispatcher = std::make_unique<DispatcherProcess>(journal);
+  absl::MutexLock lock(&mu);
+  ASSERT_GE(acked_splits.size(), 100u);
+  for (const auto& [key, split_id] : acked_splits) {
+    GetSplitsRequest request;
+    request.set_task_id(key.first);
+    request.set_from_seq(key.second);
+    request.set_max(1);
+    GetSplitsResponse r;
+    const grpc::Status status = dispatcher->stub().GetSplits(Context().get(), request, &r);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(r.splits_size(), 1) << "task " << key.first << " seq " << key.second;
+    EXPECT_EQ(r.splits(0).id(), split_id) << "task " << key.first << " seq " << key.second;
+  }
+  GetStatusResponse status;
+  ASSERT_TRUE(dispatcher->stub().GetStatus(Context().get(), GetStatusRequest(), &status).ok());
+  for (const auto& [id, incarnation] : acked_incarnations) {
+    bool found = false;
+    for (const WorkerState& w : status.state().workers()) {
+      if (w.worker_id() == id) {
+        found = true;
+        EXPECT_GE(w.incarnation(), incarnation) << id;
+      }
+    }
+    EXPECT_TRUE(found) << id;
+  }
+}
+
+TEST(DispatcherProcessTest, SecondDispatcherOnTheSameJournalFailsClearly) {
+  testing::ScopedTempDir dir;
+  const std::string journal = dir.path() + "/journal";
+  DispatcherProcess first(journal);
+  testing::ChildProcess second(
+      {GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal, "--port=0"},
+      /*merge_stderr=*/true);
+  std::string output, line;
+  while (!(line = second.ReadLine(std::chrono::seconds(10))).empty()) output += line + "\n";
+  EXPECT_EQ(second.Wait(), 1);
+  EXPECT_NE(output.find(journal), std::string::npos) << output;
+  EXPECT_NE(output.find("in use"), std::string::npos) << output;
+  EXPECT_TRUE(first.process().running());
+}
+
+// What an operator sees: `granary status` against a running dispatcher, and
+// `granary journal dump` of its journal once it is stopped (SIGTERM: a clean shutdown).
+TEST(DispatcherProcessTest, StatusAndJournalDumpShowTheState) {
+  testing::ScopedTempDir dir;
+  const std::string journal = dir.path() + "/journal";
+  auto dispatcher = std::make_unique<DispatcherProcess>(journal);
+  RegisterWorkerRequest worker;
+  worker.set_worker_id("worker-7");
+  worker.set_address("127.0.0.1:7007");
+  RegisterWorkerResponse registered;
+  ASSERT_TRUE(dispatcher->stub().RegisterWorker(Context().get(), worker, &registered).ok());
+
+  testing::ChildProcess status({GRANARY_BINARY, "status", "--dispatcher=" + dispatcher->address()},
+                               /*merge_stderr=*/true);
+  std::string output, line;
+  while (!(line = status.ReadLine(std::chrono::seconds(10))).empty()) output += line + "\n";
+  EXPECT_EQ(status.Wait(), 0) << output;
+  EXPECT_NE(output.find("worker-7"), std::string::npos) << output;
+  EXPECT_NE(output.find("127.0.0.1:7007"), std::string::npos) << output;
+
+  dispatcher->process().Kill(SIGTERM);
+  EXPECT_EQ(dispatcher->process().Wait(), 0);
+  testing::ChildProcess dump({GRANARY_BINARY, "journal", "dump", "--journal_dir=" + journal});
+  output.clear();
+  while (!(line = dump.ReadLine(std::chrono::seconds(10))).empty()) output += line + "\n";
+  EXPECT_EQ(dump.Wait(), 0) << output;
+  EXPECT_NE(output.find(R"({"seq":1,"update":{"register_worker":{"worker_id":"worker-7")"),
+            std::string::npos)
+      << output;
+}
+
+}  // namespace
+}  // namespace granary

@@ -1,0 +1,66 @@
+// granary dispatcher: serves the dispatcher over gRPC until SIGINT or SIGTERM.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "dispatcher/grpc_dispatcher_service.h"
+#include "glog/logging.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "grpcpp/security/server_credentials.h"
+#include "tools/commands.h"
+#include "tools/server_flags.h"
+#include "tools/udf_flags.h"
+
+ABSL_FLAG(std::string, journal_dir, "", "Directory of the dispatcher's RocksDB journal.");
+ABSL_FLAG(int64_t, snapshot_every, 10000, "Write a state snapshot every N journal records.");
+ABSL_FLAG(int64_t, worker_timeout_ms, 5000, "Declare a worker lost after this much silence.");
+
+namespace granary {
+
+int DispatcherCommand(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N] "
+      "[--worker_timeout_ms T] [--plugin lib.so]");
+  absl::ParseCommandLine(argc, argv);
+  BlockTerminationSignals();
+  const auto fail = [](const absl::Status& status) {
+    std::fprintf(stderr, "granary dispatcher: %s\n", std::string(status.message()).c_str());
+    return 1;
+  };
+  if (absl::GetFlag(FLAGS_journal_dir).empty()) {
+    return fail(absl::InvalidArgumentError("--journal_dir is required"));
+  }
+  auto udfs = UdfRegistryFromFlags();
+  if (!udfs.ok()) return fail(udfs.status());
+  DispatcherOptions options;
+  options.journal_dir = absl::GetFlag(FLAGS_journal_dir);
+  options.snapshot_every = absl::GetFlag(FLAGS_snapshot_every);
+  options.worker_timeout_ms = absl::GetFlag(FLAGS_worker_timeout_ms);
+  options.udfs = &*udfs;
+  // Recover before listening: nothing is served until replay is complete.
+  auto impl = DispatcherImpl::Open(options);
+  if (!impl.ok()) return fail(impl.status());
+
+  GrpcDispatcherService service(impl->get());
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(ListenAddress(), grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return fail(absl::UnavailableError(absl::StrCat("cannot listen on ", ListenAddress())));
+  }
+  std::printf("granary dispatcher listening on %s:%d\n", absl::GetFlag(FLAGS_host).c_str(), port);
+  std::fflush(stdout);
+  const int signal = WaitForTerminationSignal();
+  LOG(INFO) << "signal " << signal << ": shutting down";
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  return 0;
+}
+
+}  // namespace granary

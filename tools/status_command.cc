@@ -1,0 +1,83 @@
+// granary status: what a dispatcher knows — jobs, epochs, tasks, workers.
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "common/grpc_status.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "proto/dispatcher.grpc.pb.h"
+#include "tools/commands.h"
+
+ABSL_FLAG(std::string, dispatcher, "", "Dispatcher address, host:port.");
+
+namespace granary {
+
+int StatusCommand(int argc, char** argv) {
+  absl::SetProgramUsageMessage("granary status --dispatcher HOST:PORT");
+  absl::ParseCommandLine(argc, argv);
+  const std::string address = absl::GetFlag(FLAGS_dispatcher);
+  if (address.empty()) {
+    std::fprintf(stderr, "granary status: --dispatcher is required\n");
+    return 2;
+  }
+  auto stub = Dispatcher::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  GetStatusResponse status;
+  const grpc::Status rpc = stub->GetStatus(&context, GetStatusRequest(), &status);
+  if (!rpc.ok()) {
+    std::fprintf(stderr, "granary status: dispatcher %s: %s\n", address.c_str(),
+                 rpc.error_message().c_str());
+    return 1;
+  }
+  const DispatcherStateProto& s = status.state();
+  const std::set<std::string> live(status.live_workers().begin(), status.live_workers().end());
+  std::printf("journal: %llu records applied\n",
+              static_cast<unsigned long long>(s.applied_seq()));
+  std::printf("workers (%d):\n", s.workers_size());
+  std::map<std::string, int> load;
+  for (const TaskState& t : s.tasks()) {
+    if (!t.finished()) ++load[t.worker_id()];
+  }
+  for (const WorkerState& w : s.workers()) {
+    std::printf("  %-16s %-22s incarnation %-3lld %-8s %-7s %d tasks\n", w.worker_id().c_str(),
+                w.address().c_str(), static_cast<long long>(w.incarnation()),
+                w.lost() ? "LOST" : (live.count(w.worker_id()) ? "live" : "silent"),
+                w.standby() ? "standby" : "", load[w.worker_id()]);
+  }
+  std::printf("jobs (%d):\n", s.jobs_size());
+  for (const JobState& j : s.jobs()) {
+    std::printf("  job %lld %s dataset %s seed %llu consumers %d epochs started %lld\n",
+                static_cast<long long>(j.job_id()),
+                j.name().empty() ? "(anonymous)" : ("'" + j.name() + "'").c_str(),
+                j.dataset_id().c_str(), static_cast<unsigned long long>(j.options().seed()),
+                j.options().num_consumers(), static_cast<long long>(j.epochs_started()));
+  }
+  std::printf("epochs (%d):\n", s.epochs_size());
+  for (const EpochState& e : s.epochs()) {
+    std::printf("  job %lld epoch %lld: %lld/%d splits leased, %d tasks%s\n",
+                static_cast<long long>(e.job_id()), static_cast<long long>(e.epoch()),
+                static_cast<long long>(e.next_split()), e.plan_size(), e.task_ids_size(),
+                e.finished() ? ", finished" : "");
+  }
+  std::printf("tasks (%d):\n", s.tasks_size());
+  for (const TaskState& t : s.tasks()) {
+    std::printf("  task %lld job %lld epoch %lld consumer %d slot %d: worker %s gen %lld, "
+                "%d splits%s\n",
+                static_cast<long long>(t.task_id()), static_cast<long long>(t.job_id()),
+                static_cast<long long>(t.epoch()), t.consumer(), t.slot(),
+                t.worker_id().empty() ? "(none)" : t.worker_id().c_str(),
+                static_cast<long long>(t.generation()), t.leased_size(),
+                t.finished() ? (", finished: " + std::to_string(t.num_elements()) + " elements")
+                                   .c_str()
+                             : "");
+  }
+  return 0;
+}
+
+}  // namespace granary
