@@ -56,15 +56,6 @@ struct Series {
   }
 };
 
-PipelineDef WithThreads(PipelineDef def, int threads) {
-  for (OpDef& op : *def.mutable_ops()) {
-    if (op.op() == "parallel_map") {
-      (*op.mutable_params()->mutable_fields())["num_threads"].set_number_value(threads);
-    }
-  }
-  return def;
-}
-
 int Run() {
   Env* env = Env::Default();
   const UdfRegistry udfs = UdfRegistry::WithBuiltins();
@@ -92,7 +83,7 @@ int Run() {
     const std::vector<int> thread_counts = {1, 2};
     std::vector<std::unique_ptr<Pipeline>> pipelines;
     for (int threads : thread_counts) {
-      auto p = Pipeline::Create(WithThreads(*def, threads), udfs);
+      auto p = Pipeline::Create(WithParallelMapThreads(*def, threads), udfs);
       if (!p.ok()) {
         std::fprintf(stderr, "%s\n", std::string(p.status().message()).c_str());
         return 1;

@@ -129,4 +129,13 @@ uint64_t Pipeline::Fingerprint() const {
   return Hash64(SerializeDeterministically(def_));
 }
 
+PipelineDef WithParallelMapThreads(PipelineDef def, int num_threads) {
+  for (OpDef& op : *def.mutable_ops()) {
+    if (op.op() == "parallel_map") {
+      (*op.mutable_params()->mutable_fields())["num_threads"].set_number_value(num_threads);
+    }
+  }
+  return def;
+}
+
 }  // namespace granary

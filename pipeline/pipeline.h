@@ -74,6 +74,9 @@ class Pipeline {
   bool batched_ = false;
 };
 
+// `def` with every parallel_map set to `num_threads` threads (a worker's --threads, benchmarks).
+PipelineDef WithParallelMapThreads(PipelineDef def, int num_threads);
+
 }  // namespace granary
 
 #endif  // GRANARY_PIPELINE_PIPELINE_H_

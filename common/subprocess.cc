@@ -1,0 +1,123 @@
+#include "common/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <thread>
+
+namespace granary {
+
+Subprocess::Subprocess(const std::vector<std::string>& argv, Stderr stderr_mode,
+                       const std::string& stderr_path) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return;
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    // The child: only async-signal-safe calls until exec.
+    ::dup2(out[1], STDOUT_FILENO);
+    if (stderr_mode == Stderr::kMergeIntoStdout) ::dup2(out[1], STDERR_FILENO);
+    if (stderr_mode == Stderr::kToFile) {
+      const int fd = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) ::dup2(fd, STDERR_FILENO);
+    }
+    // Signals blocked by the parent (servers block SIGTERM to sigwait for it) stay blocked
+    // across exec: unblock them.
+    sigset_t all;
+    sigfillset(&all);
+    ::sigprocmask(SIG_UNBLOCK, &all, nullptr);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  stdout_fd_ = out[0];
+}
+
+Subprocess::~Subprocess() {
+  if (running()) {
+    Kill(SIGKILL);
+    Wait();
+  }
+  if (stdout_fd_ >= 0) ::close(stdout_fd_);
+}
+
+std::string Subprocess::ReadLine(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const size_t newline = buffered_.find('\n');
+    if (newline != std::string::npos) {
+      std::string line = buffered_.substr(0, newline);
+      buffered_.erase(0, newline + 1);
+      return line;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || stdout_fd_ < 0) return "";
+    pollfd p{stdout_fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return "";
+    char buf[4096];
+    const ssize_t n = ::read(stdout_fd_, buf, sizeof(buf));
+    if (n <= 0) return "";
+    buffered_.append(buf, n);
+  }
+}
+
+std::string Subprocess::ReadAll(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string out;
+  out.swap(buffered_);
+  while (stdout_fd_ >= 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{stdout_fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char buf[4096];
+    const ssize_t n = ::read(stdout_fd_, buf, sizeof(buf));
+    if (n <= 0) break;
+    out.append(buf, n);
+  }
+  return out;
+}
+
+void Subprocess::Kill(int signal) {
+  if (running()) ::kill(pid_, signal);
+}
+
+int Subprocess::Wait() {
+  if (!running()) return exit_code_;
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  reaped_ = true;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return exit_code_;
+}
+
+int Subprocess::WaitFor(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (running()) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      reaped_ = true;
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return exit_code_;
+}
+
+std::string SelfExecutablePath() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, n) : std::string();
+}
+
+}  // namespace granary

@@ -1,0 +1,55 @@
+// Subprocess: a child process whose stdout is read line by line (servers print the address
+// they listen on), with its stderr passed through, merged into stdout, or sent to a log file.
+// The destructor SIGKILLs and reaps a child that is still running, so neither a failing test
+// nor `granary cluster` leaves processes behind. Thread-compatible.
+#ifndef GRANARY_COMMON_SUBPROCESS_H_
+#define GRANARY_COMMON_SUBPROCESS_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace granary {
+
+class Subprocess {
+ public:
+  enum class Stderr { kInherit, kMergeIntoStdout, kToFile };
+
+  // Starts argv[0] (a path) with arguments argv[1..]. With Stderr::kToFile, stderr is appended
+  // to `stderr_path`. pid() is -1 if the process could not be started.
+  explicit Subprocess(const std::vector<std::string>& argv, Stderr stderr_mode = Stderr::kInherit,
+                      const std::string& stderr_path = "");
+  ~Subprocess();
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0 && !reaped_; }
+
+  // The next line the child writes to stdout (without "\n"), or "" after `timeout` or at EOF.
+  std::string ReadLine(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Everything the child writes to stdout until it closes it (or `timeout`).
+  std::string ReadAll(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  void Kill(int signal);
+  // Reaps the child; returns its exit code, or 128 + the signal that ended it.
+  int Wait();
+  // Like Wait, but gives up after `timeout` and returns -1 if the child still runs.
+  int WaitFor(std::chrono::milliseconds timeout);
+
+ private:
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  bool reaped_ = false;
+  int exit_code_ = -1;
+  std::string buffered_;
+};
+
+// The path of the running executable (/proc/self/exe resolved).
+std::string SelfExecutablePath();
+
+}  // namespace granary
+
+#endif  // GRANARY_COMMON_SUBPROCESS_H_

@@ -1,0 +1,190 @@
+#include "worker/task_runner.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/hash.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+#include "worker/leased_split_provider.h"
+
+namespace granary {
+
+TaskRunner::TaskRunner(const TaskDef& def, std::shared_ptr<const Pipeline> pipeline,
+                       DispatcherConnection* dispatcher, const TaskRunnerOptions& options,
+                       std::function<void(int64_t)> on_finished)
+    : def_(def),
+      pipeline_(std::move(pipeline)),
+      dispatcher_(dispatcher),
+      options_(options),
+      on_finished_(std::move(on_finished)) {
+  absl::MutexLock lock(&mu_);
+  StartProducer();
+}
+
+TaskRunner::~TaskRunner() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  StopProducer();
+}
+
+void TaskRunner::StartProducer() {
+  const int64_t run = ++run_;
+  producer_ = std::thread([this, run] { Produce(run); });
+}
+
+void TaskRunner::StopProducer() {
+  if (producer_.joinable()) producer_.join();
+}
+
+void TaskRunner::Produce(int64_t run) {
+  const auto current = [this, run]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return run_ == run && !stopping_;
+  };
+  const auto cancelled = [this, current] {
+    absl::MutexLock lock(&mu_);
+    return !current();
+  };
+  IteratorContext ctx{options_.env, def_.seed(), def_.epoch()};
+  absl::StatusOr<std::unique_ptr<Iterator>> it = pipeline_->MakeIterator(
+      ctx, std::make_unique<LeasedSplitProvider>(dispatcher_, def_.task_id(), options_.lease_size,
+                                                 cancelled));
+  while (it.ok()) {
+    {
+      absl::MutexLock lock(&mu_);
+      const auto may_produce = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !current() || window_.empty() || buffered_bytes_ < options_.window_bytes ||
+               produced_ < discard_below_;
+      };
+      mu_.Await(absl::Condition(&may_produce));
+      if (!current()) return;
+    }
+    Element element;
+    bool end = false;
+    absl::Status status = (*it)->GetNext(&element, &end);
+    IndexedElement indexed;
+    if (status.ok() && !end) {
+      ElementProto proto;
+      element.ToProto(&proto);
+      indexed.set_payload(proto.SerializeAsString());
+      indexed.set_checksum(Hash64(indexed.payload()));
+    }
+    int64_t finished_count = -1;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!current()) return;
+      if (!status.ok()) {
+        error_ = Annotate(status, absl::StrCat("task ", def_.task_id(), " element ", produced_));
+        LOG(ERROR) << error_;
+        return;
+      }
+      if (end) {
+        ended_ = true;
+        if (!finish_reported_) {
+          finish_reported_ = true;
+          finished_count = produced_;
+        }
+      } else if (produced_ < discard_below_) {
+        ++recomputed_;
+        ++produced_;
+      } else {
+        indexed.set_index(produced_++);
+        buffered_bytes_ += indexed.payload().size();
+        window_.push_back(std::move(indexed));
+      }
+    }
+    if (end) {
+      if (finished_count >= 0) on_finished_(finished_count);
+      return;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (current()) error_ = Annotate(it.status(), absl::StrCat("task ", def_.task_id()));
+}
+
+void TaskRunner::Acknowledge(int64_t index) {
+  acknowledged_ = std::max(acknowledged_, index);
+  while (!window_.empty() && window_.front().index() < index) {
+    buffered_bytes_ -= window_.front().payload().size();
+    window_.pop_front();
+  }
+}
+
+absl::Status TaskRunner::GetElements(const GetElementsRequest& request,
+                                     GetElementsResponse* response) {
+  const int64_t from = request.from_index();
+  if (from < 0) return absl::InvalidArgumentError("from_index must not be negative");
+  // One request at a time per task: a restart below must not race another.
+  absl::MutexLock request_lock(&request_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    const int64_t window_start = window_.empty() ? produced_ : window_.front().index();
+    if (from < window_start) {
+      // The client resumes from before what we still hold: recompute the task from its start.
+      LOG(INFO) << "task " << def_.task_id() << ": request for element " << from
+                << " below the window (" << window_start << "): restarting the task";
+      ++run_;  // The running producer exits at its next check.
+      mu_.Unlock();
+      StopProducer();
+      mu_.Lock();
+      window_.clear();
+      buffered_bytes_ = 0;
+      produced_ = 0;
+      ended_ = false;
+      error_ = absl::OkStatus();
+      discard_below_ = from;
+      StartProducer();
+    }
+    Acknowledge(from);
+    discard_below_ = std::max(discard_below_, from);
+  }
+  absl::MutexLock lock(&mu_);
+  const auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !error_.ok() || (ended_ && from >= produced_) ||
+           (!window_.empty() && window_.front().index() == from);
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(options_.poll_timeout_ms));
+  RETURN_IF_ERROR(error_);
+  response->set_recomputed(recomputed_ - recomputed_reported_);
+  recomputed_reported_ = recomputed_;
+  if (ended_ && from >= produced_) {
+    if (from > produced_) {
+      return absl::OutOfRangeError(absl::StrCat("task ", def_.task_id(), " has only ", produced_,
+                                                " elements; from_index ", from, " is past its end"));
+    }
+    response->set_end_of_task(true);
+    response->set_num_elements(produced_);
+    return absl::OkStatus();
+  }
+  int64_t bytes = 0;
+  for (const IndexedElement& e : window_) {
+    if (response->elements_size() > 0 && bytes + static_cast<int64_t>(e.payload().size()) >
+                                              std::max<int64_t>(request.max_bytes(), 1)) {
+      break;
+    }
+    bytes += e.payload().size();
+    *response->add_elements() = e;
+  }
+  return absl::OkStatus();
+}
+
+TaskStatus TaskRunner::Status() const {
+  absl::MutexLock lock(&mu_);
+  TaskStatus status;
+  status.set_task_id(def_.task_id());
+  status.set_generation(def_.generation());
+  status.set_produced(produced_);
+  status.set_window_start(window_.empty() ? produced_ : window_.front().index());
+  status.set_buffered_bytes(buffered_bytes_);
+  status.set_window_bytes(options_.window_bytes);
+  status.set_finished(ended_);
+  status.set_recomputed(recomputed_);
+  return status;
+}
+
+bool TaskRunner::FullyAcknowledged() const {
+  absl::MutexLock lock(&mu_);
+  return ended_ && acknowledged_ >= produced_;
+}
+
+}  // namespace granary

@@ -1,0 +1,105 @@
+// TaskRunner: runs one task's pipeline on a worker and serves its elements by index
+// (DESIGN.md §4).
+//
+// A producer thread pulls elements from the task's iterator (splits leased from the
+// dispatcher), numbers them 0, 1, 2, ..., serializes each with its XXH64 and appends it to the
+// window: the elements produced but not yet acknowledged. GetElements(from_index) acknowledges
+// everything before from_index (dropping it from the window) and answers elements from_index,
+// from_index + 1, ... The producer stops while the window holds `window_bytes` or more
+// (backpressure from a slow client), so memory stays bounded by about one window plus one
+// element.
+//
+// Resuming (§4.3): a request past what has been produced (a restarted worker, a takeover) makes
+// the producer compute and discard elements up to from_index, counted as recomputed. A request
+// below the window (a client resuming from an older position) restarts the task from index 0 —
+// the stream is a pure function of the pipeline, the seed and the task's journaled split
+// sequence, so the recomputed elements are identical — and discards up to from_index.
+//
+// When the iterator ends, `on_finished(num_elements)` is called once from the producer thread.
+// Thread-safe.
+#ifndef GRANARY_WORKER_TASK_RUNNER_H_
+#define GRANARY_WORKER_TASK_RUNNER_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "common/env.h"
+#include "pipeline/pipeline.h"
+#include "proto/dispatcher.pb.h"
+#include "proto/worker.pb.h"
+#include "worker/dispatcher_connection.h"
+
+namespace granary {
+
+struct TaskRunnerOptions {
+  // Payload bytes the window may hold before the producer waits.
+  int64_t window_bytes = 256 << 20;
+  // Splits leased per GetSplits call.
+  int64_t lease_size = 4;
+  // How long GetElements waits for an element before answering with none.
+  int64_t poll_timeout_ms = 500;
+  Env* env = Env::Default();
+};
+
+class TaskRunner {
+ public:
+  // Starts producing at once. `pipeline` and `dispatcher` must outlive the runner.
+  TaskRunner(const TaskDef& def, std::shared_ptr<const Pipeline> pipeline,
+             DispatcherConnection* dispatcher, const TaskRunnerOptions& options,
+             std::function<void(int64_t num_elements)> on_finished);
+  ~TaskRunner();
+  TaskRunner(const TaskRunner&) = delete;
+  TaskRunner& operator=(const TaskRunner&) = delete;
+
+  const TaskDef& def() const { return def_; }
+
+  // REQUIRES: request.generation() == def().generation() (WorkerImpl checks it).
+  absl::Status GetElements(const GetElementsRequest& request, GetElementsResponse* response)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  TaskStatus Status() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether the task has ended and the client acknowledged every element.
+  bool FullyAcknowledged() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  void StartProducer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StopProducer() ABSL_LOCKS_EXCLUDED(mu_);
+  void Produce(int64_t run);
+  // Drops window elements before `index`.
+  void Acknowledge(int64_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const TaskDef def_;
+  const std::shared_ptr<const Pipeline> pipeline_;
+  DispatcherConnection* const dispatcher_;
+  const TaskRunnerOptions options_;
+  const std::function<void(int64_t)> on_finished_;
+
+  // Held through each GetElements call (one at a time per task), before mu_.
+  absl::Mutex request_mu_;
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(request_mu_);
+  // Incremented for each fresh start of the producer; a producer of an older run exits.
+  int64_t run_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<IndexedElement> window_ ABSL_GUARDED_BY(mu_);
+  int64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Index of the next element the producer makes.
+  int64_t produced_ ABSL_GUARDED_BY(mu_) = 0;
+  // The producer discards (as recomputed) elements below this index.
+  int64_t discard_below_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t recomputed_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t recomputed_reported_ ABSL_GUARDED_BY(mu_) = 0;
+  // Highest from_index seen: everything below it is acknowledged.
+  int64_t acknowledged_ ABSL_GUARDED_BY(mu_) = 0;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool finish_reported_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread producer_;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_WORKER_TASK_RUNNER_H_

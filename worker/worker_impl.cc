@@ -1,0 +1,180 @@
+#include "worker/worker_impl.h"
+
+#include <chrono>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "glog/logging.h"
+
+namespace granary {
+
+absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Start(
+    const WorkerOptions& options, std::unique_ptr<DispatcherConnection> dispatcher,
+    int64_t register_timeout_ms) {
+  if (options.udfs == nullptr) return absl::InvalidArgumentError("WorkerOptions.udfs unset");
+  std::unique_ptr<WorkerImpl> worker(new WorkerImpl(options, std::move(dispatcher)));
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(register_timeout_ms);
+  absl::Status status;
+  while (!(status = worker->Register()).ok()) {
+    if (!absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) return status;
+    if (absl::Now() > deadline) {
+      return Annotate(status, "registering with the dispatcher: gave up");
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  worker->heartbeat_thread_ = std::thread([w = worker.get()] { w->HeartbeatLoop(); });
+  return worker;
+}
+
+WorkerImpl::WorkerImpl(const WorkerOptions& options,
+                       std::unique_ptr<DispatcherConnection> dispatcher)
+    : options_(options), dispatcher_(std::move(dispatcher)) {}
+
+WorkerImpl::~WorkerImpl() {
+  stopping_.Notify();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  std::map<int64_t, std::shared_ptr<TaskRunner>> runners;
+  {
+    absl::MutexLock lock(&mu_);
+    runners.swap(runners_);
+  }
+  runners.clear();  // Joins the producers outside mu_.
+}
+
+absl::Status WorkerImpl::Register() {
+  RegisterWorkerRequest request;
+  request.set_worker_id(options_.worker_id);
+  request.set_address(options_.address);
+  request.set_standby(options_.standby);
+  ASSIGN_OR_RETURN(RegisterWorkerResponse response, dispatcher_->RegisterWorker(request));
+  absl::MutexLock lock(&mu_);
+  incarnation_ = response.incarnation();
+  LOG(INFO) << "worker " << options_.worker_id << " registered at " << options_.address
+            << " as incarnation " << incarnation_ << (options_.standby ? " (standby)" : "");
+  return absl::OkStatus();
+}
+
+int64_t WorkerImpl::incarnation() const {
+  absl::MutexLock lock(&mu_);
+  return incarnation_;
+}
+
+absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const TaskDef& def) {
+  auto it = pipelines_.find(def.dataset_id());
+  if (it != pipelines_.end()) return it->second;
+  auto pipeline = Pipeline::Create(
+      options_.parallel_map_threads > 0
+          ? WithParallelMapThreads(def.pipeline(), options_.parallel_map_threads)
+          : def.pipeline(),
+      *options_.udfs);
+  if (!pipeline.ok()) {
+    return Annotate(pipeline.status(), absl::StrCat("dataset ", def.dataset_id()));
+  }
+  std::shared_ptr<const Pipeline> shared = std::move(pipeline).value();
+  pipelines_[def.dataset_id()] = shared;
+  return shared;
+}
+
+void WorkerImpl::ReportFinished(const TaskDef& def, int64_t num_elements) {
+  TaskFinishedRequest request;
+  request.set_task_id(def.task_id());
+  request.set_generation(def.generation());
+  request.set_num_elements(num_elements);
+  int backoff_ms = 20;
+  while (!stopping_.HasBeenNotified()) {
+    const absl::Status status = dispatcher_->TaskFinished(request);
+    if (status.ok()) return;
+    if (!absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) {
+      // Another generation owns the task now: its own runner reports.
+      LOG(WARNING) << "task " << def.task_id() << " finished report refused: " << status;
+      return;
+    }
+    absl::SleepFor(absl::Milliseconds(backoff_ms));
+    backoff_ms = std::min(backoff_ms * 2, 1000);
+  }
+}
+
+absl::Status WorkerImpl::Heartbeat() {
+  WorkerHeartbeatRequest request;
+  request.set_worker_id(options_.worker_id);
+  request.set_incarnation(incarnation());
+  absl::StatusOr<WorkerHeartbeatResponse> response = dispatcher_->WorkerHeartbeat(request);
+  if (absl::IsFailedPrecondition(response.status())) {
+    LOG(WARNING) << "dispatcher no longer knows this worker (" << response.status()
+                 << "): registering again";
+    return Register();
+  }
+  RETURN_IF_ERROR(response.status());
+  std::vector<std::shared_ptr<TaskRunner>> retired;  // Destroyed outside mu_.
+  absl::MutexLock lock(&mu_);
+  std::set<int64_t> assigned;
+  for (const TaskDef& def : response->tasks()) {
+    assigned.insert(def.task_id());
+    auto it = runners_.find(def.task_id());
+    if (it != runners_.end() && it->second->def().generation() == def.generation()) continue;
+    ASSIGN_OR_RETURN(std::shared_ptr<const Pipeline> pipeline, PipelineFor(def));
+    if (it != runners_.end()) retired.push_back(std::move(it->second));
+    LOG(INFO) << "worker " << options_.worker_id << ": running task " << def.task_id()
+              << " (job " << def.job_id() << " epoch " << def.epoch() << ") generation "
+              << def.generation();
+    runners_[def.task_id()] = std::make_shared<TaskRunner>(
+        def, pipeline, dispatcher_.get(), options_.runner,
+        [this, def](int64_t n) { ReportFinished(def, n); });
+  }
+  for (auto it = runners_.begin(); it != runners_.end();) {
+    const bool finished = it->second->Status().finished();
+    // Keep a finished task until its client has everything; drop one moved elsewhere.
+    const bool drop = finished ? it->second->FullyAcknowledged() : !assigned.count(it->first);
+    if (drop) {
+      retired.push_back(std::move(it->second));
+      it = runners_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return absl::OkStatus();  // `retired` is destroyed after mu_ is released.
+}
+
+void WorkerImpl::HeartbeatLoop() {
+  while (!stopping_.WaitForNotificationWithTimeout(
+      absl::Milliseconds(options_.heartbeat_interval_ms))) {
+    const absl::Status status = Heartbeat();
+    if (!status.ok()) {
+      LOG_EVERY_N(WARNING, 10) << "heartbeat: " << status;
+    }
+  }
+}
+
+absl::Status WorkerImpl::GetElements(const GetElementsRequest& request,
+                                     GetElementsResponse* response) {
+  std::shared_ptr<TaskRunner> runner;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = runners_.find(request.task_id());
+    if (it == runners_.end()) {
+      return absl::NotFoundError(absl::StrCat("task ", request.task_id(),
+                                              " does not run on worker ", options_.worker_id));
+    }
+    runner = it->second;
+  }
+  if (runner->def().generation() != request.generation()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("task ", request.task_id(), " runs on worker ", options_.worker_id,
+                     " at generation ", runner->def().generation(), ", not ",
+                     request.generation()));
+  }
+  return runner->GetElements(request, response);
+}
+
+absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response) const {
+  absl::MutexLock lock(&mu_);
+  response->set_worker_id(options_.worker_id);
+  response->set_incarnation(incarnation_);
+  for (const auto& [id, runner] : runners_) *response->add_tasks() = runner->Status();
+  return absl::OkStatus();
+}
+
+}  // namespace granary

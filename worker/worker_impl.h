@@ -1,0 +1,85 @@
+// WorkerImpl: a worker's logic, in plain C++ (the gRPC face is grpc_worker_service.h).
+//
+// It registers with the dispatcher (a new incarnation of its worker id), then heartbeats every
+// `heartbeat_interval_ms`: the answer lists the tasks it should run, and it starts a TaskRunner
+// for each new (task, generation), replaces a runner whose task came back at another
+// generation, and stops runners of tasks taken away. A finished task's runner stays until its
+// client has acknowledged every element. A dispatcher that does not answer stalls nothing: the
+// runners keep serving and leasing retries with backoff; a dispatcher that no longer knows this
+// incarnation (it declared it lost) makes the worker register again.
+//
+// A standby worker is registered as such and holds no task until the dispatcher moves one to it.
+// Thread-safe.
+#ifndef GRANARY_WORKER_WORKER_IMPL_H_
+#define GRANARY_WORKER_WORKER_IMPL_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "pipeline/udf.h"
+#include "proto/worker.pb.h"
+#include "worker/dispatcher_connection.h"
+#include "worker/task_runner.h"
+
+namespace granary {
+
+struct WorkerOptions {
+  std::string worker_id;
+  // The address clients reach this worker at, as registered with the dispatcher.
+  std::string address;
+  bool standby = false;
+  int heartbeat_interval_ms = 200;
+  // If > 0, every parallel_map of the pipelines this worker runs uses this many threads.
+  int parallel_map_threads = 0;
+  TaskRunnerOptions runner;
+  // Must outlive the worker.
+  const UdfRegistry* udfs = nullptr;
+};
+
+class WorkerImpl {
+ public:
+  // Registers (retrying while the dispatcher is unreachable, up to `register_timeout_ms`) and
+  // starts heartbeating.
+  static absl::StatusOr<std::unique_ptr<WorkerImpl>> Start(
+      const WorkerOptions& options, std::unique_ptr<DispatcherConnection> dispatcher,
+      int64_t register_timeout_ms = 30000);
+  ~WorkerImpl();
+
+  //   NotFound: the task does not run here; FailedPrecondition: it runs at another generation.
+  absl::Status GetElements(const GetElementsRequest& request, GetElementsResponse* response);
+  absl::Status GetStatus(GetWorkerStatusResponse* response) const;
+
+  int64_t incarnation() const;
+
+ private:
+  WorkerImpl(const WorkerOptions& options, std::unique_ptr<DispatcherConnection> dispatcher);
+  absl::Status Register();
+  // One heartbeat: reconciles the runners with the dispatcher's list.
+  absl::Status Heartbeat();
+  void HeartbeatLoop();
+  absl::StatusOr<std::shared_ptr<const Pipeline>> PipelineFor(const TaskDef& def)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReportFinished(const TaskDef& def, int64_t num_elements);
+
+  const WorkerOptions options_;
+  const std::unique_ptr<DispatcherConnection> dispatcher_;
+
+  mutable absl::Mutex mu_;
+  int64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int64_t, std::shared_ptr<TaskRunner>> runners_ ABSL_GUARDED_BY(mu_);
+  // Compiled pipelines by dataset id.
+  std::map<std::string, std::shared_ptr<const Pipeline>> pipelines_ ABSL_GUARDED_BY(mu_);
+
+  absl::Notification stopping_;
+  std::thread heartbeat_thread_;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_WORKER_WORKER_IMPL_H_
