@@ -12,6 +12,11 @@ int DatagenCommand(int argc, char** argv);
 // granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N]
 //   [--worker_timeout_ms T] [--plugin lib.so]
 int DispatcherCommand(int argc, char** argv);
+// granary worker --dispatcher HOST:PORT --worker_id ID [--port P] [--host H] [--standby]
+//   [--window_bytes B] [--threads N] [--plugin lib.so]
+int WorkerCommand(int argc, char** argv);
+// granary cluster --workers N [--standby M] [--port P] --dir D [-- extra worker flags]
+int ClusterCommand(int argc, char** argv);
 // granary status --dispatcher HOST:PORT
 int StatusCommand(int argc, char** argv);
 // granary journal dump --journal_dir D

@@ -19,6 +19,10 @@ commands:
             granary datagen imagenet --out DIR --images N --files K --size S [--datagen_seed S]
   dispatcher  serve the dispatcher: granary dispatcher --journal_dir D [--port P]
             [--host H] [--snapshot_every N] [--worker_timeout_ms T] [--plugin lib.so]
+  worker    run tasks and serve their elements: granary worker --dispatcher H:P
+            --worker_id ID [--port P] [--host H] [--standby] [--window_bytes B] [--threads N]
+  cluster   a local dispatcher and workers as child processes: granary cluster --workers N
+            [--standby M] [--port P] --dir D [-- extra worker flags]
   status    print a dispatcher's jobs, epochs, tasks, workers: granary status --dispatcher H:P
   journal   print a stopped dispatcher's journal as JSON: granary journal dump --journal_dir D
 
@@ -41,6 +45,8 @@ int main(int argc, char** argv) {
   if (command == "local") return granary::LocalCommand(argc - 1, argv + 1);
   if (command == "datagen") return granary::DatagenCommand(argc - 1, argv + 1);
   if (command == "dispatcher") return granary::DispatcherCommand(argc - 1, argv + 1);
+  if (command == "worker") return granary::WorkerCommand(argc - 1, argv + 1);
+  if (command == "cluster") return granary::ClusterCommand(argc - 1, argv + 1);
   if (command == "status") return granary::StatusCommand(argc - 1, argv + 1);
   if (command == "journal") return granary::JournalCommand(argc - 1, argv + 1);
   std::fprintf(stderr, "granary: unknown command '%s'\n\n%s", command.c_str(), kUsage);

@@ -1,0 +1,80 @@
+// granary worker: runs tasks for a dispatcher and serves their elements until SIGINT/SIGTERM.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "tools/commands.h"
+#include "tools/server_flags.h"
+#include "tools/udf_flags.h"
+#include "worker/grpc_worker_service.h"
+
+ABSL_DECLARE_FLAG(std::string, dispatcher);
+ABSL_FLAG(std::string, worker_id, "", "Stable identity of this worker (kept across restarts).");
+ABSL_FLAG(bool, standby, false, "Hold no tasks until the dispatcher fails one over to this worker.");
+ABSL_FLAG(int64_t, window_bytes, 256 << 20,
+          "Per task: payload bytes produced ahead of the client before the pipeline waits.");
+ABSL_FLAG(int, threads, 0,
+          "If > 0, overrides num_threads of every parallel_map of the pipelines this worker runs.");
+ABSL_FLAG(int, heartbeat_interval_ms, 200, "How often to heartbeat the dispatcher.");
+
+namespace granary {
+
+int WorkerCommand(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "granary worker --dispatcher HOST:PORT --worker_id ID [--port P] [--host H] [--standby] "
+      "[--window_bytes B] [--plugin lib.so]");
+  absl::ParseCommandLine(argc, argv);
+  BlockTerminationSignals();
+  const auto fail = [](const absl::Status& status) {
+    std::fprintf(stderr, "granary worker: %s\n", std::string(status.message()).c_str());
+    return 1;
+  };
+  if (absl::GetFlag(FLAGS_dispatcher).empty() || absl::GetFlag(FLAGS_worker_id).empty()) {
+    return fail(absl::InvalidArgumentError("--dispatcher and --worker_id are required"));
+  }
+  auto udfs = UdfRegistryFromFlags();
+  if (!udfs.ok()) return fail(udfs.status());
+
+  // Listen first: the address registered with the dispatcher must already answer.
+  GrpcWorkerService service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(ListenAddress(), grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxSendMessageSize(-1);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return fail(absl::UnavailableError(absl::StrCat("cannot listen on ", ListenAddress())));
+  }
+  WorkerOptions options;
+  options.worker_id = absl::GetFlag(FLAGS_worker_id);
+  options.address = absl::StrCat(absl::GetFlag(FLAGS_host), ":", port);
+  options.standby = absl::GetFlag(FLAGS_standby);
+  options.heartbeat_interval_ms = absl::GetFlag(FLAGS_heartbeat_interval_ms);
+  options.runner.window_bytes = absl::GetFlag(FLAGS_window_bytes);
+  options.parallel_map_threads = absl::GetFlag(FLAGS_threads);
+  options.udfs = &*udfs;
+  auto started = WorkerImpl::Start(
+      options, NewGrpcDispatcherConnection(absl::GetFlag(FLAGS_dispatcher), 10000));
+  if (!started.ok()) return fail(started.status());
+  std::unique_ptr<WorkerImpl> impl = std::move(started).value();
+  service.set_impl(impl.get());
+  std::printf("granary worker %s listening on %s\n", options.worker_id.c_str(),
+              options.address.c_str());
+  std::fflush(stdout);
+  const int signal = WaitForTerminationSignal();
+  LOG(INFO) << "signal " << signal << ": shutting down";
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  service.set_impl(nullptr);
+  return 0;
+}
+
+}  // namespace granary
