@@ -1,0 +1,81 @@
+#include "tests/local_cluster.h"
+
+#include <signal.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/env.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+
+namespace granary::testing {
+
+std::unique_ptr<grpc::ClientContext> RpcContext() {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  return context;
+}
+
+LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& options)
+    : dir_(dir) {
+  if (!Env::Default()->CreateDirs(dir + "/logs").ok()) return;
+  dispatcher_.argv = {GRANARY_BINARY, "dispatcher", "--journal_dir=" + dir + "/journal",
+                      "--port=0",
+                      absl::StrCat("--worker_timeout_ms=", options.worker_timeout_ms)};
+  if (!Launch(dispatcher_, dir + "/logs/dispatcher.log")) return;
+  dispatcher_address_ = dispatcher_.address;
+  dispatcher_stub_ = Dispatcher::NewStub(
+      grpc::CreateChannel(dispatcher_address_, grpc::InsecureChannelCredentials()));
+  for (int i = 0; i < options.workers + options.standby; ++i) {
+    Process& w = workers_.emplace_back();
+    w.argv = {GRANARY_BINARY, "worker", "--dispatcher=" + dispatcher_address_,
+              "--worker_id=" + worker_id(i), "--port=0"};
+    if (i >= options.workers) w.argv.push_back("--standby");
+    w.argv.insert(w.argv.end(), options.worker_flags.begin(), options.worker_flags.end());
+    if (!Launch(w, absl::StrCat(dir, "/logs/", worker_id(i), ".log"))) return;
+    // A restart must come back at the same address.
+    w.argv[4] = "--port=" + w.address.substr(w.address.rfind(':') + 1);
+  }
+  ok_ = true;
+}
+
+LocalCluster::~LocalCluster() {
+  for (Process& w : workers_) {
+    if (w.process) w.process->Kill(SIGTERM);
+  }
+  for (Process& w : workers_) {
+    if (w.process && w.process->WaitFor(std::chrono::seconds(5)) < 0) w.process->Kill(SIGKILL);
+  }
+  if (dispatcher_.process) {
+    dispatcher_.process->Kill(SIGTERM);
+    if (dispatcher_.process->WaitFor(std::chrono::seconds(5)) < 0) {
+      dispatcher_.process->Kill(SIGKILL);
+    }
+  }
+}
+
+bool LocalCluster::Launch(Process& p, const std::string& log) {
+  p.process = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log);
+  const std::string line = p.process->ReadLine(std::chrono::seconds(30));
+  const size_t at = line.rfind(" on ");
+  if (at == std::string::npos) return false;
+  p.address = line.substr(at + 4);
+  return true;
+}
+
+std::unique_ptr<Worker::Stub> LocalCluster::WorkerStub(int i) const {
+  return Worker::NewStub(
+      grpc::CreateChannel(workers_[i].address, grpc::InsecureChannelCredentials()));
+}
+
+void LocalCluster::KillWorker(int i) {
+  workers_[i].process->Kill(SIGKILL);
+  workers_[i].process->Wait();
+}
+
+bool LocalCluster::RestartWorker(int i) {
+  const std::string address = workers_[i].address;
+  if (!Launch(workers_[i], absl::StrCat(dir_, "/logs/", worker_id(i), ".log"))) return false;
+  return workers_[i].address == address;
+}
+
+}  // namespace granary::testing

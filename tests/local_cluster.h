@@ -1,0 +1,63 @@
+// LocalCluster: a real dispatcher and workers as processes on 127.0.0.1 for multi-process
+// tests, with each worker killable and restartable (same id, same address). Everything is
+// stopped (and reaped) when the cluster is destroyed.
+#ifndef GRANARY_TESTS_LOCAL_CLUSTER_H_
+#define GRANARY_TESTS_LOCAL_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/subprocess.h"
+#include "proto/dispatcher.grpc.pb.h"
+#include "proto/worker.grpc.pb.h"
+
+namespace granary::testing {
+
+struct LocalClusterOptions {
+  int workers = 1;
+  int standby = 0;
+  std::vector<std::string> worker_flags;
+  int64_t worker_timeout_ms = 2000;
+};
+
+class LocalCluster {
+ public:
+  // Starts the processes under `dir` (journal, logs). Check ok() before use.
+  LocalCluster(const std::string& dir, const LocalClusterOptions& options);
+  ~LocalCluster();
+
+  bool ok() const { return ok_; }
+  const std::string& dispatcher_address() const { return dispatcher_address_; }
+  const std::string& worker_address(int i) const { return workers_[i].address; }
+  std::string worker_id(int i) const { return "worker-" + std::to_string(i); }
+  Dispatcher::Stub& dispatcher() { return *dispatcher_stub_; }
+  std::unique_ptr<Worker::Stub> WorkerStub(int i) const;
+
+  // SIGKILLs worker i and reaps it.
+  void KillWorker(int i);
+  // Starts worker i again with the same id and address; false if it did not come up.
+  bool RestartWorker(int i);
+
+ private:
+  struct Process {
+    std::vector<std::string> argv;
+    std::unique_ptr<Subprocess> process;
+    std::string address;
+  };
+  bool Launch(Process& p, const std::string& log);
+
+  const std::string dir_;
+  bool ok_ = false;
+  Process dispatcher_;
+  std::string dispatcher_address_;
+  std::unique_ptr<Dispatcher::Stub> dispatcher_stub_;
+  std::vector<Process> workers_;
+};
+
+// A ClientContext with a 10 s deadline.
+std::unique_ptr<grpc::ClientContext> RpcContext();
+
+}  // namespace granary::testing
+
+#endif  // GRANARY_TESTS_LOCAL_CLUSTER_H_

@@ -1,0 +1,135 @@
+// A real worker process serving a task: bad requests get clear gRPC errors while the worker
+// keeps serving, and a slow client keeps the worker's buffered bytes within its window.
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/scoped_temp_dir.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pipeline/pipeline_loader.h"
+#include "tests/local_cluster.h"
+
+namespace granary {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::RpcContext;
+
+// Registers `pipeline_json` as a job of one task and starts epoch 0; returns the task id once
+// the worker runs it.
+int64_t StartSingleTaskJob(testing::LocalCluster& cluster, const std::string& pipeline_json) {
+  auto def = ParsePipelineJson(pipeline_json, "test pipeline");
+  EXPECT_TRUE(def.ok()) << def.status();
+  RegisterDatasetRequest dataset_request;
+  *dataset_request.mutable_pipeline() = *def;
+  RegisterDatasetResponse dataset;
+  EXPECT_TRUE(cluster.dispatcher().RegisterDataset(RpcContext().get(), dataset_request, &dataset).ok());
+  GetOrCreateJobRequest job_request;
+  job_request.set_dataset_id(dataset.dataset_id());
+  job_request.mutable_options()->set_num_worker_slots(1);
+  GetOrCreateJobResponse job;
+  EXPECT_TRUE(cluster.dispatcher().GetOrCreateJob(RpcContext().get(), job_request, &job).ok());
+  StartEpochRequest epoch_request;
+  epoch_request.set_job_id(job.job_id());
+  StartEpochResponse epoch;
+  EXPECT_TRUE(cluster.dispatcher().StartEpoch(RpcContext().get(), epoch_request, &epoch).ok());
+  GetStatusResponse status;
+  EXPECT_TRUE(cluster.dispatcher().GetStatus(RpcContext().get(), {}, &status).ok());
+  const int64_t task = status.state().tasks(0).task_id();
+  auto worker = cluster.WorkerStub(0);
+  for (int i = 0; i < 100; ++i) {
+    GetWorkerStatusResponse ws;
+    if (worker->GetWorkerStatus(RpcContext().get(), {}, &ws).ok() && ws.tasks_size() == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return task;
+}
+
+GetElementsRequest Request(int64_t task, int64_t generation, int64_t from, int64_t max_bytes) {
+  GetElementsRequest r;
+  r.set_task_id(task);
+  r.set_generation(generation);
+  r.set_from_index(from);
+  r.set_max_bytes(max_bytes);
+  return r;
+}
+
+TEST(WorkerProcessTest, BadRequestsGetClearErrorsAndTheWorkerKeepsServing) {
+  testing::ScopedTempDir dir;
+  testing::LocalCluster cluster(dir.path(), {});
+  ASSERT_TRUE(cluster.ok());
+  const int64_t task = StartSingleTaskJob(
+      cluster, R"({"source": {"type": "range", "params": {"stop": 100, "elements_per_split": 10}}})");
+  auto worker = cluster.WorkerStub(0);
+  GetElementsResponse response;
+
+  grpc::Status s = worker->GetElements(RpcContext().get(), Request(task + 100, 1, 0, 1 << 20),
+                                       &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(s.error_message(), HasSubstr(absl::StrCat("task ", task + 100,
+                                                        " does not run on worker worker-0")));
+
+  s = worker->GetElements(RpcContext().get(), Request(task, 7, 0, 1 << 20), &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(s.error_message(), HasSubstr("at generation 1, not 7"));
+
+  // Far past the task's 100 elements: once the task has ended, OUT_OF_RANGE names its size.
+  for (int i = 0; i < 50; ++i) {
+    s = worker->GetElements(RpcContext().get(), Request(task, 1, 1000, 1 << 20), &response);
+    if (s.error_code() == grpc::StatusCode::OUT_OF_RANGE) break;
+  }
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_THAT(s.error_message(), HasSubstr("has only 100 elements; from_index 1000"));
+
+  // The worker still serves the task: the elements come back from 0 (recomputed).
+  int64_t next = 0;
+  for (int i = 0; i < 200 && next < 100; ++i) {
+    GetElementsResponse r;
+    ASSERT_TRUE(worker->GetElements(RpcContext().get(), Request(task, 1, next, 1 << 20), &r).ok());
+    for (const IndexedElement& e : r.elements()) {
+      ASSERT_EQ(e.index(), next);
+      ElementProto element;
+      ASSERT_TRUE(element.ParseFromString(e.payload()));
+      ++next;
+    }
+  }
+  EXPECT_EQ(next, 100);
+}
+
+TEST(WorkerProcessTest, SlowClientKeepsBufferedBytesWithinTheWindow) {
+  testing::ScopedTempDir dir;
+  constexpr int64_t kWindow = 16 * 1024;
+  testing::LocalClusterOptions options;
+  options.worker_flags = {absl::StrCat("--window_bytes=", kWindow)};
+  testing::LocalCluster cluster(dir.path(), options);
+  ASSERT_TRUE(cluster.ok());
+  // 10 000 batches of 64 int64 values: about 600 B each, 6 MB in all.
+  const int64_t task = StartSingleTaskJob(
+      cluster, R"({"source": {"type": "range", "params": {"stop": 640000}},
+                  "ops": [{"op": "batch", "params": {"batch_size": 64}}]})");
+  auto worker = cluster.WorkerStub(0);
+  int64_t next = 0;
+  int64_t max_element = 0;
+  for (int round = 0; round < 5; ++round) {
+    // The client is slow: the worker runs ahead until its window is full, then waits.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    GetWorkerStatusResponse status;
+    ASSERT_TRUE(worker->GetWorkerStatus(RpcContext().get(), {}, &status).ok());
+    ASSERT_EQ(status.tasks_size(), 1);
+    EXPECT_GT(status.tasks(0).buffered_bytes(), kWindow / 2) << "round " << round;
+    EXPECT_LE(status.tasks(0).buffered_bytes(), kWindow + 1024) << "round " << round;
+    // Elements are over 500 bytes: the worker is at most a window of them ahead.
+    EXPECT_LE(status.tasks(0).produced(), next + kWindow / 500 + 1) << "round " << round;
+    GetElementsResponse r;
+    ASSERT_TRUE(worker->GetElements(RpcContext().get(), Request(task, 1, next, 4096), &r).ok());
+    ASSERT_GT(r.elements_size(), 0);
+    for (const IndexedElement& e : r.elements()) {
+      ASSERT_EQ(e.index(), next++);
+      max_element = std::max<int64_t>(max_element, e.payload().size());
+    }
+  }
+  EXPECT_LT(max_element, 1024);
+}
+
+}  // namespace
+}  // namespace granary
