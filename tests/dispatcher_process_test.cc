@@ -14,7 +14,7 @@
 #include "grpcpp/security/credentials.h"
 #include "pipeline/pipeline_loader.h"
 #include "proto/dispatcher.grpc.pb.h"
-#include "tests/child_process.h"
+#include "common/subprocess.h"
 
 namespace granary {
 namespace {
@@ -33,10 +33,10 @@ class DispatcherProcess {
 
   Dispatcher::Stub& stub() { return *stub_; }
   const std::string& address() const { return address_; }
-  testing::ChildProcess& process() { return process_; }
+  Subprocess& process() { return process_; }
 
  private:
-  testing::ChildProcess process_;
+  Subprocess process_;
   std::string address_;
   std::unique_ptr<Dispatcher::Stub> stub_;
 };
@@ -149,11 +149,10 @@ TEST(DispatcherProcessTest, SecondDispatcherOnTheSameJournalFailsClearly) {
   testing::ScopedTempDir dir;
   const std::string journal = dir.path() + "/journal";
   DispatcherProcess first(journal);
-  testing::ChildProcess second(
+  Subprocess second(
       {GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal, "--port=0"},
-      /*merge_stderr=*/true);
-  std::string output, line;
-  while (!(line = second.ReadLine(std::chrono::seconds(10))).empty()) output += line + "\n";
+      Subprocess::Stderr::kMergeIntoStdout);
+  const std::string output = second.ReadAll(std::chrono::seconds(10));
   EXPECT_EQ(second.Wait(), 1);
   EXPECT_NE(output.find(journal), std::string::npos) << output;
   EXPECT_NE(output.find("in use"), std::string::npos) << output;
@@ -172,19 +171,17 @@ TEST(DispatcherProcessTest, StatusAndJournalDumpShowTheState) {
   RegisterWorkerResponse registered;
   ASSERT_TRUE(dispatcher->stub().RegisterWorker(Context().get(), worker, &registered).ok());
 
-  testing::ChildProcess status({GRANARY_BINARY, "status", "--dispatcher=" + dispatcher->address()},
-                               /*merge_stderr=*/true);
-  std::string output, line;
-  while (!(line = status.ReadLine(std::chrono::seconds(10))).empty()) output += line + "\n";
+  Subprocess status({GRANARY_BINARY, "status", "--dispatcher=" + dispatcher->address()},
+                               Subprocess::Stderr::kMergeIntoStdout);
+  std::string output = status.ReadAll(std::chrono::seconds(10));
   EXPECT_EQ(status.Wait(), 0) << output;
   EXPECT_NE(output.find("worker-7"), std::string::npos) << output;
   EXPECT_NE(output.find("127.0.0.1:7007"), std::string::npos) << output;
 
   dispatcher->process().Kill(SIGTERM);
   EXPECT_EQ(dispatcher->process().Wait(), 0);
-  testing::ChildProcess dump({GRANARY_BINARY, "journal", "dump", "--journal_dir=" + journal});
-  output.clear();
-  while (!(line = dump.ReadLine(std::chrono::seconds(10))).empty()) output += line + "\n";
+  Subprocess dump({GRANARY_BINARY, "journal", "dump", "--journal_dir=" + journal});
+  output = dump.ReadAll(std::chrono::seconds(10));
   EXPECT_EQ(dump.Wait(), 0) << output;
   EXPECT_NE(output.find(R"({"seq":1,"update":{"register_worker":{"worker_id":"worker-7")"),
             std::string::npos)
