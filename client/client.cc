@@ -1,0 +1,112 @@
+// Client and Job: thin wrappers over the dispatcher's RegisterDataset, GetOrCreateJob and
+// StartEpoch; the reading itself is GrpcEpochReader (epoch_reader.h).
+#include "granary/client.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/connection.h"
+#include "client/epoch_reader.h"
+#include "client/position.h"
+#include "common/grpc_status.h"
+#include "common/status_macros.h"
+
+namespace granary {
+namespace {
+
+// Thread-safe: every member is immutable or thread-safe.
+class JobImpl final : public Job {
+ public:
+  JobImpl(std::shared_ptr<Connection> connection, int64_t job_id)
+      : connection_(std::move(connection)), job_id_(job_id) {}
+
+  int64_t job_id() const override { return job_id_; }
+
+  absl::StatusOr<std::unique_ptr<EpochReader>> ReadEpoch(int64_t epoch, int32_t consumer,
+                                                         const std::string& position) override {
+    if (epoch < 0) return absl::InvalidArgumentError(absl::StrCat("epoch ", epoch, " < 0"));
+    if (consumer < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("consumer ", consumer, " < 0"));
+    }
+    // Check the position before starting anything.
+    std::optional<ClientPosition> start;
+    if (!position.empty()) {
+      ASSIGN_OR_RETURN(start, DecodePosition(position, job_id_, epoch, consumer));
+    }
+    StartEpochRequest request;
+    request.set_job_id(job_id_);
+    request.set_epoch(epoch);
+    StartEpochResponse response;
+    const grpc::Status rpc = connection_->dispatcher().StartEpoch(
+        connection_->DispatcherContext().get(), request, &response);
+    if (!rpc.ok()) {
+      return Annotate(FromGrpcStatus(rpc),
+                      absl::StrCat("starting epoch ", epoch, " of job ", job_id_));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<GrpcEpochReader> reader,
+                     GrpcEpochReader::Start(connection_, job_id_, epoch, consumer,
+                                            start.has_value() ? &*start : nullptr));
+    return std::unique_ptr<EpochReader>(std::move(reader));
+  }
+
+ private:
+  const std::shared_ptr<Connection> connection_;
+  const int64_t job_id_;
+};
+
+// Thread-safe.
+class ClientImpl final : public Client {
+ public:
+  explicit ClientImpl(std::shared_ptr<Connection> connection)
+      : connection_(std::move(connection)) {}
+
+  absl::StatusOr<std::string> RegisterPipeline(const PipelineDef& pipeline) override {
+    RegisterDatasetRequest request;
+    *request.mutable_pipeline() = pipeline;
+    RegisterDatasetResponse response;
+    const grpc::Status rpc = connection_->dispatcher().RegisterDataset(
+        connection_->DispatcherContext().get(), request, &response);
+    if (!rpc.ok()) return Annotate(FromGrpcStatus(rpc), "registering the pipeline");
+    return response.dataset_id();
+  }
+
+  absl::StatusOr<std::unique_ptr<Job>> OpenJob(const std::string& dataset_id,
+                                               const JobSpec& spec) override {
+    if (spec.num_consumers < 1) {
+      return absl::InvalidArgumentError("JobSpec.num_consumers must be at least 1");
+    }
+    if (spec.num_worker_slots < 0 || spec.num_epochs < 0) {
+      return absl::InvalidArgumentError(
+          "JobSpec.num_worker_slots and num_epochs must not be negative");
+    }
+    GetOrCreateJobRequest request;
+    request.set_dataset_id(dataset_id);
+    request.set_name(spec.name);
+    request.mutable_options()->set_seed(spec.seed);
+    request.mutable_options()->set_num_consumers(spec.num_consumers);
+    request.mutable_options()->set_num_worker_slots(spec.num_worker_slots);
+    request.mutable_options()->set_num_epochs(spec.num_epochs);
+    GetOrCreateJobResponse response;
+    const grpc::Status rpc = connection_->dispatcher().GetOrCreateJob(
+        connection_->DispatcherContext().get(), request, &response);
+    if (!rpc.ok()) {
+      return Annotate(FromGrpcStatus(rpc), spec.name.empty()
+                                               ? std::string("opening a job")
+                                               : absl::StrCat("opening job '", spec.name, "'"));
+    }
+    return std::unique_ptr<Job>(new JobImpl(connection_, response.job_id()));
+  }
+
+ private:
+  const std::shared_ptr<Connection> connection_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Connection> connection, Connection::Open(options));
+  return std::unique_ptr<Client>(new ClientImpl(std::move(connection)));
+}
+
+}  // namespace granary

@@ -1,0 +1,79 @@
+#include "client/connection.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+
+namespace granary {
+namespace {
+
+std::chrono::system_clock::time_point DeadlineAfter(int ms) {
+  return std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
+}
+
+}  // namespace
+
+grpc::ChannelArguments ClientChannelArguments() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return args;
+}
+
+absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions& options) {
+  if (options.dispatcher_address.empty()) {
+    return absl::InvalidArgumentError("ClientOptions.dispatcher_address is empty");
+  }
+  if (options.max_outstanding_requests < 1) {
+    return absl::InvalidArgumentError("ClientOptions.max_outstanding_requests must be at least 1");
+  }
+  if (options.max_bytes_per_request < 1) {
+    return absl::InvalidArgumentError("ClientOptions.max_bytes_per_request must be at least 1");
+  }
+  if (options.heartbeat_interval_ms < 1 || options.rpc_timeout_ms < 1 ||
+      options.stall_timeout_ms < 1) {
+    return absl::InvalidArgumentError(
+        "ClientOptions: heartbeat_interval_ms, rpc_timeout_ms and stall_timeout_ms must be "
+        "positive");
+  }
+  std::shared_ptr<Connection> connection(new Connection(options));
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+      options.dispatcher_address, grpc::InsecureChannelCredentials(), ClientChannelArguments());
+  if (!channel->WaitForConnected(DeadlineAfter(options.rpc_timeout_ms))) {
+    return absl::UnavailableError(absl::StrCat("dispatcher ", options.dispatcher_address,
+                                               " is not reachable (waited ", options.rpc_timeout_ms,
+                                               " ms)"));
+  }
+  connection->dispatcher_ = Dispatcher::NewStub(channel);
+  return connection;
+}
+
+std::shared_ptr<Worker::Stub> Connection::WorkerStub(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<Worker::Stub>& stub = workers_[address];
+  if (stub == nullptr) {
+    stub = Worker::NewStub(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+                                                     ClientChannelArguments()));
+  }
+  return stub;
+}
+
+std::unique_ptr<grpc::ClientContext> Connection::DispatcherContext() const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(DeadlineAfter(options_.rpc_timeout_ms));
+  context->set_wait_for_ready(true);
+  return context;
+}
+
+std::unique_ptr<grpc::ClientContext> Connection::WorkerContext() const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(DeadlineAfter(options_.rpc_timeout_ms));
+  return context;
+}
+
+}  // namespace granary

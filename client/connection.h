@@ -1,0 +1,63 @@
+// Connection: what a Client, its Jobs and their EpochReaders share — the options, the
+// dispatcher stub and one cached channel per worker address. Internal to the client library.
+#ifndef GRANARY_CLIENT_CONNECTION_H_
+#define GRANARY_CLIENT_CONNECTION_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "granary/client.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "proto/dispatcher.grpc.pb.h"
+#include "proto/worker.grpc.pb.h"
+
+namespace granary {
+
+// The channel arguments of every channel the client opens: no message size limit (a
+// GetElements response carries up to max_bytes_per_request of payload, and at least one
+// element however large), and a reconnect backoff capped at one second so that a worker or
+// dispatcher restarted at the same address is found again quickly (gRPC's default cap is two
+// minutes).
+grpc::ChannelArguments ClientChannelArguments();
+
+// Thread-safe. Shared (std::shared_ptr) by everything a Client creates, so that Jobs and
+// EpochReaders may outlive the Client.
+class Connection {
+ public:
+  // Opens the dispatcher channel and waits up to options.rpc_timeout_ms for it to connect.
+  // Unavailable naming the address if it does not; InvalidArgument for bad options.
+  static absl::StatusOr<std::shared_ptr<Connection>> Open(const ClientOptions& options);
+
+  const ClientOptions& options() const { return options_; }
+  Dispatcher::Stub& dispatcher() { return *dispatcher_; }
+
+  // The stub of the worker at `address` (host:port); its channel is created on first use and
+  // kept for the life of the Connection.
+  std::shared_ptr<Worker::Stub> WorkerStub(const std::string& address);
+
+  // A context for a dispatcher call: deadline rpc_timeout_ms, and wait_for_ready so that a
+  // call made while the dispatcher restarts waits for it (up to the deadline) instead of
+  // failing at once.
+  std::unique_ptr<grpc::ClientContext> DispatcherContext() const;
+  // A context for a worker call: deadline rpc_timeout_ms, failing fast when the worker is down
+  // (the reader then asks the dispatcher where the task runs now).
+  std::unique_ptr<grpc::ClientContext> WorkerContext() const;
+
+ private:
+  explicit Connection(const ClientOptions& options) : options_(options) {}
+
+  const ClientOptions options_;
+  std::unique_ptr<Dispatcher::Stub> dispatcher_;
+  absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Worker::Stub>> workers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_CLIENT_CONNECTION_H_

@@ -1,0 +1,165 @@
+// GrpcEpochReader: the client half of the exactly-once protocol (DESIGN.md §4). Internal to the
+// client library; trainers see it as granary::EpochReader.
+//
+// Walkthrough.
+//  * Start() sends one ClientHeartbeat synchronously: it names the consumer's tasks (fixed for
+//    the epoch) with, for each, the address of the worker running it (empty while none does),
+//    its generation, and whether it has finished with how many elements. A resumed position is
+//    checked against them. Then the reader starts a heartbeat thread and one fetch thread per
+//    task.
+//  * The heartbeat thread calls ClientHeartbeat every heartbeat_interval_ms, reporting per task
+//    the index of the next element not yet returned by Next(), and records the newest address,
+//    generation and completion of each task. A change wakes that task's fetch thread at once.
+//  * A fetch thread keeps `next`, the index of the next element its task must deliver. It
+//    waits until the task has a worker, the delivery queue holds less than its bound (2 *
+//    max_bytes_per_request payload bytes) and fewer than max_outstanding_requests GetElements
+//    calls are in flight across all tasks; then it calls GetElements(task, generation,
+//    from_index = next, max_bytes) on the worker the dispatcher names (from_index also
+//    acknowledges everything before it). In the answer it accepts only index == next: a lower
+//    index is a duplicate (dropped, counted), a higher one a protocol error (the rest of the
+//    answer is dropped and the call retried); each accepted payload must hash (XXH64) to its
+//    checksum, else the rest of the answer is dropped and the call retried, and a payload still
+//    wrong on the third try in a row is DataLoss naming task and index. Accepted elements go to
+//    the queue in index order.
+//  * Any failed call (UNAVAILABLE: worker down; NOT_FOUND: the task is not there yet;
+//    FAILED_PRECONDITION: another generation; anything else but the permanent errors below)
+//    is retried after a backoff of 20 ms doubling to 500 ms, cut short when a heartbeat brings
+//    a new address or generation, and always against the newest ones. OUT_OF_RANGE (the task
+//    ends before `next`), INVALID_ARGUMENT and UNIMPLEMENTED are permanent: Next() returns them.
+//  * A task is done when a worker answers end_of_task with num_elements == next, or the
+//    dispatcher reports it finished with num_elements == next. Next() returns end when every
+//    task is done and the queue is empty.
+//  * Exactly once: `next` only moves past an element once that element is in the queue, so no
+//    element is skipped; an element is queued only at index == next, so none is queued twice.
+//    SavePosition() reports, per task, one past the last element Next() returned — not what is
+//    merely queued — so a reader resumed from it delivers each remaining element exactly once.
+//
+// Memory: the queue holds at most its bound plus one answer per in-flight call (a fetch thread
+// checks the bound before asking, not after).
+#ifndef GRANARY_CLIENT_EPOCH_READER_H_
+#define GRANARY_CLIENT_EPOCH_READER_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "client/connection.h"
+#include "granary/client.h"
+#include "proto/client.pb.h"
+
+namespace granary {
+
+// Thread-compatible like every EpochReader (one trainer thread calls Next); its own threads
+// synchronize internally. The destructor stops and joins them, cancelling calls in flight.
+class GrpcEpochReader final : public EpochReader {
+ public:
+  // Reads (job_id, epoch) as `consumer`, resuming from `position` if not null (already
+  // decoded and checked against job, epoch and consumer). The epoch must exist (StartEpoch
+  // done). Errors: those of the first ClientHeartbeat (e.g. InvalidArgument for a consumer the
+  // job does not have), and InvalidArgument when `position` names a task this consumer does
+  // not read in this epoch, or an index past a finished task's end.
+  static absl::StatusOr<std::unique_ptr<GrpcEpochReader>> Start(
+      std::shared_ptr<Connection> connection, int64_t job_id, int64_t epoch, int32_t consumer,
+      const ClientPosition* position);
+
+  ~GrpcEpochReader() override;
+  GrpcEpochReader(const GrpcEpochReader&) = delete;
+  GrpcEpochReader& operator=(const GrpcEpochReader&) = delete;
+
+  absl::Status Next(ElementProto* element, bool* end) override;
+  std::string SavePosition() const override;
+  EpochStats stats() const override;
+
+ private:
+  struct Task {
+    int64_t id = 0;
+    // The dispatcher's view, refreshed by heartbeats.
+    std::string address;
+    int64_t generation = 0;
+    bool finished = false;
+    int64_t num_elements = 0;
+    // Next index to fetch; only the task's fetch thread advances it.
+    int64_t next_fetch = 0;
+    // Next index to deliver: one past the last element Next() returned.
+    int64_t next_deliver = 0;
+    bool done = false;
+    // Consecutive checksum mismatches at index checksum_index.
+    int checksum_failures = 0;
+    int64_t checksum_index = -1;
+    // The last failure, for the Unavailable message of a stalled Next().
+    std::string last_error;
+    // The call in flight, so that the destructor can cancel it.
+    grpc::ClientContext* call = nullptr;
+  };
+
+  struct Queued {
+    int64_t task_id;
+    int64_t index;
+    int64_t bytes;
+    ElementProto element;
+  };
+
+  // The outcome of one GetElements answer, checked outside the lock.
+  struct Checked {
+    std::vector<Queued> accepted;
+    int64_t duplicates = 0;
+    bool checksum_mismatch = false;
+    // Set when the rest of the answer was dropped (protocol error or checksum mismatch).
+    std::string problem;
+    // Set for an answer that can never be right (unparsable payload behind a good checksum).
+    absl::Status permanent;
+  };
+
+  GrpcEpochReader(std::shared_ptr<Connection> connection, int64_t job_id, int64_t epoch,
+                  int32_t consumer);
+
+  // One ClientHeartbeat; on success updates the tasks (adds them on the first call).
+  absl::Status Heartbeat(bool first);
+  void HeartbeatLoop();
+  void FetchLoop(Task* task);
+  // Checks an answer to GetElements(task_id, from_index) from the worker at `address`; moves
+  // the accepted payloads out of `response`. Needs no lock.
+  static Checked CheckAnswer(int64_t task_id, int64_t from_index, const std::string& address,
+                             GetElementsResponse* response);
+
+  bool AllDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string StallMessage() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SetPermanentError(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::shared_ptr<Connection> connection_;
+  const ClientOptions& options_;
+  const int64_t job_id_;
+  const int64_t epoch_;
+  const int32_t consumer_;
+  const int64_t queue_bound_;
+
+  mutable absl::Mutex mu_;
+  // Fixed after Start(); the Task objects never move.
+  std::map<int64_t, std::unique_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
+  std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
+  int64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // A permanent error: Next() returns it once the queue is drained.
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  EpochStats stats_ ABSL_GUARDED_BY(mu_);
+  // When a worker last answered a GetElements call.
+  absl::Time last_answer_ ABSL_GUARDED_BY(mu_);
+  std::string heartbeat_error_ ABSL_GUARDED_BY(mu_);
+  grpc::ClientContext* heartbeat_call_ ABSL_GUARDED_BY(mu_) = nullptr;
+
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_CLIENT_EPOCH_READER_H_

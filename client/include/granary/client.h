@@ -1,0 +1,155 @@
+// The Granary client library: what a trainer links to read a pipeline's output from a Granary
+// service, every element of every epoch exactly once.
+//
+//   auto client = granary::Client::Connect({.dispatcher_address = "127.0.0.1:5000"});
+//   auto dataset = (*client)->RegisterPipeline(granary::PipelineBuilder::Range(1000)
+//                                                  .Shuffle(64).Batch(32).Build());
+//   auto job = (*client)->OpenJob(*dataset, {.name = "resnet", .seed = 7});
+//   for (int64_t epoch = 0; epoch < 3; ++epoch) {
+//     auto reader = (*job)->ReadEpoch(epoch);
+//     granary::ElementProto batch;
+//     bool end = false;
+//     while ((*reader)->Next(&batch, &end).ok() && !end) Train(batch);
+//   }
+//
+// Exactly once (DESIGN.md §4): each task numbers its elements 0, 1, 2, ...; the reader keeps,
+// per task, the index of the next element it needs and accepts only that one (an element it
+// already has is dropped and counted), verifies each payload's XXH64, and asks again — of the
+// worker the dispatcher currently names for the task — after any failure. SavePosition() exports
+// those per-task indices; a reader opened with them after a trainer restart resumes the epoch
+// exactly where the saved one stood.
+#ifndef GRANARY_CLIENT_INCLUDE_GRANARY_CLIENT_H_
+#define GRANARY_CLIENT_INCLUDE_GRANARY_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/pipeline.pb.h"
+
+namespace granary {
+
+struct ClientOptions {
+  std::string dispatcher_address;
+  // GetElements calls in flight at once, across the epoch's tasks.
+  int max_outstanding_requests = 4;
+  // Payload bytes asked for per GetElements call.
+  int64_t max_bytes_per_request = 64 << 20;
+  // How often a reader tells the dispatcher its position and learns where tasks run.
+  int heartbeat_interval_ms = 200;
+  // Deadline of each RPC.
+  int rpc_timeout_ms = 10000;
+  // EpochReader::Next gives up with Unavailable after waiting this long without any worker
+  // answering (the reader keeps retrying in the background; calling Next again waits again).
+  int stall_timeout_ms = 60000;
+};
+
+struct JobSpec {
+  // Jobs with the same non-empty name are shared (every consumer of a job opens it by name).
+  std::string name;
+  uint64_t seed = 0;
+  // Trainer processes reading the job: each epoch is divided among them.
+  int32_t num_consumers = 1;
+  // Tasks per consumer and epoch; 0 = one per live worker.
+  int32_t num_worker_slots = 0;
+  // 0 = unlimited.
+  int64_t num_epochs = 0;
+};
+
+struct EpochStats {
+  // Elements Next() returned, and their serialized size.
+  int64_t elements = 0;
+  int64_t payload_bytes = 0;
+  // Elements received again (an index the reader already had): dropped, never delivered.
+  int64_t duplicates_dropped = 0;
+  // Elements workers recomputed and discarded to resume a task after a restart or takeover.
+  int64_t recomputed_dropped = 0;
+  // GetElements calls that failed and were retried.
+  int64_t retries = 0;
+  // Payloads whose XXH64 did not match their checksum (dropped, and asked for again).
+  int64_t checksum_mismatches = 0;
+};
+
+// Reads one epoch for one consumer. Thread-compatible (one trainer thread calls Next).
+class EpochReader {
+ public:
+  virtual ~EpochReader() = default;
+  // The next element of the epoch (elements of different tasks interleave in arrival order),
+  // or *end = true when every task's elements have all been delivered. Errors: DataLoss for a
+  // payload whose checksum does not match after retries; Unavailable when no worker answers
+  // for ClientOptions.stall_timeout_ms (the reader keeps its position: calling Next again
+  // retries); OutOfRange when a worker says a task ends before the reader's position.
+  virtual absl::Status Next(ElementProto* element, bool* end) = 0;
+  // The reader's position: per task, the index of the next element it has not delivered.
+  virtual std::string SavePosition() const = 0;
+  virtual EpochStats stats() const = 0;
+};
+
+// Thread-safe.
+class Job {
+ public:
+  virtual ~Job() = default;
+  virtual int64_t job_id() const = 0;
+  // Starts epoch `epoch` (idempotently: every consumer may call it) and reads it as
+  // `consumer`. With `position` (SavePosition() of an earlier reader of this job, epoch and
+  // consumer) the reader resumes there. FailedPrecondition for an epoch that is not the job's
+  // next one or an existing one; InvalidArgument for a position of another job, epoch or
+  // consumer.
+  virtual absl::StatusOr<std::unique_ptr<EpochReader>> ReadEpoch(
+      int64_t epoch, int32_t consumer = 0, const std::string& position = "") = 0;
+};
+
+// Thread-safe.
+class Client {
+ public:
+  virtual ~Client() = default;
+  // Waits up to options.rpc_timeout_ms for the dispatcher to accept a connection: Unavailable
+  // naming its address if it does not; InvalidArgument for options out of range. Jobs and
+  // readers may outlive the Client.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+  // Registers a pipeline; returns its dataset id. InvalidArgument names what is wrong with it.
+  virtual absl::StatusOr<std::string> RegisterPipeline(const PipelineDef& pipeline) = 0;
+  virtual absl::StatusOr<std::unique_ptr<Job>> OpenJob(const std::string& dataset_id,
+                                                       const JobSpec& spec) = 0;
+};
+
+// A parameter value for PipelineBuilder.
+using ParamValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>,
+                                std::vector<double>, std::vector<std::string>>;
+using ParamList = std::vector<std::pair<std::string, ParamValue>>;
+
+// Builds a PipelineDef in code rather than JSON:
+//   PipelineBuilder::TfRecord({"/data/train-*.tfrecord"})
+//       .ParallelMap("decode_jpeg", 2).Map("random_flip").Batch(128).Build();
+class PipelineBuilder {
+ public:
+  static PipelineBuilder Range(int64_t stop, ParamList params = {});
+  static PipelineBuilder TfRecord(std::vector<std::string> files, ParamList params = {});
+  static PipelineBuilder TextLines(std::vector<std::string> files, ParamList params = {});
+  // Continues an existing definition (e.g. one read from a JSON file).
+  static PipelineBuilder FromDef(PipelineDef def);
+
+  PipelineBuilder& Map(const std::string& udf, ParamList udf_params = {});
+  PipelineBuilder& ParallelMap(const std::string& udf, int num_threads, ParamList udf_params = {});
+  PipelineBuilder& Filter(const std::string& udf, ParamList udf_params = {});
+  PipelineBuilder& Shuffle(int64_t buffer_size);
+  PipelineBuilder& Batch(int64_t batch_size, bool drop_remainder = false);
+  PipelineBuilder& Take(int64_t count);
+  PipelineBuilder& Skip(int64_t count);
+  PipelineBuilder& Prefetch(int64_t buffer_size = 2);
+  PipelineBuilder& Mark(const std::string& name);
+
+  PipelineDef Build() const { return def_; }
+
+ private:
+  PipelineDef def_;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_CLIENT_INCLUDE_GRANARY_CLIENT_H_

@@ -1,0 +1,528 @@
+// The client library against a real `granary dispatcher` process and in-process fake workers
+// whose faults the test controls: duplicates, corrupt payloads, failed calls, a lost worker
+// whose task fails over, a stalled worker, resumption from a saved position, and the errors
+// ReadEpoch gives for a wrong epoch, consumer or position.
+//
+// A fake worker serves, for every task the dispatcher assigns it, kElements elements whose
+// single int64 scalar is task_id * 1000000 + index, so the test can check that each (task,
+// index) reached the trainer exactly once and in index order per task.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "client/position.h"
+#include "common/hash.h"
+#include "common/scoped_temp_dir.h"
+#include "common/subprocess.h"
+#include "gmock/gmock.h"
+#include "granary/client.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "gtest/gtest.h"
+#include "proto/dispatcher.grpc.pb.h"
+#include "proto/worker.grpc.pb.h"
+
+namespace granary {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kElements = 50;
+// Elements per GetElements answer, so that a task takes several calls.
+constexpr int kPerCall = 7;
+
+int64_t ValueOf(int64_t task, int64_t index) { return task * 1000000 + index; }
+
+std::string Payload(int64_t value) {
+  ElementProto element;
+  TensorProto* tensor = element.add_tensors();
+  tensor->set_dtype(DT_INT64);
+  tensor->set_content(std::string(reinterpret_cast<const char*>(&value), sizeof(value)));
+  element.set_record(value);
+  return element.SerializeAsString();
+}
+
+int64_t ValueOf(const ElementProto& element) {
+  int64_t value = -1;
+  if (element.tensors_size() == 1 && element.tensors(0).content().size() == sizeof(value)) {
+    std::memcpy(&value, element.tensors(0).content().data(), sizeof(value));
+  }
+  return value;
+}
+
+class DispatcherProcess {
+ public:
+  explicit DispatcherProcess(const std::string& journal_dir)
+      : process_({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal_dir, "--port=0",
+                  "--worker_timeout_ms=1000"}) {
+    const std::string line = process_.ReadLine();
+    const std::string prefix = "granary dispatcher listening on ";
+    EXPECT_EQ(line.rfind(prefix, 0), 0u) << "dispatcher said: '" << line << "'";
+    address_ = line.substr(prefix.size());
+  }
+  const std::string& address() const { return address_; }
+
+ private:
+  Subprocess process_;
+  std::string address_;
+};
+
+// A worker that serves synthetic elements for the tasks the dispatcher gives it. Thread-safe.
+class FakeWorker final : public Worker::Service {
+ public:
+  FakeWorker(const std::string& dispatcher, const std::string& id)
+      : id_(id),
+        dispatcher_(Dispatcher::NewStub(
+            grpc::CreateChannel(dispatcher, grpc::InsecureChannelCredentials()))) {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+    address_ = absl::StrCat("127.0.0.1:", port);
+    Register();
+    heartbeats_ = std::thread([this] {
+      while (!stop_heartbeats_) {
+        Heartbeat();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+  }
+
+  ~FakeWorker() override { Crash(); }
+
+  // Stops heartbeating and serving, like a SIGKILLed worker.
+  void Crash() {
+    stop_heartbeats_ = true;
+    if (heartbeats_.joinable()) heartbeats_.join();
+    {
+      absl::MutexLock lock(&mu_);
+      hang_ = false;
+    }
+    if (server_ != nullptr) {
+      server_->Shutdown(std::chrono::system_clock::now());
+      server_.reset();
+    }
+  }
+
+  const std::string& address() const { return address_; }
+
+  // Fault knobs.
+  void SetUnavailable(bool unavailable) {
+    absl::MutexLock lock(&mu_);
+    unavailable_ = unavailable;
+  }
+  void SetFailFirstCalls(int n) {
+    absl::MutexLock lock(&mu_);
+    fail_first_calls_ = n;
+  }
+  void SetDuplicatePrevious(bool duplicate) {
+    absl::MutexLock lock(&mu_);
+    duplicate_previous_ = duplicate;
+  }
+  void SetRecomputedOnFirstAnswer(int64_t n) {
+    absl::MutexLock lock(&mu_);
+    recomputed_ = n;
+  }
+  void CorruptOnce(int64_t index) {
+    absl::MutexLock lock(&mu_);
+    corrupt_once_.insert(index);
+  }
+  void CorruptAlways(int64_t index) {
+    absl::MutexLock lock(&mu_);
+    corrupt_always_.insert(index);
+  }
+  // Elements at or past `limit` are "not produced yet": asked for them, the worker waits
+  // briefly and answers none, as a real worker does.
+  void SetProducedLimit(int64_t limit) {
+    absl::MutexLock lock(&mu_);
+    produced_limit_ = limit;
+  }
+  void SetHang(bool hang) {
+    absl::MutexLock lock(&mu_);
+    hang_ = hang;
+  }
+  int64_t calls() const {
+    absl::MutexLock lock(&mu_);
+    return calls_total_;
+  }
+
+  grpc::Status GetElements(grpc::ServerContext* context, const GetElementsRequest* request,
+                           GetElementsResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    ++calls_total_;
+    const auto not_hanging = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return !hang_; };
+    for (int i = 0; i < 3000 && hang_ && !context->IsCancelled(); ++i) {
+      mu_.AwaitWithTimeout(absl::Condition(&not_hanging), absl::Milliseconds(10));
+    }
+    if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+    if (unavailable_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake: unavailable");
+    const int64_t task = request->task_id();
+    auto it = tasks_.find(task);
+    if (it == tasks_.end()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no task ", task));
+    }
+    if (it->second != request->generation()) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          absl::StrCat("task ", task, " runs at generation ", it->second));
+    }
+    if (++calls_[task] <= fail_first_calls_) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake: warming up");
+    }
+    const int64_t from = request->from_index();
+    if (from > kElements) return grpc::Status(grpc::StatusCode::OUT_OF_RANGE, "past the end");
+    response->set_num_elements(kElements);
+    if (from == kElements) {
+      response->set_end_of_task(true);
+      return grpc::Status::OK;
+    }
+    if (from >= produced_limit_) {
+      mu_.AwaitWithTimeout(absl::Condition(&never_), absl::Milliseconds(20));
+      return grpc::Status::OK;
+    }
+    if (answered_.insert(task).second) response->set_recomputed(recomputed_);
+    if (duplicate_previous_ && from > 0) Add(task, from - 1, response);
+    for (int64_t i = from; i < std::min(kElements, produced_limit_) && i < from + kPerCall; ++i) {
+      Add(task, i, response);
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  void Add(int64_t task, int64_t index, GetElementsResponse* response)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    IndexedElement* e = response->add_elements();
+    e->set_index(index);
+    e->set_payload(Payload(ValueOf(task, index)));
+    e->set_checksum(Hash64(e->payload()));
+    if (corrupt_always_.count(index) > 0 || corrupt_once_.erase(index) > 0) {
+      e->set_checksum(e->checksum() ^ 1);
+    }
+  }
+
+  void Register() {
+    RegisterWorkerRequest request;
+    request.set_worker_id(id_);
+    request.set_address(address_);
+    RegisterWorkerResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    const grpc::Status status = dispatcher_->RegisterWorker(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    incarnation_ = response.incarnation();
+  }
+
+  void Heartbeat() {
+    WorkerHeartbeatRequest request;
+    request.set_worker_id(id_);
+    request.set_incarnation(incarnation_);
+    WorkerHeartbeatResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    if (!dispatcher_->WorkerHeartbeat(&context, request, &response).ok()) return;
+    absl::MutexLock lock(&mu_);
+    for (const TaskDef& task : response.tasks()) tasks_[task.task_id()] = task.generation();
+  }
+
+  const std::string id_;
+  std::unique_ptr<Dispatcher::Stub> dispatcher_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  int64_t incarnation_ = 0;
+  std::atomic<bool> stop_heartbeats_{false};
+  std::thread heartbeats_;
+
+  mutable absl::Mutex mu_;
+  std::map<int64_t, int64_t> tasks_ ABSL_GUARDED_BY(mu_);  // task -> generation
+  std::map<int64_t, int> calls_ ABSL_GUARDED_BY(mu_);
+  std::set<int64_t> answered_ ABSL_GUARDED_BY(mu_);
+  int64_t calls_total_ ABSL_GUARDED_BY(mu_) = 0;
+  bool unavailable_ ABSL_GUARDED_BY(mu_) = false;
+  int fail_first_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  bool duplicate_previous_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t recomputed_ ABSL_GUARDED_BY(mu_) = 0;
+  std::set<int64_t> corrupt_once_ ABSL_GUARDED_BY(mu_);
+  std::set<int64_t> corrupt_always_ ABSL_GUARDED_BY(mu_);
+  bool hang_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t produced_limit_ ABSL_GUARDED_BY(mu_) = kElements;
+  const bool never_ = false;  // A condition that never holds: a plain wait.
+};
+
+// What a reader delivered: per task, the indices in delivery order.
+struct Delivered {
+  std::map<int64_t, std::vector<int64_t>> indices;
+  int64_t count = 0;
+
+  void Add(const ElementProto& element) {
+    const int64_t value = ValueOf(element);
+    indices[value / 1000000].push_back(value % 1000000);
+    ++count;
+  }
+};
+
+// Reads up to `limit` elements (all when -1); returns the status that stopped it.
+absl::Status Read(EpochReader& reader, Delivered* delivered, int64_t limit = -1) {
+  ElementProto element;
+  bool end = false;
+  while (limit < 0 || delivered->count < limit) {
+    absl::Status status = reader.Next(&element, &end);
+    if (!status.ok()) return status;
+    if (end) return absl::OkStatus();
+    delivered->Add(element);
+  }
+  return absl::OkStatus();
+}
+
+// Every task's indices are exactly 0 .. kElements - 1, in order.
+void ExpectExactlyOnce(const Delivered& delivered, size_t num_tasks) {
+  ASSERT_EQ(delivered.indices.size(), num_tasks);
+  for (const auto& [task, indices] : delivered.indices) {
+    ASSERT_EQ(indices.size(), static_cast<size_t>(kElements)) << "task " << task;
+    for (int64_t i = 0; i < kElements; ++i) ASSERT_EQ(indices[i], i) << "task " << task;
+  }
+}
+
+class ClientReaderTest : public ::testing::Test {
+ protected:
+  ClientReaderTest() : dispatcher_(dir_.Join("journal")) {}
+
+  std::unique_ptr<Client> Connect(int stall_timeout_ms = 60000) {
+    ClientOptions options;
+    options.dispatcher_address = dispatcher_.address();
+    options.heartbeat_interval_ms = 50;
+    options.max_outstanding_requests = 2;
+    options.stall_timeout_ms = stall_timeout_ms;
+    auto client = Client::Connect(options);
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+
+  std::unique_ptr<Job> OpenJob(Client& client, JobSpec spec = {}) {
+    auto dataset = client.RegisterPipeline(PipelineBuilder::Range(100).Build());
+    EXPECT_TRUE(dataset.ok()) << dataset.status();
+    auto job = client.OpenJob(*dataset, spec);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? std::move(job).value() : nullptr;
+  }
+
+  testing::ScopedTempDir dir_;
+  DispatcherProcess dispatcher_;
+};
+
+TEST_F(ClientReaderTest, EveryElementOnceDespiteDuplicatesCorruptionAndFailedCalls) {
+  FakeWorker a(dispatcher_.address(), "a");
+  FakeWorker b(dispatcher_.address(), "b");
+  a.SetFailFirstCalls(2);
+  a.SetDuplicatePrevious(true);
+  a.CorruptOnce(10);
+  b.SetRecomputedOnFirstAnswer(5);
+  b.CorruptOnce(3);
+  auto client = Connect();
+  auto job = OpenJob(*client);
+  auto reader = job->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  Delivered delivered;
+  ASSERT_TRUE(Read(**reader, &delivered).ok());
+  ExpectExactlyOnce(delivered, 2);
+  const EpochStats stats = (*reader)->stats();
+  EXPECT_EQ(stats.elements, 2 * kElements);
+  EXPECT_GT(stats.payload_bytes, 0);
+  EXPECT_GT(stats.duplicates_dropped, 0);
+  EXPECT_EQ(stats.recomputed_dropped, 5);
+  EXPECT_EQ(stats.checksum_mismatches, 2);
+  EXPECT_GE(stats.retries, 4);  // 2 failed calls + 2 checksum mismatches, at least.
+  // The reader is at the end: every task's position is its element count.
+  auto position = DecodePosition((*reader)->SavePosition(), job->job_id(), 0, 0);
+  ASSERT_TRUE(position.ok()) << position.status();
+  for (const auto& [task, index] : position->next_index()) EXPECT_EQ(index, kElements) << task;
+}
+
+TEST_F(ClientReaderTest, TwoConsumersSplitTheEpoch) {
+  FakeWorker a(dispatcher_.address(), "a");
+  FakeWorker b(dispatcher_.address(), "b");
+  auto client = Connect();
+  JobSpec spec;
+  spec.name = "shared";
+  spec.num_consumers = 2;
+  auto job = OpenJob(*client, spec);
+  auto reader0 = job->ReadEpoch(0, 0);
+  auto reader1 = job->ReadEpoch(0, 1);
+  ASSERT_TRUE(reader0.ok()) << reader0.status();
+  ASSERT_TRUE(reader1.ok()) << reader1.status();
+  Delivered d0, d1;
+  std::thread other([&] { EXPECT_TRUE(Read(**reader1, &d1).ok()); });
+  EXPECT_TRUE(Read(**reader0, &d0).ok());
+  other.join();
+  ExpectExactlyOnce(d0, 2);
+  ExpectExactlyOnce(d1, 2);
+  for (const auto& entry : d0.indices) EXPECT_EQ(d1.indices.count(entry.first), 0u);
+}
+
+TEST_F(ClientReaderTest, ResumesFromSavedPositionExactlyOnce) {
+  FakeWorker a(dispatcher_.address(), "a");
+  FakeWorker b(dispatcher_.address(), "b");
+  auto client = Connect();
+  auto job = OpenJob(*client);
+  Delivered delivered;
+  std::string position;
+  {
+    auto reader = job->ReadEpoch(0);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    ASSERT_TRUE(Read(**reader, &delivered, 37).ok());
+    // Let the fetchers run ahead: queued elements must not count as delivered.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    position = (*reader)->SavePosition();
+  }
+  auto decoded = DecodePosition(position, job->job_id(), 0, 0);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  int64_t sum = 0;
+  for (const auto& entry : decoded->next_index()) sum += entry.second;
+  EXPECT_EQ(sum, 37);
+
+  auto resumed = job->ReadEpoch(0, 0, position);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  ASSERT_TRUE(Read(**resumed, &delivered).ok());
+  EXPECT_EQ((*resumed)->stats().elements, 2 * kElements - 37);
+  ExpectExactlyOnce(delivered, 2);
+}
+
+TEST_F(ClientReaderTest, MismatchedOrMalformedPositionIsInvalidArgument) {
+  FakeWorker a(dispatcher_.address(), "a");
+  auto client = Connect();
+  auto job = OpenJob(*client);
+  std::string position;
+  {
+    auto reader = job->ReadEpoch(0);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    position = (*reader)->SavePosition();
+  }
+  auto other_epoch = job->ReadEpoch(1, 0, position);
+  ASSERT_FALSE(other_epoch.ok());
+  EXPECT_EQ(other_epoch.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(other_epoch.status().message(), HasSubstr("its epoch is 0, not 1"));
+
+  auto malformed = job->ReadEpoch(0, 0, "a model checkpoint");
+  ASSERT_FALSE(malformed.ok());
+  EXPECT_EQ(malformed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(malformed.status().message(), HasSubstr("malformed"));
+
+  auto other_job = OpenJob(*client);
+  auto wrong_job = other_job->ReadEpoch(0, 0, position);
+  ASSERT_FALSE(wrong_job.ok());
+  EXPECT_EQ(wrong_job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(wrong_job.status().message(),
+              HasSubstr(absl::StrCat("its job is ", job->job_id(), ", not ", other_job->job_id())));
+
+  ClientPosition unknown_task;
+  unknown_task.set_job_id(job->job_id());
+  (*unknown_task.mutable_next_index())[999] = 3;
+  auto wrong_task = job->ReadEpoch(0, 0, EncodePosition(unknown_task));
+  ASSERT_FALSE(wrong_task.ok());
+  EXPECT_EQ(wrong_task.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(wrong_task.status().message(), HasSubstr("task 999"));
+}
+
+TEST_F(ClientReaderTest, WrongEpochOrConsumerIsRejected) {
+  FakeWorker a(dispatcher_.address(), "a");
+  auto client = Connect();
+  auto job = OpenJob(*client);
+  auto future = job->ReadEpoch(3);
+  ASSERT_FALSE(future.ok());
+  EXPECT_EQ(future.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(future.status().message(), HasSubstr("epoch 3"));
+
+  auto consumer = job->ReadEpoch(0, 1);
+  ASSERT_FALSE(consumer.ok());
+  EXPECT_EQ(consumer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(consumer.status().message(), HasSubstr("consumer 1"));
+}
+
+TEST_F(ClientReaderTest, PersistentChecksumMismatchIsDataLossNamingTaskAndIndex) {
+  FakeWorker a(dispatcher_.address(), "a");
+  a.CorruptAlways(12);
+  auto client = Connect();
+  auto job = OpenJob(*client);
+  auto reader = job->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  Delivered delivered;
+  const absl::Status status = Read(**reader, &delivered);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(status.message(), HasSubstr("element 12"));
+  EXPECT_THAT(status.message(), HasSubstr("checksum"));
+  EXPECT_EQ(delivered.count, 12);  // Everything before the bad element was delivered.
+  EXPECT_EQ((*reader)->stats().checksum_mismatches, 3);
+}
+
+TEST_F(ClientReaderTest, LostWorkersTaskFailsOverToAnother) {
+  auto a = std::make_unique<FakeWorker>(dispatcher_.address(), "a");
+  FakeWorker b(dispatcher_.address(), "b");
+  a->SetProducedLimit(15);  // a's task cannot complete before a is gone.
+  auto client = Connect();
+  auto job = OpenJob(*client);
+  auto reader = job->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  Delivered delivered;
+  ASSERT_TRUE(Read(**reader, &delivered, 20).ok());
+  const auto crash = std::chrono::steady_clock::now();
+  a->Crash();  // The dispatcher declares it lost after 1 s and moves its task to b.
+  ASSERT_TRUE(Read(**reader, &delivered).ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - crash, std::chrono::milliseconds(900));
+  ExpectExactlyOnce(delivered, 2);
+  EXPECT_GT((*reader)->stats().retries, 0);
+}
+
+TEST_F(ClientReaderTest, StalledWorkerMakesNextUnavailableThenRecovers) {
+  FakeWorker a(dispatcher_.address(), "a");
+  a.SetUnavailable(true);
+  auto client = Connect(/*stall_timeout_ms=*/500);
+  auto job = OpenJob(*client);
+  auto reader = job->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ElementProto element;
+  bool end = false;
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status status = (*reader)->Next(&element, &end);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_THAT(status.message(), HasSubstr(a.address()));
+  EXPECT_THAT(status.message(), HasSubstr("fake: unavailable"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  a.SetUnavailable(false);
+  Delivered delivered;
+  ASSERT_TRUE(Read(**reader, &delivered).ok());
+  ExpectExactlyOnce(delivered, 1);
+}
+
+TEST_F(ClientReaderTest, DestructorCancelsCallsInFlight) {
+  FakeWorker a(dispatcher_.address(), "a");
+  a.SetHang(true);
+  auto client = Connect();
+  auto job = OpenJob(*client);
+  auto reader = job->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  while (a.calls() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto start = std::chrono::steady_clock::now();
+  reader->reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+TEST(ClientConnectTest, UnreachableDispatcherIsUnavailableNamingIt) {
+  ClientOptions options;
+  options.dispatcher_address = "127.0.0.1:1";
+  options.rpc_timeout_ms = 300;
+  auto client = Client::Connect(options);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(client.status().message(), HasSubstr("127.0.0.1:1"));
+}
+
+}  // namespace
+}  // namespace granary
