@@ -17,6 +17,9 @@ int DispatcherCommand(int argc, char** argv);
 int WorkerCommand(int argc, char** argv);
 // granary cluster --workers N [--standby M] [--port P] --dir D [-- extra worker flags]
 int ClusterCommand(int argc, char** argv);
+// granary run --dispatcher HOST:PORT --pipeline P.json --epochs N [--job_name J] [--seed S]
+//   [--consumer C --num_consumers K] [--digest_out F] [--position_file F] [--plugin lib.so]
+int RunCommand(int argc, char** argv);
 // granary status --dispatcher HOST:PORT
 int StatusCommand(int argc, char** argv);
 // granary journal dump --journal_dir D

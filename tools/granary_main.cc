@@ -23,6 +23,9 @@ commands:
             --worker_id ID [--port P] [--host H] [--standby] [--window_bytes B] [--threads N]
   cluster   a local dispatcher and workers as child processes: granary cluster --workers N
             [--standby M] [--port P] --dir D [-- extra worker flags]
+  run       read a pipeline's epochs from a Granary service, exactly once: granary run
+            --dispatcher H:P --pipeline P.json --epochs N [--job_name J] [--seed S]
+            [--consumer C --num_consumers K] [--digest_out F] [--position_file F]
   status    print a dispatcher's jobs, epochs, tasks, workers: granary status --dispatcher H:P
   journal   print a stopped dispatcher's journal as JSON: granary journal dump --journal_dir D
 
@@ -47,6 +50,7 @@ int main(int argc, char** argv) {
   if (command == "dispatcher") return granary::DispatcherCommand(argc - 1, argv + 1);
   if (command == "worker") return granary::WorkerCommand(argc - 1, argv + 1);
   if (command == "cluster") return granary::ClusterCommand(argc - 1, argv + 1);
+  if (command == "run") return granary::RunCommand(argc - 1, argv + 1);
   if (command == "status") return granary::StatusCommand(argc - 1, argv + 1);
   if (command == "journal") return granary::JournalCommand(argc - 1, argv + 1);
   std::fprintf(stderr, "granary: unknown command '%s'\n\n%s", command.c_str(), kUsage);

@@ -1,0 +1,320 @@
+// granary run: a client of a Granary service (DESIGN.md §7). Reads a pipeline's epochs through
+// the client library as one consumer of a job, prints per-epoch progress and writes the digest
+// file of DESIGN.md §6, which must equal `granary local`'s for the same pipeline and seed.
+//
+// With --position_file F the run can be killed (even SIGKILLed) and started again with the same
+// flags: it resumes exactly where the file says, and each element of the epoch is delivered
+// exactly once across both processes. F is rewritten atomically (temp file + rename) every
+// 100 ms while elements arrive, at the end of each epoch and before exiting on an error. It is a
+// text file:
+//   granary-run-position 1
+//   epoch 3                       the epoch being read (or the next one to read)
+//   rows 4096                     rows of that epoch delivered so far, and their
+//   multiset 0123456789abcdef     multiset digest (EpochDigest), and
+//   duplicates 2                  elements dropped so far (duplicates + recomputed)
+//   reader <base64>               EpochReader::SavePosition(), empty at an epoch's start
+// Rows, multiset digest and reader position are written together and describe exactly the same
+// delivered elements, so the digest line of a resumed epoch covers the whole epoch: both
+// processes' rows ("elements") and multiset digest. Its ordered digest covers only the rows
+// this process delivered. The digest file is rewritten atomically after each epoch, keeping
+// the lines an earlier run wrote; a kill between writing an epoch's line and its final
+// position leaves that epoch's line twice, with the same multiset digest.
+//
+// With several consumers (--consumer C --num_consumers K, a shared --job_name), each process
+// digests its share of every epoch; the multiset digests of the K shares add up (mod 2^64) to
+// the epoch's.
+//
+// When workers fail the reader retries in the background (new addresses and generations come
+// from the dispatcher); the run exits 1 only after --stall_timeout_ms without any worker
+// answering, naming the tasks it waits for and their last errors.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/env.h"
+#include "common/hash.h"
+#include "common/status_macros.h"
+#include "granary/client.h"
+#include "pipeline/element.h"
+#include "pipeline/epoch_digest.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/pipeline_loader.h"
+#include "tools/commands.h"
+#include "tools/udf_flags.h"
+
+ABSL_DECLARE_FLAG(std::string, dispatcher);
+ABSL_DECLARE_FLAG(std::string, pipeline);
+ABSL_DECLARE_FLAG(int64_t, epochs);
+ABSL_DECLARE_FLAG(uint64_t, seed);
+ABSL_DECLARE_FLAG(std::string, digest_out);
+
+ABSL_FLAG(std::string, job_name, "",
+          "Name of the job: consumers of one job and a resumed run open it by name. Empty: a "
+          "new anonymous job.");
+ABSL_FLAG(int32_t, consumer, 0, "Which consumer of the job this process is (0-based).");
+ABSL_FLAG(int32_t, num_consumers, 1, "Consumers of the job (when the job is created).");
+ABSL_FLAG(int32_t, num_worker_slots, 0,
+          "Tasks per consumer and epoch (when the job is created); 0 = one per live worker.");
+ABSL_FLAG(std::string, position_file, "",
+          "Save the read position here and resume from it when it exists (needs --job_name).");
+ABSL_FLAG(int32_t, stall_timeout_ms, 60000, "Fail after this long without any worker answering.");
+ABSL_FLAG(int32_t, rpc_timeout_ms, 10000,
+          "Deadline of each RPC, and how long to wait for the dispatcher at start.");
+ABSL_FLAG(int32_t, max_outstanding_requests, 4, "GetElements calls in flight at once.");
+ABSL_FLAG(int64_t, max_request_bytes, 64 << 20, "Payload bytes asked for per GetElements call.");
+
+namespace granary {
+namespace {
+
+constexpr char kPositionHeader[] = "granary-run-position 1";
+constexpr absl::Duration kPositionInterval = absl::Milliseconds(100);
+
+// Where a run stands: the contents of the position file.
+struct RunPosition {
+  int64_t epoch = 0;
+  int64_t rows = 0;
+  uint64_t multiset = 0;
+  int64_t duplicates = 0;
+  std::string reader;  // EpochReader::SavePosition(); empty = the epoch's start.
+};
+
+std::string FormatPosition(const RunPosition& p) {
+  return absl::StrCat(kPositionHeader, "\nepoch ", p.epoch, "\nrows ", p.rows, "\nmultiset ",
+                      HashToHex(p.multiset), "\nduplicates ", p.duplicates, "\nreader ",
+                      absl::Base64Escape(p.reader), "\n");
+}
+
+absl::StatusOr<RunPosition> ParsePosition(const std::string& text, const std::string& path) {
+  const auto bad = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("position file ", path, ": ", what));
+  };
+  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  if (lines.empty() || lines[0] != kPositionHeader) {
+    return bad(absl::StrCat("does not start with '", kPositionHeader, "'"));
+  }
+  RunPosition p;
+  bool seen[5] = {false, false, false, false, false};
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<std::string> kv = absl::StrSplit(lines[i], absl::MaxSplits(' ', 1));
+    const std::string value = kv.size() > 1 ? kv[1] : "";
+    bool ok = true;
+    if (kv[0] == "epoch") {
+      ok = absl::SimpleAtoi(value, &p.epoch) && p.epoch >= 0;
+      seen[0] = true;
+    } else if (kv[0] == "rows") {
+      ok = absl::SimpleAtoi(value, &p.rows) && p.rows >= 0;
+      seen[1] = true;
+    } else if (kv[0] == "multiset") {
+      ok = absl::SimpleHexAtoi(value, &p.multiset);
+      seen[2] = true;
+    } else if (kv[0] == "duplicates") {
+      ok = absl::SimpleAtoi(value, &p.duplicates) && p.duplicates >= 0;
+      seen[3] = true;
+    } else if (kv[0] == "reader") {
+      ok = absl::Base64Unescape(value, &p.reader);
+      seen[4] = true;
+    } else {
+      return bad(absl::StrCat("line ", i + 1, ": unknown key '", kv[0], "'"));
+    }
+    if (!ok) return bad(absl::StrCat("line ", i + 1, ": bad value '", value, "'"));
+  }
+  for (bool s : seen) {
+    if (!s) return bad("is incomplete (needs epoch, rows, multiset, duplicates and reader)");
+  }
+  return p;
+}
+
+// Writes `data` to `path` atomically: a temp file beside it, then a rename.
+absl::Status WriteAtomically(Env* env, const std::string& path, const std::string& data,
+                             bool sync) {
+  const std::string temp = absl::StrCat(path, ".tmp");
+  RETURN_IF_ERROR(WriteStringToFile(env, temp, data, sync));
+  return env->RenameFile(temp, path);
+}
+
+// The digest line of an epoch whose first `resumed` part an earlier process delivered (the
+// format of EpochDigest::ToJsonLine, with rows and multiset digest of both parts).
+std::string ResumedDigestLine(int64_t epoch, const RunPosition& resumed, const EpochDigest& mine,
+                              int64_t duplicates) {
+  return absl::StrFormat(
+      R"({"epoch":%d,"elements":%d,"multiset_xxh64":"%s","ordered_xxh64":"%s","duplicates_dropped":%d})",
+      epoch, resumed.rows + mine.rows(), HashToHex(resumed.multiset + mine.multiset()),
+      HashToHex(mine.ordered()), resumed.duplicates + duplicates);
+}
+
+// ReadEpoch, retried while the dispatcher is unavailable (e.g. restarting), up to `patience`.
+absl::StatusOr<std::unique_ptr<EpochReader>> OpenEpoch(Job& job, int64_t epoch, int32_t consumer,
+                                                       const std::string& position,
+                                                       absl::Duration patience) {
+  const absl::Time give_up = absl::Now() + patience;
+  while (true) {
+    auto reader = job.ReadEpoch(epoch, consumer, position);
+    if (reader.ok() || reader.status().code() != absl::StatusCode::kUnavailable ||
+        absl::Now() >= give_up) {
+      return reader;
+    }
+    absl::SleepFor(absl::Milliseconds(500));
+  }
+}
+
+absl::Status Run() {
+  const std::string dispatcher = absl::GetFlag(FLAGS_dispatcher);
+  const std::string pipeline_path = absl::GetFlag(FLAGS_pipeline);
+  const int64_t epochs = absl::GetFlag(FLAGS_epochs);
+  const std::string job_name = absl::GetFlag(FLAGS_job_name);
+  const int32_t consumer = absl::GetFlag(FLAGS_consumer);
+  const std::string position_file = absl::GetFlag(FLAGS_position_file);
+  const std::string digest_out = absl::GetFlag(FLAGS_digest_out);
+  if (dispatcher.empty()) return absl::InvalidArgumentError("--dispatcher is required");
+  if (pipeline_path.empty()) return absl::InvalidArgumentError("--pipeline is required");
+  if (epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
+  if (consumer < 0 || consumer >= absl::GetFlag(FLAGS_num_consumers)) {
+    return absl::InvalidArgumentError("--consumer must be in [0, --num_consumers)");
+  }
+  if (!position_file.empty() && job_name.empty()) {
+    return absl::InvalidArgumentError(
+        "--position_file needs --job_name (a resumed run must open the same job)");
+  }
+  Env* env = Env::Default();
+
+  // Validate the pipeline locally first: errors name the file, and batched() says how the
+  // digest counts rows.
+  ASSIGN_OR_RETURN(UdfRegistry udfs, UdfRegistryFromFlags());
+  ASSIGN_OR_RETURN(PipelineDef def, LoadPipelineFile(env, pipeline_path));
+  auto pipeline = Pipeline::Create(def, udfs);
+  if (!pipeline.ok()) return Annotate(pipeline.status(), absl::StrCat("pipeline ", pipeline_path));
+  const bool batched = (*pipeline)->batched();
+
+  RunPosition start;
+  const bool resuming = !position_file.empty() && env->FileExists(position_file);
+  if (resuming) {
+    ASSIGN_OR_RETURN(std::string text, ReadFileToString(env, position_file));
+    ASSIGN_OR_RETURN(start, ParsePosition(text, position_file));
+  }
+  std::string digests;
+  if (resuming && !digest_out.empty() && env->FileExists(digest_out)) {
+    ASSIGN_OR_RETURN(digests, ReadFileToString(env, digest_out));
+  }
+  if (start.epoch >= epochs) {
+    std::printf("position file %s: all %lld epochs already read\n", position_file.c_str(),
+                static_cast<long long>(epochs));
+    return absl::OkStatus();
+  }
+
+  ClientOptions options;
+  options.dispatcher_address = dispatcher;
+  options.stall_timeout_ms = absl::GetFlag(FLAGS_stall_timeout_ms);
+  options.rpc_timeout_ms = absl::GetFlag(FLAGS_rpc_timeout_ms);
+  options.max_outstanding_requests = absl::GetFlag(FLAGS_max_outstanding_requests);
+  options.max_bytes_per_request = absl::GetFlag(FLAGS_max_request_bytes);
+  ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Connect(options));
+  ASSIGN_OR_RETURN(std::string dataset, client->RegisterPipeline(def));
+  JobSpec spec;
+  spec.name = job_name;
+  spec.seed = absl::GetFlag(FLAGS_seed);
+  spec.num_consumers = absl::GetFlag(FLAGS_num_consumers);
+  spec.num_worker_slots = absl::GetFlag(FLAGS_num_worker_slots);
+  ASSIGN_OR_RETURN(std::unique_ptr<Job> job, client->OpenJob(dataset, spec));
+  std::printf("granary run: job %lld, dataset %s, consumer %d\n",
+              static_cast<long long>(job->job_id()), dataset.c_str(), consumer);
+  std::fflush(stdout);
+
+  const absl::Duration patience = absl::Milliseconds(options.stall_timeout_ms);
+  for (int64_t epoch = start.epoch; epoch < epochs; ++epoch) {
+    // What earlier processes delivered of this epoch (nothing unless resuming it).
+    const RunPosition resumed = epoch == start.epoch ? start : RunPosition{epoch};
+    auto reader = OpenEpoch(*job, epoch, consumer, resumed.reader, patience);
+    if (!reader.ok()) return Annotate(reader.status(), absl::StrCat("epoch ", epoch));
+    if (!resumed.reader.empty()) {
+      std::printf("epoch %lld: resuming after %lld rows\n", static_cast<long long>(epoch),
+                  static_cast<long long>(resumed.rows));
+    }
+    EpochDigest digest(batched);
+    // Saves where this epoch stands; consistent because it runs between two Next() calls.
+    const auto save = [&](bool sync) -> absl::Status {
+      if (position_file.empty()) return absl::OkStatus();
+      const EpochStats stats = (*reader)->stats();
+      RunPosition now;
+      now.epoch = epoch;
+      now.rows = resumed.rows + digest.rows();
+      now.multiset = resumed.multiset + digest.multiset();
+      now.duplicates = resumed.duplicates + stats.duplicates_dropped + stats.recomputed_dropped;
+      now.reader = (*reader)->SavePosition();
+      return WriteAtomically(env, position_file, FormatPosition(now), sync);
+    };
+    const absl::Time begin = absl::Now();
+    absl::Time last_save = begin;
+    ElementProto proto;
+    bool end = false;
+    while (true) {
+      const absl::Status status = (*reader)->Next(&proto, &end);
+      if (!status.ok()) {
+        save(/*sync=*/true).IgnoreError();
+        return Annotate(status, absl::StrCat("epoch ", epoch));
+      }
+      if (end) break;
+      auto element = Element::FromProto(proto);
+      if (!element.ok()) return Annotate(element.status(), absl::StrCat("epoch ", epoch));
+      digest.Add(*element);
+      if (absl::Now() - last_save >= kPositionInterval) {
+        RETURN_IF_ERROR(save(/*sync=*/false));
+        last_save = absl::Now();
+      }
+    }
+    const double seconds = std::max(absl::ToDoubleSeconds(absl::Now() - begin), 1e-9);
+    const EpochStats stats = (*reader)->stats();
+    const int64_t dropped = stats.duplicates_dropped + stats.recomputed_dropped;
+    std::printf(
+        "epoch %lld: %lld elements, %lld rows in %.2f s: %.1f batches/s, %.1f MB/s; dropped "
+        "%lld duplicates and %lld recomputed; %lld retries\n",
+        static_cast<long long>(epoch), static_cast<long long>(stats.elements),
+        static_cast<long long>(digest.rows()), seconds, stats.elements / seconds,
+        stats.payload_bytes / seconds / 1e6, static_cast<long long>(stats.duplicates_dropped),
+        static_cast<long long>(stats.recomputed_dropped), static_cast<long long>(stats.retries));
+    std::fflush(stdout);
+    absl::StrAppend(&digests,
+                    resumed.reader.empty() ? digest.ToJsonLine(epoch, dropped)
+                                           : ResumedDigestLine(epoch, resumed, digest, dropped),
+                    "\n");
+    if (!digest_out.empty()) {
+      RETURN_IF_ERROR(WriteAtomically(env, digest_out, digests, /*sync=*/true));
+    }
+    if (!position_file.empty()) {
+      RunPosition next;
+      next.epoch = epoch + 1;
+      RETURN_IF_ERROR(WriteAtomically(env, position_file, FormatPosition(next), /*sync=*/true));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunCommand(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "granary run --dispatcher HOST:PORT --pipeline P.json --epochs N [--job_name J] [--seed S] "
+      "[--consumer C --num_consumers K] [--num_worker_slots T] [--digest_out F] "
+      "[--position_file F] [--stall_timeout_ms T] [--rpc_timeout_ms T] [--max_request_bytes B] "
+      "[--max_outstanding_requests N] [--plugin lib.so]");
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status status = Run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "granary run: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace granary
