@@ -18,10 +18,11 @@ constexpr absl::Duration kMaxBackoff = absl::Milliseconds(500);
 // A payload that fails its checksum this many times in a row is DataLoss.
 constexpr int kMaxChecksumFailures = 3;
 
-// Errors a retry cannot cure: the request itself is wrong.
+// Errors a retry cannot cure: the request itself is wrong, or the task's data is corrupt
+// (recomputing it anywhere would meet the same corruption).
 bool IsPermanent(absl::StatusCode code) {
   return code == absl::StatusCode::kOutOfRange || code == absl::StatusCode::kInvalidArgument ||
-         code == absl::StatusCode::kUnimplemented;
+         code == absl::StatusCode::kUnimplemented || code == absl::StatusCode::kDataLoss;
 }
 
 }  // namespace

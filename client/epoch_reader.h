@@ -25,7 +25,8 @@
 //    FAILED_PRECONDITION: another generation; anything else but the permanent errors below)
 //    is retried after a backoff of 20 ms doubling to 500 ms, cut short when a heartbeat brings
 //    a new address or generation, and always against the newest ones. OUT_OF_RANGE (the task
-//    ends before `next`), INVALID_ARGUMENT and UNIMPLEMENTED are permanent: Next() returns them.
+//    ends before `next`), INVALID_ARGUMENT, UNIMPLEMENTED and DATA_LOSS (the pipeline met corrupt
+//    input) are permanent: Next() returns them, after the elements already queued.
 //  * A task is done when a worker answers end_of_task with num_elements == next, or the
 //    dispatcher reports it finished with num_elements == next. Next() returns end when every
 //    task is done and the queue is empty.

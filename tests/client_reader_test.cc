@@ -121,6 +121,11 @@ class FakeWorker final : public Worker::Service {
     absl::MutexLock lock(&mu_);
     unavailable_ = unavailable;
   }
+  // Every call fails with `code` (OK: no failure).
+  void SetError(grpc::StatusCode code) {
+    absl::MutexLock lock(&mu_);
+    error_ = code;
+  }
   void SetFailFirstCalls(int n) {
     absl::MutexLock lock(&mu_);
     fail_first_calls_ = n;
@@ -166,6 +171,7 @@ class FakeWorker final : public Worker::Service {
     }
     if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
     if (unavailable_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake: unavailable");
+    if (error_ != grpc::StatusCode::OK) return grpc::Status(error_, "fake: injected error");
     const int64_t task = request->task_id();
     auto it = tasks_.find(task);
     if (it == tasks_.end()) {
@@ -247,6 +253,7 @@ class FakeWorker final : public Worker::Service {
   std::set<int64_t> answered_ ABSL_GUARDED_BY(mu_);
   int64_t calls_total_ ABSL_GUARDED_BY(mu_) = 0;
   bool unavailable_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::StatusCode error_ ABSL_GUARDED_BY(mu_) = grpc::StatusCode::OK;
   int fail_first_calls_ ABSL_GUARDED_BY(mu_) = 0;
   bool duplicate_previous_ ABSL_GUARDED_BY(mu_) = false;
   int64_t recomputed_ ABSL_GUARDED_BY(mu_) = 0;
@@ -460,6 +467,25 @@ TEST_F(ClientReaderTest, PersistentChecksumMismatchIsDataLossNamingTaskAndIndex)
   EXPECT_THAT(status.message(), HasSubstr("checksum"));
   EXPECT_EQ(delivered.count, 12);  // Everything before the bad element was delivered.
   EXPECT_EQ((*reader)->stats().checksum_mismatches, 3);
+}
+
+TEST_F(ClientReaderTest, WorkerDataLossOrOutOfRangeIsPermanent) {
+  for (const auto& [code, expected] : std::vector<std::pair<grpc::StatusCode, absl::StatusCode>>{
+           {grpc::StatusCode::DATA_LOSS, absl::StatusCode::kDataLoss},
+           {grpc::StatusCode::OUT_OF_RANGE, absl::StatusCode::kOutOfRange}}) {
+    FakeWorker a(dispatcher_.address(), absl::StrCat("w", code));
+    a.SetError(code);
+    auto client = Connect();
+    auto job = OpenJob(*client);
+    auto reader = job->ReadEpoch(0);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    Delivered delivered;
+    const absl::Status status = Read(**reader, &delivered);
+    EXPECT_EQ(status.code(), expected) << status;
+    EXPECT_THAT(status.message(), HasSubstr("fake: injected error"));
+    EXPECT_THAT(status.message(), HasSubstr(a.address()));
+    a.Crash();
+  }
 }
 
 TEST_F(ClientReaderTest, LostWorkersTaskFailsOverToAnother) {
