@@ -265,8 +265,7 @@ void GrpcEpochReader::FetchLoop(Task* task) {
       const auto ready = [this, task]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
         if (stop_ || !error_.ok() || task->done) return true;
         if (task->finished && task->next_fetch >= task->num_elements) return true;
-        return !task->address.empty() && in_flight_ < options_.max_outstanding_requests &&
-               queued_bytes_ < queue_bound_;
+        return !task->address.empty() && queued_bytes_ < queue_bound_;
       };
       mu_.Await(absl::Condition(&ready));
       if (stop_ || !error_.ok() || task->done) return;
@@ -280,6 +279,19 @@ void GrpcEpochReader::FetchLoop(Task* task) {
         }
         return;
       }
+      // Take a permit for a call, first come first served: a task that has just had one must
+      // not starve the others (its thread would otherwise tend to win the mutex again).
+      permit_queue_.push_back(task->id);
+      const auto my_turn = [this, task]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return stop_ || !error_.ok() ||
+               (permit_queue_.front() == task->id &&
+                in_flight_ < options_.max_outstanding_requests);
+      };
+      mu_.Await(absl::Condition(&my_turn));
+      permit_queue_.erase(std::find(permit_queue_.begin(), permit_queue_.end(), task->id));
+      if (stop_ || !error_.ok()) return;
+      // A heartbeat may have taken the worker away meanwhile: wait for the next one.
+      if (task->address.empty()) continue;
       ++in_flight_;
       request.set_task_id(task->id);
       request.set_generation(task->generation);

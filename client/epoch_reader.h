@@ -13,7 +13,8 @@
 //  * A fetch thread keeps `next`, the index of the next element its task must deliver. It
 //    waits until the task has a worker, the delivery queue holds less than its bound (2 *
 //    max_bytes_per_request payload bytes) and fewer than max_outstanding_requests GetElements
-//    calls are in flight across all tasks; then it calls GetElements(task, generation,
+//    calls are in flight across all tasks (permits go first come, first served, so no task
+//    starves); then it calls GetElements(task, generation,
 //    from_index = next, max_bytes) on the worker the dispatcher names (from_index also
 //    acknowledges everything before it). In the answer it accepts only index == next: a lower
 //    index is a duplicate (dropped, counted), a higher one a protocol error (the rest of the
@@ -149,6 +150,8 @@ class GrpcEpochReader final : public EpochReader {
   std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   int64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Tasks waiting for one of the max_outstanding_requests permits, in arrival order.
+  std::deque<int64_t> permit_queue_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   // A permanent error: Next() returns it once the queue is drained.
   absl::Status error_ ABSL_GUARDED_BY(mu_);

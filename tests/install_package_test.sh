@@ -49,13 +49,12 @@ grep -q "dispatcher 127.0.0.1:1 is not reachable" "$tmp/nothing.log" ||
 if [ -n "$granary" ]; then
   "$granary" cluster --workers 1 --port 0 --dir "$tmp/cluster" > "$tmp/cluster.out" 2> "$tmp/cluster.err" &
   cluster_pid=$!
-  address=
-  for _ in $(seq 100); do
-    address=$(awk '$1 == "dispatcher" { print $2 }' "$tmp/cluster.out")
+  for _ in $(seq 300); do
     grep -q "cluster ready" "$tmp/cluster.out" && break
     sleep 0.1
   done
   grep -q "cluster ready" "$tmp/cluster.out" || fail "cluster did not start: $(cat "$tmp/cluster.err")"
+  address=$(awk '$1 == "dispatcher" { print $2 }' "$tmp/cluster.out")
   run_logged "$tmp/train.log" "$trainer" --dispatcher "$address" --epochs 2
   grep -q "epoch 1: 32 batches, 1000 rows" "$tmp/train.log" ||
     fail "unexpected trainer output: $(cat "$tmp/train.log")"
