@@ -249,6 +249,11 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
   }
   last_seen_[request.worker_id()] = options_.env->NowMicros();
   for (const TaskState* task : state_.TasksOfWorker(request.worker_id())) {
+    auto consumed = consumed_.find(task->task_id());
+    if (task->finished() && consumed != consumed_.end() &&
+        consumed->second >= task->num_elements()) {
+      continue;
+    }
     FillTaskDef(*task, response->add_tasks());
   }
   return absl::OkStatus();
@@ -268,6 +273,10 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
     return absl::InvalidArgumentError(absl::StrCat("job ", request.job_id(), " has ",
                                                    job->options().num_consumers(),
                                                    " consumers; no consumer ", request.consumer()));
+  }
+  for (const auto& [task_id, next_index] : request.next_index()) {
+    int64_t& consumed = consumed_[task_id];
+    consumed = std::max(consumed, next_index);
   }
   for (const TaskState* task :
        state_.TasksOfConsumer(request.job_id(), request.epoch(), request.consumer())) {

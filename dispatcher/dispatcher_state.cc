@@ -214,12 +214,13 @@ absl::Status DispatcherState::ApplyWorkerLost(const WorkerLostUpdate& u) {
         "worker ", u.worker_id(), " incarnation ", u.incarnation(), " is not a live worker"));
   }
   worker_it->second.set_lost(true);
+  // Finished tasks move too: their consumers may not have read all of them yet.
   std::map<std::string, int64_t> loads = LiveWorkerLoads();
   for (auto& [id, task] : tasks_) {
-    if (task.finished() || task.worker_id() != u.worker_id()) continue;
+    if (task.worker_id() != u.worker_id()) continue;
     const std::string target = ChooseTakeover(workers_, loads);
     Reassign(task, target);
-    if (!target.empty()) ++loads[target];
+    if (!target.empty() && !task.finished()) ++loads[target];
   }
   return absl::OkStatus();
 }
@@ -276,7 +277,7 @@ const WorkerState* DispatcherState::FindWorker(const std::string& worker_id) con
 std::vector<const TaskState*> DispatcherState::TasksOfWorker(const std::string& worker_id) const {
   std::vector<const TaskState*> out;
   for (const auto& [id, task] : tasks_) {
-    if (!task.finished() && task.worker_id() == worker_id) out.push_back(&task);
+    if (task.worker_id() == worker_id) out.push_back(&task);
   }
   return out;
 }

@@ -49,7 +49,8 @@ class DispatcherState {
   const TaskState* FindTask(int64_t task_id) const;
   const WorkerState* FindWorker(const std::string& worker_id) const;
 
-  // Unfinished tasks assigned to `worker_id`, by task id.
+  // Tasks assigned to `worker_id`, by task id — finished ones too: a finished task is still
+  // served until its consumer has read all of it.
   std::vector<const TaskState*> TasksOfWorker(const std::string& worker_id) const;
   // The tasks of one consumer in one epoch, by slot.
   std::vector<const TaskState*> TasksOfConsumer(int64_t job_id, int64_t epoch,

@@ -208,7 +208,7 @@ TEST_F(GranaryRunTest, WorkerKilledAndRestartedMidEpoch) {
 // finished tasks are not reassigned either), so its remaining elements are never served and
 // the run stalls. Enable once the dispatcher keeps serving a finished task until its consumer
 // has read all of it (ClientHeartbeat's next_index says how far that is).
-TEST_F(GranaryRunTest, DISABLED_WorkerKilledAndRestartedAfterFinishingItsTask) {
+TEST_F(GranaryRunTest, WorkerKilledAndRestartedAfterFinishingItsTask) {
   KillAndRestartWorkerMidEpoch(dir_.path(), pipeline_, local_, {});
 }
 
@@ -275,7 +275,7 @@ TEST_F(GranaryRunTest, RunKilledAndRestartedFromItsPositionFile) {
 // (TaskRunner::GetElements resets it to unfinished); its next heartbeat then drops the
 // unfinished runner because the dispatcher no longer lists the finished task, and the run gets
 // NOT_FOUND for ever ("task 2 does not run on worker worker-1"). Enable with the fix.
-TEST_F(GranaryRunTest, DISABLED_RunRestartedAfterItsTasksFinished) {
+TEST_F(GranaryRunTest, RunRestartedAfterItsTasksFinished) {
   KillAndRestartRun(dir_.path(), pipeline_, local_, {}, std::chrono::milliseconds(1500));
 }
 

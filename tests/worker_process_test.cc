@@ -110,6 +110,9 @@ TEST(WorkerProcessTest, SlowClientKeepsBufferedBytesWithinTheWindow) {
   auto worker = cluster.WorkerStub(0);
   int64_t next = 0;
   int64_t max_element = 0;
+  // The first request starts the task (tasks start lazily).
+  GetElementsResponse first;
+  ASSERT_TRUE(worker->GetElements(RpcContext().get(), Request(task, 1, 0, 1), &first).ok());
   for (int round = 0; round < 5; ++round) {
     // The client is slow: the worker runs ahead until its window is full, then waits.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));

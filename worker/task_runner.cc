@@ -15,10 +15,7 @@ TaskRunner::TaskRunner(const TaskDef& def, std::shared_ptr<const Pipeline> pipel
       pipeline_(std::move(pipeline)),
       dispatcher_(dispatcher),
       options_(options),
-      on_finished_(std::move(on_finished)) {
-  absl::MutexLock lock(&mu_);
-  StartProducer();
-}
+      on_finished_(std::move(on_finished)) {}
 
 TaskRunner::~TaskRunner() {
   {
@@ -118,6 +115,7 @@ absl::Status TaskRunner::GetElements(const GetElementsRequest& request,
   absl::MutexLock request_lock(&request_mu_);
   {
     absl::MutexLock lock(&mu_);
+    if (run_ == 0) StartProducer();
     const int64_t window_start = window_.empty() ? produced_ : window_.front().index();
     if (from < window_start) {
       // The client resumes from before what we still hold: recompute the task from its start.

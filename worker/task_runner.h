@@ -1,7 +1,8 @@
 // TaskRunner: runs one task's pipeline on a worker and serves its elements by index
 // (DESIGN.md §4).
 //
-// A producer thread pulls elements from the task's iterator (splits leased from the
+// On the first request (DESIGN.md §4.3: tasks are restored lazily), a producer thread pulls
+// elements from the task's iterator (splits leased from the
 // dispatcher), numbers them 0, 1, 2, ..., serializes each with its XXH64 and appends it to the
 // window: the elements produced but not yet acknowledged. GetElements(from_index) acknowledges
 // everything before from_index (dropping it from the window) and answers elements from_index,
@@ -48,7 +49,8 @@ struct TaskRunnerOptions {
 
 class TaskRunner {
  public:
-  // Starts producing at once. `pipeline` and `dispatcher` must outlive the runner.
+  // Produces nothing until the first GetElements. `pipeline` and `dispatcher` must outlive the
+  // runner.
   TaskRunner(const TaskDef& def, std::shared_ptr<const Pipeline> pipeline,
              DispatcherConnection* dispatcher, const TaskRunnerOptions& options,
              std::function<void(int64_t num_elements)> on_finished);

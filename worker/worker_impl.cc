@@ -125,10 +125,9 @@ absl::Status WorkerImpl::Heartbeat() {
         [this, def](int64_t n) { ReportFinished(def, n); });
   }
   for (auto it = runners_.begin(); it != runners_.end();) {
-    const bool finished = it->second->Status().finished();
-    // Keep a finished task until its client has everything; drop one moved elsewhere.
-    const bool drop = finished ? it->second->FullyAcknowledged() : !assigned.count(it->first);
-    if (drop) {
+    // Drop a task moved elsewhere (or read to its end: the dispatcher lists it no more), and the
+    // buffers of one whose client has everything (if listed again, it restarts lazily).
+    if (!assigned.count(it->first) || it->second->FullyAcknowledged()) {
       retired.push_back(std::move(it->second));
       it = runners_.erase(it);
     } else {

@@ -3,8 +3,9 @@
 // It registers with the dispatcher (a new incarnation of its worker id), then heartbeats every
 // `heartbeat_interval_ms`: the answer lists the tasks it should run, and it starts a TaskRunner
 // for each new (task, generation), replaces a runner whose task came back at another
-// generation, and stops runners of tasks taken away. A finished task's runner stays until its
-// client has acknowledged every element. A dispatcher that does not answer stalls nothing: the
+// generation, and stops runners of tasks no longer listed (taken away, or read to the end by
+// their consumer). Runners produce only once a client asks (TaskRunner), so a listed task costs
+// nothing until then. A dispatcher that does not answer stalls nothing: the
 // runners keep serving and leasing retries with backoff; a dispatcher that no longer knows this
 // incarnation (it declared it lost) makes the worker register again.
 //
