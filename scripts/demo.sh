@@ -1,47 +1,85 @@
 #!/usr/bin/env bash
 # Quick-start command 1: installs what is missing, builds, generates a small ImageNet-style
-# dataset and runs the ResNet-style example pipeline in-process for several epochs, then checks
-# that every epoch delivered every image exactly once and that a second run with the same seed
-# reproduces every epoch's digest byte for byte. Prints throughput.
-#
-# (The service demo — a dispatcher, workers, a worker killed and restarted — replaces the
-# in-process run when the data plane lands.)
+# dataset, starts a local Granary cluster (a dispatcher and 2 workers), and reads 3 epochs of
+# the ResNet-style example pipeline through it with `granary run` — SIGKILLing one worker in the
+# middle of an epoch and restarting it — then compares every epoch's digest with an in-process
+# reference run (`granary local`) and prints the verdict and the throughput.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${GRANARY_BUILD_DIR:-$root/build}
-images=${GRANARY_DEMO_IMAGES:-2000}
+images=${GRANARY_DEMO_IMAGES:-6000}
 epochs=${GRANARY_DEMO_EPOCHS:-3}
-"$root/scripts/build.sh"
+seed=42
+"$root/scripts/build.sh" > "$build_dir.demo-build.log" 2>&1 || { cat "$build_dir.demo-build.log"; exit 1; }
+rm -f "$build_dir.demo-build.log"
 granary="$build_dir/tools/granary"
-data="$build_dir/demo/data"
+demo="$build_dir/demo"
+data="$demo/data"
+mkdir -p "$demo"
 if [[ ! -f "$data/.complete-$images" ]]; then
   rm -rf "$data"
-  "$granary" datagen imagenet --out "$data" --images "$images" --files 4 --size 64
+  "$granary" datagen imagenet --out "$data" --images "$images" --files 8 --size 64
   touch "$data/.complete-$images"
 fi
 export GRANARY_DATA="$data"
-echo "== run 1: $epochs epochs of examples/imagenet_resnet.json, in-process"
-"$granary" local --pipeline "$root/examples/imagenet_resnet.json" --epochs "$epochs" --seed 42 \
-  --digest_out "$build_dir/demo/digest1.jsonl"
-echo "== run 2: the same seed again"
-"$granary" local --pipeline "$root/examples/imagenet_resnet.json" --epochs "$epochs" --seed 42 \
-  --digest_out "$build_dir/demo/digest2.jsonl" > /dev/null
+pipeline="$root/examples/imagenet_resnet.json"
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+echo "== reference: $epochs epochs in-process (granary local)"
+"$granary" local --pipeline "$pipeline" --epochs "$epochs" --seed "$seed" \
+  --digest_out "$demo/reference.jsonl" | tail -n 1
+
+echo "== cluster: a dispatcher and 2 workers on 127.0.0.1"
+rm -rf "$demo/cluster"
+"$granary" cluster --workers 2 --dir "$demo/cluster" > "$demo/cluster.out" &
+pids+=($!)
+for _ in $(seq 600); do grep -q "cluster ready" "$demo/cluster.out" && break; sleep 0.1; done
+grep -q "cluster ready" "$demo/cluster.out" || { cat "$demo/cluster.out"; exit 1; }
+grep -E "^(dispatcher|worker)" "$demo/cluster.out"
+dispatcher=$(awk '/^dispatcher/ {print $2}' "$demo/cluster.out")
+victim_pid=$(awk '/^worker worker-0/ {print $5}' "$demo/cluster.out")
+restart_cmd=$(grep -A1 "^worker worker-0" "$demo/cluster.out" | sed -n 's/^  restart with: //p')
+
+echo "== granary run: $epochs epochs through the service"
+"$granary" run --dispatcher "$dispatcher" --pipeline "$pipeline" --epochs "$epochs" \
+  --seed "$seed" --job_name demo --digest_out "$demo/service.jsonl" > "$demo/run.out" 2>&1 &
+run_pid=$!
+pids+=($run_pid)
+# Mid-epoch 1: kill worker-0 for real, then bring it back under the same id and address.
+for _ in $(seq 600); do grep -q "^epoch 0:" "$demo/run.out" && break; sleep 0.02; done
+sleep 0.3
+echo "killing worker-0 (pid $victim_pid) with SIGKILL in the middle of epoch 1"
+kill -KILL "$victim_pid"
+sleep 0.3
+$restart_cmd >> "$demo/cluster/logs/worker-0.log" 2>&1 &
+pids+=($!)
+echo "restarted worker-0 (pid $!)"
+status=0
+wait "$run_pid" || status=$?
+cat "$demo/run.out" | grep -E "^epoch|granary run"
+[[ $status == 0 ]] || { echo "granary run failed"; exit 1; }
+
+echo "== verdict: every epoch's digest against the in-process reference"
 verdict=PASS
-while read -r line; do
-  rows=$(sed -E 's/.*"elements":([0-9]+).*/\1/' <<< "$line")
-  epoch=$(sed -E 's/.*"epoch":([0-9]+).*/\1/' <<< "$line")
-  if [[ "$rows" == "$images" ]]; then
-    echo "epoch $epoch: $rows of $images images delivered"
+for ((e = 0; e < epochs; e++)); do
+  ref=$(grep "\"epoch\":$e," "$demo/reference.jsonl")
+  got=$(grep "\"epoch\":$e," "$demo/service.jsonl")
+  field() { sed -E "s/.*\"$1\":\"?([0-9a-f]+)\"?.*/\1/" <<< "$2"; }
+  if [[ "$(field elements "$ref")" == "$(field elements "$got")" &&
+        "$(field multiset_xxh64 "$ref")" == "$(field multiset_xxh64 "$got")" ]]; then
+    echo "epoch $e: $(field elements "$got") images, multiset digest $(field multiset_xxh64 "$got") = reference; $(field duplicates_dropped "$got") duplicates/recomputed dropped: exactly once"
   else
-    echo "epoch $epoch: $rows of $images images delivered: FAIL"
+    echo "epoch $e: MISMATCH: service $got, reference $ref"
     verdict=FAIL
   fi
-done < "$build_dir/demo/digest1.jsonl"
-if cmp -s "$build_dir/demo/digest1.jsonl" "$build_dir/demo/digest2.jsonl"; then
-  echo "same seed, same bytes: every epoch's digest reproduced"
-else
-  echo "same seed, same bytes: digests differ: FAIL"
-  verdict=FAIL
-fi
+done
+rows=$(awk '/^epoch [0-9]+:/ {r += $5; s += $8} END {printf "%d %.2f", r, s}' "$demo/run.out")
+echo "throughput through the service: $(awk '{printf "%.0f images/s (%d images in %.2f s)", $1 / $2, $1, $2}' <<< "$rows")"
 echo "verdict: $verdict"
 [[ "$verdict" == PASS ]]

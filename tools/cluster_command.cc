@@ -121,6 +121,8 @@ int ClusterCommand(int argc, char** argv) {
       stop_all();
       return 1;
     }
+    // A restart comes back at the same address.
+    m.argv[5] = "--port=" + m.address.substr(m.address.rfind(':') + 1);
     std::printf("worker %s %s pid %d%s\n", m.name.c_str(), m.address.c_str(), m.process->pid(),
                 i >= absl::GetFlag(FLAGS_workers) ? " standby" : "");
     std::printf("  restart with: %s\n", absl::StrJoin(m.argv, " ").c_str());

@@ -98,6 +98,10 @@ void WorkerImpl::ReportFinished(const TaskDef& def, int64_t num_elements) {
 }
 
 absl::Status WorkerImpl::Heartbeat() {
+  // One heartbeat at a time (the loop's and those on demand), and no more than one per 10 ms.
+  absl::MutexLock heartbeat_lock(&heartbeat_mu_);
+  if (absl::Now() - last_heartbeat_ < absl::Milliseconds(10)) return absl::OkStatus();
+  last_heartbeat_ = absl::Now();
   WorkerHeartbeatRequest request;
   request.set_worker_id(options_.worker_id);
   request.set_incarnation(incarnation());
@@ -147,17 +151,25 @@ void WorkerImpl::HeartbeatLoop() {
   }
 }
 
+std::shared_ptr<TaskRunner> WorkerImpl::FindRunner(int64_t task_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = runners_.find(task_id);
+  return it == runners_.end() ? nullptr : it->second;
+}
+
 absl::Status WorkerImpl::GetElements(const GetElementsRequest& request,
                                      GetElementsResponse* response) {
-  std::shared_ptr<TaskRunner> runner;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = runners_.find(request.task_id());
-    if (it == runners_.end()) {
-      return absl::NotFoundError(absl::StrCat("task ", request.task_id(),
-                                              " does not run on worker ", options_.worker_id));
-    }
-    runner = it->second;
+  std::shared_ptr<TaskRunner> runner = FindRunner(request.task_id());
+  if (runner == nullptr) {
+    // A client may learn of a new task (a new epoch, a takeover) before this worker's next
+    // heartbeat: ask the dispatcher now rather than make the client wait for it.
+    const absl::Status status = Heartbeat();
+    if (!status.ok()) LOG(WARNING) << "heartbeat on demand: " << status;
+    runner = FindRunner(request.task_id());
+  }
+  if (runner == nullptr) {
+    return absl::NotFoundError(absl::StrCat("task ", request.task_id(),
+                                            " does not run on worker ", options_.worker_id));
   }
   if (runner->def().generation() != request.generation()) {
     return absl::FailedPreconditionError(

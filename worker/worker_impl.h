@@ -23,6 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "pipeline/udf.h"
 #include "proto/worker.pb.h"
 #include "worker/dispatcher_connection.h"
@@ -64,6 +65,7 @@ class WorkerImpl {
   // One heartbeat: reconciles the runners with the dispatcher's list.
   absl::Status Heartbeat();
   void HeartbeatLoop();
+  std::shared_ptr<TaskRunner> FindRunner(int64_t task_id) const ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::shared_ptr<const Pipeline>> PipelineFor(const TaskDef& def)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReportFinished(const TaskDef& def, int64_t num_elements);
@@ -71,7 +73,11 @@ class WorkerImpl {
   const WorkerOptions options_;
   const std::unique_ptr<DispatcherConnection> dispatcher_;
 
-  mutable absl::Mutex mu_;
+  // Serializes heartbeats; held before mu_.
+  absl::Mutex heartbeat_mu_;
+  absl::Time last_heartbeat_ ABSL_GUARDED_BY(heartbeat_mu_) = absl::InfinitePast();
+
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(heartbeat_mu_);
   int64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners_ ABSL_GUARDED_BY(mu_);
   // Compiled pipelines by dataset id.
