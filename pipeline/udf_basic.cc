@@ -3,6 +3,10 @@
 //   string_length (map)       replaces string tensor `index` by its length (int64)
 //   modulo        (predicate) keeps elements whose int64 scalar `index` % modulus == remainder
 //   add           (map)       adds `value` to every value of int64 tensor `index`
+//   fill_bytes    (map)       replaces the element by one uint8 tensor of `bytes` bytes, each
+//                             the low byte of the element's record index (transport benchmarks)
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "pipeline/builtin_udfs.h"
@@ -75,6 +79,20 @@ class Add : public Udf {
   const int64_t index_, value_;
 };
 
+class FillBytes : public Udf {
+ public:
+  explicit FillBytes(int64_t bytes) : bytes_(bytes) {}
+  absl::Status Map(Element& element, const UdfCall&) const override {
+    Tensor t = Tensor::Uninitialized(DT_UINT8, {bytes_});
+    std::memset(t.mutable_bytes(), static_cast<int>(element.record & 0xff), bytes_);
+    element.tensors.assign(1, std::move(t));
+    return absl::OkStatus();
+  }
+
+ private:
+  const int64_t bytes_;
+};
+
 }  // namespace
 
 void RegisterBasicUdfs(UdfRegistry* registry) {
@@ -114,6 +132,16 @@ void RegisterBasicUdfs(UdfRegistry* registry) {
                   [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
                     ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
                     return std::make_unique<Add>(index, p.GetInt("value"));
+                  }})
+      .IgnoreError();
+  registry
+      ->Register({"fill_bytes", UdfKind::kMap, {{"bytes", ParamType::kInt, true}},
+                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                    const int64_t bytes = p.GetInt("bytes");
+                    if (bytes < 1 || bytes > (int64_t{1} << 31)) {
+                      return p.Invalid("bytes", "must be in [1, 2^31]");
+                    }
+                    return std::make_unique<FillBytes>(bytes);
                   }})
       .IgnoreError();
 }

@@ -119,3 +119,28 @@ TEST(BasicUdfsTest, FactoriesRejectNegativeIndex) {
 
 }  // namespace
 }  // namespace granary::udf_test
+
+namespace granary::udf_test {
+namespace {
+
+TEST(FillBytesUdfTest, ReplacesTheElementByBytesOfItsRecordIndex) {
+  Element element;
+  element.tensors.push_back(Tensor::Scalar<int64_t>(5));
+  element.record = 258;
+  auto udf = MakeUdf({RegisterBasicUdfs, "fill_bytes"}, R"({"bytes": 1000})");
+  ASSERT_TRUE(udf.ok()) << udf.status();
+  ASSERT_TRUE((*udf)->Map(element, UdfCall{}).ok());
+  ASSERT_EQ(element.tensors.size(), 1u);
+  EXPECT_EQ(element.tensors[0].DebugString(), "uint8[1000]");
+  EXPECT_EQ(element.tensors[0].content(), std::string(1000, '\x02'));
+}
+
+TEST(FillBytesUdfTest, SizeOutOfRangeIsRejected) {
+  EXPECT_THAT(std::string(MakeUdf({RegisterBasicUdfs, "fill_bytes"}, R"({"bytes": 0})")
+                              .status()
+                              .message()),
+              ::testing::HasSubstr("param 'bytes' must be in [1, 2^31]"));
+}
+
+}  // namespace
+}  // namespace granary::udf_test

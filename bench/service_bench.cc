@@ -1,0 +1,215 @@
+// The service against the in-process baseline, and the raw transport against memcpy.
+//
+// Starts a real dispatcher and 2 workers (processes on 127.0.0.1) and, interleaved over
+// --repetitions rounds:
+//   1. the ResNet-style example pipeline for one epoch of a generated dataset: in-process
+//      (granary local's runner), through the service with 1 task on 1 worker, and with 2 tasks
+//      on 2 workers; images/s and the ratio to in-process. All share the same 2 cores.
+//   2. raw transport, 1 worker -> 1 client: a trivial pipeline (range -> fill_bytes) of 1 MiB
+//      and 16 MiB elements read through the client library (fetch, checksum, parse), in GB/s,
+//      against a plain memcpy of the same bytes in this process (the physical ceiling).
+//
+//   bench/service_bench [--images N] [--size S] [--repetitions R] [--dir D]
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/env.h"
+#include "common/subprocess.h"
+#include "granary/client.h"
+#include "pipeline/local_runner.h"
+#include "pipeline/pipeline_loader.h"
+#include "tools/synthetic_imagenet.h"
+
+ABSL_FLAG(int64_t, images, 2048, "Images in the generated dataset.");
+ABSL_FLAG(int64_t, size, 64, "Image side.");
+ABSL_FLAG(int, repetitions, 3, "Interleaved rounds.");
+ABSL_FLAG(std::string, dir, "/tmp/granary_service_bench", "Scratch directory.");
+ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The ResNet-style pipeline.");
+
+namespace granary {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double Spread(const std::vector<double>& v) {
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return *hi - *lo;
+}
+
+// A dispatcher and workers, stopped on destruction.
+class Cluster {
+ public:
+  explicit Cluster(const std::string& dir, int workers) {
+    dispatcher_ = Start({GRANARY_BINARY, "dispatcher", "--journal_dir=" + dir + "/journal",
+                         "--port=0"},
+                        dir + "/dispatcher.log");
+    for (int i = 0; i < workers && !address_.empty(); ++i) {
+      Start({GRANARY_BINARY, "worker", "--dispatcher=" + address_,
+             absl::StrCat("--worker_id=bench-", i), "--port=0"},
+            absl::StrCat(dir, "/worker-", i, ".log"));
+    }
+  }
+  ~Cluster() {
+    for (auto& p : processes_) p->Kill(SIGTERM);
+    for (auto& p : processes_) p->WaitFor(std::chrono::seconds(5));
+  }
+  const std::string& dispatcher() const { return dispatcher_; }
+
+ private:
+  std::string Start(const std::vector<std::string>& argv, const std::string& log) {
+    auto& p = processes_.emplace_back(
+        std::make_unique<Subprocess>(argv, Subprocess::Stderr::kToFile, log));
+    const std::string line = p->ReadLine(std::chrono::seconds(30));
+    const size_t at = line.rfind(" on ");
+    const std::string address = at == std::string::npos ? "" : line.substr(at + 4);
+    if (address_.empty()) address_ = address;
+    return address;
+  }
+
+  std::vector<std::unique_ptr<Subprocess>> processes_;
+  std::string address_;
+  std::string dispatcher_;
+};
+
+// Reads one epoch of `job` through the service; returns {rows, payload bytes, seconds}.
+struct Read {
+  int64_t rows = 0;
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+absl::StatusOr<Read> ReadEpoch(Job& job, int64_t epoch) {
+  const absl::Time start = absl::Now();
+  auto reader = job.ReadEpoch(epoch);
+  if (!reader.ok()) return reader.status();
+  Read read;
+  ElementProto element;
+  bool end = false;
+  while (true) {
+    absl::Status status = (*reader)->Next(&element, &end);
+    if (!status.ok()) return status;
+    if (end) break;
+    read.rows += element.tensors(0).shape_size() > 0 ? element.tensors(0).shape(0) : 1;
+  }
+  read.bytes = (*reader)->stats().payload_bytes;
+  read.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  return read;
+}
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "service_bench: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+int Run() {
+  Env* env = Env::Default();
+  const std::string dir = absl::GetFlag(FLAGS_dir);
+  SyntheticImagenetOptions data;
+  data.images = absl::GetFlag(FLAGS_images);
+  data.size = absl::GetFlag(FLAGS_size);
+  data.files = 8;
+  data.out_dir = absl::StrCat(dir, "/imagenet_", data.size, "_", data.images);
+  if (!env->FileExists(data.out_dir + "/train-00000-of-00008.tfrecord")) {
+    auto written = WriteSyntheticImagenet(env, data);
+    if (!written.ok()) return Fail(written.status());
+  }
+  ::setenv("GRANARY_DATA", data.out_dir.c_str(), 1);
+  auto def = LoadPipelineFile(env, absl::GetFlag(FLAGS_pipeline));
+  if (!def.ok()) return Fail(def.status());
+  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
+  auto local = Pipeline::Create(*def, udfs);
+  if (!local.ok()) return Fail(local.status());
+
+  std::filesystem::remove_all(dir + "/cluster");
+  env->CreateDirs(dir + "/cluster").IgnoreError();
+  Cluster cluster(dir + "/cluster", 2);
+  if (cluster.dispatcher().empty()) return Fail(absl::UnavailableError("cluster did not start"));
+  auto client = Client::Connect({.dispatcher_address = cluster.dispatcher()});
+  if (!client.ok()) return Fail(client.status());
+  auto dataset = (*client)->RegisterPipeline(*def);
+  if (!dataset.ok()) return Fail(dataset.status());
+  auto one = (*client)->OpenJob(*dataset, {.name = "one", .seed = 1, .num_worker_slots = 1});
+  auto two = (*client)->OpenJob(*dataset, {.name = "two", .seed = 1, .num_worker_slots = 2});
+  if (!one.ok() || !two.ok()) return Fail(one.ok() ? two.status() : one.status());
+
+  std::vector<double> local_rates, one_rates, two_rates;
+  const int reps = absl::GetFlag(FLAGS_repetitions);
+  for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up.
+    EpochRunOptions options;
+    options.digest = false;
+    auto l = RunEpochInProcess(**local, 1, rep + 1, env, options);
+    auto s1 = ReadEpoch(**one, rep + 1);
+    auto s2 = ReadEpoch(**two, rep + 1);
+    if (!l.ok()) return Fail(l.status());
+    if (!s1.ok()) return Fail(s1.status());
+    if (!s2.ok()) return Fail(s2.status());
+    if (rep < 0) continue;
+    local_rates.push_back(data.images / l->seconds);
+    one_rates.push_back(s1->rows / s1->seconds);
+    two_rates.push_back(s2->rows / s2->seconds);
+  }
+  std::printf("ResNet-style pipeline, %lldx%lld images, %lld per epoch, median of %d\n",
+              static_cast<long long>(data.size), static_cast<long long>(data.size),
+              static_cast<long long>(data.images), reps);
+  std::printf("  %-28s %10s %8s %6s\n", "", "images/s", "spread", "ratio");
+  const double base = Median(local_rates);
+  std::printf("  %-28s %10.0f %8.0f %6.2f\n", "in-process", base, Spread(local_rates), 1.0);
+  std::printf("  %-28s %10.0f %8.0f %6.2f\n", "service, 1 worker", Median(one_rates),
+              Spread(one_rates), Median(one_rates) / base);
+  std::printf("  %-28s %10.0f %8.0f %6.2f\n", "service, 2 workers", Median(two_rates),
+              Spread(two_rates), Median(two_rates) / base);
+
+  std::printf("raw transport, 1 worker -> 1 client (fetch, checksum, parse), median of %d\n",
+              reps);
+  std::printf("  %-10s %12s %14s %6s\n", "element", "service GB/s", "memcpy GB/s", "ratio");
+  for (const int64_t mib : {1, 16}) {
+    const int64_t count = 1024 / mib;  // 1 GiB per epoch.
+    PipelineDef trivial =
+        PipelineBuilder::Range(count).Map("fill_bytes", {{"bytes", mib << 20}}).Build();
+    auto ds = (*client)->RegisterPipeline(trivial);
+    if (!ds.ok()) return Fail(ds.status());
+    auto job = (*client)->OpenJob(*ds, {.name = absl::StrCat("transport", mib),
+                                        .num_worker_slots = 1});
+    if (!job.ok()) return Fail(job.status());
+    std::vector<char> src(mib << 20, 1), dst(mib << 20);
+    std::vector<double> service_rates, memcpy_rates;
+    for (int rep = -1; rep < reps; ++rep) {
+      auto r = ReadEpoch(**job, rep + 1);
+      if (!r.ok()) return Fail(r.status());
+      const absl::Time start = absl::Now();
+      for (int64_t i = 0; i < count; ++i) {
+        src[i % src.size()] = static_cast<char>(i);
+        std::memcpy(dst.data(), src.data(), src.size());
+      }
+      const double memcpy_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+      if (rep < 0) continue;
+      service_rates.push_back(r->bytes / r->seconds / 1e9);
+      memcpy_rates.push_back(count * (mib << 20) / memcpy_seconds / 1e9);
+    }
+    std::printf("  %-10s %12.2f %14.2f %6.2f\n", absl::StrCat(mib, " MiB").c_str(),
+                Median(service_rates), Median(memcpy_rates),
+                Median(service_rates) / Median(memcpy_rates));
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace granary
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return granary::Run();
+}
