@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/sample_stats.h"
 #include "journal/journal.h"
 
 ABSL_FLAG(std::vector<std::string>, threads, (std::vector<std::string>{"1", "8", "64"}),
@@ -37,15 +38,8 @@ struct Series {
   std::vector<double> rates;
   double appends = 0;
   double batches = 0;
-  double Median() const {
-    std::vector<double> v = rates;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  }
-  double Spread() const {
-    const auto [lo, hi] = std::minmax_element(rates.begin(), rates.end());
-    return *hi - *lo;
-  }
+  double Median() const { return granary::Median(rates); }
+  double Spread() const { return granary::Spread(rates); }
 };
 
 // One measurement into a fresh journal. Returns false on error (printed).

@@ -17,6 +17,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "bench/sample_stats.h"
 #include "common/env.h"
 #include "pipeline/local_runner.h"
 #include "pipeline/pipeline_loader.h"
@@ -45,15 +46,8 @@ struct Series {
   // Cores busy on average during the measured epochs (CPU seconds / wall seconds).
   double cpu_seconds = 0;
   double wall_seconds = 0;
-  double Median() const {
-    std::vector<double> v = rates;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  }
-  double Spread() const {
-    const auto [lo, hi] = std::minmax_element(rates.begin(), rates.end());
-    return *hi - *lo;
-  }
+  double Median() const { return granary::Median(rates); }
+  double Spread() const { return granary::Spread(rates); }
 };
 
 int Run() {

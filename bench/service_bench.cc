@@ -24,6 +24,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "bench/sample_stats.h"
 #include "common/env.h"
 #include "common/subprocess.h"
 #include "granary/client.h"
@@ -40,23 +41,13 @@ ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The ResNet-st
 namespace granary {
 namespace {
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double Spread(const std::vector<double>& v) {
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return *hi - *lo;
-}
-
 // A dispatcher and workers, stopped on destruction.
 class Cluster {
  public:
   explicit Cluster(const std::string& dir, int workers) {
-    dispatcher_ = Start({GRANARY_BINARY, "dispatcher", "--journal_dir=" + dir + "/journal",
-                         "--port=0"},
-                        dir + "/dispatcher.log");
+    dispatcher_ =
+        Start({GRANARY_BINARY, "dispatcher", "--journal_dir=" + dir + "/journal", "--port=0"},
+              dir + "/dispatcher.log");
     for (int i = 0; i < workers && !address_.empty(); ++i) {
       Start({GRANARY_BINARY, "worker", "--dispatcher=" + address_,
              absl::StrCat("--worker_id=bench-", i), "--port=0"},
@@ -172,8 +163,7 @@ int Run() {
   std::printf("  %-28s %10.0f %8.0f %6.2f\n", "service, 2 workers", Median(two_rates),
               Spread(two_rates), Median(two_rates) / base);
 
-  std::printf("raw transport, 1 worker -> 1 client (fetch, checksum, parse), median of %d\n",
-              reps);
+  std::printf("raw transport, 1 worker -> 1 client (fetch, checksum, parse), median of %d\n", reps);
   std::printf("  %-10s %12s %14s %6s\n", "element", "service GB/s", "memcpy GB/s", "ratio");
   for (const int64_t mib : {1, 16}) {
     const int64_t count = 1024 / mib;  // 1 GiB per epoch.
@@ -181,8 +171,8 @@ int Run() {
         PipelineBuilder::Range(count).Map("fill_bytes", {{"bytes", mib << 20}}).Build();
     auto ds = (*client)->RegisterPipeline(trivial);
     if (!ds.ok()) return Fail(ds.status());
-    auto job = (*client)->OpenJob(*ds, {.name = absl::StrCat("transport", mib),
-                                        .num_worker_slots = 1});
+    auto job =
+        (*client)->OpenJob(*ds, {.name = absl::StrCat("transport", mib), .num_worker_slots = 1});
     if (!job.ok()) return Fail(job.status());
     std::vector<char> src(mib << 20, 1), dst(mib << 20);
     std::vector<double> service_rates, memcpy_rates;

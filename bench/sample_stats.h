@@ -1,0 +1,23 @@
+// Summaries of repeated measurements, as every benchmark reports them: the median (what is
+// quoted) and the spread (max - min, how noisy the machine was). REQUIRES: a non-empty sample.
+#ifndef GRANARY_BENCH_SAMPLE_STATS_H_
+#define GRANARY_BENCH_SAMPLE_STATS_H_
+
+#include <algorithm>
+#include <vector>
+
+namespace granary {
+
+inline double Median(std::vector<double> sample) {
+  std::sort(sample.begin(), sample.end());
+  return sample[sample.size() / 2];
+}
+
+inline double Spread(const std::vector<double>& sample) {
+  const auto [lo, hi] = std::minmax_element(sample.begin(), sample.end());
+  return *hi - *lo;
+}
+
+}  // namespace granary
+
+#endif  // GRANARY_BENCH_SAMPLE_STATS_H_
