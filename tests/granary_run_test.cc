@@ -1,5 +1,5 @@
 // `granary run` end to end over a LocalCluster of real processes: its digests equal `granary
-// local`'s with one and with two consumers, when a worker is SIGKILLed and restarted mid-epoch,
+// local`'s with 1, 2 and 3 workers and 1 and 2 consumers, when a worker is SIGKILLed and restarted mid-epoch,
 // and when the run itself is SIGKILLed and restarted from its --position_file.
 #include <signal.h>
 
@@ -111,48 +111,50 @@ class GranaryRunTest : public ::testing::Test {
   std::map<int64_t, DigestLine> local_;
 };
 
-TEST_F(GranaryRunTest, OneConsumerMatchesLocal) {
-  testing::LocalCluster cluster(dir_.Join("cluster"), {.workers = 2});
-  ASSERT_TRUE(cluster.ok());
-  Subprocess run(RunArgs(cluster, {"--digest_out=" + dir_.Join("run.digest")}),
-                 Subprocess::Stderr::kMergeIntoStdout);
-  const std::string output = run.ReadAll();
-  ASSERT_EQ(run.Wait(), 0) << output;
-  EXPECT_THAT(output, HasSubstr("epoch 1: "));
-  EXPECT_THAT(output, HasSubstr("batches/s"));
-  const auto digests = ReadDigests(dir_.Join("run.digest"));
-  ASSERT_EQ(digests.size(), 2u);
-  for (const auto& [epoch, d] : digests) {
-    EXPECT_EQ(d.rows, kRows) << "epoch " << epoch;
-    EXPECT_EQ(d.multiset, local_[epoch].multiset) << "epoch " << epoch;
-  }
-}
+// 1, 2 and 3 workers x 1 and 2 consumers: the consumers' digests of each epoch add up to
+// `granary local`'s (rows and multiset), and every consumer got a share.
+class GranaryRunMatrixTest : public GranaryRunTest,
+                             public ::testing::WithParamInterface<std::tuple<int, int>> {};
 
-TEST_F(GranaryRunTest, TwoConsumersTogetherMatchLocal) {
-  testing::LocalCluster cluster(dir_.Join("cluster"), {.workers = 2});
+TEST_P(GranaryRunMatrixTest, ConsumersTogetherMatchLocal) {
+  const auto [workers, consumers] = GetParam();
+  testing::LocalCluster cluster(dir_.Join("cluster"), {.workers = workers});
   ASSERT_TRUE(cluster.ok());
   std::vector<std::unique_ptr<Subprocess>> runs;
-  for (int c = 0; c < 2; ++c) {
+  for (int c = 0; c < consumers; ++c) {
     runs.push_back(std::make_unique<Subprocess>(
-        RunArgs(cluster, {"--job_name=shared", "--num_consumers=2", absl::StrCat("--consumer=", c),
+        RunArgs(cluster, {"--job_name=shared", absl::StrCat("--num_consumers=", consumers),
+                          absl::StrCat("--consumer=", c),
                           "--digest_out=" + dir_.Join(absl::StrCat("run", c, ".digest"))}),
         Subprocess::Stderr::kMergeIntoStdout));
   }
   for (auto& run : runs) {
     const std::string output = run->ReadAll();
     ASSERT_EQ(run->Wait(), 0) << output;
+    EXPECT_THAT(output, HasSubstr("epoch 1: "));
+    EXPECT_THAT(output, HasSubstr("batches/s"));
   }
-  const auto d0 = ReadDigests(dir_.Join("run0.digest"));
-  const auto d1 = ReadDigests(dir_.Join("run1.digest"));
   for (int64_t epoch = 0; epoch < 2; ++epoch) {
-    ASSERT_TRUE(d0.count(epoch) && d1.count(epoch)) << "epoch " << epoch;
-    EXPECT_GT(d0.at(epoch).rows, 0);
-    EXPECT_GT(d1.at(epoch).rows, 0);
-    EXPECT_EQ(d0.at(epoch).rows + d1.at(epoch).rows, kRows) << "epoch " << epoch;
-    EXPECT_EQ(d0.at(epoch).multiset + d1.at(epoch).multiset, local_[epoch].multiset)
-        << "epoch " << epoch;
+    int64_t rows = 0;
+    uint64_t multiset = 0;
+    for (int c = 0; c < consumers; ++c) {
+      const auto d = ReadDigests(dir_.Join(absl::StrCat("run", c, ".digest")));
+      ASSERT_TRUE(d.count(epoch)) << "consumer " << c << " epoch " << epoch;
+      EXPECT_GT(d.at(epoch).rows, 0) << "consumer " << c << " epoch " << epoch;
+      rows += d.at(epoch).rows;
+      multiset += d.at(epoch).multiset;
+    }
+    EXPECT_EQ(rows, kRows) << "epoch " << epoch;
+    EXPECT_EQ(multiset, local_[epoch].multiset) << "epoch " << epoch;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(WorkersAndConsumers, GranaryRunMatrixTest,
+                         ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Values(1, 2)),
+                         [](const auto& info) {
+                           return absl::StrCat(std::get<0>(info.param), "workers_",
+                                               std::get<1>(info.param), "consumers");
+                         });
 
 // Small requests, one at a time, keep the run slow enough to act mid-epoch.
 constexpr const char* kSlow[] = {"--max_request_bytes=2000", "--max_outstanding_requests=1"};
