@@ -163,7 +163,8 @@ constexpr const char* kSlow[] = {"--max_request_bytes=2000", "--max_outstanding_
 // must still equal local's. `worker_flags` go to every worker.
 void KillAndRestartWorkerMidEpoch(const std::string& dir, const std::string& pipeline,
                                   const std::map<int64_t, DigestLine>& local,
-                                  std::vector<std::string> worker_flags) {
+                                  std::vector<std::string> worker_flags,
+                                  int64_t* dropped = nullptr) {
   testing::LocalCluster cluster(dir + "/cluster", {.workers = 2, .worker_flags = worker_flags});
   ASSERT_TRUE(cluster.ok());
   std::vector<std::string> argv = {GRANARY_BINARY,
@@ -197,6 +198,7 @@ void KillAndRestartWorkerMidEpoch(const std::string& dir, const std::string& pip
   // The restarted worker recomputed its task up to where the client stood; the client dropped
   // what it recomputed instead of delivering it again.
   EXPECT_GT(digests.at(0).dropped, 0) << output;
+  if (dropped != nullptr) *dropped = digests.at(0).dropped;
 }
 
 // A window far smaller than a task keeps worker 0 from finishing its task before it is killed.
@@ -205,13 +207,28 @@ TEST_F(GranaryRunTest, WorkerKilledAndRestartedMidEpoch) {
 }
 
 // With the default window worker 0 has produced (and reported finished) its whole task before it
-// is killed, while the client has read only part of it. The restarted worker is not given the
-// finished task again (DispatcherState::TasksOfWorker skips finished tasks; a lost worker's
-// finished tasks are not reassigned either), so its remaining elements are never served and
-// the run stalls. Enable once the dispatcher keeps serving a finished task until its consumer
-// has read all of it (ClientHeartbeat's next_index says how far that is).
+// is killed, while the client has read only part of it: the dispatcher keeps listing a finished
+// task to its worker until the consumer has read all of it, so the restarted worker serves the
+// rest.
 TEST_F(GranaryRunTest, WorkerKilledAndRestartedAfterFinishingItsTask) {
   KillAndRestartWorkerMidEpoch(dir_.path(), pipeline_, local_, {});
+}
+
+// With checkpoints every 20 ms, the restarted worker resumes from its newest checkpoint at or
+// before the client's position instead of from index 0: it recomputes (and the client drops)
+// far fewer elements than without.
+TEST_F(GranaryRunTest, CheckpointsShortenRecomputationAfterAWorkerRestart) {
+  int64_t without = 0, with = 0;
+  KillAndRestartWorkerMidEpoch(dir_.Join("plain"), pipeline_, local_, {"--window_bytes=4096"},
+                               &without);
+  KillAndRestartWorkerMidEpoch(dir_.Join("checkpointed"), pipeline_, local_,
+                               {"--window_bytes=4096", "--checkpoint_dir=" + dir_.Join("ckpt"),
+                                "--checkpoint_interval_ms=20"},
+                               &with);
+  std::printf("dropped %lld with checkpoints, %lld without\n", static_cast<long long>(with),
+              static_cast<long long>(without));
+  EXPECT_LT(with * 4, without) << "dropped " << with << " with checkpoints, " << without
+                               << " without";
 }
 
 // SIGKILLs a run once a third of epoch 0 is delivered, waits `pause`, and runs it again with

@@ -24,13 +24,19 @@ ABSL_FLAG(int64_t, window_bytes, 256 << 20,
 ABSL_FLAG(int, threads, 0,
           "If > 0, overrides num_threads of every parallel_map of the pipelines this worker runs.");
 ABSL_FLAG(int, heartbeat_interval_ms, 200, "How often to heartbeat the dispatcher.");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "Where tasks' checkpoints go (a path standbys can read too makes failover fast); "
+          "empty = no checkpoints.");
+ABSL_FLAG(int64_t, checkpoint_interval_ms, 1000, "How often each running task checkpoints.");
+ABSL_FLAG(int, checkpoints_kept, 3, "Checkpoints kept per task (the newest).");
 
 namespace granary {
 
 int WorkerCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary worker --dispatcher HOST:PORT --worker_id ID [--port P] [--host H] [--standby] "
-      "[--window_bytes B] [--plugin lib.so]");
+      "[--window_bytes B] [--threads N] [--checkpoint_dir D] [--checkpoint_interval_ms T] "
+      "[--plugin lib.so]");
   absl::ParseCommandLine(argc, argv);
   BlockTerminationSignals();
   const auto fail = [](const absl::Status& status) {
@@ -62,6 +68,15 @@ int WorkerCommand(int argc, char** argv) {
   options.runner.window_bytes = absl::GetFlag(FLAGS_window_bytes);
   options.parallel_map_threads = absl::GetFlag(FLAGS_threads);
   options.udfs = &*udfs;
+  std::unique_ptr<CheckpointStore> checkpoints;
+  if (!absl::GetFlag(FLAGS_checkpoint_dir).empty()) {
+    auto store = CheckpointStore::Open(Env::Default(), absl::GetFlag(FLAGS_checkpoint_dir),
+                                       {.keep = absl::GetFlag(FLAGS_checkpoints_kept)});
+    if (!store.ok()) return fail(store.status());
+    checkpoints = std::move(store).value();
+    options.runner.checkpoints = checkpoints.get();
+    options.runner.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
+  }
   auto started = WorkerImpl::Start(
       options, NewGrpcDispatcherConnection(absl::GetFlag(FLAGS_dispatcher), 10000));
   if (!started.ok()) return fail(started.status());

@@ -1,6 +1,7 @@
 #include "worker/task_runner.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
@@ -42,10 +43,24 @@ void TaskRunner::Produce(int64_t run) {
     absl::MutexLock lock(&mu_);
     return !current();
   };
-  IteratorContext ctx{options_.env, def_.seed(), def_.epoch()};
-  absl::StatusOr<std::unique_ptr<Iterator>> it = pipeline_->MakeIterator(
-      ctx, std::make_unique<LeasedSplitProvider>(dispatcher_, def_.task_id(), options_.lease_size,
-                                                 cancelled));
+  const auto make_iterator = [&] {
+    return pipeline_->MakeIterator(
+        IteratorContext{options_.env, def_.seed(), def_.epoch()},
+        std::make_unique<LeasedSplitProvider>(dispatcher_, def_.task_id(), options_.lease_size,
+                                              cancelled));
+  };
+  absl::StatusOr<std::unique_ptr<Iterator>> it = make_iterator();
+  if (it.ok()) {
+    int64_t restored = RestoreFromCheckpoint(**it);
+    if (restored < 0) {  // A checkpoint that would not restore: start over from index 0.
+      it = make_iterator();
+      restored = 0;
+    }
+    absl::MutexLock lock(&mu_);
+    if (!current()) return;
+    produced_ = restored;
+  }
+  absl::Time last_checkpoint = absl::Now();
   while (it.ok()) {
     {
       absl::MutexLock lock(&mu_);
@@ -91,12 +106,101 @@ void TaskRunner::Produce(int64_t run) {
       }
     }
     if (end) {
+      JoinCheckpointWriter();
       if (finished_count >= 0) on_finished_(finished_count);
       return;
     }
+    if (options_.checkpoints != nullptr &&
+        absl::Now() - last_checkpoint >= absl::Milliseconds(options_.checkpoint_interval_ms)) {
+      int64_t index;
+      {
+        absl::MutexLock lock(&mu_);
+        index = produced_;
+      }
+      TakeCheckpoint(**it, index);
+      last_checkpoint = absl::Now();
+    }
   }
+  JoinCheckpointWriter();
   absl::MutexLock lock(&mu_);
   if (current()) error_ = Annotate(it.status(), absl::StrCat("task ", def_.task_id()));
+}
+
+int64_t TaskRunner::RestoreFromCheckpoint(Iterator& it) {
+  if (options_.checkpoints == nullptr) return 0;
+  int64_t from;
+  {
+    absl::MutexLock lock(&mu_);
+    from = discard_below_;
+  }
+  if (from == 0) return 0;
+  std::vector<std::string> skipped;
+  absl::StatusOr<Checkpoint> checkpoint =
+      options_.checkpoints->Newest(def_.task_id(), from, &skipped);
+  for (const std::string& path : skipped) {
+    LOG(WARNING) << "task " << def_.task_id() << ": skipped unreadable checkpoint " << path;
+  }
+  if (!checkpoint.ok()) return 0;
+  IteratorStateProto state;
+  absl::Status status = state.ParseFromString(checkpoint->state)
+                            ? it.Restore(StateReader(&state))
+                            : absl::DataLossError("iterator state does not parse");
+  if (!status.ok()) {
+    // The iterator may be half restored: the caller must not use it. Report and start over.
+    LOG(WARNING) << "task " << def_.task_id() << ": checkpoint " << checkpoint->path
+                 << " does not restore (" << status << "); recomputing from index 0";
+    return -1;
+  }
+  LOG(INFO) << "task " << def_.task_id() << ": restored from checkpoint " << checkpoint->path
+            << " at element " << checkpoint->index << " (client at " << from << ")";
+  absl::MutexLock lock(&mu_);
+  restored_from_ = checkpoint->index;
+  return checkpoint->index;
+}
+
+void TaskRunner::TakeCheckpoint(Iterator& it, int64_t index) {
+  const absl::Time start = absl::Now();
+  IteratorStateProto state;
+  StateWriter writer(&state);
+  const absl::Status saved = it.Save(writer);
+  std::string bytes = saved.ok() ? state.SerializeAsString() : std::string();
+  const int64_t stall_us = absl::ToInt64Microseconds(absl::Now() - start);
+  {
+    absl::MutexLock lock(&mu_);
+    checkpoint_stall_us_ += stall_us;
+  }
+  if (!saved.ok()) {
+    LOG(WARNING) << "task " << def_.task_id() << ": checkpoint at " << index << " not taken: "
+                 << saved;
+    return;
+  }
+  // One write in flight at a time: wait for the previous one (normally long done).
+  JoinCheckpointWriter();
+  checkpoint_writer_ = std::thread([this, index, bytes = std::move(bytes)] {
+    absl::StatusOr<int64_t> written =
+        options_.checkpoints->Write(def_.task_id(), def_.generation(), index, bytes);
+    int64_t acknowledged;
+    {
+      absl::MutexLock lock(&mu_);
+      if (written.ok()) {
+        ++checkpoints_written_;
+        checkpoint_bytes_ += *written;
+        last_checkpoint_index_ = index;
+      }
+      acknowledged = acknowledged_;
+    }
+    if (!written.ok()) {
+      LOG(WARNING) << "task " << def_.task_id() << ": checkpoint at " << index << ": "
+                   << written.status();
+      return;
+    }
+    const absl::Status gc = options_.checkpoints->GarbageCollect(def_.task_id(), acknowledged);
+    if (!gc.ok()) LOG(WARNING) << "task " << def_.task_id() << ": checkpoint cleanup: " << gc;
+  });
+}
+
+void TaskRunner::JoinCheckpointWriter() {
+  if (checkpoint_writer_.joinable()) checkpoint_writer_.join();
 }
 
 void TaskRunner::Acknowledge(int64_t index) {
@@ -177,6 +281,11 @@ TaskStatus TaskRunner::Status() const {
   status.set_window_bytes(options_.window_bytes);
   status.set_finished(ended_);
   status.set_recomputed(recomputed_);
+  status.set_restored_from(restored_from_);
+  status.set_checkpoints_written(checkpoints_written_);
+  status.set_checkpoint_bytes(checkpoint_bytes_);
+  status.set_last_checkpoint_index(last_checkpoint_index_);
+  status.set_checkpoint_stall_us(checkpoint_stall_us_);
   return status;
 }
 

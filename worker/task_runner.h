@@ -16,6 +16,14 @@
 // the stream is a pure function of the pipeline, the seed and the task's journaled split
 // sequence, so the recomputed elements are identical — and discards up to from_index.
 //
+// Checkpoints (DESIGN.md §5, with a CheckpointStore): every `checkpoint_interval_ms` the producer
+// saves the iterator's state between two elements — the pipeline is quiet there, no lock is
+// held — and hands it to a writer thread, so the pipeline is held up only for the Save itself
+// (reported as checkpoint_stall_us). A runner starting for a request at from_index restores the
+// newest checkpoint with index <= from_index (any generation: the stream does not depend on who
+// computes it) and recomputes only from there; a corrupt checkpoint is skipped for an older
+// one or index 0. Checkpoints only make recovery faster; correctness never depends on one.
+//
 // When the iterator ends, `on_finished(num_elements)` is called once from the producer thread.
 // Thread-safe.
 #ifndef GRANARY_WORKER_TASK_RUNNER_H_
@@ -29,6 +37,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "checkpoint/checkpoint_store.h"
 #include "common/env.h"
 #include "pipeline/pipeline.h"
 #include "proto/dispatcher.pb.h"
@@ -45,6 +54,9 @@ struct TaskRunnerOptions {
   // How long GetElements waits for an element before answering with none.
   int64_t poll_timeout_ms = 500;
   Env* env = Env::Default();
+  // Where checkpoints go; null = no checkpoints. Must outlive the runner.
+  CheckpointStore* checkpoints = nullptr;
+  int64_t checkpoint_interval_ms = 1000;
 };
 
 class TaskRunner {
@@ -71,6 +83,12 @@ class TaskRunner {
   void StartProducer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StopProducer() ABSL_LOCKS_EXCLUDED(mu_);
   void Produce(int64_t run);
+  // Restores `it` from the newest checkpoint at or before discard_below_, if any; returns the
+  // index it restored (0 when it starts fresh).
+  int64_t RestoreFromCheckpoint(Iterator& it);
+  // Saves `it` (positioned after `index` elements) and starts writing it in the background.
+  void TakeCheckpoint(Iterator& it, int64_t index);
+  void JoinCheckpointWriter();
   // Drops window elements before `index`.
   void Acknowledge(int64_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -99,6 +117,13 @@ class TaskRunner {
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool finish_reported_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t restored_from_ ABSL_GUARDED_BY(mu_) = -1;
+  int64_t checkpoints_written_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t checkpoint_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_checkpoint_index_ ABSL_GUARDED_BY(mu_) = -1;
+  int64_t checkpoint_stall_us_ ABSL_GUARDED_BY(mu_) = 0;
+  // Used by the producer thread only.
+  std::thread checkpoint_writer_;
   std::thread producer_;
 };
 
