@@ -10,8 +10,6 @@
 //      against a plain memcpy of the same bytes in this process (the physical ceiling).
 //
 //   bench/service_bench [--images N] [--size S] [--repetitions R] [--dir D]
-#include <signal.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -26,10 +24,10 @@
 #include "absl/time/clock.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
-#include "common/subprocess.h"
 #include "granary/client.h"
 #include "pipeline/local_runner.h"
 #include "pipeline/pipeline_loader.h"
+#include "tests/local_cluster.h"
 #include "tools/synthetic_imagenet.h"
 
 ABSL_FLAG(int64_t, images, 2048, "Images in the generated dataset.");
@@ -40,41 +38,6 @@ ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The ResNet-st
 
 namespace granary {
 namespace {
-
-// A dispatcher and workers, stopped on destruction.
-class Cluster {
- public:
-  explicit Cluster(const std::string& dir, int workers) {
-    dispatcher_ =
-        Start({GRANARY_BINARY, "dispatcher", "--journal_dir=" + dir + "/journal", "--port=0"},
-              dir + "/dispatcher.log");
-    for (int i = 0; i < workers && !address_.empty(); ++i) {
-      Start({GRANARY_BINARY, "worker", "--dispatcher=" + address_,
-             absl::StrCat("--worker_id=bench-", i), "--port=0"},
-            absl::StrCat(dir, "/worker-", i, ".log"));
-    }
-  }
-  ~Cluster() {
-    for (auto& p : processes_) p->Kill(SIGTERM);
-    for (auto& p : processes_) p->WaitFor(std::chrono::seconds(5));
-  }
-  const std::string& dispatcher() const { return dispatcher_; }
-
- private:
-  std::string Start(const std::vector<std::string>& argv, const std::string& log) {
-    auto& p = processes_.emplace_back(
-        std::make_unique<Subprocess>(argv, Subprocess::Stderr::kToFile, log));
-    const std::string line = p->ReadLine(std::chrono::seconds(30));
-    const size_t at = line.rfind(" on ");
-    const std::string address = at == std::string::npos ? "" : line.substr(at + 4);
-    if (address_.empty()) address_ = address;
-    return address;
-  }
-
-  std::vector<std::unique_ptr<Subprocess>> processes_;
-  std::string address_;
-  std::string dispatcher_;
-};
 
 // Reads one epoch of `job` through the service; returns {rows, payload bytes, seconds}.
 struct Read {
@@ -125,10 +88,9 @@ int Run() {
   if (!local.ok()) return Fail(local.status());
 
   std::filesystem::remove_all(dir + "/cluster");
-  env->CreateDirs(dir + "/cluster").IgnoreError();
-  Cluster cluster(dir + "/cluster", 2);
-  if (cluster.dispatcher().empty()) return Fail(absl::UnavailableError("cluster did not start"));
-  auto client = Client::Connect({.dispatcher_address = cluster.dispatcher()});
+  testing::LocalCluster cluster(dir + "/cluster", {.workers = 2});
+  if (!cluster.ok()) return Fail(absl::UnavailableError("cluster did not start"));
+  auto client = Client::Connect({.dispatcher_address = cluster.dispatcher_address()});
   if (!client.ok()) return Fail(client.status());
   auto dataset = (*client)->RegisterPipeline(*def);
   if (!dataset.ok()) return Fail(dataset.status());

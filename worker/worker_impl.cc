@@ -11,6 +11,16 @@
 
 namespace granary {
 
+namespace {
+
+void AddCheckpointCounters(const TaskStatus& task, GetWorkerStatusResponse* totals) {
+  totals->set_checkpoints_written(totals->checkpoints_written() + task.checkpoints_written());
+  totals->set_checkpoint_bytes(totals->checkpoint_bytes() + task.checkpoint_bytes());
+  totals->set_checkpoint_stall_us(totals->checkpoint_stall_us() + task.checkpoint_stall_us());
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Start(
     const WorkerOptions& options, std::unique_ptr<DispatcherConnection> dispatcher,
     int64_t register_timeout_ms) {
@@ -120,7 +130,10 @@ absl::Status WorkerImpl::Heartbeat() {
     auto it = runners_.find(def.task_id());
     if (it != runners_.end() && it->second->def().generation() == def.generation()) continue;
     ASSIGN_OR_RETURN(std::shared_ptr<const Pipeline> pipeline, PipelineFor(def));
-    if (it != runners_.end()) retired.push_back(std::move(it->second));
+    if (it != runners_.end()) {
+      AddCheckpointCounters(it->second->Status(), &retired_totals_);
+      retired.push_back(std::move(it->second));
+    }
     LOG(INFO) << "worker " << options_.worker_id << ": running task " << def.task_id()
               << " (job " << def.job_id() << " epoch " << def.epoch() << ") generation "
               << def.generation();
@@ -132,6 +145,7 @@ absl::Status WorkerImpl::Heartbeat() {
     // Drop a task moved elsewhere (or read to its end: the dispatcher lists it no more), and the
     // buffers of one whose client has everything (if listed again, it restarts lazily).
     if (!assigned.count(it->first) || it->second->FullyAcknowledged()) {
+      AddCheckpointCounters(it->second->Status(), &retired_totals_);
       retired.push_back(std::move(it->second));
       it = runners_.erase(it);
     } else {
@@ -182,9 +196,13 @@ absl::Status WorkerImpl::GetElements(const GetElementsRequest& request,
 
 absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response) const {
   absl::MutexLock lock(&mu_);
+  *response = retired_totals_;
   response->set_worker_id(options_.worker_id);
   response->set_incarnation(incarnation_);
-  for (const auto& [id, runner] : runners_) *response->add_tasks() = runner->Status();
+  for (const auto& [id, runner] : runners_) {
+    *response->add_tasks() = runner->Status();
+    AddCheckpointCounters(response->tasks(response->tasks_size() - 1), response);
+  }
   return absl::OkStatus();
 }
 

@@ -80,6 +80,8 @@ class WorkerImpl {
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(heartbeat_mu_);
   int64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners_ ABSL_GUARDED_BY(mu_);
+  // Checkpoint counters of the runners already dropped (GetStatus adds the live ones).
+  GetWorkerStatusResponse retired_totals_ ABSL_GUARDED_BY(mu_);
   // Compiled pipelines by dataset id.
   std::map<std::string, std::shared_ptr<const Pipeline>> pipelines_ ABSL_GUARDED_BY(mu_);
 

@@ -1,0 +1,143 @@
+// What task checkpoints cost: the ResNet-style example with a 1024-element shuffle buffer read
+// through the service from three single-worker clusters — checkpoints off, every 1 s and every
+// 5 s — interleaved epoch by epoch; images/s and the ratio to "off", and from the workers' own
+// status the time the pipeline was held up per checkpoint (saving the iterator state; the write
+// runs in the background) and the size of a checkpoint.
+//
+//   bench/checkpoint_bench [--images N] [--size S] [--repetitions R] [--dir D]
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "bench/sample_stats.h"
+#include "common/env.h"
+#include "granary/client.h"
+#include "pipeline/pipeline_loader.h"
+#include "tests/local_cluster.h"
+#include "tools/synthetic_imagenet.h"
+
+ABSL_FLAG(int64_t, images, 32768, "Images in the generated dataset.");
+ABSL_FLAG(int64_t, size, 64, "Image side.");
+ABSL_FLAG(int, repetitions, 3, "Interleaved rounds.");
+ABSL_FLAG(std::string, dir, "/tmp/granary_checkpoint_bench", "Scratch directory.");
+ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The ResNet-style pipeline.");
+
+namespace granary {
+namespace {
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "checkpoint_bench: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+struct Config {
+  std::string name;
+  int64_t interval_ms;  // 0: off
+  std::unique_ptr<testing::LocalCluster> cluster;
+  std::unique_ptr<Client> client;
+  std::unique_ptr<Job> job;
+  std::vector<double> rates;
+};
+
+int Run() {
+  Env* env = Env::Default();
+  const std::string dir = absl::GetFlag(FLAGS_dir);
+  SyntheticImagenetOptions data;
+  data.images = absl::GetFlag(FLAGS_images);
+  data.size = absl::GetFlag(FLAGS_size);
+  data.files = 8;
+  data.out_dir = absl::StrCat(dir, "/imagenet_", data.size, "_", data.images);
+  if (!env->FileExists(data.out_dir + "/train-00000-of-00008.tfrecord")) {
+    auto written = WriteSyntheticImagenet(env, data);
+    if (!written.ok()) return Fail(written.status());
+  }
+  ::setenv("GRANARY_DATA", data.out_dir.c_str(), 1);
+  auto def = LoadPipelineFile(env, absl::GetFlag(FLAGS_pipeline));
+  if (!def.ok()) return Fail(def.status());
+  for (OpDef& op : *def->mutable_ops()) {
+    if (op.op() == "shuffle") {
+      (*op.mutable_params()->mutable_fields())["buffer_size"].set_number_value(1024);
+    }
+  }
+
+  std::vector<Config> configs;
+  for (const auto& [name, interval] :
+       std::vector<std::pair<std::string, int64_t>>{{"off", 0}, {"every 1 s", 1000},
+                                                    {"every 5 s", 5000}}) {
+    Config& c = configs.emplace_back();
+    c.name = name;
+    c.interval_ms = interval;
+    const std::string cluster_dir = absl::StrCat(dir, "/cluster-", interval);
+    std::filesystem::remove_all(cluster_dir);
+    testing::LocalClusterOptions options;
+    if (interval > 0) {
+      options.worker_flags = {"--checkpoint_dir=" + cluster_dir + "/checkpoints",
+                              absl::StrCat("--checkpoint_interval_ms=", interval)};
+    }
+    c.cluster = std::make_unique<testing::LocalCluster>(cluster_dir, options);
+    if (!c.cluster->ok()) return Fail(absl::UnavailableError("a cluster did not start"));
+    auto client = Client::Connect({.dispatcher_address = c.cluster->dispatcher_address()});
+    if (!client.ok()) return Fail(client.status());
+    c.client = std::move(client).value();
+    auto dataset = c.client->RegisterPipeline(*def);
+    if (!dataset.ok()) return Fail(dataset.status());
+    auto job = c.client->OpenJob(*dataset, {.name = "bench", .seed = 1});
+    if (!job.ok()) return Fail(job.status());
+    c.job = std::move(job).value();
+  }
+  const int reps = absl::GetFlag(FLAGS_repetitions);
+  for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up.
+    // Rotate who goes first, so no configuration always runs right after another.
+    for (size_t k = 0; k < configs.size(); ++k) {
+      Config& c = configs[(k + rep + 1) % configs.size()];
+      const absl::Time start = absl::Now();
+      auto reader = c.job->ReadEpoch(rep + 1);
+      if (!reader.ok()) return Fail(reader.status());
+      ElementProto element;
+      bool end = false;
+      int64_t rows = 0;
+      while (true) {
+        const absl::Status status = (*reader)->Next(&element, &end);
+        if (!status.ok()) return Fail(status);
+        if (end) break;
+        rows += element.tensors(0).shape(0);
+      }
+      if (rep >= 0) c.rates.push_back(rows / absl::ToDoubleSeconds(absl::Now() - start));
+    }
+  }
+  std::printf("ResNet-style pipeline, shuffle buffer 1024, %lldx%lld images, %lld per epoch, "
+              "1 worker, median of %d\n",
+              static_cast<long long>(data.size), static_cast<long long>(data.size),
+              static_cast<long long>(data.images), reps);
+  std::printf("  %-12s %10s %8s %6s %12s %14s %12s\n", "checkpoints", "images/s", "spread",
+              "ratio", "checkpoints", "stall/ckpt ms", "size/ckpt MB");
+  const double base = Median(configs[0].rates);
+  for (Config& c : configs) {
+    GetWorkerStatusResponse status;
+    grpc::Status rpc = c.cluster->WorkerStub(0)->GetWorkerStatus(testing::RpcContext().get(), {},
+                                                                 &status);
+    if (!rpc.ok()) return Fail(absl::UnavailableError(rpc.error_message()));
+    const int64_t written = status.checkpoints_written();
+    const int64_t bytes = status.checkpoint_bytes();
+    const int64_t stall_us = status.checkpoint_stall_us();
+    std::printf("  %-12s %10.0f %8.0f %6.2f %12lld %14.2f %12.2f\n", c.name.c_str(),
+                Median(c.rates), Spread(c.rates), Median(c.rates) / base,
+                static_cast<long long>(written), written ? stall_us / 1e3 / written : 0.0,
+                written ? bytes / 1e6 / written : 0.0);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace granary
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return granary::Run();
+}
