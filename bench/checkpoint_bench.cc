@@ -14,13 +14,11 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
+#include "bench/bench_setup.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
 #include "granary/client.h"
-#include "pipeline/pipeline_loader.h"
 #include "tests/local_cluster.h"
-#include "tools/synthetic_imagenet.h"
 
 ABSL_FLAG(int64_t, images, 32768, "Images in the generated dataset.");
 ABSL_FLAG(int64_t, size, 64, "Image side.");
@@ -48,17 +46,10 @@ struct Config {
 int Run() {
   Env* env = Env::Default();
   const std::string dir = absl::GetFlag(FLAGS_dir);
-  SyntheticImagenetOptions data;
-  data.images = absl::GetFlag(FLAGS_images);
-  data.size = absl::GetFlag(FLAGS_size);
-  data.files = 8;
-  data.out_dir = absl::StrCat(dir, "/imagenet_", data.size, "_", data.images);
-  if (!env->FileExists(data.out_dir + "/train-00000-of-00008.tfrecord")) {
-    auto written = WriteSyntheticImagenet(env, data);
-    if (!written.ok()) return Fail(written.status());
-  }
-  ::setenv("GRANARY_DATA", data.out_dir.c_str(), 1);
-  auto def = LoadPipelineFile(env, absl::GetFlag(FLAGS_pipeline));
+  const int64_t images = absl::GetFlag(FLAGS_images);
+  const int64_t size = absl::GetFlag(FLAGS_size);
+  auto def = ImagenetPipeline(env, absl::StrCat(dir, "/imagenet_", size, "_", images), images, size,
+                              absl::GetFlag(FLAGS_pipeline));
   if (!def.ok()) return Fail(def.status());
   for (OpDef& op : *def->mutable_ops()) {
     if (op.op() == "shuffle") {
@@ -67,9 +58,8 @@ int Run() {
   }
 
   std::vector<Config> configs;
-  for (const auto& [name, interval] :
-       std::vector<std::pair<std::string, int64_t>>{{"off", 0}, {"every 1 s", 1000},
-                                                    {"every 5 s", 5000}}) {
+  for (const auto& [name, interval] : std::vector<std::pair<std::string, int64_t>>{
+           {"off", 0}, {"every 1 s", 1000}, {"every 5 s", 5000}}) {
     Config& c = configs.emplace_back();
     c.name = name;
     c.interval_ms = interval;
@@ -96,32 +86,23 @@ int Run() {
     // Rotate who goes first, so no configuration always runs right after another.
     for (size_t k = 0; k < configs.size(); ++k) {
       Config& c = configs[(k + rep + 1) % configs.size()];
-      const absl::Time start = absl::Now();
-      auto reader = c.job->ReadEpoch(rep + 1);
-      if (!reader.ok()) return Fail(reader.status());
-      ElementProto element;
-      bool end = false;
-      int64_t rows = 0;
-      while (true) {
-        const absl::Status status = (*reader)->Next(&element, &end);
-        if (!status.ok()) return Fail(status);
-        if (end) break;
-        rows += element.tensors(0).shape(0);
-      }
-      if (rep >= 0) c.rates.push_back(rows / absl::ToDoubleSeconds(absl::Now() - start));
+      auto read = ReadServiceEpoch(*c.job, rep + 1);
+      if (!read.ok()) return Fail(read.status());
+      if (rep >= 0) c.rates.push_back(read->rows / read->seconds);
     }
   }
-  std::printf("ResNet-style pipeline, shuffle buffer 1024, %lldx%lld images, %lld per epoch, "
-              "1 worker, median of %d\n",
-              static_cast<long long>(data.size), static_cast<long long>(data.size),
-              static_cast<long long>(data.images), reps);
-  std::printf("  %-12s %10s %8s %6s %12s %14s %12s\n", "checkpoints", "images/s", "spread",
-              "ratio", "checkpoints", "stall/ckpt ms", "size/ckpt MB");
+  std::printf(
+      "ResNet-style pipeline, shuffle buffer 1024, %lldx%lld images, %lld per epoch, "
+      "1 worker, median of %d\n",
+      static_cast<long long>(size), static_cast<long long>(size), static_cast<long long>(images),
+      reps);
+  std::printf("  %-12s %10s %8s %6s %12s %14s %12s\n", "checkpoints", "images/s", "spread", "ratio",
+              "checkpoints", "stall/ckpt ms", "size/ckpt MB");
   const double base = Median(configs[0].rates);
   for (Config& c : configs) {
     GetWorkerStatusResponse status;
-    grpc::Status rpc = c.cluster->WorkerStub(0)->GetWorkerStatus(testing::RpcContext().get(), {},
-                                                                 &status);
+    grpc::Status rpc =
+        c.cluster->WorkerStub(0)->GetWorkerStatus(testing::RpcContext().get(), {}, &status);
     if (!rpc.ok()) return Fail(absl::UnavailableError(rpc.error_message()));
     const int64_t written = status.checkpoints_written();
     const int64_t bytes = status.checkpoint_bytes();

@@ -17,11 +17,10 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "bench/bench_setup.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
 #include "pipeline/local_runner.h"
-#include "pipeline/pipeline_loader.h"
-#include "tools/synthetic_imagenet.h"
 
 ABSL_FLAG(std::vector<std::string>, sizes, (std::vector<std::string>{"64", "224"}),
           "Image sides to measure.");
@@ -56,20 +55,9 @@ int Run() {
   std::printf("%-6s %-8s %12s %10s %6s %10s\n", "size", "threads", "images/s", "spread", "ratio",
               "cores busy");
   for (const std::string& size_text : absl::GetFlag(FLAGS_sizes)) {
-    SyntheticImagenetOptions data;
-    data.size = std::stoll(size_text);
-    data.images = absl::GetFlag(FLAGS_images);
-    data.files = 8;
-    data.out_dir = absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", data.size);
-    if (!env->FileExists(data.out_dir + "/train-00000-of-00008.tfrecord")) {
-      auto written = WriteSyntheticImagenet(env, data);
-      if (!written.ok()) {
-        std::fprintf(stderr, "datagen: %s\n", std::string(written.status().message()).c_str());
-        return 1;
-      }
-    }
-    ::setenv("GRANARY_DATA", data.out_dir.c_str(), 1);
-    auto def = LoadPipelineFile(env, absl::GetFlag(FLAGS_pipeline));
+    const int64_t size = std::stoll(size_text);
+    auto def = ImagenetPipeline(env, absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size),
+                                absl::GetFlag(FLAGS_images), size, absl::GetFlag(FLAGS_pipeline));
     if (!def.ok()) {
       std::fprintf(stderr, "%s\n", std::string(def.status().message()).c_str());
       return 1;
@@ -108,7 +96,7 @@ int Run() {
       }
     }
     for (size_t i = 0; i < series.size(); ++i) {
-      std::printf("%-6lld %-8d %12.0f %10.0f %6.2f %10.2f\n", static_cast<long long>(data.size),
+      std::printf("%-6lld %-8d %12.0f %10.0f %6.2f %10.2f\n", static_cast<long long>(size),
                   thread_counts[i], series[i].Median(), series[i].Spread(),
                   series[i].Median() / series[0].Median(),
                   series[i].cpu_seconds / series[i].wall_seconds);

@@ -22,13 +22,12 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "bench/bench_setup.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
 #include "granary/client.h"
 #include "pipeline/local_runner.h"
-#include "pipeline/pipeline_loader.h"
 #include "tests/local_cluster.h"
-#include "tools/synthetic_imagenet.h"
 
 ABSL_FLAG(int64_t, images, 2048, "Images in the generated dataset.");
 ABSL_FLAG(int64_t, size, 64, "Image side.");
@@ -39,30 +38,6 @@ ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The ResNet-st
 namespace granary {
 namespace {
 
-// Reads one epoch of `job` through the service; returns {rows, payload bytes, seconds}.
-struct Read {
-  int64_t rows = 0;
-  int64_t bytes = 0;
-  double seconds = 0;
-};
-absl::StatusOr<Read> ReadEpoch(Job& job, int64_t epoch) {
-  const absl::Time start = absl::Now();
-  auto reader = job.ReadEpoch(epoch);
-  if (!reader.ok()) return reader.status();
-  Read read;
-  ElementProto element;
-  bool end = false;
-  while (true) {
-    absl::Status status = (*reader)->Next(&element, &end);
-    if (!status.ok()) return status;
-    if (end) break;
-    read.rows += element.tensors(0).shape_size() > 0 ? element.tensors(0).shape(0) : 1;
-  }
-  read.bytes = (*reader)->stats().payload_bytes;
-  read.seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  return read;
-}
-
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "service_bench: %s\n", std::string(status.message()).c_str());
   return 1;
@@ -71,17 +46,10 @@ int Fail(const absl::Status& status) {
 int Run() {
   Env* env = Env::Default();
   const std::string dir = absl::GetFlag(FLAGS_dir);
-  SyntheticImagenetOptions data;
-  data.images = absl::GetFlag(FLAGS_images);
-  data.size = absl::GetFlag(FLAGS_size);
-  data.files = 8;
-  data.out_dir = absl::StrCat(dir, "/imagenet_", data.size, "_", data.images);
-  if (!env->FileExists(data.out_dir + "/train-00000-of-00008.tfrecord")) {
-    auto written = WriteSyntheticImagenet(env, data);
-    if (!written.ok()) return Fail(written.status());
-  }
-  ::setenv("GRANARY_DATA", data.out_dir.c_str(), 1);
-  auto def = LoadPipelineFile(env, absl::GetFlag(FLAGS_pipeline));
+  const int64_t images = absl::GetFlag(FLAGS_images);
+  const int64_t size = absl::GetFlag(FLAGS_size);
+  auto def = ImagenetPipeline(env, absl::StrCat(dir, "/imagenet_", size, "_", images), images, size,
+                              absl::GetFlag(FLAGS_pipeline));
   if (!def.ok()) return Fail(def.status());
   const UdfRegistry udfs = UdfRegistry::WithBuiltins();
   auto local = Pipeline::Create(*def, udfs);
@@ -104,19 +72,19 @@ int Run() {
     EpochRunOptions options;
     options.digest = false;
     auto l = RunEpochInProcess(**local, 1, rep + 1, env, options);
-    auto s1 = ReadEpoch(**one, rep + 1);
-    auto s2 = ReadEpoch(**two, rep + 1);
+    auto s1 = ReadServiceEpoch(**one, rep + 1);
+    auto s2 = ReadServiceEpoch(**two, rep + 1);
     if (!l.ok()) return Fail(l.status());
     if (!s1.ok()) return Fail(s1.status());
     if (!s2.ok()) return Fail(s2.status());
     if (rep < 0) continue;
-    local_rates.push_back(data.images / l->seconds);
+    local_rates.push_back(images / l->seconds);
     one_rates.push_back(s1->rows / s1->seconds);
     two_rates.push_back(s2->rows / s2->seconds);
   }
   std::printf("ResNet-style pipeline, %lldx%lld images, %lld per epoch, median of %d\n",
-              static_cast<long long>(data.size), static_cast<long long>(data.size),
-              static_cast<long long>(data.images), reps);
+              static_cast<long long>(size), static_cast<long long>(size),
+              static_cast<long long>(images), reps);
   std::printf("  %-28s %10s %8s %6s\n", "", "images/s", "spread", "ratio");
   const double base = Median(local_rates);
   std::printf("  %-28s %10.0f %8.0f %6.2f\n", "in-process", base, Spread(local_rates), 1.0);
@@ -139,7 +107,7 @@ int Run() {
     std::vector<char> src(mib << 20, 1), dst(mib << 20);
     std::vector<double> service_rates, memcpy_rates;
     for (int rep = -1; rep < reps; ++rep) {
-      auto r = ReadEpoch(**job, rep + 1);
+      auto r = ReadServiceEpoch(**job, rep + 1);
       if (!r.ok()) return Fail(r.status());
       const absl::Time start = absl::Now();
       for (int64_t i = 0; i < count; ++i) {

@@ -1,0 +1,42 @@
+#include "bench/bench_setup.h"
+
+#include <cstdlib>
+
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "pipeline/pipeline_loader.h"
+#include "tools/synthetic_imagenet.h"
+
+namespace granary {
+
+absl::StatusOr<PipelineDef> ImagenetPipeline(Env* env, const std::string& out_dir, int64_t images,
+                                             int64_t size, const std::string& pipeline_path) {
+  SyntheticImagenetOptions data;
+  data.images = images;
+  data.size = size;
+  data.files = 8;
+  data.out_dir = out_dir;
+  if (!env->FileExists(out_dir + "/train-00000-of-00008.tfrecord")) {
+    RETURN_IF_ERROR(WriteSyntheticImagenet(env, data).status());
+  }
+  ::setenv("GRANARY_DATA", out_dir.c_str(), 1);
+  return LoadPipelineFile(env, pipeline_path);
+}
+
+absl::StatusOr<ServiceEpoch> ReadServiceEpoch(Job& job, int64_t epoch) {
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(std::unique_ptr<EpochReader> reader, job.ReadEpoch(epoch));
+  ServiceEpoch read;
+  ElementProto element;
+  bool end = false;
+  while (true) {
+    RETURN_IF_ERROR(reader->Next(&element, &end));
+    if (end) break;
+    read.rows += element.tensors(0).shape_size() > 0 ? element.tensors(0).shape(0) : 1;
+  }
+  read.bytes = reader->stats().payload_bytes;
+  read.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  return read;
+}
+
+}  // namespace granary
