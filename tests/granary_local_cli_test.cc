@@ -11,7 +11,7 @@
 #include "common/test_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/subprocess.h"
+#include "tests/run_command.h"
 
 namespace granary {
 namespace {

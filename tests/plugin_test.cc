@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "pipeline/local_runner.h"
 #include "pipeline/pipeline_loader.h"
-#include "tests/subprocess.h"
+#include "tests/run_command.h"
 
 namespace granary {
 namespace {
