@@ -67,6 +67,12 @@ std::string Subprocess::ReadLine(std::chrono::milliseconds timeout) {
   }
 }
 
+std::string Subprocess::ReadListenAddress(std::chrono::milliseconds timeout) {
+  const std::string line = ReadLine(timeout);
+  const size_t at = line.rfind(kListeningOn);
+  return at == std::string::npos ? "" : line.substr(at + sizeof(kListeningOn) - 1);
+}
+
 std::string Subprocess::ReadAll(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string out;

@@ -13,6 +13,10 @@
 
 namespace granary {
 
+// Granary's servers announce the address they serve on as their first line of stdout:
+// "granary <what> listening on HOST:PORT". ReadListenAddress reads it back.
+inline constexpr char kListeningOn[] = " listening on ";
+
 class Subprocess {
  public:
   enum class Stderr { kInherit, kMergeIntoStdout, kToFile };
@@ -30,6 +34,8 @@ class Subprocess {
 
   // The next line the child writes to stdout (without "\n"), or "" after `timeout` or at EOF.
   std::string ReadLine(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // HOST:PORT from the next stdout line if it is a server's announcement (kListeningOn), else "".
+  std::string ReadListenAddress(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   // Everything the child writes to stdout until it closes it (or `timeout`).
   std::string ReadAll(std::chrono::milliseconds timeout = std::chrono::seconds(30));
 

@@ -64,10 +64,8 @@ class DispatcherProcess {
   explicit DispatcherProcess(const std::string& journal_dir)
       : process_({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal_dir, "--port=0",
                   "--worker_timeout_ms=1000"}) {
-    const std::string line = process_.ReadLine();
-    const std::string prefix = "granary dispatcher listening on ";
-    EXPECT_EQ(line.rfind(prefix, 0), 0u) << "dispatcher said: '" << line << "'";
-    address_ = line.substr(prefix.size());
+    address_ = process_.ReadListenAddress();
+    EXPECT_FALSE(address_.empty()) << "the dispatcher announced no address";
   }
   const std::string& address() const { return address_; }
 

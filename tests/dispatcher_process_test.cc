@@ -24,10 +24,8 @@ class DispatcherProcess {
   explicit DispatcherProcess(const std::string& journal_dir)
       : process_({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal_dir, "--port=0",
                   "--snapshot_every=50"}) {
-    const std::string line = process_.ReadLine();
-    const std::string prefix = "granary dispatcher listening on ";
-    EXPECT_EQ(line.rfind(prefix, 0), 0u) << "dispatcher said: '" << line << "'";
-    address_ = line.substr(prefix.size());
+    address_ = process_.ReadListenAddress();
+    EXPECT_FALSE(address_.empty()) << "the dispatcher announced no address";
     stub_ = Dispatcher::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
   }
 

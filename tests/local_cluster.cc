@@ -15,11 +15,9 @@ std::unique_ptr<grpc::ClientContext> RpcContext() {
   return context;
 }
 
-LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& options)
-    : dir_(dir) {
+LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& options) : dir_(dir) {
   if (!Env::Default()->CreateDirs(dir + "/logs").ok()) return;
-  dispatcher_.argv = {GRANARY_BINARY, "dispatcher", "--journal_dir=" + dir + "/journal",
-                      "--port=0",
+  dispatcher_.argv = {GRANARY_BINARY, "dispatcher", "--journal_dir=" + dir + "/journal", "--port=0",
                       absl::StrCat("--worker_timeout_ms=", options.worker_timeout_ms)};
   if (!Launch(dispatcher_, dir + "/logs/dispatcher.log")) return;
   dispatcher_address_ = dispatcher_.address;
@@ -55,11 +53,8 @@ LocalCluster::~LocalCluster() {
 
 bool LocalCluster::Launch(Process& p, const std::string& log) {
   p.process = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log);
-  const std::string line = p.process->ReadLine(std::chrono::seconds(30));
-  const size_t at = line.rfind(" on ");
-  if (at == std::string::npos) return false;
-  p.address = line.substr(at + 4);
-  return true;
+  p.address = p.process->ReadListenAddress();
+  return !p.address.empty();
 }
 
 std::unique_ptr<Worker::Stub> LocalCluster::WorkerStub(int i) const {

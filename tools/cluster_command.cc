@@ -37,14 +37,11 @@ struct Member {
   std::string address;
 };
 
-// Starts `m` and reads the "... listening on ADDR" line it prints.
+// Starts `m` and reads the address it announces.
 bool Launch(Member& m, const std::string& log) {
   m.process = std::make_unique<Subprocess>(m.argv, Subprocess::Stderr::kToFile, log);
-  const std::string line = m.process->ReadLine(std::chrono::seconds(60));
-  const size_t at = line.rfind(" on ");
-  if (at == std::string::npos) return false;
-  m.address = line.substr(at + 4);
-  return true;
+  m.address = m.process->ReadListenAddress(std::chrono::seconds(60));
+  return !m.address.empty();
 }
 
 }  // namespace
@@ -80,11 +77,11 @@ int ClusterCommand(int argc, char** argv) {
   const int base_port = absl::GetFlag(FLAGS_port);
   const std::string host = absl::GetFlag(FLAGS_host);
 
-  Member dispatcher{"dispatcher",
-                    {self, "dispatcher", "--journal_dir=" + dir + "/journal",
-                     absl::StrCat("--host=", host), absl::StrCat("--port=", base_port),
-                     absl::StrCat("--worker_timeout_ms=",
-                                  absl::GetFlag(FLAGS_cluster_worker_timeout_ms))}};
+  Member dispatcher{
+      "dispatcher",
+      {self, "dispatcher", "--journal_dir=" + dir + "/journal", absl::StrCat("--host=", host),
+       absl::StrCat("--port=", base_port),
+       absl::StrCat("--worker_timeout_ms=", absl::GetFlag(FLAGS_cluster_worker_timeout_ms))}};
   std::vector<Member> members;
   const auto stop_all = [&members, &dispatcher] {
     for (Member& m : members) {
@@ -101,7 +98,8 @@ int ClusterCommand(int argc, char** argv) {
     }
   };
   if (!Launch(dispatcher, dir + "/logs/dispatcher.log")) {
-    std::fprintf(stderr, "granary cluster: the dispatcher did not start (see %s/logs/dispatcher.log)\n",
+    std::fprintf(stderr,
+                 "granary cluster: the dispatcher did not start (see %s/logs/dispatcher.log)\n",
                  dir.c_str());
     return 1;
   }
@@ -110,7 +108,10 @@ int ClusterCommand(int argc, char** argv) {
   for (int i = 0; i < total; ++i) {
     Member& m = members.emplace_back();
     m.name = absl::StrCat("worker-", i);
-    m.argv = {self, "worker", "--dispatcher=" + dispatcher.address, "--worker_id=" + m.name,
+    m.argv = {self,
+              "worker",
+              "--dispatcher=" + dispatcher.address,
+              "--worker_id=" + m.name,
               absl::StrCat("--host=", host),
               absl::StrCat("--port=", base_port == 0 ? 0 : base_port + 1 + i)};
     if (i >= absl::GetFlag(FLAGS_workers)) m.argv.push_back("--standby");

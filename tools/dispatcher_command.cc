@@ -7,11 +7,12 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "common/subprocess.h"
 #include "dispatcher/grpc_dispatcher_service.h"
 #include "glog/logging.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
-#include "grpcpp/security/server_credentials.h"
 #include "tools/commands.h"
 #include "tools/server_flags.h"
 #include "tools/udf_flags.h"
@@ -55,7 +56,7 @@ int DispatcherCommand(int argc, char** argv) {
   if (server == nullptr || port == 0) {
     return fail(absl::UnavailableError(absl::StrCat("cannot listen on ", ListenAddress())));
   }
-  std::printf("granary dispatcher listening on %s:%d\n", absl::GetFlag(FLAGS_host).c_str(), port);
+  std::printf("granary dispatcher%s%s:%d\n", kListeningOn, absl::GetFlag(FLAGS_host).c_str(), port);
   std::fflush(stdout);
   const int signal = WaitForTerminationSignal();
   LOG(INFO) << "signal " << signal << ": shutting down";

@@ -7,6 +7,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "common/subprocess.h"
 #include "glog/logging.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
@@ -18,7 +19,8 @@
 
 ABSL_DECLARE_FLAG(std::string, dispatcher);
 ABSL_FLAG(std::string, worker_id, "", "Stable identity of this worker (kept across restarts).");
-ABSL_FLAG(bool, standby, false, "Hold no tasks until the dispatcher fails one over to this worker.");
+ABSL_FLAG(bool, standby, false,
+          "Hold no tasks until the dispatcher fails one over to this worker.");
 ABSL_FLAG(int64_t, window_bytes, 256 << 20,
           "Per task: payload bytes produced ahead of the client before the pipeline waits.");
 ABSL_FLAG(int, threads, 0,
@@ -82,7 +84,7 @@ int WorkerCommand(int argc, char** argv) {
   if (!started.ok()) return fail(started.status());
   std::unique_ptr<WorkerImpl> impl = std::move(started).value();
   service.set_impl(impl.get());
-  std::printf("granary worker %s listening on %s\n", options.worker_id.c_str(),
+  std::printf("granary worker %s%s%s\n", options.worker_id.c_str(), kListeningOn,
               options.address.c_str());
   std::fflush(stdout);
   const int signal = WaitForTerminationSignal();
