@@ -20,12 +20,19 @@
 
 namespace granary {
 
+class CacheSink;
+
 // What every iterator of one pipeline run shares.
 struct IteratorContext {
   Env* env = Env::Default();
   // The job seed and the epoch: with an element's provenance they key all randomness.
   uint64_t seed = 0;
   int64_t epoch = 0;
+  // Ops with (user) index below this belong to a cached prefix and run as epoch 0 whatever
+  // `epoch` is, so every epoch sees the prefix output the cache holds (pipeline/cache_policy.h).
+  int cached_prefix_ops = 0;
+  // Where a cache_write op writes; null outside cache-writing service tasks. Not owned.
+  CacheSink* cache_sink = nullptr;
 };
 
 class Iterator {

@@ -1,6 +1,7 @@
 #include "pipeline/local_runner.h"
 
 #include "common/status_macros.h"
+#include "pipeline/cache_policy.h"
 
 namespace granary {
 
@@ -9,10 +10,14 @@ absl::StatusOr<EpochResult> RunEpochInProcess(const Pipeline& pipeline, uint64_t
                                               const EpochRunOptions& options) {
   const uint64_t start = env->NowMicros();
   ASSIGN_OR_RETURN(std::vector<Split> splits, pipeline.EnumerateSplits(env));
+  ASSIGN_OR_RETURN(std::optional<int> cache_point,
+                   CachePoint(pipeline.def(), options.cache_policy));
   IteratorContext ctx{env, seed, epoch};
+  ctx.cached_prefix_ops = cache_point.value_or(0);
+  const int64_t plan_epoch = cache_point.has_value() ? 0 : epoch;
   ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it,
                    pipeline.MakeIterator(ctx, std::make_unique<PlannedSplitProvider>(
-                                                  pipeline.PlanEpoch(splits, seed, epoch))));
+                                                  pipeline.PlanEpoch(splits, seed, plan_epoch))));
   EpochDigest digest(pipeline.batched());
   EpochResult result;
   result.epoch = epoch;

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "pipeline/epoch_digest.h"
 #include "pipeline/pipeline.h"
+#include "proto/cache.pb.h"
 
 namespace granary {
 
@@ -29,10 +30,13 @@ struct EpochRunOptions {
   bool digest = true;
   // Called for each element in order, if set.
   std::function<void(const Element&)> on_element;
+  // The job's cache policy: with a cached prefix, the prefix runs as epoch 0 in every epoch
+  // (pipeline/cache_policy.h), which is what a caching job's Get epochs serve.
+  CachePolicy cache_policy = CACHE_COMPUTE;
 };
 
 // Runs epoch `epoch` of `pipeline` over its full split plan. Errors are the pipeline's,
-// unchanged.
+// unchanged (and CachePoint's for a cache policy the pipeline cannot have).
 absl::StatusOr<EpochResult> RunEpochInProcess(const Pipeline& pipeline, uint64_t seed,
                                               int64_t epoch, Env* env,
                                               const EpochRunOptions& options = {});

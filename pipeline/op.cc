@@ -6,7 +6,7 @@ namespace {
 const std::vector<OpInfo>& Ops() {
   static const std::vector<OpInfo>* const ops =
       new std::vector<OpInfo>{MapOp(),   ParallelMapOp(), FilterOp(),   ShuffleOp(), BatchOp(),
-                              TakeOp(),  SkipOp(),        PrefetchOp(), MarkOp()};
+                              TakeOp(),  SkipOp(),        PrefetchOp(), MarkOp(),    CacheWriteOp()};
   return *ops;
 }
 

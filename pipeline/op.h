@@ -84,6 +84,7 @@ OpInfo TakeOp();
 OpInfo SkipOp();
 OpInfo PrefetchOp();
 OpInfo MarkOp();
+OpInfo CacheWriteOp();
 
 }  // namespace granary
 

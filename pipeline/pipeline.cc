@@ -39,10 +39,13 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
   ASSIGN_OR_RETURN(p->source_params_, Params::Create(def.source().params(), source_specs,
                                                      absl::StrCat("source ", type)));
 
-  for (int i = 0; i < def.ops_size(); ++i) {
-    const OpDef& op = def.ops(i);
+  // Op indices count the user's ops (PipelineDef.cached_ops): an inserted cache_write does not.
+  int index = def.cached_ops();
+  for (const OpDef& op : def.ops()) {
     CompiledOp compiled;
-    compiled.label = OpLabel(i, op);
+    compiled.index = index;
+    if (op.op() != "cache_write") ++index;
+    compiled.label = OpLabel(compiled.index, op);
     compiled.info = FindOp(op.op());
     if (compiled.info == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(compiled.label, ": unknown op (known: ",
@@ -98,7 +101,9 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
   std::unique_ptr<Iterator> it =
       std::make_unique<SourceIterator>(source_, source_params_, ctx.env, std::move(provider));
   const auto args_for = [&](size_t i) {
-    return OpBuildArgs{ops_[i].params, ops_[i].udf, static_cast<int>(i), ops_[i].label, ctx};
+    IteratorContext op_ctx = ctx;
+    if (ops_[i].index < ctx.cached_prefix_ops) op_ctx.epoch = 0;  // A cached prefix (iterator.h).
+    return OpBuildArgs{ops_[i].params, ops_[i].udf, ops_[i].index, ops_[i].label, op_ctx};
   };
   const auto is_map = [&](size_t i) {
     return i < ops_.size() && (ops_[i].info->name == "map" || ops_[i].info->name == "parallel_map");

@@ -58,6 +58,8 @@ class Pipeline {
 
  private:
   struct CompiledOp {
+    // The op's index among the user's ops (PipelineDef.cached_ops).
+    int index;
     const OpInfo* info;
     Params params;
     std::shared_ptr<const Udf> udf;

@@ -5,7 +5,8 @@ namespace {
 
 const std::vector<SourceInfo>& Sources() {
   static const std::vector<SourceInfo>* const sources =
-      new std::vector<SourceInfo>{RangeSource(), TfRecordSource(), TextLinesSource()};
+      new std::vector<SourceInfo>{RangeSource(), TfRecordSource(), TextLinesSource(),
+                                  CacheReadSource()};
   return *sources;
 }
 

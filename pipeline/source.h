@@ -43,6 +43,9 @@ struct SourceInfo {
   std::function<absl::StatusOr<std::unique_ptr<SplitReader>>(
       const Params& params, Env* env, const Split& split, int64_t offset, int64_t records_done)>
       open;
+  // Whether the source's readers set each element's provenance themselves (cache_read: the
+  // element's original split and record) instead of SourceIterator stamping the split's.
+  bool keeps_provenance = false;
 };
 
 // The registered sources: range, tfrecord, text_lines. nullptr when unknown.
@@ -53,6 +56,7 @@ std::vector<std::string> SourceTypes();
 SourceInfo RangeSource();
 SourceInfo TfRecordSource();
 SourceInfo TextLinesSource();
+SourceInfo CacheReadSource();
 
 }  // namespace granary
 

@@ -37,8 +37,10 @@ absl::Status SourceIterator::GetNext(Element* out, bool* end_of_sequence) {
       reader_.reset();
       continue;
     }
-    out->split_id = split_.id();
-    out->record = split_.begin_record() + records_done_;
+    if (!info_->keeps_provenance) {
+      out->split_id = split_.id();
+      out->record = split_.begin_record() + records_done_;
+    }
     ++records_done_;
     *end_of_sequence = false;
     return absl::OkStatus();

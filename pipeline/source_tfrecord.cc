@@ -33,19 +33,6 @@ class TfRecordSplitReader : public FileSplitReader {
   TfRecordReader reader_;
 };
 
-// Visits each record's offset, checking framing and length CRCs but not reading the data.
-absl::Status ScanTfRecords(std::unique_ptr<SequentialFile> file, const std::string& path,
-                           const std::function<void(int64_t)>& visit) {
-  TfRecordReader reader(std::move(file), path, 0);
-  while (true) {
-    const int64_t offset = reader.offset();
-    bool end = false;
-    RETURN_IF_ERROR(reader.SkipRecord(&end));
-    if (end) return absl::OkStatus();
-    visit(offset);
-  }
-}
-
 }  // namespace
 
 SourceInfo TfRecordSource() {

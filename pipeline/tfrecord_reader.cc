@@ -121,4 +121,16 @@ absl::Status TfRecordReader::Fail(absl::Status status) {
   return status;
 }
 
+absl::Status ScanTfRecords(std::unique_ptr<SequentialFile> file, const std::string& path,
+                           const std::function<void(int64_t)>& visit) {
+  TfRecordReader reader(std::move(file), path, 0);
+  while (true) {
+    const int64_t offset = reader.offset();
+    bool end = false;
+    RETURN_IF_ERROR(reader.SkipRecord(&end));
+    if (end) return absl::OkStatus();
+    visit(offset);
+  }
+}
+
 }  // namespace granary

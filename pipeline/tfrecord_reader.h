@@ -15,6 +15,7 @@
 #define GRANARY_PIPELINE_TFRECORD_READER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -68,6 +69,12 @@ class TfRecordReader {
   int64_t offset_;
   absl::Status status_;
 };
+
+// Reads `file` (the file at `path`, from offset 0) to its end and calls `visit(offset)` with
+// the byte offset of each record, checking framing and length CRCs but not reading the data:
+// the RecordScanner of the TFRecord-framed sources (pipeline/source_files.h).
+absl::Status ScanTfRecords(std::unique_ptr<SequentialFile> file, const std::string& path,
+                           const std::function<void(int64_t)>& visit);
 
 }  // namespace granary
 
