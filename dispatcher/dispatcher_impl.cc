@@ -7,9 +7,39 @@
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
+#include "pipeline/cache_policy.h"
 #include "pipeline/pipeline.h"
 
 namespace granary {
+namespace {
+
+// A task's chunks must cover its elements at the cache point 0, 1, 2, ... without gap or
+// overlap — all of its elements, when the cache point is the pipeline's end.
+absl::Status CheckCacheChunks(const TaskFinishedRequest& request, bool put, bool whole_output) {
+  if (!put) {
+    if (request.cache_chunks_size() == 0) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "task ", request.task_id(), " reports cache chunks but its epoch writes no cache"));
+  }
+  int64_t next = 0;
+  for (const CacheChunk& chunk : request.cache_chunks()) {
+    if (chunk.first_index() != next || chunk.num_elements() <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "task ", request.task_id(), ": cache chunk ", chunk.path(), " holds elements ",
+          chunk.first_index(), "..", chunk.first_index() + chunk.num_elements() - 1,
+          ", expected the next to start at ", next));
+    }
+    next += chunk.num_elements();
+  }
+  if (whole_output && next != request.num_elements()) {
+    return absl::InvalidArgumentError(absl::StrCat("task ", request.task_id(), ": its cache chunks hold ",
+                                                   next, " elements, the task produced ",
+                                                   request.num_elements()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Open(
     const DispatcherOptions& options) {
@@ -151,6 +181,17 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
     if (!request.name().empty()) {
       if (const JobState* job = state_.FindJobByName(request.name())) return answer_existing(*job);
     }
+    const CachePolicy policy = request.options().cache_policy();
+    if (policy != CACHE_COMPUTE) {
+      if (options_.cache_root.empty()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("cache_policy ", CachePolicyName(policy),
+                         " needs a dispatcher started with --cache_root"));
+      }
+      const absl::Status point =
+          CachePoint(state_.FindDataset(request.dataset_id())->pipeline(), policy).status();
+      if (!point.ok()) return Annotate(point, absl::StrCat("dataset ", request.dataset_id()));
+    }
   }
   Update update;
   update.mutable_create_job()->set_name(request.name());
@@ -164,48 +205,92 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
   });
 }
 
+absl::StatusOr<EpochCache> DispatcherImpl::DecideEpochCache(const JobState& job,
+                                                            const PipelineDef& def) const {
+  EpochCache cache;
+  ASSIGN_OR_RETURN(std::optional<int> point, CachePoint(def, job.options().cache_policy()));
+  if (!point.has_value()) return cache;
+  cache.set_cache_key(CacheKey(def, *point, job.options().seed()));
+  cache.set_cached_prefix_ops(*point);
+  const std::string dir = absl::StrCat(options_.cache_root, "/", cache.cache_key());
+  const CacheState* known = state_.FindCache(cache.cache_key());
+  if (known == nullptr) {
+    cache.set_mode(EpochCache::PUT);
+    *cache.mutable_pipeline() = WithCacheWrite(def, *point);
+    cache.set_cache_dir(dir);
+  } else if (known->complete()) {
+    cache.set_mode(EpochCache::GET);
+    *cache.mutable_pipeline() = ReadingFromCache(def, *point, dir);
+  }  // Else another epoch is writing it: compute (with the prefix pinned all the same).
+  return cache;
+}
+
 absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
                                         StartEpochResponse* response) {
-  PipelineDef def;
-  uint64_t seed;
-  {
-    absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(CheckUsable());
-    const JobState* job = state_.FindJob(request.job_id());
-    if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
-    if (const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch())) {
+  // A cache decision may be overtaken by another epoch's (the update is then Aborted): decide
+  // again, at most a few times.
+  for (int attempt = 0;; ++attempt) {
+    PipelineDef def;
+    uint64_t seed;
+    Update update;
+    StartEpochUpdate* start = update.mutable_start_epoch();
+    {
+      absl::MutexLock lock(&mu_);
+      RETURN_IF_ERROR(CheckUsable());
+      const JobState* job = state_.FindJob(request.job_id());
+      if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
+      if (const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch())) {
+        response->set_num_tasks(epoch->task_ids_size());
+        return absl::OkStatus();
+      }
+      if (request.epoch() != job->epochs_started()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "job ", request.job_id(), ": the next epoch is ", job->epochs_started(), ", not ",
+            request.epoch()));
+      }
+      def = state_.FindDataset(job->dataset_id())->pipeline();
+      seed = job->options().seed();
+      ASSIGN_OR_RETURN(*start->mutable_cache(), DecideEpochCache(*job, def));
+      if (start->cache().mode() == EpochCache::GET) {
+        for (Split& split : ChunkSplits(state_.FindCache(start->cache().cache_key())->chunks())) {
+          *start->add_plan() = std::move(split);
+        }
+      }
+    }
+    start->set_job_id(request.job_id());
+    start->set_epoch(request.epoch());
+    if (start->cache().mode() != EpochCache::GET) {
+      // Enumerate the split plan outside the lock: it lists files. A cached prefix always
+      // reads epoch 0's plan (pipeline/cache_policy.h).
+      ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(def, *options_.udfs));
+      auto splits = pipeline->EnumerateSplits(options_.env);
+      if (!splits.ok()) {
+        return Annotate(splits.status(), absl::StrCat("job ", request.job_id(), " epoch ",
+                                                      request.epoch(), ": enumerating splits"));
+      }
+      const int64_t plan_epoch = start->cache().cache_key().empty() ? request.epoch() : 0;
+      for (Split& split : pipeline->PlanEpoch(std::move(splits).value(), seed, plan_epoch)) {
+        *start->add_plan() = std::move(split);
+      }
+    }
+    if (start->cache().mode() == EpochCache::PUT) {
+      RETURN_IF_ERROR(options_.env->CreateDirs(start->cache().cache_dir()));
+    }
+    bool overtaken = false;
+    RETURN_IF_ERROR(JournalAndApply(update, [&](const absl::Status& applied)
+                                                ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+      const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch());
+      overtaken = absl::IsAborted(applied) && epoch == nullptr;
+      if (epoch == nullptr) return overtaken ? absl::OkStatus() : applied;  // e.g. past num_epochs.
       response->set_num_tasks(epoch->task_ids_size());
       return absl::OkStatus();
+    }));
+    if (!overtaken) return absl::OkStatus();
+    if (attempt >= 3) {
+      return absl::AbortedError(absl::StrCat("job ", request.job_id(), " epoch ", request.epoch(),
+                                             ": the cache changed under every attempt to start it"));
     }
-    if (request.epoch() != job->epochs_started()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", request.job_id(), ": the next epoch is ", job->epochs_started(), ", not ",
-          request.epoch()));
-    }
-    def = state_.FindDataset(job->dataset_id())->pipeline();
-    seed = job->options().seed();
   }
-  // Enumerate the split plan outside the lock: it lists files.
-  ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(def, *options_.udfs));
-  auto splits = pipeline->EnumerateSplits(options_.env);
-  if (!splits.ok()) {
-    return Annotate(splits.status(), absl::StrCat("job ", request.job_id(), " epoch ",
-                                                  request.epoch(), ": enumerating splits"));
-  }
-  Update update;
-  StartEpochUpdate* start = update.mutable_start_epoch();
-  start->set_job_id(request.job_id());
-  start->set_epoch(request.epoch());
-  for (Split& split : pipeline->PlanEpoch(std::move(splits).value(), seed, request.epoch())) {
-    *start->add_plan() = std::move(split);
-  }
-  return JournalAndApply(update, [&](const absl::Status& applied)
-                                     ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
-    const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch());
-    if (epoch == nullptr) return applied;  // e.g. past the job's num_epochs.
-    response->set_num_tasks(epoch->task_ids_size());
-    return absl::OkStatus();
-  });
 }
 
 absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request,
@@ -228,13 +313,18 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
 
 void DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* def) const {
   const JobState* job = state_.FindJob(task.job_id());
+  const EpochCache& cache = state_.FindEpoch(task.job_id(), task.epoch())->cache();
   def->set_task_id(task.task_id());
   def->set_job_id(task.job_id());
   def->set_epoch(task.epoch());
   def->set_generation(task.generation());
   def->set_dataset_id(job->dataset_id());
-  *def->mutable_pipeline() = state_.FindDataset(job->dataset_id())->pipeline();
+  *def->mutable_pipeline() = cache.has_pipeline()
+                                 ? cache.pipeline()
+                                 : state_.FindDataset(job->dataset_id())->pipeline();
   def->set_seed(job->options().seed());
+  def->set_cached_prefix_ops(cache.cached_prefix_ops());
+  def->set_cache_dir(cache.cache_dir());
 }
 
 absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& request,
@@ -334,10 +424,24 @@ absl::Status DispatcherImpl::GetSplits(const GetSplitsRequest& request,
 
 absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
                                           TaskFinishedResponse* response) {
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckUsable());
+    const TaskState* task = state_.FindTask(request.task_id());
+    if (task != nullptr) {
+      const EpochState* epoch = state_.FindEpoch(task->job_id(), task->epoch());
+      const bool whole_output =
+          epoch->cache().cached_prefix_ops() ==
+          state_.FindDataset(state_.FindJob(task->job_id())->dataset_id())->pipeline().ops_size();
+      RETURN_IF_ERROR(CheckCacheChunks(request, epoch->cache().mode() == EpochCache::PUT,
+                                       whole_output));
+    }
+  }
   Update update;
   update.mutable_task_finished()->set_task_id(request.task_id());
   update.mutable_task_finished()->set_generation(request.generation());
   update.mutable_task_finished()->set_num_elements(request.num_elements());
+  *update.mutable_task_finished()->mutable_cache_chunks() = request.cache_chunks();
   return JournalAndApply(update, [](const absl::Status& applied) {
     return absl::IsAlreadyExists(applied) ? absl::OkStatus() : applied;
   });

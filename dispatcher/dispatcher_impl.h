@@ -13,6 +13,14 @@
 // If the journal fails, the dispatcher stops changing state and answers Unavailable until it is
 // restarted (fail-stop): its memory may no longer match what is durable.
 //
+// Caching jobs (JobOptions.cache_policy): when an epoch starts, the dispatcher decides how it
+// uses the job's cache — PUT (no cache with the job's key yet: the tasks run the pipeline with
+// cache_write inserted and report the chunks they committed), GET (the cache is complete: the
+// tasks run cache_read over the manifest's chunks, one split per chunk, then the ops after the
+// cache point) or COMPUTE (another epoch is writing it) — and journals the decision with the
+// epoch. The TaskFinished that finishes a PUT epoch's last task makes the cache complete, its
+// manifest the tasks' chunks; like everything else, it survives a dispatcher restart.
+//
 // Liveness is not journaled: the failure detector (CheckLiveness, run by a background thread)
 // declares a worker silent for `worker_timeout_ms` lost by journaling WorkerLost, which
 // reassigns its tasks. After a restart every known worker counts as freshly seen.
@@ -49,6 +57,10 @@ struct DispatcherOptions {
   Env* env = Env::Default();
   // Validates pipelines at registration and enumerates their splits. Must outlive the impl.
   const UdfRegistry* udfs = nullptr;
+  // Where caching jobs' caches live (DESIGN.md §5): <cache_root>/<cache key>/ holds a cache's
+  // chunks. Workers write and read these paths, so in a cluster it must be a filesystem every
+  // worker mounts at the same path. Empty: jobs with a cache policy are refused.
+  std::string cache_root;
 };
 
 class DispatcherImpl {
@@ -90,6 +102,9 @@ class DispatcherImpl {
   absl::Status MaybeSnapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckUsable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FillTaskDef(const TaskState& task, TaskDef* def) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How epoch `epoch` of `job` uses its cache, given the caches known now.
+  absl::StatusOr<EpochCache> DecideEpochCache(const JobState& job, const PipelineDef& def) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LivenessLoop();
 
   const DispatcherOptions options_;

@@ -32,6 +32,9 @@ absl::StatusOr<DispatcherState> DispatcherState::FromProto(const DispatcherState
   for (const WorkerState& w : proto.workers()) {
     if (!s.workers_.emplace(w.worker_id(), w).second) return duplicate("worker", w.worker_id());
   }
+  for (const CacheState& c : proto.caches()) {
+    if (!s.caches_.emplace(c.cache_key(), c).second) return duplicate("cache", c.cache_key());
+  }
   return s;
 }
 
@@ -45,6 +48,7 @@ DispatcherStateProto DispatcherState::ToProto() const {
   for (const auto& [id, e] : epochs_) *proto.add_epochs() = e;
   for (const auto& [id, t] : tasks_) *proto.add_tasks() = t;
   for (const auto& [id, w] : workers_) *proto.add_workers() = w;
+  for (const auto& [key, c] : caches_) *proto.add_caches() = c;
   return proto;
 }
 
@@ -118,11 +122,27 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u) {
     return absl::OutOfRangeError(absl::StrCat("job ", u.job_id(), " has only ",
                                               job.options().num_epochs(), " epochs"));
   }
+  // The cache must still be in the state the epoch's mode was decided on.
+  const CacheState* cache = FindCache(u.cache().cache_key());
+  if (u.cache().mode() == EpochCache::PUT && cache != nullptr) {
+    return absl::AbortedError(absl::StrCat("cache ", u.cache().cache_key(),
+                                           " is already being written"));
+  }
+  if (u.cache().mode() == EpochCache::GET && (cache == nullptr || !cache->complete())) {
+    return absl::AbortedError(absl::StrCat("cache ", u.cache().cache_key(), " is not complete"));
+  }
+  if (u.cache().mode() == EpochCache::PUT) {
+    CacheState& put = caches_[u.cache().cache_key()];
+    put.set_cache_key(u.cache().cache_key());
+    put.set_put_job_id(u.job_id());
+    put.set_put_epoch(u.epoch());
+  }
   job.set_epochs_started(u.epoch() + 1);
   EpochState epoch;
   epoch.set_job_id(u.job_id());
   epoch.set_epoch(u.epoch());
   *epoch.mutable_plan() = u.plan();
+  *epoch.mutable_cache() = u.cache();
 
   int64_t slots = job.options().num_worker_slots();
   if (slots <= 0) {
@@ -201,8 +221,20 @@ absl::Status DispatcherState::ApplyTaskFinished(const TaskFinishedUpdate& u) {
   task.set_finished(true);
   task.set_num_elements(u.num_elements());
   EpochState& epoch = epochs_.at({task.job_id(), task.epoch()});
+  if (epoch.cache().mode() == EpochCache::PUT) *task.mutable_cache_chunks() = u.cache_chunks();
   epoch.set_finished(std::all_of(epoch.task_ids().begin(), epoch.task_ids().end(),
                                  [this](int64_t id) { return tasks_.at(id).finished(); }));
+  if (epoch.finished() && epoch.cache().mode() == EpochCache::PUT) {
+    // Every task has sealed its chunks: the manifest is their chunks, by task.
+    CacheState& cache = caches_.at(epoch.cache().cache_key());
+    cache.set_complete(true);
+    for (int64_t id : epoch.task_ids()) {
+      for (const CacheChunk& chunk : tasks_.at(id).cache_chunks()) {
+        *cache.add_chunks() = chunk;
+        cache.set_num_elements(cache.num_elements() + chunk.num_elements());
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -262,6 +294,11 @@ const JobState* DispatcherState::FindJobByName(const std::string& name) const {
 const EpochState* DispatcherState::FindEpoch(int64_t job_id, int64_t epoch) const {
   auto it = epochs_.find({job_id, epoch});
   return it == epochs_.end() ? nullptr : &it->second;
+}
+
+const CacheState* DispatcherState::FindCache(const std::string& cache_key) const {
+  auto it = caches_.find(cache_key);
+  return it == caches_.end() ? nullptr : &it->second;
 }
 
 const TaskState* DispatcherState::FindTask(int64_t task_id) const {

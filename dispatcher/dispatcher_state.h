@@ -3,9 +3,9 @@
 // and the update, so that a dispatcher restarted from a snapshot plus the journal records after
 // it reaches exactly the state it had (compare ToProto() bytes).
 //
-// What it holds: datasets (pipelines by fingerprint), jobs, epochs with their split plans and
-// lease cursors, tasks with their worker, generation and every split leased to them in order,
-// and workers with their incarnations. What it does not hold: liveness timestamps and metrics
+// What it holds: datasets (pipelines by fingerprint), jobs, epochs with their split plans, lease
+// cursors and cache mode, tasks with their worker, generation and every split leased to them in
+// order, workers with their incarnations, and caches with their manifests (DESIGN.md §5). What it does not hold: liveness timestamps and metrics
 // (the failure detector keeps those, rebuilt from heartbeats).
 //
 // Thread-compatible: DispatcherImpl serializes access.
@@ -48,6 +48,7 @@ class DispatcherState {
   const EpochState* FindEpoch(int64_t job_id, int64_t epoch) const;
   const TaskState* FindTask(int64_t task_id) const;
   const WorkerState* FindWorker(const std::string& worker_id) const;
+  const CacheState* FindCache(const std::string& cache_key) const;
 
   // Tasks assigned to `worker_id`, by task id — finished ones too: a finished task is still
   // served until its consumer has read all of it.
@@ -81,6 +82,7 @@ class DispatcherState {
   std::map<std::pair<int64_t, int64_t>, EpochState> epochs_;
   std::map<int64_t, TaskState> tasks_;
   std::map<std::string, WorkerState> workers_;
+  std::map<std::string, CacheState> caches_;
 };
 
 }  // namespace granary

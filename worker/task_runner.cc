@@ -11,7 +11,7 @@ namespace granary {
 
 TaskRunner::TaskRunner(const TaskDef& def, std::shared_ptr<const Pipeline> pipeline,
                        DispatcherConnection* dispatcher, const TaskRunnerOptions& options,
-                       std::function<void(int64_t)> on_finished)
+                       OnFinished on_finished)
     : def_(def),
       pipeline_(std::move(pipeline)),
       dispatcher_(dispatcher),
@@ -35,25 +35,46 @@ void TaskRunner::StopProducer() {
   if (producer_.joinable()) producer_.join();
 }
 
-void TaskRunner::Produce(int64_t run) {
-  const auto current = [this, run]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return run_ == run && !stopping_;
+absl::StatusOr<TaskRunner::Run> TaskRunner::MakeRun(std::function<bool()> cancelled) const {
+  Run run;
+  IteratorContext ctx{options_.env, def_.seed(), def_.epoch()};
+  ctx.cached_prefix_ops = def_.cached_prefix_ops();
+  if (!def_.cache_dir().empty()) {
+    CachePutOptions cache;
+    cache.env = options_.env;
+    cache.dir = def_.cache_dir();
+    cache.task_id = def_.task_id();
+    cache.generation = def_.generation();
+    run.cache = std::make_unique<CachePut>(cache);
+    ctx.cache_sink = run.cache.get();
+  }
+  ASSIGN_OR_RETURN(run.it, pipeline_->MakeIterator(
+                               ctx, std::make_unique<LeasedSplitProvider>(
+                                        dispatcher_, def_.task_id(), options_.lease_size,
+                                        std::move(cancelled))));
+  return run;
+}
+
+void TaskRunner::Produce(int64_t run_id) {
+  const auto current = [this, run_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return run_ == run_id && !stopping_;
   };
   const auto cancelled = [this, current] {
     absl::MutexLock lock(&mu_);
     return !current();
   };
-  const auto make_iterator = [&] {
-    return pipeline_->MakeIterator(
-        IteratorContext{options_.env, def_.seed(), def_.epoch()},
-        std::make_unique<LeasedSplitProvider>(dispatcher_, def_.task_id(), options_.lease_size,
-                                              cancelled));
-  };
-  absl::StatusOr<std::unique_ptr<Iterator>> it = make_iterator();
-  if (it.ok()) {
-    int64_t restored = RestoreFromCheckpoint(**it);
+  absl::StatusOr<Run> run = MakeRun(cancelled);
+  // Whatever way this run ends, its last checkpoint write (and chunk commit) is over before the
+  // run is destroyed and before another run of the task can start (StopProducer joins this
+  // thread).
+  struct JoinWriterOnExit {
+    TaskRunner* runner;
+    ~JoinWriterOnExit() { runner->JoinCheckpointWriter(); }
+  } join_writer_on_exit{this};
+  if (run.ok()) {
+    int64_t restored = RestoreFromCheckpoint(*run);
     if (restored < 0) {  // A checkpoint that would not restore: start over from index 0.
-      it = make_iterator();
+      run = MakeRun(cancelled);
       restored = 0;
     }
     absl::MutexLock lock(&mu_);
@@ -61,7 +82,7 @@ void TaskRunner::Produce(int64_t run) {
     produced_ = restored;
   }
   absl::Time last_checkpoint = absl::Now();
-  while (it.ok()) {
+  while (run.ok()) {
     {
       absl::MutexLock lock(&mu_);
       const auto may_produce = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -73,7 +94,7 @@ void TaskRunner::Produce(int64_t run) {
     }
     Element element;
     bool end = false;
-    absl::Status status = (*it)->GetNext(&element, &end);
+    absl::Status status = run->it->GetNext(&element, &end);
     IndexedElement indexed;
     if (status.ok() && !end) {
       ElementProto proto;
@@ -106,8 +127,7 @@ void TaskRunner::Produce(int64_t run) {
       }
     }
     if (end) {
-      JoinCheckpointWriter();
-      if (finished_count >= 0) on_finished_(finished_count);
+      if (finished_count >= 0) Finish(*run, finished_count);
       return;
     }
     if (options_.checkpoints != nullptr &&
@@ -117,16 +137,33 @@ void TaskRunner::Produce(int64_t run) {
         absl::MutexLock lock(&mu_);
         index = produced_;
       }
-      TakeCheckpoint(**it, index);
+      TakeCheckpoint(*run, index);
       last_checkpoint = absl::Now();
     }
   }
-  JoinCheckpointWriter();
   absl::MutexLock lock(&mu_);
-  if (current()) error_ = Annotate(it.status(), absl::StrCat("task ", def_.task_id()));
+  if (current()) error_ = Annotate(run.status(), absl::StrCat("task ", def_.task_id()));
 }
 
-int64_t TaskRunner::RestoreFromCheckpoint(Iterator& it) {
+void TaskRunner::Finish(Run& run, int64_t num_elements) {
+  std::vector<CacheChunk> chunks;
+  if (run.cache != nullptr) {
+    JoinCheckpointWriter();  // Finish must not race a commit.
+    absl::StatusOr<std::vector<CacheChunk>> committed = run.cache->Finish();
+    if (!committed.ok()) {
+      // Not reported finished: the cache's manifest would miss this task's elements.
+      absl::MutexLock lock(&mu_);
+      error_ = Annotate(committed.status(),
+                        absl::StrCat("task ", def_.task_id(), ": committing its cache chunks"));
+      LOG(ERROR) << error_;
+      return;
+    }
+    chunks = std::move(committed).value();
+  }
+  on_finished_(num_elements, chunks);
+}
+
+int64_t TaskRunner::RestoreFromCheckpoint(Run& run) {
   if (options_.checkpoints == nullptr) return 0;
   int64_t from;
   {
@@ -143,7 +180,7 @@ int64_t TaskRunner::RestoreFromCheckpoint(Iterator& it) {
   if (!checkpoint.ok()) return 0;
   IteratorStateProto state;
   absl::Status status = state.ParseFromString(checkpoint->state)
-                            ? it.Restore(StateReader(&state))
+                            ? run.it->Restore(StateReader(&state))
                             : absl::DataLossError("iterator state does not parse");
   if (!status.ok()) {
     // The iterator may be half restored: the caller must not use it. Report and start over.
@@ -158,12 +195,14 @@ int64_t TaskRunner::RestoreFromCheckpoint(Iterator& it) {
   return checkpoint->index;
 }
 
-void TaskRunner::TakeCheckpoint(Iterator& it, int64_t index) {
+void TaskRunner::TakeCheckpoint(Run& run, int64_t index) {
   const absl::Time start = absl::Now();
   IteratorStateProto state;
   StateWriter writer(&state);
-  const absl::Status saved = it.Save(writer);
+  const absl::Status saved = run.it->Save(writer);
   std::string bytes = saved.ok() ? state.SerializeAsString() : std::string();
+  // The chunks this checkpoint covers: those its Save sealed and the ones before.
+  const int64_t sealed = run.cache != nullptr ? run.cache->sealed() : 0;
   const int64_t stall_us = absl::ToInt64Microseconds(absl::Now() - start);
   {
     absl::MutexLock lock(&mu_);
@@ -176,9 +215,15 @@ void TaskRunner::TakeCheckpoint(Iterator& it, int64_t index) {
   }
   // One write in flight at a time: wait for the previous one (normally long done).
   JoinCheckpointWriter();
-  checkpoint_writer_ = std::thread([this, index, bytes = std::move(bytes)] {
-    absl::StatusOr<int64_t> written =
-        options_.checkpoints->Write(def_.task_id(), def_.generation(), index, bytes);
+  checkpoint_writer_ = std::thread([this, index, sealed, cache = run.cache.get(),
+                                    bytes = std::move(bytes)] {
+    // Chunks first made durable, then the checkpoint naming them, then their commit
+    // (checkpoint/cache_put.h).
+    const absl::Status synced = cache != nullptr ? cache->SyncSealed(sealed) : absl::OkStatus();
+    const absl::StatusOr<int64_t> written =
+        synced.ok()
+            ? options_.checkpoints->Write(def_.task_id(), def_.generation(), index, bytes)
+            : absl::StatusOr<int64_t>(synced);
     int64_t acknowledged;
     {
       absl::MutexLock lock(&mu_);
@@ -193,6 +238,13 @@ void TaskRunner::TakeCheckpoint(Iterator& it, int64_t index) {
       LOG(WARNING) << "task " << def_.task_id() << ": checkpoint at " << index << ": "
                    << written.status();
       return;
+    }
+    if (cache != nullptr) {
+      const absl::Status committed = cache->CommitSealed(sealed);
+      if (!committed.ok()) {
+        // The next checkpoint, a restore or the task's end commits them.
+        LOG(WARNING) << "task " << def_.task_id() << ": committing cache chunks: " << committed;
+      }
     }
     const absl::Status gc = options_.checkpoints->GarbageCollect(def_.task_id(), acknowledged);
     if (!gc.ok()) LOG(WARNING) << "task " << def_.task_id() << ": checkpoint cleanup: " << gc;

@@ -24,8 +24,14 @@
 // computes it) and recomputes only from there; a corrupt checkpoint is skipped for an older
 // one or index 0. Checkpoints only make recovery faster; correctness never depends on one.
 //
-// When the iterator ends, `on_finished(num_elements)` is called once from the producer thread.
-// Thread-safe.
+// Cache-writing tasks (TaskDef.cache_dir set, DESIGN.md §5): each run of the iterator gets a
+// CachePut (checkpoint/cache_put.h) behind its cache_write op. A checkpoint syncs the chunks
+// its Save sealed, is written, and then commits them; a restore rolls that commit forward and
+// drops what was written after. At the end the runner seals and commits the rest before
+// reporting the task finished with its chunks.
+//
+// When the iterator ends, `on_finished(num_elements, cache_chunks)` is called once from the
+// producer thread. Thread-safe.
 #ifndef GRANARY_WORKER_TASK_RUNNER_H_
 #define GRANARY_WORKER_TASK_RUNNER_H_
 
@@ -34,9 +40,11 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "checkpoint/cache_put.h"
 #include "checkpoint/checkpoint_store.h"
 #include "common/env.h"
 #include "pipeline/pipeline.h"
@@ -63,9 +71,12 @@ class TaskRunner {
  public:
   // Produces nothing until the first GetElements. `pipeline` and `dispatcher` must outlive the
   // runner.
+  using OnFinished =
+      std::function<void(int64_t num_elements, const std::vector<CacheChunk>& cache_chunks)>;
+
   TaskRunner(const TaskDef& def, std::shared_ptr<const Pipeline> pipeline,
              DispatcherConnection* dispatcher, const TaskRunnerOptions& options,
-             std::function<void(int64_t num_elements)> on_finished);
+             OnFinished on_finished);
   ~TaskRunner();
   TaskRunner(const TaskRunner&) = delete;
   TaskRunner& operator=(const TaskRunner&) = delete;
@@ -80,14 +91,25 @@ class TaskRunner {
   bool FullyAcknowledged() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // One run of the task's pipeline: its iterator and, in a cache-writing task, the sink of its
+  // cache_write op (declared first: the iterator uses it until destroyed).
+  struct Run {
+    std::unique_ptr<CachePut> cache;
+    std::unique_ptr<Iterator> it;
+  };
+
   void StartProducer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StopProducer() ABSL_LOCKS_EXCLUDED(mu_);
   void Produce(int64_t run);
-  // Restores `it` from the newest checkpoint at or before discard_below_, if any; returns the
-  // index it restored (0 when it starts fresh).
-  int64_t RestoreFromCheckpoint(Iterator& it);
-  // Saves `it` (positioned after `index` elements) and starts writing it in the background.
-  void TakeCheckpoint(Iterator& it, int64_t index);
+  absl::StatusOr<Run> MakeRun(std::function<bool()> cancelled) const;
+  // Restores `run` from the newest checkpoint at or before discard_below_, if any; returns the
+  // index it restored (0 when it starts fresh, -1 when a checkpoint failed to restore and `run`
+  // must be rebuilt).
+  int64_t RestoreFromCheckpoint(Run& run);
+  // Saves `run` (positioned after `index` elements) and starts writing it in the background.
+  void TakeCheckpoint(Run& run, int64_t index);
+  // At the iterator's end: commits a cache-writing run's chunks and reports the task finished.
+  void Finish(Run& run, int64_t num_elements);
   void JoinCheckpointWriter();
   // Drops window elements before `index`.
   void Acknowledge(int64_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -96,7 +118,7 @@ class TaskRunner {
   const std::shared_ptr<const Pipeline> pipeline_;
   DispatcherConnection* const dispatcher_;
   const TaskRunnerOptions options_;
-  const std::function<void(int64_t)> on_finished_;
+  const OnFinished on_finished_;
 
   // Held through each GetElements call (one at a time per task), before mu_.
   absl::Mutex request_mu_;

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/deterministic_serialization.h"
+#include "common/hash.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 
@@ -73,7 +75,8 @@ int64_t WorkerImpl::incarnation() const {
 }
 
 absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const TaskDef& def) {
-  auto it = pipelines_.find(def.dataset_id());
+  const std::string key = HashToHex(Hash64(SerializeDeterministically(def.pipeline())));
+  auto it = pipelines_.find(key);
   if (it != pipelines_.end()) return it->second;
   auto pipeline = Pipeline::Create(
       options_.parallel_map_threads > 0
@@ -84,15 +87,17 @@ absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const Ta
     return Annotate(pipeline.status(), absl::StrCat("dataset ", def.dataset_id()));
   }
   std::shared_ptr<const Pipeline> shared = std::move(pipeline).value();
-  pipelines_[def.dataset_id()] = shared;
+  pipelines_[key] = shared;
   return shared;
 }
 
-void WorkerImpl::ReportFinished(const TaskDef& def, int64_t num_elements) {
+void WorkerImpl::ReportFinished(const TaskDef& def, int64_t num_elements,
+                                const std::vector<CacheChunk>& cache_chunks) {
   TaskFinishedRequest request;
   request.set_task_id(def.task_id());
   request.set_generation(def.generation());
   request.set_num_elements(num_elements);
+  for (const CacheChunk& chunk : cache_chunks) *request.add_cache_chunks() = chunk;
   int backoff_ms = 20;
   while (!stopping_.HasBeenNotified()) {
     const absl::Status status = dispatcher_->TaskFinished(request);
@@ -139,7 +144,9 @@ absl::Status WorkerImpl::Heartbeat() {
               << def.generation();
     runners_[def.task_id()] = std::make_shared<TaskRunner>(
         def, pipeline, dispatcher_.get(), options_.runner,
-        [this, def](int64_t n) { ReportFinished(def, n); });
+        [this, def](int64_t n, const std::vector<CacheChunk>& chunks) {
+          ReportFinished(def, n, chunks);
+        });
   }
   for (auto it = runners_.begin(); it != runners_.end();) {
     // Drop a task moved elsewhere (or read to its end: the dispatcher lists it no more), and the

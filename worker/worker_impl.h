@@ -68,7 +68,8 @@ class WorkerImpl {
   std::shared_ptr<TaskRunner> FindRunner(int64_t task_id) const ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::shared_ptr<const Pipeline>> PipelineFor(const TaskDef& def)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ReportFinished(const TaskDef& def, int64_t num_elements);
+  void ReportFinished(const TaskDef& def, int64_t num_elements,
+                      const std::vector<CacheChunk>& cache_chunks);
 
   const WorkerOptions options_;
   const std::unique_ptr<DispatcherConnection> dispatcher_;
@@ -82,7 +83,8 @@ class WorkerImpl {
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners_ ABSL_GUARDED_BY(mu_);
   // Checkpoint counters of the runners already dropped (GetStatus adds the live ones).
   GetWorkerStatusResponse retired_totals_ ABSL_GUARDED_BY(mu_);
-  // Compiled pipelines by dataset id.
+  // Compiled pipelines by the fingerprint of what tasks run (a dataset's pipeline, or an epoch's
+  // cache rewrite of it).
   std::map<std::string, std::shared_ptr<const Pipeline>> pipelines_ ABSL_GUARDED_BY(mu_);
 
   absl::Notification stopping_;
