@@ -87,6 +87,10 @@ class ClientImpl final : public Client {
     request.mutable_options()->set_num_consumers(spec.num_consumers);
     request.mutable_options()->set_num_worker_slots(spec.num_worker_slots);
     request.mutable_options()->set_num_epochs(spec.num_epochs);
+    request.mutable_options()->set_cache_policy(
+        spec.cache_policy == JobCachePolicy::kFull     ? CACHE_FULL
+        : spec.cache_policy == JobCachePolicy::kAtMark ? CACHE_AT_MARK
+                                                    : CACHE_COMPUTE);
     GetOrCreateJobResponse response;
     const grpc::Status rpc = connection_->dispatcher().GetOrCreateJob(
         connection_->DispatcherContext().get(), request, &response);

@@ -18,6 +18,7 @@
 #include "tools/server_flags.h"
 
 ABSL_DECLARE_FLAG(std::string, journal_dir);
+ABSL_DECLARE_FLAG(std::string, cache_root);
 ABSL_FLAG(int, workers, 2, "Workers to start.");
 // `--standby M` on the command line (the worker's --standby is a boolean flag of the same
 // binary, so ClusterCommand renames it before parsing).
@@ -79,7 +80,10 @@ int ClusterCommand(int argc, char** argv) {
 
   Member dispatcher{
       "dispatcher",
-      {self, "dispatcher", "--journal_dir=" + dir + "/journal", absl::StrCat("--host=", host),
+      {self, "dispatcher", "--journal_dir=" + dir + "/journal",
+       "--cache_root=" + (absl::GetFlag(FLAGS_cache_root).empty() ? dir + "/cache"
+                                                                  : absl::GetFlag(FLAGS_cache_root)),
+       absl::StrCat("--host=", host),
        absl::StrCat("--port=", base_port),
        absl::StrCat("--worker_timeout_ms=", absl::GetFlag(FLAGS_cluster_worker_timeout_ms))}};
   std::vector<Member> members;

@@ -20,13 +20,16 @@
 ABSL_FLAG(std::string, journal_dir, "", "Directory of the dispatcher's RocksDB journal.");
 ABSL_FLAG(int64_t, snapshot_every, 10000, "Write a state snapshot every N journal records.");
 ABSL_FLAG(int64_t, worker_timeout_ms, 5000, "Declare a worker lost after this much silence.");
+ABSL_FLAG(std::string, cache_root, "",
+          "Directory of the Put/Get caches (a filesystem every worker mounts at the same path). "
+          "Jobs with a cache policy need it.");
 
 namespace granary {
 
 int DispatcherCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N] "
-      "[--worker_timeout_ms T] [--plugin lib.so]");
+      "[--worker_timeout_ms T] [--cache_root C] [--plugin lib.so]");
   absl::ParseCommandLine(argc, argv);
   BlockTerminationSignals();
   const auto fail = [](const absl::Status& status) {
@@ -43,6 +46,7 @@ int DispatcherCommand(int argc, char** argv) {
   options.snapshot_every = absl::GetFlag(FLAGS_snapshot_every);
   options.worker_timeout_ms = absl::GetFlag(FLAGS_worker_timeout_ms);
   options.udfs = &*udfs;
+  options.cache_root = absl::GetFlag(FLAGS_cache_root);
   // Recover before listening: nothing is served until replay is complete.
   auto impl = DispatcherImpl::Open(options);
   if (!impl.ok()) return fail(impl.status());

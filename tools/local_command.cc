@@ -12,6 +12,7 @@
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "pipeline/local_runner.h"
+#include "pipeline/cache_policy.h"
 #include "pipeline/pipeline_loader.h"
 #include "tools/commands.h"
 #include "tools/udf_flags.h"
@@ -20,6 +21,9 @@ ABSL_FLAG(std::string, pipeline, "", "Pipeline file (JSON PipelineDef; ${NAME} e
 ABSL_FLAG(int64_t, epochs, 1, "Number of epochs to run.");
 ABSL_FLAG(uint64_t, seed, 0, "Job seed: keys shuffling and every random augmentation.");
 ABSL_FLAG(std::string, digest_out, "", "If set, write one digest line per epoch to this file.");
+ABSL_FLAG(std::string, cache_policy, "compute",
+          "compute | full | at_mark: the job's Put/Get cache (DESIGN.md §5). `local` runs the "
+          "cached prefix as epoch 0 in every epoch, which is what the service's cache serves.");
 
 namespace granary {
 namespace {
@@ -34,12 +38,15 @@ absl::Status RunLocal() {
   ASSIGN_OR_RETURN(PipelineDef def, LoadPipelineFile(env, path));
   auto pipeline = Pipeline::Create(def, udfs);
   if (!pipeline.ok()) return Annotate(pipeline.status(), absl::StrCat("pipeline ", path));
+  EpochRunOptions run_options;
+  ASSIGN_OR_RETURN(run_options.cache_policy,
+                   ParseCachePolicy(absl::GetFlag(FLAGS_cache_policy)));
 
   std::string digests;
   int64_t total_rows = 0;
   double total_seconds = 0;
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
-    auto result = RunEpochInProcess(**pipeline, absl::GetFlag(FLAGS_seed), epoch, env);
+    auto result = RunEpochInProcess(**pipeline, absl::GetFlag(FLAGS_seed), epoch, env, run_options);
     if (!result.ok()) {
       return Annotate(result.status(), absl::StrCat("pipeline ", path, ": epoch ", epoch));
     }
@@ -63,7 +70,8 @@ absl::Status RunLocal() {
 
 int LocalCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "granary local --pipeline P.json --epochs N [--seed S] [--digest_out F] [--plugin lib.so]");
+      "granary local --pipeline P.json --epochs N [--seed S] [--cache_policy C] [--digest_out F] "
+      "[--plugin lib.so]");
   absl::ParseCommandLine(argc, argv);
   const absl::Status status = RunLocal();
   if (!status.ok()) {

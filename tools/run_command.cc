@@ -47,6 +47,7 @@
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "granary/client.h"
+#include "pipeline/cache_policy.h"
 #include "pipeline/element.h"
 #include "pipeline/epoch_digest.h"
 #include "pipeline/pipeline.h"
@@ -59,6 +60,7 @@ ABSL_DECLARE_FLAG(std::string, pipeline);
 ABSL_DECLARE_FLAG(int64_t, epochs);
 ABSL_DECLARE_FLAG(uint64_t, seed);
 ABSL_DECLARE_FLAG(std::string, digest_out);
+ABSL_DECLARE_FLAG(std::string, cache_policy);
 
 ABSL_FLAG(std::string, job_name, "",
           "Name of the job: consumers of one job and a resumed run open it by name. Empty: a "
@@ -74,6 +76,9 @@ ABSL_FLAG(int32_t, rpc_timeout_ms, 10000,
           "Deadline of each RPC, and how long to wait for the dispatcher at start.");
 ABSL_FLAG(int32_t, max_outstanding_requests, 4, "GetElements calls in flight at once.");
 ABSL_FLAG(int64_t, max_request_bytes, 64 << 20, "Payload bytes asked for per GetElements call.");
+ABSL_FLAG(int32_t, step_ms, 0,
+          "Simulated training step: sleep this long after each element (0: read as fast as "
+          "possible).");
 
 namespace granary {
 namespace {
@@ -226,12 +231,17 @@ absl::Status Run() {
   spec.seed = absl::GetFlag(FLAGS_seed);
   spec.num_consumers = absl::GetFlag(FLAGS_num_consumers);
   spec.num_worker_slots = absl::GetFlag(FLAGS_num_worker_slots);
+  ASSIGN_OR_RETURN(const CachePolicy policy, ParseCachePolicy(absl::GetFlag(FLAGS_cache_policy)));
+  spec.cache_policy = policy == CACHE_FULL      ? JobCachePolicy::kFull
+                      : policy == CACHE_AT_MARK ? JobCachePolicy::kAtMark
+                                                : JobCachePolicy::kCompute;
   ASSIGN_OR_RETURN(std::unique_ptr<Job> job, client->OpenJob(dataset, spec));
   std::printf("granary run: job %lld, dataset %s, consumer %d\n",
               static_cast<long long>(job->job_id()), dataset.c_str(), consumer);
   std::fflush(stdout);
 
   const absl::Duration patience = absl::Milliseconds(options.stall_timeout_ms);
+  const absl::Duration step = absl::Milliseconds(absl::GetFlag(FLAGS_step_ms));
   for (int64_t epoch = start.epoch; epoch < epochs; ++epoch) {
     // What earlier processes delivered of this epoch (nothing unless resuming it).
     const RunPosition resumed = epoch == start.epoch ? start : RunPosition{epoch};
@@ -268,6 +278,7 @@ absl::Status Run() {
       auto element = Element::FromProto(proto);
       if (!element.ok()) return Annotate(element.status(), absl::StrCat("epoch ", epoch));
       digest.Add(*element);
+      if (step > absl::ZeroDuration()) absl::SleepFor(step);
       if (absl::Now() - last_save >= kPositionInterval) {
         RETURN_IF_ERROR(save(/*sync=*/false));
         last_save = absl::Now();
@@ -305,9 +316,9 @@ absl::Status Run() {
 int RunCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary run --dispatcher HOST:PORT --pipeline P.json --epochs N [--job_name J] [--seed S] "
-      "[--consumer C --num_consumers K] [--num_worker_slots T] [--digest_out F] "
+      "[--consumer C --num_consumers K] [--num_worker_slots T] [--cache_policy C] [--digest_out F] "
       "[--position_file F] [--stall_timeout_ms T] [--rpc_timeout_ms T] [--max_request_bytes B] "
-      "[--max_outstanding_requests N] [--plugin lib.so]");
+      "[--max_outstanding_requests N] [--step_ms T] [--plugin lib.so]");
   absl::ParseCommandLine(argc, argv);
   const absl::Status status = Run();
   if (!status.ok()) {

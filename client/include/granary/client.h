@@ -49,6 +49,14 @@ struct ClientOptions {
   int stall_timeout_ms = 60000;
 };
 
+// Which epochs of a job write and read the dispatcher's Put/Get cache (the dispatcher needs
+// --cache_root). The cached prefix — the whole pipeline (kFull) or the source and the ops up to
+// its first `mark` op (kAtMark) — is computed once, in the job's first epoch, and read from the
+// cache in later epochs (and by later jobs with the same prefix and seed); ops after the mark
+// still run every epoch. Like tf.data's cache, every epoch therefore sees the prefix output of
+// the first: its shuffling and random augmentations are not redrawn.
+enum class JobCachePolicy { kCompute, kFull, kAtMark };
+
 struct JobSpec {
   // Jobs with the same non-empty name are shared (every consumer of a job opens it by name).
   std::string name;
@@ -59,6 +67,7 @@ struct JobSpec {
   int32_t num_worker_slots = 0;
   // 0 = unlimited.
   int64_t num_epochs = 0;
+  JobCachePolicy cache_policy = JobCachePolicy::kCompute;
 };
 
 struct EpochStats {
