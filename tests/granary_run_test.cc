@@ -18,9 +18,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/local_cluster.h"
+#include "tests/run_outputs.h"
 
 namespace granary {
 namespace {
+
+using testing::DigestLine;
+using testing::PositionRows;
+using testing::ReadDigests;
 
 using ::testing::HasSubstr;
 
@@ -31,54 +36,6 @@ constexpr char kPipeline[] = R"({
   "ops": [{"op": "shuffle", "params": {"buffer_size": 64}},
           {"op": "batch", "params": {"batch_size": 16}}]})";
 constexpr int64_t kRows = 200000;
-
-struct DigestLine {
-  int64_t rows = 0;
-  uint64_t multiset = 0;
-  int64_t dropped = 0;
-};
-
-// The value of "key": in a digest line (numbers and strings).
-std::string Field(const std::string& line, const std::string& key) {
-  const std::string tag = "\"" + key + "\":";
-  const size_t at = line.find(tag);
-  if (at == std::string::npos) return "";
-  size_t begin = at + tag.size();
-  if (line[begin] == '"') ++begin;
-  return line.substr(begin, line.find_first_of("\",}", begin) - begin);
-}
-
-// Epoch -> digest, from a digest file (a later line for an epoch replaces an earlier one).
-std::map<int64_t, DigestLine> ReadDigests(const std::string& path) {
-  std::map<int64_t, DigestLine> out;
-  auto text = ReadFileToString(Env::Default(), path);
-  EXPECT_TRUE(text.ok()) << text.status();
-  if (!text.ok()) return out;
-  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
-    const std::string l(line);
-    int64_t epoch = -1;
-    DigestLine d;
-    EXPECT_TRUE(absl::SimpleAtoi(Field(l, "epoch"), &epoch)) << l;
-    EXPECT_TRUE(absl::SimpleAtoi(Field(l, "elements"), &d.rows)) << l;
-    EXPECT_TRUE(absl::SimpleHexAtoi(Field(l, "multiset_xxh64"), &d.multiset)) << l;
-    EXPECT_TRUE(absl::SimpleAtoi(Field(l, "duplicates_dropped"), &d.dropped)) << l;
-    out[epoch] = d;
-  }
-  return out;
-}
-
-// Rows delivered so far according to a `granary run` position file (0 if unreadable).
-int64_t PositionRows(const std::string& path) {
-  auto text = ReadFileToString(Env::Default(), path);
-  if (!text.ok()) return 0;
-  const size_t at = text->find("\nrows ");
-  int64_t rows = 0;
-  if (at == std::string::npos ||
-      !absl::SimpleAtoi(text->substr(at + 6, text->find('\n', at + 6) - at - 6), &rows)) {
-    return 0;
-  }
-  return rows;
-}
 
 class GranaryRunTest : public ::testing::Test {
  protected:

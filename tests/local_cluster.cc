@@ -17,7 +17,8 @@ std::unique_ptr<grpc::ClientContext> RpcContext() {
 
 LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& options) : dir_(dir) {
   if (!Env::Default()->CreateDirs(dir + "/logs").ok()) return;
-  dispatcher_.argv = {GRANARY_BINARY, "dispatcher", "--journal_dir=" + dir + "/journal", "--port=0",
+  dispatcher_.argv = {GRANARY_BINARY, "dispatcher", "--journal_dir=" + dir + "/journal",
+                      "--cache_root=" + cache_root(), "--port=0",
                       absl::StrCat("--worker_timeout_ms=", options.worker_timeout_ms)};
   if (!Launch(dispatcher_, dir + "/logs/dispatcher.log")) return;
   dispatcher_address_ = dispatcher_.address;

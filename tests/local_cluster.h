@@ -23,12 +23,14 @@ struct LocalClusterOptions {
 
 class LocalCluster {
  public:
-  // Starts the processes under `dir` (journal, logs). Check ok() before use.
+  // Starts the processes under `dir` (journal, cache, logs). Check ok() before use.
   LocalCluster(const std::string& dir, const LocalClusterOptions& options);
   ~LocalCluster();
 
   bool ok() const { return ok_; }
   const std::string& dispatcher_address() const { return dispatcher_address_; }
+  // The dispatcher's --cache_root.
+  std::string cache_root() const { return dir_ + "/cache"; }
   const std::string& worker_address(int i) const { return workers_[i].address; }
   std::string worker_id(int i) const { return "worker-" + std::to_string(i); }
   Dispatcher::Stub& dispatcher() { return *dispatcher_stub_; }

@@ -1,0 +1,253 @@
+// The Put/Get cache end to end (DESIGN.md §5) over a LocalCluster of real processes and real
+// TFRecord files of JPEGs: a `full` and an `at_mark` job over three epochs read epochs 1–2 from
+// the cache (the source files are moved away after epoch 0, so opening them would fail), all
+// workers SIGKILLed mid-Put and mid-Get and restarted; every epoch's digest equals
+// `granary local --cache_policy` and the cache's manifest holds every element exactly once.
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/env.h"
+#include "common/scoped_temp_dir.h"
+#include "common/subprocess.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pipeline/element.h"
+#include "pipeline/epoch_digest.h"
+#include "pipeline/tfrecord_reader.h"
+#include "proto/cache.pb.h"
+#include "tests/local_cluster.h"
+#include "tests/run_outputs.h"
+
+namespace granary {
+namespace {
+
+using testing::DigestLine;
+using testing::ReadDigests;
+using testing::ReadRunPosition;
+
+constexpr int64_t kImages = 1600;
+
+// Decode up to the mark; random augmentations after it (redrawn every epoch under at_mark).
+std::string PipelineJson(const std::string& data_dir) {
+  return absl::StrCat(R"({
+    "source": {"type": "tfrecord",
+               "params": {"files": [")", data_dir, R"(/*.tfrecord"], "records_per_split": 50,
+                          "shuffle_splits": true}},
+    "ops": [
+      {"op": "shuffle", "params": {"buffer_size": 16}},
+      {"op": "map", "udf": "parse_example",
+       "udfParams": {"keys": ["image/encoded", "image/class/label"], "dtypes": ["bytes", "int64"]}},
+      {"op": "parallel_map", "params": {"num_threads": 2}, "udf": "decode_jpeg"},
+      {"op": "mark", "params": {"name": "decoded"}},
+      {"op": "map", "udf": "random_crop", "udfParams": {"fraction": 0.75}},
+      {"op": "map", "udf": "random_flip"}
+    ]})");
+}
+
+// A simulated training step per element and small worker windows keep epochs slow enough to
+// act in (about 1.6 s each).
+const std::vector<std::string> kSlowRun = {"--step_ms=1", "--max_request_bytes=20000"};
+
+class CacheProcessTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    data_ = dir_.Join("data");
+    Subprocess datagen({GRANARY_BINARY, "datagen", "imagenet", "--out=" + data_,
+                        absl::StrCat("--images=", kImages), "--files=4", "--size=16"},
+                       Subprocess::Stderr::kMergeIntoStdout);
+    const std::string out = datagen.ReadAll();
+    ASSERT_EQ(datagen.Wait(), 0) << out;
+    pipeline_ = dir_.Join("pipeline.json");
+    ASSERT_TRUE(WriteStringToFile(Env::Default(), pipeline_, PipelineJson(data_), false).ok());
+    Subprocess local({GRANARY_BINARY, "local", "--pipeline=" + pipeline_, "--epochs=3",
+                      "--seed=11", "--cache_policy=" + policy(),
+                      "--digest_out=" + dir_.Join("local.digest")},
+                     Subprocess::Stderr::kMergeIntoStdout);
+    const std::string output = local.ReadAll();
+    ASSERT_EQ(local.Wait(), 0) << output;
+    local_ = ReadDigests(dir_.Join("local.digest"));
+    ASSERT_EQ(local_.size(), 3u);
+    ASSERT_EQ(local_.at(0).rows, kImages);
+  }
+
+  const std::string& policy() const { return GetParam(); }
+
+  // `granary run` of the named job "j" up to `epochs`, resuming from the position file.
+  std::vector<std::string> RunArgs(const testing::LocalCluster& cluster, int epochs,
+                                   bool slow) const {
+    std::vector<std::string> argv = {GRANARY_BINARY,
+                                     "run",
+                                     "--dispatcher=" + cluster.dispatcher_address(),
+                                     "--pipeline=" + pipeline_,
+                                     absl::StrCat("--epochs=", epochs),
+                                     "--seed=11",
+                                     "--cache_policy=" + policy(),
+                                     "--job_name=j",
+                                     "--position_file=" + dir_.Join("position"),
+                                     "--digest_out=" + dir_.Join("run.digest"),
+                                     "--stall_timeout_ms=30000"};
+    if (slow) argv.insert(argv.end(), kSlowRun.begin(), kSlowRun.end());
+    return argv;
+  }
+
+  void RunToCompletion(const std::vector<std::string>& argv) const {
+    Subprocess run(argv, Subprocess::Stderr::kMergeIntoStdout);
+    const std::string output = run.ReadAll(std::chrono::seconds(180));
+    ASSERT_EQ(run.Wait(), 0) << output;
+  }
+
+  // Moves the source files away: an epoch that opened them would fail.
+  void HideSource() const {
+    ASSERT_TRUE(Env::Default()->RenameFile(data_, data_ + ".hidden").ok());
+  }
+
+  // Every epoch's digest equals local's.
+  void ExpectDigestsMatchLocal() const {
+    const auto digests = ReadDigests(dir_.Join("run.digest"));
+    ASSERT_EQ(digests.size(), 3u);
+    for (const auto& [epoch, d] : digests) {
+      EXPECT_EQ(d.rows, kImages) << policy() << " epoch " << epoch;
+      EXPECT_EQ(d.multiset, local_.at(epoch).multiset) << policy() << " epoch " << epoch;
+    }
+  }
+
+  // Waits until the run position is in `epoch` with at least `rows` delivered.
+  static void AwaitPosition(const std::string& position, int64_t epoch, int64_t rows) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    while (true) {
+      const testing::RunPosition at = ReadRunPosition(position);
+      if (at.epoch > epoch || (at.epoch == epoch && at.rows >= rows)) return;
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+          << "run stuck at epoch " << at.epoch << " row " << at.rows;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  static void KillAndRestartAllWorkers(testing::LocalCluster& cluster, int workers) {
+    for (int i = 0; i < workers; ++i) cluster.KillWorker(i);
+    for (int i = 0; i < workers; ++i) ASSERT_TRUE(cluster.RestartWorker(i)) << "worker " << i;
+  }
+
+  static GetStatusResponse Status(testing::LocalCluster& cluster) {
+    GetStatusResponse status;
+    const grpc::Status rpc =
+        cluster.dispatcher().GetStatus(testing::RpcContext().get(), GetStatusRequest(), &status);
+    EXPECT_TRUE(rpc.ok()) << rpc.error_message();
+    return status;
+  }
+
+  testing::ScopedTempDir dir_;
+  std::string data_;
+  std::string pipeline_;
+  std::map<int64_t, DigestLine> local_;
+};
+
+std::vector<std::string> WorkerFlags(const std::string& checkpoints) {
+  return {"--window_bytes=16384", "--checkpoint_dir=" + checkpoints,
+          "--checkpoint_interval_ms=30"};
+}
+
+TEST_P(CacheProcessTest, LaterEpochsReadTheCacheAndMatchLocal) {
+  testing::LocalCluster cluster(dir_.Join("cluster"),
+                                {.workers = 2, .worker_flags = WorkerFlags(dir_.Join("ckpt"))});
+  ASSERT_TRUE(cluster.ok());
+  RunToCompletion(RunArgs(cluster, 1, false));
+  const GetStatusResponse status = Status(cluster);
+  ASSERT_EQ(status.state().caches_size(), 1);
+  EXPECT_TRUE(status.state().caches(0).complete());
+  HideSource();
+  RunToCompletion(RunArgs(cluster, 3, false));
+  ExpectDigestsMatchLocal();
+  // Ops after the mark run every epoch (their draws change); a full cache replays epoch 0.
+  const auto digests = ReadDigests(dir_.Join("run.digest"));
+  if (policy() == "full") {
+    EXPECT_EQ(digests.at(1).multiset, digests.at(0).multiset);
+  } else {
+    EXPECT_NE(digests.at(1).multiset, digests.at(0).multiset);
+  }
+}
+
+// The manifest's chunks, read back: each task's elements 0..n-1 exactly once, in order.
+void ExpectManifestExactlyOnce(const CacheState& cache, int64_t rows, uint64_t multiset,
+                               bool compare_multiset) {
+  ASSERT_TRUE(cache.complete());
+  std::map<int64_t, int64_t> next_index;  // task -> next expected index
+  EpochDigest digest(false);
+  int64_t records = 0;
+  for (const CacheChunk& chunk : cache.chunks()) {
+    auto file = Env::Default()->NewSequentialFile(chunk.path());
+    ASSERT_TRUE(file.ok()) << file.status();
+    TfRecordReader reader(std::move(file).value(), chunk.path(), 0);
+    int64_t in_chunk = 0;
+    while (true) {
+      std::string record;
+      bool end = false;
+      ASSERT_TRUE(reader.ReadRecord(&record, &end).ok()) << chunk.path();
+      if (end) break;
+      CachedElement cached;
+      ASSERT_TRUE(cached.ParseFromString(record)) << chunk.path();
+      EXPECT_EQ(cached.index(), next_index[chunk.task_id()])
+          << "task " << chunk.task_id() << " in " << chunk.path();
+      next_index[chunk.task_id()] = cached.index() + 1;
+      auto element = Element::FromProto(cached.element());
+      ASSERT_TRUE(element.ok()) << element.status();
+      digest.Add(*element);
+      ++in_chunk;
+    }
+    EXPECT_EQ(in_chunk, chunk.num_elements()) << chunk.path();
+    records += in_chunk;
+  }
+  EXPECT_EQ(records, rows);
+  EXPECT_EQ(cache.num_elements(), rows);
+  if (compare_multiset) EXPECT_EQ(digest.multiset(), multiset);
+}
+
+TEST_P(CacheProcessTest, AllWorkersKilledMidPutThenGetMatchesLocal) {
+  testing::LocalCluster cluster(dir_.Join("cluster"),
+                                {.workers = 2, .worker_flags = WorkerFlags(dir_.Join("ckpt"))});
+  ASSERT_TRUE(cluster.ok());
+  const std::string position = dir_.Join("position");
+  Subprocess run(RunArgs(cluster, 3, true), Subprocess::Stderr::kMergeIntoStdout);
+  AwaitPosition(position, 0, kImages / 3);
+  // Mid-Put: the cache is being written, not complete.
+  GetStatusResponse status = Status(cluster);
+  ASSERT_EQ(status.state().caches_size(), 1);
+  ASSERT_FALSE(status.state().caches(0).complete()) << "the Put epoch ended before the kill";
+  KillAndRestartAllWorkers(cluster, 2);
+  const std::string output = run.ReadAll(std::chrono::seconds(180));
+  ASSERT_EQ(run.Wait(), 0) << output;
+  ExpectDigestsMatchLocal();
+  status = Status(cluster);
+  ASSERT_EQ(status.state().caches_size(), 1);
+  // Under `full` the cached elements are epoch 0's output; under at_mark they are the decoded
+  // images before augmentation (counted, not digested against the run).
+  ExpectManifestExactlyOnce(status.state().caches(0), kImages, local_.at(0).multiset,
+                            policy() == "full");
+}
+
+TEST_P(CacheProcessTest, AllWorkersKilledMidGetMatchesLocal) {
+  testing::LocalCluster cluster(dir_.Join("cluster"),
+                                {.workers = 2, .worker_flags = WorkerFlags(dir_.Join("ckpt"))});
+  ASSERT_TRUE(cluster.ok());
+  RunToCompletion(RunArgs(cluster, 1, false));
+  HideSource();
+  const std::string position = dir_.Join("position");
+  Subprocess run(RunArgs(cluster, 3, true), Subprocess::Stderr::kMergeIntoStdout);
+  AwaitPosition(position, 1, kImages / 3);
+  ASSERT_EQ(ReadRunPosition(position).epoch, 1) << "the Get epoch ended before the kill";
+  KillAndRestartAllWorkers(cluster, 2);
+  const std::string output = run.ReadAll(std::chrono::seconds(180));
+  ASSERT_EQ(run.Wait(), 0) << output;
+  ExpectDigestsMatchLocal();
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, CacheProcessTest, ::testing::Values("full", "at_mark"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace granary
