@@ -4,11 +4,13 @@
 #include <signal.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -116,12 +118,14 @@ INSTANTIATE_TEST_SUITE_P(WorkersAndConsumers, GranaryRunMatrixTest,
 // Small requests, one at a time, keep the run slow enough to act mid-epoch.
 constexpr const char* kSlow[] = {"--max_request_bytes=2000", "--max_outstanding_requests=1"};
 
-// Kills worker 0 once a fifth of epoch 0 has been delivered and restarts it; the run's digests
-// must still equal local's. `worker_flags` go to every worker.
+// Kills worker 0 once a fifth of epoch 0 has been delivered and restarts it (calling
+// `while_down` in between, if set); the run's digests must still equal local's. `worker_flags`
+// go to every worker.
 void KillAndRestartWorkerMidEpoch(const std::string& dir, const std::string& pipeline,
                                   const std::map<int64_t, DigestLine>& local,
                                   std::vector<std::string> worker_flags,
-                                  int64_t* dropped = nullptr) {
+                                  int64_t* dropped = nullptr,
+                                  const std::function<void()>& while_down = nullptr) {
   testing::LocalCluster cluster(dir + "/cluster", {.workers = 2, .worker_flags = worker_flags});
   ASSERT_TRUE(cluster.ok());
   std::vector<std::string> argv = {GRANARY_BINARY,
@@ -142,6 +146,7 @@ void KillAndRestartWorkerMidEpoch(const std::string& dir, const std::string& pip
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   cluster.KillWorker(0);
+  if (while_down) while_down();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_TRUE(cluster.RestartWorker(0));
   const std::string output = run.ReadAll(std::chrono::seconds(120));
@@ -186,6 +191,38 @@ TEST_F(GranaryRunTest, CheckpointsShortenRecomputationAfterAWorkerRestart) {
               static_cast<long long>(without));
   EXPECT_LT(with * 4, without) << "dropped " << with << " with checkpoints, " << without
                                << " without";
+}
+
+// Every checkpoint is corrupted (a byte flipped) while worker 0 is down: the restarted worker
+// reports each one it tries, by path, skips it and recomputes from index 0; the run stays
+// exactly once.
+TEST_F(GranaryRunTest, CorruptCheckpointsAreReportedAndSkippedByTheRestartedWorker) {
+  const std::string checkpoints = dir_.Join("ckpt");
+  std::vector<std::string> corrupted;
+  KillAndRestartWorkerMidEpoch(
+      dir_.Join("run"), pipeline_, local_,
+      {"--window_bytes=4096", "--checkpoint_dir=" + checkpoints, "--checkpoint_interval_ms=20"},
+      nullptr, [&] {
+        auto names = Env::Default()->GetChildren(checkpoints);
+        ASSERT_TRUE(names.ok()) << names.status();
+        for (const std::string& name : *names) {
+          if (!absl::EndsWith(name, ".ckpt")) continue;
+          const std::string path = checkpoints + "/" + name;
+          auto bytes = ReadFileToString(Env::Default(), path);
+          ASSERT_TRUE(bytes.ok()) << bytes.status();
+          (*bytes)[bytes->size() / 2] ^= 0x5a;
+          ASSERT_TRUE(WriteStringToFile(Env::Default(), path, *bytes, true).ok());
+          corrupted.push_back(path);
+        }
+      });
+  ASSERT_FALSE(corrupted.empty()) << "no checkpoint was written before the kill";
+  auto log = ReadFileToString(Env::Default(), dir_.Join("run/cluster/logs/worker-0.log"));
+  ASSERT_TRUE(log.ok()) << log.status();
+  const size_t at = log->find("skipped unreadable checkpoint ");
+  ASSERT_NE(at, std::string::npos) << *log;
+  const std::string reported = log->substr(at + 30, log->find('\n', at) - at - 30);
+  EXPECT_THAT(corrupted, ::testing::Contains(reported));
+  EXPECT_THAT(*log, ::testing::Not(HasSubstr("restored from checkpoint"))) << *log;
 }
 
 // SIGKILLs a run once a third of epoch 0 is delivered, waits `pause`, and runs it again with
