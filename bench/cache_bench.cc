@@ -1,0 +1,106 @@
+// What the Put/Get cache buys: the ResNet-style example read through the service (one worker)
+// as compute epochs (no cache), as the Put epoch of a `full` and an `at_mark` job (computing and
+// writing the cache) and as their Get epochs (reading it), interleaved round by round; images/s
+// and the ratio to compute. Each round uses a new seed, so each Put writes a new cache; a
+// round's caches are deleted after it.
+//
+//   bench/cache_bench [--images N] [--size S] [--repetitions R] [--dir D]
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "bench/bench_setup.h"
+#include "bench/sample_stats.h"
+#include "common/env.h"
+#include "granary/client.h"
+#include "tests/local_cluster.h"
+
+ABSL_FLAG(int64_t, images, 8192, "Images in the generated dataset.");
+ABSL_FLAG(int64_t, size, 64, "Image side.");
+ABSL_FLAG(int, repetitions, 3, "Interleaved rounds.");
+ABSL_FLAG(std::string, dir, "/tmp/granary_cache_bench", "Scratch directory.");
+ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The ResNet-style pipeline.");
+
+namespace granary {
+namespace {
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "cache_bench: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+int Run() {
+  Env* env = Env::Default();
+  const std::string dir = absl::GetFlag(FLAGS_dir);
+  const int64_t images = absl::GetFlag(FLAGS_images);
+  const int64_t size = absl::GetFlag(FLAGS_size);
+  auto def = ImagenetPipeline(env, absl::StrCat(dir, "/imagenet_", size, "_", images), images, size,
+                              absl::GetFlag(FLAGS_pipeline));
+  if (!def.ok()) return Fail(def.status());
+  const std::string cluster_dir = dir + "/cluster";
+  std::filesystem::remove_all(cluster_dir);
+  testing::LocalCluster cluster(cluster_dir, {});
+  if (!cluster.ok()) return Fail(absl::UnavailableError("the cluster did not start"));
+  auto client = Client::Connect({.dispatcher_address = cluster.dispatcher_address()});
+  if (!client.ok()) return Fail(client.status());
+  auto dataset = (*client)->RegisterPipeline(*def);
+  if (!dataset.ok()) return Fail(dataset.status());
+
+  // Kind of epoch -> images/s per round.
+  std::map<std::string, std::vector<double>> rates;
+  const std::vector<std::string> kinds = {"compute", "put full", "get full", "put at_mark",
+                                          "get at_mark"};
+  const auto read = [&](Job& job, int64_t epoch, const std::string& kind) -> absl::Status {
+    auto epoch_read = ReadServiceEpoch(job, epoch);
+    if (!epoch_read.ok()) return epoch_read.status();
+    rates[kind].push_back(epoch_read->rows / epoch_read->seconds);
+    return absl::OkStatus();
+  };
+  const int reps = absl::GetFlag(FLAGS_repetitions);
+  for (int rep = 0; rep < reps; ++rep) {
+    const uint64_t seed = 100 + rep;
+    std::vector<std::unique_ptr<Job>> jobs;
+    for (JobCachePolicy policy :
+         {JobCachePolicy::kCompute, JobCachePolicy::kFull, JobCachePolicy::kAtMark}) {
+      auto job = (*client)->OpenJob(*dataset, {.seed = seed, .cache_policy = policy});
+      if (!job.ok()) return Fail(job.status());
+      jobs.push_back(std::move(job).value());
+    }
+    // Rotate the order of the three jobs' epochs from round to round.
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      const size_t j = (k + rep) % jobs.size();
+      if (j == 0) {
+        if (auto s = read(*jobs[0], 0, "compute"); !s.ok()) return Fail(s);
+      } else {
+        const std::string name = j == 1 ? "full" : "at_mark";
+        if (auto s = read(*jobs[j], 0, "put " + name); !s.ok()) return Fail(s);
+        if (auto s = read(*jobs[j], 1, "get " + name); !s.ok()) return Fail(s);
+      }
+    }
+    std::filesystem::remove_all(cluster.cache_root());
+  }
+  std::printf("ResNet-style pipeline, %lldx%lld images, %lld per epoch, 1 worker, median of %d\n",
+              static_cast<long long>(size), static_cast<long long>(size),
+              static_cast<long long>(images), reps);
+  std::printf("  %-12s %10s %8s %8s\n", "epoch", "images/s", "spread", "ratio");
+  const double base = Median(rates["compute"]);
+  for (const std::string& kind : kinds) {
+    std::printf("  %-12s %10.0f %8.0f %8.2f\n", kind.c_str(), Median(rates[kind]),
+                Spread(rates[kind]), Median(rates[kind]) / base);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace granary
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return granary::Run();
+}
