@@ -163,6 +163,18 @@ TEST_P(CacheProcessTest, LaterEpochsReadTheCacheAndMatchLocal) {
   HideSource();
   RunToCompletion(RunArgs(cluster, 3, false));
   ExpectDigestsMatchLocal();
+  // `granary status` shows which epoch wrote the cache and which read it.
+  Subprocess status_command(
+      {GRANARY_BINARY, "status", "--dispatcher=" + cluster.dispatcher_address()},
+      Subprocess::Stderr::kMergeIntoStdout);
+  const std::string shown = status_command.ReadAll();
+  ASSERT_EQ(status_command.Wait(), 0) << shown;
+  const std::string key = status.state().caches(0).cache_key();
+  EXPECT_THAT(shown, ::testing::HasSubstr("writes cache " + key));
+  EXPECT_THAT(shown, ::testing::HasSubstr("reads cache " + key));
+  EXPECT_THAT(shown, ::testing::HasSubstr(absl::StrCat(
+                         "cache ", key, ": written by job 1 epoch 0, complete: ")));
+  EXPECT_THAT(shown, ::testing::HasSubstr(absl::StrCat(kImages, " elements")));
   // Ops after the mark run every epoch (their draws change); a full cache replays epoch 0.
   const auto digests = ReadDigests(dir_.Join("run.digest"));
   if (policy() == "full") {

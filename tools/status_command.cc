@@ -60,10 +60,24 @@ int StatusCommand(int argc, char** argv) {
   }
   std::printf("epochs (%d):\n", s.epochs_size());
   for (const EpochState& e : s.epochs()) {
-    std::printf("  job %lld epoch %lld: %lld/%d splits leased, %d tasks%s\n",
+    const char* cache = e.cache().cache_key().empty()            ? ""
+                        : e.cache().mode() == EpochCache::PUT ? ", writes cache "
+                        : e.cache().mode() == EpochCache::GET ? ", reads cache "
+                                                              : ", computes (cache busy) ";
+    std::printf("  job %lld epoch %lld: %lld/%d splits leased, %d tasks%s%s%s\n",
                 static_cast<long long>(e.job_id()), static_cast<long long>(e.epoch()),
                 static_cast<long long>(e.next_split()), e.plan_size(), e.task_ids_size(),
-                e.finished() ? ", finished" : "");
+                e.finished() ? ", finished" : "", cache, e.cache().cache_key().c_str());
+  }
+  std::printf("caches (%d):\n", s.caches_size());
+  for (const CacheState& c : s.caches()) {
+    std::printf("  cache %s: written by job %lld epoch %lld, %s", c.cache_key().c_str(),
+                static_cast<long long>(c.put_job_id()), static_cast<long long>(c.put_epoch()),
+                c.complete() ? "complete" : "being written\n");
+    if (c.complete()) {
+      std::printf(": %d chunks, %lld elements\n", c.chunks_size(),
+                  static_cast<long long>(c.num_elements()));
+    }
   }
   std::printf("tasks (%d):\n", s.tasks_size());
   for (const TaskState& t : s.tasks()) {
