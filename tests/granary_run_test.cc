@@ -4,6 +4,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cinttypes>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
@@ -125,7 +127,8 @@ void KillAndRestartWorkerMidEpoch(const std::string& dir, const std::string& pip
                                   const std::map<int64_t, DigestLine>& local,
                                   std::vector<std::string> worker_flags,
                                   int64_t* dropped = nullptr,
-                                  const std::function<void()>& while_down = nullptr) {
+                                  const std::function<void()>& while_down = nullptr,
+                                  std::string* run_output = nullptr) {
   testing::LocalCluster cluster(dir + "/cluster", {.workers = 2, .worker_flags = worker_flags});
   ASSERT_TRUE(cluster.ok());
   std::vector<std::string> argv = {GRANARY_BINARY,
@@ -151,6 +154,7 @@ void KillAndRestartWorkerMidEpoch(const std::string& dir, const std::string& pip
   ASSERT_TRUE(cluster.RestartWorker(0));
   const std::string output = run.ReadAll(std::chrono::seconds(120));
   ASSERT_EQ(run.Wait(), 0) << output;
+  if (run_output != nullptr) *run_output = output;
   const auto digests = ReadDigests(dir + "/run.digest");
   ASSERT_EQ(digests.size(), 2u);
   for (const auto& [epoch, d] : digests) {
@@ -176,21 +180,71 @@ TEST_F(GranaryRunTest, WorkerKilledAndRestartedAfterFinishingItsTask) {
   KillAndRestartWorkerMidEpoch(dir_.path(), pipeline_, local_, {});
 }
 
-// With checkpoints every 20 ms, the restarted worker resumes from its newest checkpoint at or
+// With checkpoints every 10 ms, the restarted worker resumes from its newest checkpoint at or
 // before the client's position instead of from index 0: it recomputes (and the client drops)
-// far fewer elements than without.
+// far fewer elements than without: it restores the newest checkpoint at or before the client's
+// position, so it recomputes less than one checkpoint interval's worth — fewer than the
+// distance from the checkpoint it restored to the next one its task wrote (when it wrote one).
 TEST_F(GranaryRunTest, CheckpointsShortenRecomputationAfterAWorkerRestart) {
   int64_t without = 0, with = 0;
   KillAndRestartWorkerMidEpoch(dir_.Join("plain"), pipeline_, local_, {"--window_bytes=4096"},
                                &without);
-  KillAndRestartWorkerMidEpoch(dir_.Join("checkpointed"), pipeline_, local_,
-                               {"--window_bytes=4096", "--checkpoint_dir=" + dir_.Join("ckpt"),
-                                "--checkpoint_interval_ms=20"},
-                               &with);
+  const std::string checkpoints = dir_.Join("ckpt");
+  std::vector<std::string> names_while_down;
+  std::string output;
+  KillAndRestartWorkerMidEpoch(
+      dir_.Join("checkpointed"), pipeline_, local_,
+      {"--window_bytes=4096", "--checkpoint_dir=" + checkpoints, "--checkpoint_interval_ms=10"},
+      &with,
+      [&] {
+        auto names = Env::Default()->GetChildren(checkpoints);
+        ASSERT_TRUE(names.ok()) << names.status();
+        names_while_down = *names;
+      },
+      &output);
   std::printf("dropped %lld with checkpoints, %lld without\n", static_cast<long long>(with),
               static_cast<long long>(without));
   EXPECT_LT(with * 4, without) << "dropped " << with << " with checkpoints, " << without
                                << " without";
+
+  // "task T: restored from checkpoint .../task-T-idx-N-gen-G.ckpt at element N (client at M)"
+  auto log = ReadFileToString(Env::Default(), dir_.Join("checkpointed/cluster/logs/worker-0.log"));
+  ASSERT_TRUE(log.ok()) << log.status();
+  const size_t at = log->find("restored from checkpoint ");
+  ASSERT_NE(at, std::string::npos) << *log;
+  const std::string line = log->substr(at, log->find('\n', at) - at);
+  int64_t task = -1, restored = -1, client = -1;
+  ASSERT_EQ(std::sscanf(line.substr(line.rfind("/task-")).c_str(),
+                        "/task-%" SCNd64 "-idx-%" SCNd64, &task, &restored), 2) << line;
+  ASSERT_EQ(std::sscanf(line.substr(line.find("(client at ")).c_str(), "(client at %" SCNd64,
+                        &client), 1) << line;
+  // The task's checkpoints as the directory held them while the worker was down (not the
+  // temporaries): the restored one is the newest at or before the client's position, and the
+  // one after it (if the worker lived to write it) lies past that position.
+  int64_t next = -1;
+  for (const std::string& name : names_while_down) {
+    int64_t t = -1, index = -1;
+    if (!absl::EndsWith(name, ".ckpt") ||
+        std::sscanf(name.c_str(), "task-%" SCNd64 "-idx-%" SCNd64, &t, &index) != 2 ||
+        t != task) {
+      continue;
+    }
+    if (index <= client) EXPECT_LE(index, restored) << name << " was newer: " << line;
+    if (index > restored && (next < 0 || index < next)) next = index;
+  }
+  // Elements the restarted worker recomputed, as the run reports them for epoch 0.
+  int64_t duplicates = -1, recomputed = -1;
+  const size_t epoch0 = output.find("epoch 0: ");
+  ASSERT_NE(epoch0, std::string::npos) << output;
+  const size_t dropped_at = output.find("dropped ", epoch0);
+  ASSERT_EQ(std::sscanf(output.c_str() + dropped_at,
+                        "dropped %" SCNd64 " duplicates and %" SCNd64 " recomputed", &duplicates,
+                        &recomputed), 2) << output;
+  EXPECT_EQ(recomputed, client - restored) << line;
+  if (next > restored) {
+    EXPECT_LT(recomputed, next - restored)
+        << "recomputed more than one checkpoint interval (" << restored << " -> " << next << ")";
+  }
 }
 
 // Every checkpoint is corrupted (a byte flipped) while worker 0 is down: the restarted worker
