@@ -3,6 +3,8 @@
 // exactly once, also across reassignment and restart.
 #include "dispatcher/dispatcher_impl.h"
 
+#include <algorithm>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -13,6 +15,8 @@
 #include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/cache_policy.h"
+#include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
 
 namespace granary {
@@ -358,6 +362,483 @@ TEST_F(DispatcherImplTest, RestartedWorkerKeepsItsTasksAndNoSpuriousLossAfterRes
   GetStatusResponse status;
   ASSERT_TRUE(impl_->GetStatus({}, &status).ok());
   EXPECT_FALSE(status.state().workers(0).lost());
+}
+
+}  // namespace
+}  // namespace granary
+
+namespace granary {
+namespace {
+
+// Caching jobs (DESIGN.md §5) through DispatcherImpl: validation at job creation, the mode each
+// epoch gets (PUT, GET or COMPUTE), what its tasks are told to run, the manifest, and all of it
+// across restarts.
+class DispatcherCacheTest : public DispatcherImplTest {
+ protected:
+  std::string CacheRoot() const { return dir_.path() + "/cache"; }
+
+  void OpenCaching(int64_t snapshot_every = 10000) {
+    impl_.reset();
+    DispatcherOptions options;
+    options.journal_dir = dir_.path() + "/journal";
+    options.snapshot_every = snapshot_every;
+    options.worker_timeout_ms = kTimeoutMs;
+    options.env = &clock_;
+    options.udfs = &udfs_;
+    options.cache_root = CacheRoot();
+    auto impl = DispatcherImpl::Open(options);
+    ASSERT_TRUE(impl.ok()) << impl.status();
+    impl_ = std::move(impl).value();
+  }
+
+  // range (10 splits of 10) -> shuffle (op 0) -> mark (op 1) -> map add (op 2).
+  static PipelineDef CachedDef() {
+    auto def = ParsePipelineJson(R"({"source": {"type": "range", "params":
+        {"stop": 100, "elements_per_split": 10, "shuffle_splits": true}}, "ops": [
+        {"op": "shuffle", "params": {"buffer_size": 16}},
+        {"op": "mark"},
+        {"op": "map", "udf": "add", "udfParams": {"value": 1}}]})",
+                                 "cached.json");
+    EXPECT_TRUE(def.ok()) << def.status();
+    return def.ok() ? *def : PipelineDef();
+  }
+
+  std::string RegisterCachedDataset() {
+    RegisterDatasetRequest request;
+    *request.mutable_pipeline() = CachedDef();
+    RegisterDatasetResponse response;
+    const absl::Status status = impl_->RegisterDataset(request, &response);
+    EXPECT_TRUE(status.ok()) << status;
+    return response.dataset_id();
+  }
+
+  absl::StatusOr<int64_t> CreateCachingJob(const std::string& dataset, const std::string& name,
+                                           CachePolicy policy, uint64_t seed = 3) {
+    GetOrCreateJobRequest request;
+    request.set_dataset_id(dataset);
+    request.set_name(name);
+    request.mutable_options()->set_seed(seed);
+    request.mutable_options()->set_num_worker_slots(2);
+    request.mutable_options()->set_cache_policy(policy);
+    GetOrCreateJobResponse response;
+    const absl::Status status = impl_->GetOrCreateJob(request, &response);
+    if (!status.ok()) return status;
+    return response.job_id();
+  }
+
+  GetStatusResponse Status() {
+    GetStatusResponse status;
+    EXPECT_TRUE(impl_->GetStatus({}, &status).ok());
+    return status;
+  }
+
+  EpochState EpochOf(int64_t job, int64_t epoch) {
+    const GetStatusResponse status = Status();
+    for (const EpochState& e : status.state().epochs()) {
+      if (e.job_id() == job && e.epoch() == epoch) return e;
+    }
+    ADD_FAILURE() << "no epoch " << job << "/" << epoch;
+    return EpochState();
+  }
+
+  std::optional<CacheState> CacheOf(const std::string& key) {
+    const GetStatusResponse status = Status();
+    for (const CacheState& c : status.state().caches()) {
+      if (c.cache_key() == key) return c;
+    }
+    return std::nullopt;
+  }
+
+  // What worker "a" (incarnation `incarnation`) is told to run for the epoch, by task id.
+  std::vector<TaskDef> TaskDefs(int64_t job, int64_t epoch, int64_t incarnation = 1) {
+    WorkerHeartbeatRequest request;
+    request.set_worker_id("a");
+    request.set_incarnation(incarnation);
+    WorkerHeartbeatResponse response;
+    const absl::Status status = impl_->WorkerHeartbeat(request, &response);
+    EXPECT_TRUE(status.ok()) << status;
+    std::vector<TaskDef> defs;
+    for (const TaskDef& def : response.tasks()) {
+      if (def.job_id() == job && def.epoch() == epoch) defs.push_back(def);
+    }
+    std::sort(defs.begin(), defs.end(),
+              [](const TaskDef& x, const TaskDef& y) { return x.task_id() < y.task_id(); });
+    return defs;
+  }
+
+  static CacheChunk Chunk(const std::string& dir, int64_t task, int64_t first, int64_t n) {
+    CacheChunk c;
+    c.set_path(absl::StrCat(dir, "/t", task, "-g1-i", first, "-n", n, ".chunk"));
+    c.set_task_id(task);
+    c.set_generation(1);
+    c.set_first_index(first);
+    c.set_num_elements(n);
+    c.set_checksum(0x9e3779b97f4a7c15ull * (task + 1) + first);
+    return c;
+  }
+
+  absl::Status Finish(int64_t task, int64_t generation, int64_t num_elements,
+                      const std::vector<CacheChunk>& chunks) {
+    TaskFinishedRequest request;
+    request.set_task_id(task);
+    request.set_generation(generation);
+    request.set_num_elements(num_elements);
+    for (const CacheChunk& c : chunks) *request.add_cache_chunks() = c;
+    TaskFinishedResponse response;
+    return impl_->TaskFinished(request, &response);
+  }
+
+  // The chunks the tasks of a PUT epoch (two tasks, 100 elements) report, in task order.
+  static std::vector<std::vector<CacheChunk>> PutChunks(const std::vector<TaskDef>& tasks) {
+    const std::string& dir = tasks[0].cache_dir();
+    return {{Chunk(dir, tasks[0].task_id(), 0, 30), Chunk(dir, tasks[0].task_id(), 30, 25)},
+            {Chunk(dir, tasks[1].task_id(), 0, 45)}};
+  }
+
+  // Finishes every task of a PUT epoch with PutChunks; returns the expected manifest.
+  std::vector<CacheChunk> CompletePut(int64_t job, int64_t epoch) {
+    const std::vector<TaskDef> tasks = TaskDefs(job, epoch);
+    EXPECT_EQ(tasks.size(), 2u);
+    if (tasks.size() != 2) return {};
+    std::vector<CacheChunk> manifest;
+    const std::vector<std::vector<CacheChunk>> chunks = PutChunks(tasks);
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      int64_t n = 0;
+      for (const CacheChunk& c : chunks[i]) {
+        n += c.num_elements();
+        manifest.push_back(c);
+      }
+      const absl::Status status = Finish(tasks[i].task_id(), tasks[i].generation(), n, chunks[i]);
+      EXPECT_TRUE(status.ok()) << status;
+    }
+    return manifest;
+  }
+
+  static std::vector<std::string> Serialized(
+      const google::protobuf::RepeatedPtrField<CacheChunk>& chunks) {
+    std::vector<std::string> out;
+    for (const CacheChunk& c : chunks) out.push_back(SerializeDeterministically(c));
+    return out;
+  }
+  static std::vector<std::string> Serialized(const std::vector<CacheChunk>& chunks) {
+    std::vector<std::string> out;
+    for (const CacheChunk& c : chunks) out.push_back(SerializeDeterministically(c));
+    return out;
+  }
+
+  static int CountOps(const PipelineDef& def, const std::string& op) {
+    int n = 0;
+    for (const OpDef& o : def.ops()) n += o.op() == op;
+    return n;
+  }
+};
+
+TEST_F(DispatcherCacheTest, CachingJobNeedsCacheRootAndAtMarkNeedsAMark) {
+  Open();  // No --cache_root.
+  const std::string dataset = RegisterCachedDataset();
+  for (CachePolicy policy : {CACHE_FULL, CACHE_AT_MARK}) {
+    auto job = CreateCachingJob(dataset, "", policy);
+    ASSERT_FALSE(job.ok()) << CachePolicyName(policy);
+    EXPECT_EQ(job.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(std::string(job.status().message()), HasSubstr("--cache_root"));
+  }
+  EXPECT_TRUE(CreateCachingJob(dataset, "", CACHE_COMPUTE).ok());
+  EXPECT_EQ(Status().state().jobs_size(), 1) << "refused jobs are not created";
+
+  OpenCaching();
+  const std::string unmarked = RegisterRangeDataset(100, 10);
+  auto at_mark = CreateCachingJob(unmarked, "m", CACHE_AT_MARK);
+  ASSERT_FALSE(at_mark.ok());
+  EXPECT_EQ(at_mark.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(at_mark.status().message()), HasSubstr("mark"));
+  EXPECT_EQ(Status().state().jobs_size(), 1);
+  // With a mark, or caching the whole pipeline, the jobs are created.
+  EXPECT_TRUE(CreateCachingJob(unmarked, "f", CACHE_FULL).ok());
+  EXPECT_TRUE(CreateCachingJob(dataset, "m", CACHE_AT_MARK).ok());
+}
+
+TEST_F(DispatcherCacheTest, FullJobPutsInEpochZeroThenGetsFromTheManifest) {
+  OpenCaching();
+  RegisterWorker("a");
+  const PipelineDef def = CachedDef();
+  auto job = CreateCachingJob(RegisterCachedDataset(), "full", CACHE_FULL);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(StartEpoch(*job, 0).ok());
+  const std::string key = CacheKey(def, def.ops_size(), 3);
+  const std::string cache_dir = CacheRoot() + "/" + key;
+
+  // Epoch 0 is PUT: the tasks run the pipeline with cache_write at its end.
+  const EpochState put = EpochOf(*job, 0);
+  EXPECT_EQ(put.cache().mode(), EpochCache::PUT);
+  EXPECT_EQ(put.cache().cache_key(), key);
+  std::vector<TaskDef> tasks = TaskDefs(*job, 0);
+  ASSERT_EQ(tasks.size(), 2u);
+  for (const TaskDef& task : tasks) {
+    EXPECT_EQ(task.cache_dir(), cache_dir);
+    EXPECT_EQ(task.cached_prefix_ops(), 3);
+    EXPECT_EQ(task.pipeline().source().type(), "range");
+    ASSERT_EQ(task.pipeline().ops_size(), 4);
+    EXPECT_EQ(CountOps(task.pipeline(), "cache_write"), 1);
+    EXPECT_EQ(task.pipeline().ops(3).op(), "cache_write");
+  }
+  EXPECT_TRUE(clock_.FileExists(cache_dir)) << "the PUT epoch's directory is created";
+  std::optional<CacheState> cache = CacheOf(key);
+  ASSERT_TRUE(cache.has_value());
+  EXPECT_FALSE(cache->complete());
+
+  // Its plan is the source's, enumerated and ordered as epoch 0.
+  auto pipeline = Pipeline::Create(def, udfs_);
+  ASSERT_TRUE(pipeline.ok());
+  auto splits = (*pipeline)->EnumerateSplits(&clock_);
+  ASSERT_TRUE(splits.ok());
+  const std::vector<Split> plan = (*pipeline)->PlanEpoch(*splits, 3, 0);
+  ASSERT_EQ(put.plan_size(), 10);
+  ASSERT_EQ(plan.size(), 10u);
+  for (int i = 0; i < put.plan_size(); ++i) {
+    EXPECT_EQ(SerializeDeterministically(put.plan(i)), SerializeDeterministically(plan[i]))
+        << "plan " << i;
+  }
+
+  // Chunks that do not cover 0, 1, 2, ... are refused, naming the task; nothing is recorded.
+  const std::vector<std::vector<CacheChunk>> good = PutChunks(tasks);
+  const int64_t t0 = tasks[0].task_id();
+  const std::string task_name = absl::StrCat("task ", t0);
+  const absl::Status gap = Finish(t0, 1, 55, {Chunk(cache_dir, t0, 0, 30), Chunk(cache_dir, t0, 31, 25)});
+  EXPECT_TRUE(absl::IsInvalidArgument(gap)) << gap;
+  EXPECT_THAT(std::string(gap.message()), HasSubstr(task_name));
+  const absl::Status late = Finish(t0, 1, 55, {Chunk(cache_dir, t0, 5, 55)});
+  EXPECT_TRUE(absl::IsInvalidArgument(late)) << late;
+  EXPECT_THAT(std::string(late.message()), HasSubstr(task_name));
+  const absl::Status overlap =
+      Finish(t0, 1, 55, {Chunk(cache_dir, t0, 0, 30), Chunk(cache_dir, t0, 20, 35)});
+  EXPECT_TRUE(absl::IsInvalidArgument(overlap)) << overlap;
+  EXPECT_THAT(std::string(overlap.message()), HasSubstr(task_name));
+  const GetStatusResponse after_refusals = Status();
+  for (const TaskState& t : after_refusals.state().tasks()) {
+    EXPECT_FALSE(t.finished()) << "task " << t.task_id();
+  }
+
+  // Valid chunks from every task: the cache is complete, its manifest theirs in task order.
+  const std::vector<CacheChunk> manifest = CompletePut(*job, 0);
+  cache = CacheOf(key);
+  ASSERT_TRUE(cache.has_value());
+  EXPECT_TRUE(cache->complete());
+  EXPECT_EQ(Serialized(cache->chunks()), Serialized(manifest));
+  EXPECT_EQ(cache->num_elements(), 100);
+
+  // Epoch 1 is GET: cache_read over the manifest, one split per chunk.
+  ASSERT_TRUE(StartEpoch(*job, 1).ok());
+  EXPECT_EQ(EpochOf(*job, 1).cache().mode(), EpochCache::GET);
+  tasks = TaskDefs(*job, 1);
+  ASSERT_EQ(tasks.size(), 2u);
+  for (const TaskDef& task : tasks) {
+    EXPECT_EQ(task.pipeline().source().type(), "cache_read");
+    EXPECT_EQ(task.pipeline().cached_ops(), 3);
+    EXPECT_EQ(task.pipeline().ops_size(), 0);
+    EXPECT_EQ(task.cache_dir(), "");
+    EXPECT_EQ(task.cached_prefix_ops(), 3);
+  }
+  auto leased = Splits(tasks[0].task_id(), 0, 100);
+  ASSERT_TRUE(leased.ok()) << leased.status();
+  ASSERT_EQ(leased->splits_size(), static_cast<int>(manifest.size()));
+  for (size_t i = 0; i < manifest.size(); ++i) {
+    const Split& split = leased->splits(i);
+    EXPECT_EQ(split.file(), manifest[i].path()) << i;
+    EXPECT_EQ(split.num_records(), manifest[i].num_elements()) << i;
+    EXPECT_EQ(split.checksum(), manifest[i].checksum()) << i;
+  }
+  auto rest = Splits(tasks[1].task_id(), 0, 100);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(rest->splits_size(), 0);
+  EXPECT_TRUE(rest->end_of_splits());
+}
+
+TEST_F(DispatcherCacheTest, AtMarkJobPutsThePrefixAndItsGetsRunTheOpsAfterTheMark) {
+  OpenCaching();
+  RegisterWorker("a");
+  const PipelineDef def = CachedDef();
+  auto job = CreateCachingJob(RegisterCachedDataset(), "mark", CACHE_AT_MARK);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(StartEpoch(*job, 0).ok());
+  const std::string key = CacheKey(def, 2, 3);
+  EXPECT_EQ(EpochOf(*job, 0).cache().cache_key(), key);
+  std::vector<TaskDef> tasks = TaskDefs(*job, 0);
+  ASSERT_EQ(tasks.size(), 2u);
+  for (const TaskDef& task : tasks) {
+    EXPECT_EQ(task.cache_dir(), CacheRoot() + "/" + key);
+    EXPECT_EQ(task.cached_prefix_ops(), 2);
+    ASSERT_EQ(task.pipeline().ops_size(), 4);
+    EXPECT_EQ(task.pipeline().ops(2).op(), "cache_write");
+    EXPECT_EQ(task.pipeline().ops(3).udf(), "add");
+  }
+  // Ops after the mark may change the element count (filter, batch): with at_mark a task's own
+  // count need not match its chunks'.
+  const std::string& dir = tasks[0].cache_dir();
+  ASSERT_TRUE(Finish(tasks[0].task_id(), 1, 7, {Chunk(dir, tasks[0].task_id(), 0, 50)}).ok());
+  ASSERT_TRUE(Finish(tasks[1].task_id(), 1, 9, {Chunk(dir, tasks[1].task_id(), 0, 50)}).ok());
+  ASSERT_TRUE(CacheOf(key).has_value());
+  EXPECT_TRUE(CacheOf(key)->complete());
+  ASSERT_TRUE(StartEpoch(*job, 1).ok());
+  tasks = TaskDefs(*job, 1);
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_EQ(tasks[0].pipeline().source().type(), "cache_read");
+  EXPECT_EQ(tasks[0].pipeline().cached_ops(), 2);
+  ASSERT_EQ(tasks[0].pipeline().ops_size(), 1);
+  EXPECT_EQ(SerializeDeterministically(tasks[0].pipeline().ops(0)),
+            SerializeDeterministically(def.ops(2)));
+  EXPECT_EQ(tasks[0].cached_prefix_ops(), 2);
+  EXPECT_EQ(EpochOf(*job, 1).plan_size(), 2);
+}
+
+TEST_F(DispatcherCacheTest, AnotherJobWithTheSameSeedGetsTheCacheAnotherSeedPutsItsOwn) {
+  OpenCaching();
+  RegisterWorker("a");
+  const PipelineDef def = CachedDef();
+  const std::string dataset = RegisterCachedDataset();
+  auto first = CreateCachingJob(dataset, "first", CACHE_FULL);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(StartEpoch(*first, 0).ok());
+  const std::string key = CacheKey(def, 3, 3);
+  const std::vector<CacheChunk> manifest = CompletePut(*first, 0);
+
+  auto second = CreateCachingJob(dataset, "second", CACHE_FULL);
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_NE(*second, *first);
+  ASSERT_TRUE(StartEpoch(*second, 0).ok());
+  const EpochState reading = EpochOf(*second, 0);
+  EXPECT_EQ(reading.cache().mode(), EpochCache::GET);
+  EXPECT_EQ(reading.cache().cache_key(), key);
+  ASSERT_EQ(reading.plan_size(), static_cast<int>(manifest.size()));
+  for (size_t i = 0; i < manifest.size(); ++i) EXPECT_EQ(reading.plan(i).file(), manifest[i].path());
+  for (const TaskDef& task : TaskDefs(*second, 0)) {
+    EXPECT_EQ(task.pipeline().source().type(), "cache_read");
+    EXPECT_EQ(task.cache_dir(), "");
+  }
+
+  auto reseeded = CreateCachingJob(dataset, "reseeded", CACHE_FULL, /*seed=*/4);
+  ASSERT_TRUE(reseeded.ok()) << reseeded.status();
+  ASSERT_TRUE(StartEpoch(*reseeded, 0).ok());
+  const EpochState writing = EpochOf(*reseeded, 0);
+  const std::string other_key = CacheKey(def, 3, 4);
+  ASSERT_NE(other_key, key);
+  EXPECT_EQ(writing.cache().mode(), EpochCache::PUT);
+  EXPECT_EQ(writing.cache().cache_key(), other_key);
+  const std::vector<TaskDef> tasks = TaskDefs(*reseeded, 0);
+  ASSERT_EQ(tasks.size(), 2u);
+  for (const TaskDef& task : tasks) {
+    EXPECT_EQ(task.cache_dir(), CacheRoot() + "/" + other_key);
+    EXPECT_EQ(CountOps(task.pipeline(), "cache_write"), 1);
+  }
+  EXPECT_EQ(Status().state().caches_size(), 2);
+  ASSERT_TRUE(CacheOf(other_key).has_value());
+  EXPECT_FALSE(CacheOf(other_key)->complete());
+  EXPECT_EQ(CacheOf(other_key)->put_job_id(), *reseeded);
+  EXPECT_TRUE(CacheOf(key)->complete());
+}
+
+class DispatcherCacheRestartTest : public DispatcherCacheTest,
+                                   public ::testing::WithParamInterface<int64_t> {};
+
+TEST_P(DispatcherCacheRestartTest, CacheStateSurvivesRestartsMidPutAndAfter) {
+  const int64_t snapshot_every = GetParam();
+  OpenCaching(snapshot_every);
+  RegisterWorker("a");
+  const PipelineDef def = CachedDef();
+  auto job = CreateCachingJob(RegisterCachedDataset(), "full", CACHE_FULL);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(StartEpoch(*job, 0).ok());
+  const std::string key = CacheKey(def, 3, 3);
+  const std::vector<TaskDef> tasks = TaskDefs(*job, 0);
+  ASSERT_EQ(tasks.size(), 2u);
+  const std::vector<std::vector<CacheChunk>> chunks = PutChunks(tasks);
+
+  // Restart mid-Put: still incomplete, and the last task completes it afterwards.
+  ASSERT_TRUE(Finish(tasks[0].task_id(), 1, 55, chunks[0]).ok());
+  std::string before = State();
+  OpenCaching(snapshot_every);
+  ASSERT_EQ(State(), before);
+  ASSERT_TRUE(CacheOf(key).has_value());
+  EXPECT_FALSE(CacheOf(key)->complete());
+  ASSERT_TRUE(Finish(tasks[1].task_id(), 1, 45, chunks[1]).ok());
+  ASSERT_TRUE(CacheOf(key)->complete());
+  const std::string cache_before = SerializeDeterministically(*CacheOf(key));
+
+  before = State();
+  OpenCaching(snapshot_every);
+  EXPECT_EQ(State(), before);
+  ASSERT_TRUE(CacheOf(key).has_value());
+  EXPECT_TRUE(CacheOf(key)->complete());
+  EXPECT_EQ(SerializeDeterministically(*CacheOf(key)), cache_before);
+  std::vector<CacheChunk> manifest = chunks[0];
+  manifest.insert(manifest.end(), chunks[1].begin(), chunks[1].end());
+  EXPECT_EQ(Serialized(CacheOf(key)->chunks()), Serialized(manifest));
+
+  ASSERT_TRUE(StartEpoch(*job, 1).ok());
+  const EpochState get = EpochOf(*job, 1);
+  EXPECT_EQ(get.cache().mode(), EpochCache::GET);
+  ASSERT_EQ(get.plan_size(), 3);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(get.plan(i).file(), manifest[i].path());
+  // And a job created after the restart reads it too.
+  auto late = CreateCachingJob(Status().state().datasets(0).dataset_id(), "late", CACHE_FULL);
+  ASSERT_TRUE(late.ok());
+  ASSERT_TRUE(StartEpoch(*late, 0).ok());
+  EXPECT_EQ(EpochOf(*late, 0).cache().mode(), EpochCache::GET);
+}
+
+INSTANTIATE_TEST_SUITE_P(SnapshotIntervals, DispatcherCacheRestartTest,
+                         ::testing::Values(10000, 2));
+
+TEST_F(DispatcherCacheTest, WhileAPutIsIncompleteAnotherJobComputesWithThePrefixPinned) {
+  OpenCaching();
+  RegisterWorker("a");
+  const PipelineDef def = CachedDef();
+  const std::string dataset = RegisterCachedDataset();
+  auto writer = CreateCachingJob(dataset, "writer", CACHE_FULL);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_TRUE(StartEpoch(*writer, 0).ok());
+  const std::string key = CacheKey(def, 3, 3);
+  ASSERT_EQ(EpochOf(*writer, 0).cache().mode(), EpochCache::PUT);
+
+  auto other = CreateCachingJob(dataset, "other", CACHE_FULL);
+  ASSERT_TRUE(other.ok()) << other.status();
+  for (int64_t epoch : {0, 1}) {
+    SCOPED_TRACE(absl::StrCat("epoch ", epoch));
+    ASSERT_TRUE(StartEpoch(*other, epoch).ok());
+    const EpochState computing = EpochOf(*other, epoch);
+    EXPECT_EQ(computing.cache().mode(), EpochCache::COMPUTE);
+    EXPECT_EQ(computing.cache().cache_key(), key);
+    EXPECT_EQ(computing.cache().cached_prefix_ops(), 3);
+    const std::vector<TaskDef> tasks = TaskDefs(*other, epoch);
+    ASSERT_EQ(tasks.size(), 2u);
+    for (const TaskDef& task : tasks) {
+      EXPECT_EQ(SerializeDeterministically(task.pipeline()), SerializeDeterministically(def))
+          << "the dataset's pipeline: no cache_write, no cache_read";
+      EXPECT_EQ(CountOps(task.pipeline(), "cache_write"), 0);
+      EXPECT_EQ(task.pipeline().source().type(), "range");
+      EXPECT_EQ(task.cache_dir(), "");
+      EXPECT_EQ(task.cached_prefix_ops(), 3);
+    }
+    // The pinned prefix reads epoch 0's plan, the one the writer is caching.
+    const EpochState put = EpochOf(*writer, 0);
+    ASSERT_EQ(computing.plan_size(), put.plan_size());
+    for (int i = 0; i < put.plan_size(); ++i) {
+      EXPECT_EQ(computing.plan(i).id(), put.plan(i).id()) << "plan " << i;
+    }
+  }
+  // Sanity: unpinned, epoch 1's plan would be another order.
+  auto pipeline = Pipeline::Create(def, udfs_);
+  ASSERT_TRUE(pipeline.ok());
+  auto splits = (*pipeline)->EnumerateSplits(&clock_);
+  ASSERT_TRUE(splits.ok());
+  std::vector<uint64_t> e0, e1;
+  for (const Split& s : (*pipeline)->PlanEpoch(*splits, 3, 0)) e0.push_back(s.id());
+  for (const Split& s : (*pipeline)->PlanEpoch(*splits, 3, 1)) e1.push_back(s.id());
+  EXPECT_NE(e0, e1);
+  // The writer's cache is untouched.
+  ASSERT_TRUE(CacheOf(key).has_value());
+  EXPECT_FALSE(CacheOf(key)->complete());
+  EXPECT_EQ(CacheOf(key)->put_job_id(), *writer);
+  EXPECT_EQ(Status().state().caches_size(), 1);
 }
 
 }  // namespace
