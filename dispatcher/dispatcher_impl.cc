@@ -144,6 +144,20 @@ absl::Status DispatcherImpl::MaybeSnapshot() {
 
 absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& request,
                                              RegisterDatasetResponse* response) {
+  // The cache's ops and fields are the dispatcher's to insert (pipeline/cache_policy.h).
+  const PipelineDef& def = request.pipeline();
+  if (def.source().type() == "cache_read" || def.cached_ops() != 0) {
+    return absl::InvalidArgumentError(
+        "invalid pipeline: source cache_read (and cached_ops) are inserted by the dispatcher; "
+        "give the job a cache_policy instead");
+  }
+  for (int i = 0; i < def.ops_size(); ++i) {
+    if (def.ops(i).op() == "cache_write") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "invalid pipeline: op ", i,
+          " (cache_write) is inserted by the dispatcher; give the job a cache_policy instead"));
+    }
+  }
   auto pipeline = Pipeline::Create(request.pipeline(), *options_.udfs);
   if (!pipeline.ok()) return Annotate(pipeline.status(), "invalid pipeline");
   const std::string dataset_id = HashToHex((*pipeline)->Fingerprint());

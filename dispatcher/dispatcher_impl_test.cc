@@ -324,6 +324,16 @@ TEST_F(DispatcherImplTest, BadRequestsGetClearErrors) {
   const absl::Status invalid = impl_->RegisterDataset(bad, &bad_response);
   EXPECT_TRUE(absl::IsInvalidArgument(invalid));
   EXPECT_THAT(std::string(invalid.message()), HasSubstr("op 0 (shuffel): unknown op"));
+  // The cache's ops are the dispatcher's to insert.
+  bad.mutable_pipeline()->mutable_ops(0)->set_op("cache_write");
+  const absl::Status inserted = impl_->RegisterDataset(bad, &bad_response);
+  EXPECT_TRUE(absl::IsInvalidArgument(inserted));
+  EXPECT_THAT(std::string(inserted.message()),
+              HasSubstr("op 0 (cache_write) is inserted by the dispatcher"));
+  bad.mutable_pipeline()->clear_ops();
+  bad.mutable_pipeline()->mutable_source()->set_type("cache_read");
+  EXPECT_THAT(std::string(impl_->RegisterDataset(bad, &bad_response).message()),
+              HasSubstr("source cache_read (and cached_ops) are inserted by the dispatcher"));
   WorkerHeartbeatRequest stale;
   stale.set_worker_id("a");
   stale.set_incarnation(7);
