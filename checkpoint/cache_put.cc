@@ -55,25 +55,25 @@ absl::Status CachePut::DeleteStaleTemporaries() {
   return absl::OkStatus();
 }
 
+int64_t CachePut::NextIndex() const {
+  if (open_ != nullptr) return open_->meta.first_index() + open_->meta.num_elements();
+  absl::MutexLock lock(&mu_);
+  if (chain_.empty()) return 0;
+  const CacheChunk& last = chain_.back()->meta;
+  return last.first_index() + last.num_elements();
+}
+
 absl::Status CachePut::Append(int64_t index, const Element& element) {
   RETURN_IF_ERROR(StartOnce());
+  // Elements continue the chain: 0 on a fresh start, the restored index after Restore.
+  const int64_t next = NextIndex();
+  if (index != next) {
+    return absl::InvalidArgumentError(absl::StrCat("cache task ", options_.task_id, " in ",
+                                                   options_.dir, ": element ", index,
+                                                   " appended where element ", next,
+                                                   " is next"));
+  }
   if (open_ == nullptr) {
-    // A new chunk continues the chain (index 0 on a fresh start, the restored index after
-    // Restore): the check below only sees the open chunk.
-    int64_t next = 0;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!chain_.empty()) {
-        const CacheChunk& last = chain_.back()->meta;
-        next = last.first_index() + last.num_elements();
-      }
-    }
-    if (index != next) {
-      return absl::InvalidArgumentError(absl::StrCat("cache task ", options_.task_id, " in ",
-                                                     options_.dir, ": element ", index,
-                                                     " appended where element ", next,
-                                                     " is next"));
-    }
     auto chunk = std::make_unique<Chunk>();
     chunk->meta.set_task_id(options_.task_id);
     chunk->meta.set_generation(options_.generation);
@@ -84,12 +84,6 @@ absl::Status CachePut::Append(int64_t index, const Element& element) {
     chunk->writer = std::make_unique<TfRecordWriter>(std::move(file));
     open_ = std::move(chunk);
     open_checksum_ = 0;
-  }
-  const int64_t expected = open_->meta.first_index() + open_->meta.num_elements();
-  if (index != expected) {
-    return absl::InvalidArgumentError(absl::StrCat("cache chunk ", open_->temporary,
-                                                   ": element ", index, " appended after ",
-                                                   expected - 1));
   }
   const std::string record = EncodeCachedElement(index, element);
   RETURN_IF_ERROR(open_->writer->Write(record));
@@ -152,9 +146,7 @@ absl::Status CachePut::Restore(const StateReader& reader) {
     chunk->synced = chunk->committed = true;
   }
   if (renamed) RETURN_IF_ERROR(options_.env->SyncDir(options_.dir));
-  started_ = false;
   RETURN_IF_ERROR(StartOnce());
-  open_.reset();
   absl::MutexLock lock(&mu_);
   chain_ = std::move(chain);
   return absl::OkStatus();

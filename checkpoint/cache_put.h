@@ -101,6 +101,8 @@ class CachePut : public CacheSink {
   // Creates the directory and deletes stale temporaries, once.
   absl::Status StartOnce();
   absl::Status Seal() ABSL_LOCKS_EXCLUDED(mu_);
+  // The index the next Append must have: the open chunk's next, else the chain's.
+  int64_t NextIndex() const ABSL_LOCKS_EXCLUDED(mu_);
   std::string Path(const std::string& name) const;
 
   const CachePutOptions options_;
