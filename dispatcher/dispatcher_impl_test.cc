@@ -28,11 +28,12 @@ constexpr int64_t kTimeoutMs = 1000;
 
 class DispatcherImplTest : public ::testing::Test {
  protected:
-  void Open(int64_t snapshot_every = 10000) {
+  void Open(int64_t snapshot_every = 10000, const std::string& cache_root = "") {
     impl_.reset();
     DispatcherOptions options;
     options.journal_dir = dir_.path() + "/journal";
     options.snapshot_every = snapshot_every;
+    options.cache_root = cache_root;
     // The failure detector's own thread polls every timeout/4 of the machine's time, but this
     // test's clock only moves when the test says so.
     options.worker_timeout_ms = kTimeoutMs;
@@ -387,19 +388,7 @@ class DispatcherCacheTest : public DispatcherImplTest {
  protected:
   std::string CacheRoot() const { return dir_.path() + "/cache"; }
 
-  void OpenCaching(int64_t snapshot_every = 10000) {
-    impl_.reset();
-    DispatcherOptions options;
-    options.journal_dir = dir_.path() + "/journal";
-    options.snapshot_every = snapshot_every;
-    options.worker_timeout_ms = kTimeoutMs;
-    options.env = &clock_;
-    options.udfs = &udfs_;
-    options.cache_root = CacheRoot();
-    auto impl = DispatcherImpl::Open(options);
-    ASSERT_TRUE(impl.ok()) << impl.status();
-    impl_ = std::move(impl).value();
-  }
+  void OpenCaching(int64_t snapshot_every = 10000) { Open(snapshot_every, CacheRoot()); }
 
   // range (10 splits of 10) -> shuffle (op 0) -> mark (op 1) -> map add (op 2).
   static PipelineDef CachedDef() {
