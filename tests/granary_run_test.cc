@@ -120,17 +120,10 @@ INSTANTIATE_TEST_SUITE_P(WorkersAndConsumers, GranaryRunMatrixTest,
 // Small requests, one at a time, keep the run slow enough to act mid-epoch.
 constexpr const char* kSlow[] = {"--max_request_bytes=2000", "--max_outstanding_requests=1"};
 
-// Kills worker 0 once a fifth of epoch 0 has been delivered and restarts it (calling
-// `while_down` in between, if set); the run's digests must still equal local's. `worker_flags`
-// go to every worker.
-void KillAndRestartWorkerMidEpoch(const std::string& dir, const std::string& pipeline,
-                                  const std::map<int64_t, DigestLine>& local,
-                                  std::vector<std::string> worker_flags,
-                                  int64_t* dropped = nullptr,
-                                  const std::function<void()>& while_down = nullptr,
-                                  std::string* run_output = nullptr) {
-  testing::LocalCluster cluster(dir + "/cluster", {.workers = 2, .worker_flags = worker_flags});
-  ASSERT_TRUE(cluster.ok());
+// `granary run` of the named job "j" (2 epochs, seed 7) with its position file and digests
+// under `dir`, slowed down by kSlow.
+std::vector<std::string> SlowJobRun(const testing::LocalCluster& cluster,
+                                    const std::string& pipeline, const std::string& dir) {
   std::vector<std::string> argv = {GRANARY_BINARY,
                                    "run",
                                    "--dispatcher=" + cluster.dispatcher_address(),
@@ -142,6 +135,21 @@ void KillAndRestartWorkerMidEpoch(const std::string& dir, const std::string& pip
                                    "--digest_out=" + dir + "/run.digest",
                                    "--stall_timeout_ms=20000"};
   argv.insert(argv.end(), std::begin(kSlow), std::end(kSlow));
+  return argv;
+}
+
+// Kills worker 0 once a fifth of epoch 0 has been delivered and restarts it (calling
+// `while_down` in between, if set); the run's digests must still equal local's. `worker_flags`
+// go to every worker.
+void KillAndRestartWorkerMidEpoch(const std::string& dir, const std::string& pipeline,
+                                  const std::map<int64_t, DigestLine>& local,
+                                  std::vector<std::string> worker_flags,
+                                  int64_t* dropped = nullptr,
+                                  const std::function<void()>& while_down = nullptr,
+                                  std::string* run_output = nullptr) {
+  testing::LocalCluster cluster(dir + "/cluster", {.workers = 2, .worker_flags = worker_flags});
+  ASSERT_TRUE(cluster.ok());
+  const std::vector<std::string> argv = SlowJobRun(cluster, pipeline, dir);
   Subprocess run(argv, Subprocess::Stderr::kMergeIntoStdout);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (PositionRows(dir + "/position") < kRows / 5) {
@@ -295,17 +303,7 @@ void KillAndRestartRun(const std::string& dir, const std::string& pipeline,
   testing::LocalCluster cluster(dir + "/cluster", {.workers = 2, .worker_flags = worker_flags});
   ASSERT_TRUE(cluster.ok());
   const std::string position = dir + "/position";
-  std::vector<std::string> argv = {GRANARY_BINARY,
-                                   "run",
-                                   "--dispatcher=" + cluster.dispatcher_address(),
-                                   "--pipeline=" + pipeline,
-                                   "--epochs=2",
-                                   "--seed=7",
-                                   "--job_name=j",
-                                   "--position_file=" + position,
-                                   "--digest_out=" + dir + "/run.digest",
-                                   "--stall_timeout_ms=20000"};
-  argv.insert(argv.end(), std::begin(kSlow), std::end(kSlow));
+  const std::vector<std::string> argv = SlowJobRun(cluster, pipeline, dir);
   {
     Subprocess first(argv, Subprocess::Stderr::kMergeIntoStdout);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
