@@ -13,44 +13,32 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bench_setup.h"
+#include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
 #include "granary/client.h"
 #include "tests/local_cluster.h"
 
-ABSL_FLAG(int64_t, images, 8192, "Images in the generated dataset.");
-ABSL_FLAG(int64_t, size, 64, "Image side.");
-ABSL_FLAG(int, repetitions, 3, "Interleaved rounds.");
-ABSL_FLAG(std::string, dir, "/tmp/granary_cache_bench", "Scratch directory.");
-ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The ResNet-style pipeline.");
-
 namespace granary {
 namespace {
 
-int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "cache_bench: %s\n", std::string(status.message()).c_str());
-  return 1;
-}
-
-int Run() {
+absl::Status Run() {
   Env* env = Env::Default();
   const std::string dir = absl::GetFlag(FLAGS_dir);
   const int64_t images = absl::GetFlag(FLAGS_images);
   const int64_t size = absl::GetFlag(FLAGS_size);
-  auto def = ImagenetPipeline(env, absl::StrCat(dir, "/imagenet_", size, "_", images), images, size,
-                              absl::GetFlag(FLAGS_pipeline));
-  if (!def.ok()) return Fail(def.status());
+  auto def = ResnetPipelineFromFlags(env);
+  if (!def.ok()) return def.status();
   const std::string cluster_dir = dir + "/cluster";
   std::filesystem::remove_all(cluster_dir);
   testing::LocalCluster cluster(cluster_dir, {});
-  if (!cluster.ok()) return Fail(absl::UnavailableError("the cluster did not start"));
+  if (!cluster.ok()) return absl::UnavailableError("the cluster did not start");
   auto client = Client::Connect({.dispatcher_address = cluster.dispatcher_address()});
-  if (!client.ok()) return Fail(client.status());
+  if (!client.ok()) return client.status();
   auto dataset = (*client)->RegisterPipeline(*def);
-  if (!dataset.ok()) return Fail(dataset.status());
+  if (!dataset.ok()) return dataset.status();
 
   // Kind of epoch -> images/s per round.
   std::map<std::string, std::vector<double>> rates;
@@ -69,18 +57,18 @@ int Run() {
     for (JobCachePolicy policy :
          {JobCachePolicy::kCompute, JobCachePolicy::kFull, JobCachePolicy::kAtMark}) {
       auto job = (*client)->OpenJob(*dataset, {.seed = seed, .cache_policy = policy});
-      if (!job.ok()) return Fail(job.status());
+      if (!job.ok()) return job.status();
       jobs.push_back(std::move(job).value());
     }
     // Rotate the order of the three jobs' epochs from round to round.
     for (size_t k = 0; k < jobs.size(); ++k) {
       const size_t j = (k + rep) % jobs.size();
       if (j == 0) {
-        if (auto s = read(*jobs[0], 0, "compute"); !s.ok()) return Fail(s);
+        if (auto s = read(*jobs[0], 0, "compute"); !s.ok()) return s;
       } else {
         const std::string name = j == 1 ? "full" : "at_mark";
-        if (auto s = read(*jobs[j], 0, "put " + name); !s.ok()) return Fail(s);
-        if (auto s = read(*jobs[j], 1, "get " + name); !s.ok()) return Fail(s);
+        if (auto s = read(*jobs[j], 0, "put " + name); !s.ok()) return s;
+        if (auto s = read(*jobs[j], 1, "get " + name); !s.ok()) return s;
       }
     }
     std::filesystem::remove_all(cluster.cache_root());
@@ -94,13 +82,13 @@ int Run() {
     std::printf("  %-12s %10.0f %8.0f %8.2f\n", kind.c_str(), Median(rates[kind]),
                 Spread(rates[kind]), Median(rates[kind]) / base);
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace
 }  // namespace granary
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  return granary::Run();
+  return granary::ResnetBenchMain(argc, argv, "cache_bench",
+                                  {.images = 8192, .dir = "/tmp/granary_cache_bench"}, granary::Run);
 }

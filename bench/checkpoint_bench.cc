@@ -12,27 +12,16 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bench_setup.h"
+#include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
 #include "granary/client.h"
 #include "tests/local_cluster.h"
 
-ABSL_FLAG(int64_t, images, 32768, "Images in the generated dataset.");
-ABSL_FLAG(int64_t, size, 64, "Image side.");
-ABSL_FLAG(int, repetitions, 3, "Interleaved rounds.");
-ABSL_FLAG(std::string, dir, "/tmp/granary_checkpoint_bench", "Scratch directory.");
-ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The ResNet-style pipeline.");
-
 namespace granary {
 namespace {
-
-int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "checkpoint_bench: %s\n", std::string(status.message()).c_str());
-  return 1;
-}
 
 struct Config {
   std::string name;
@@ -43,14 +32,13 @@ struct Config {
   std::vector<double> rates;
 };
 
-int Run() {
+absl::Status Run() {
   Env* env = Env::Default();
   const std::string dir = absl::GetFlag(FLAGS_dir);
   const int64_t images = absl::GetFlag(FLAGS_images);
   const int64_t size = absl::GetFlag(FLAGS_size);
-  auto def = ImagenetPipeline(env, absl::StrCat(dir, "/imagenet_", size, "_", images), images, size,
-                              absl::GetFlag(FLAGS_pipeline));
-  if (!def.ok()) return Fail(def.status());
+  auto def = ResnetPipelineFromFlags(env);
+  if (!def.ok()) return def.status();
   for (OpDef& op : *def->mutable_ops()) {
     if (op.op() == "shuffle") {
       (*op.mutable_params()->mutable_fields())["buffer_size"].set_number_value(1024);
@@ -71,14 +59,14 @@ int Run() {
                               absl::StrCat("--checkpoint_interval_ms=", interval)};
     }
     c.cluster = std::make_unique<testing::LocalCluster>(cluster_dir, options);
-    if (!c.cluster->ok()) return Fail(absl::UnavailableError("a cluster did not start"));
+    if (!c.cluster->ok()) return absl::UnavailableError("a cluster did not start");
     auto client = Client::Connect({.dispatcher_address = c.cluster->dispatcher_address()});
-    if (!client.ok()) return Fail(client.status());
+    if (!client.ok()) return client.status();
     c.client = std::move(client).value();
     auto dataset = c.client->RegisterPipeline(*def);
-    if (!dataset.ok()) return Fail(dataset.status());
+    if (!dataset.ok()) return dataset.status();
     auto job = c.client->OpenJob(*dataset, {.name = "bench", .seed = 1});
-    if (!job.ok()) return Fail(job.status());
+    if (!job.ok()) return job.status();
     c.job = std::move(job).value();
   }
   const int reps = absl::GetFlag(FLAGS_repetitions);
@@ -87,7 +75,7 @@ int Run() {
     for (size_t k = 0; k < configs.size(); ++k) {
       Config& c = configs[(k + rep + 1) % configs.size()];
       auto read = ReadServiceEpoch(*c.job, rep + 1);
-      if (!read.ok()) return Fail(read.status());
+      if (!read.ok()) return read.status();
       if (rep >= 0) c.rates.push_back(read->rows / read->seconds);
     }
   }
@@ -103,7 +91,7 @@ int Run() {
     GetWorkerStatusResponse status;
     grpc::Status rpc =
         c.cluster->WorkerStub(0)->GetWorkerStatus(testing::RpcContext().get(), {}, &status);
-    if (!rpc.ok()) return Fail(absl::UnavailableError(rpc.error_message()));
+    if (!rpc.ok()) return absl::UnavailableError(rpc.error_message());
     const int64_t written = status.checkpoints_written();
     const int64_t bytes = status.checkpoint_bytes();
     const int64_t stall_us = status.checkpoint_stall_us();
@@ -112,13 +100,13 @@ int Run() {
                 static_cast<long long>(written), written ? stall_us / 1e3 / written : 0.0,
                 written ? bytes / 1e6 / written : 0.0);
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace
 }  // namespace granary
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  return granary::Run();
+  return granary::ResnetBenchMain(argc, argv, "checkpoint_bench",
+                                  {.images = 32768, .dir = "/tmp/granary_checkpoint_bench"}, granary::Run);
 }

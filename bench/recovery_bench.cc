@@ -14,29 +14,18 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "bench/bench_setup.h"
+#include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "granary/client.h"
 #include "tests/local_cluster.h"
 
-ABSL_FLAG(int64_t, images, 32768, "Images in the generated dataset.");
-ABSL_FLAG(int64_t, size, 64, "Image side.");
-ABSL_FLAG(int, repetitions, 3, "Rounds (each configuration once per round).");
-ABSL_FLAG(std::string, dir, "/tmp/granary_recovery_bench", "Scratch directory.");
-ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The ResNet-style pipeline.");
-
 namespace granary {
 namespace {
-
-int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "recovery_bench: %s\n", std::string(status.message()).c_str());
-  return 1;
-}
 
 struct Recovery {
   double start_to_listening_s = 0;
@@ -103,14 +92,13 @@ absl::StatusOr<Recovery> MeasureOnce(const PipelineDef& def, const std::string& 
   return recovery;
 }
 
-int Run() {
+absl::Status Run() {
   Env* env = Env::Default();
   const std::string dir = absl::GetFlag(FLAGS_dir);
   const int64_t images = absl::GetFlag(FLAGS_images);
   const int64_t size = absl::GetFlag(FLAGS_size);
-  auto def = ImagenetPipeline(env, absl::StrCat(dir, "/imagenet_", size, "_", images), images, size,
-                              absl::GetFlag(FLAGS_pipeline));
-  if (!def.ok()) return Fail(def.status());
+  auto def = ResnetPipelineFromFlags(env);
+  if (!def.ok()) return def.status();
   int64_t batch = 0;
   for (OpDef& op : *def->mutable_ops()) {
     if (op.op() == "shuffle") {
@@ -129,7 +117,7 @@ int Run() {
     for (size_t k = 0; k < configs.size(); ++k) {
       Config& c = configs[(k + rep) % configs.size()];
       auto r = MeasureOnce(*def, absl::StrCat(dir, "/cluster"), c.interval_ms, batches);
-      if (!r.ok()) return Fail(r.status());
+      if (!r.ok()) return r.status();
       c.listening.push_back(r->start_to_listening_s);
       c.first_element.push_back(r->start_to_first_element_s);
       c.recomputed.push_back(r->recomputed);
@@ -146,13 +134,13 @@ int Run() {
     std::printf("  %-12s %14.2f %20.2f %8.2f %12.0f\n", c.name.c_str(), Median(c.listening),
                 Median(c.first_element), Spread(c.first_element), Median(c.recomputed));
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace
 }  // namespace granary
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  return granary::Run();
+  return granary::ResnetBenchMain(argc, argv, "recovery_bench",
+                                  {.images = 32768, .dir = "/tmp/granary_recovery_bench"}, granary::Run);
 }

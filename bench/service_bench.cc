@@ -19,52 +19,40 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "bench/bench_setup.h"
+#include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
 #include "granary/client.h"
 #include "pipeline/local_runner.h"
 #include "tests/local_cluster.h"
 
-ABSL_FLAG(int64_t, images, 2048, "Images in the generated dataset.");
-ABSL_FLAG(int64_t, size, 64, "Image side.");
-ABSL_FLAG(int, repetitions, 3, "Interleaved rounds.");
-ABSL_FLAG(std::string, dir, "/tmp/granary_service_bench", "Scratch directory.");
-ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The ResNet-style pipeline.");
-
 namespace granary {
 namespace {
 
-int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "service_bench: %s\n", std::string(status.message()).c_str());
-  return 1;
-}
-
-int Run() {
+absl::Status Run() {
   Env* env = Env::Default();
   const std::string dir = absl::GetFlag(FLAGS_dir);
   const int64_t images = absl::GetFlag(FLAGS_images);
   const int64_t size = absl::GetFlag(FLAGS_size);
-  auto def = ImagenetPipeline(env, absl::StrCat(dir, "/imagenet_", size, "_", images), images, size,
-                              absl::GetFlag(FLAGS_pipeline));
-  if (!def.ok()) return Fail(def.status());
+  auto def = ResnetPipelineFromFlags(env);
+  if (!def.ok()) return def.status();
   const UdfRegistry udfs = UdfRegistry::WithBuiltins();
   auto local = Pipeline::Create(*def, udfs);
-  if (!local.ok()) return Fail(local.status());
+  if (!local.ok()) return local.status();
 
   std::filesystem::remove_all(dir + "/cluster");
   testing::LocalCluster cluster(dir + "/cluster", {.workers = 2});
-  if (!cluster.ok()) return Fail(absl::UnavailableError("cluster did not start"));
+  if (!cluster.ok()) return absl::UnavailableError("cluster did not start");
   auto client = Client::Connect({.dispatcher_address = cluster.dispatcher_address()});
-  if (!client.ok()) return Fail(client.status());
+  if (!client.ok()) return client.status();
   auto dataset = (*client)->RegisterPipeline(*def);
-  if (!dataset.ok()) return Fail(dataset.status());
+  if (!dataset.ok()) return dataset.status();
   auto one = (*client)->OpenJob(*dataset, {.name = "one", .seed = 1, .num_worker_slots = 1});
   auto two = (*client)->OpenJob(*dataset, {.name = "two", .seed = 1, .num_worker_slots = 2});
-  if (!one.ok() || !two.ok()) return Fail(one.ok() ? two.status() : one.status());
+  if (!one.ok() || !two.ok()) return one.ok() ? two.status() : one.status();
 
   std::vector<double> local_rates, one_rates, two_rates;
   const int reps = absl::GetFlag(FLAGS_repetitions);
@@ -74,9 +62,9 @@ int Run() {
     auto l = RunEpochInProcess(**local, 1, rep + 1, env, options);
     auto s1 = ReadServiceEpoch(**one, rep + 1);
     auto s2 = ReadServiceEpoch(**two, rep + 1);
-    if (!l.ok()) return Fail(l.status());
-    if (!s1.ok()) return Fail(s1.status());
-    if (!s2.ok()) return Fail(s2.status());
+    if (!l.ok()) return l.status();
+    if (!s1.ok()) return s1.status();
+    if (!s2.ok()) return s2.status();
     if (rep < 0) continue;
     local_rates.push_back(images / l->seconds);
     one_rates.push_back(s1->rows / s1->seconds);
@@ -100,15 +88,15 @@ int Run() {
     PipelineDef trivial =
         PipelineBuilder::Range(count).Map("fill_bytes", {{"bytes", mib << 20}}).Build();
     auto ds = (*client)->RegisterPipeline(trivial);
-    if (!ds.ok()) return Fail(ds.status());
+    if (!ds.ok()) return ds.status();
     auto job =
         (*client)->OpenJob(*ds, {.name = absl::StrCat("transport", mib), .num_worker_slots = 1});
-    if (!job.ok()) return Fail(job.status());
+    if (!job.ok()) return job.status();
     std::vector<char> src(mib << 20, 1), dst(mib << 20);
     std::vector<double> service_rates, memcpy_rates;
     for (int rep = -1; rep < reps; ++rep) {
       auto r = ReadServiceEpoch(**job, rep + 1);
-      if (!r.ok()) return Fail(r.status());
+      if (!r.ok()) return r.status();
       const absl::Time start = absl::Now();
       for (int64_t i = 0; i < count; ++i) {
         src[i % src.size()] = static_cast<char>(i);
@@ -123,13 +111,13 @@ int Run() {
                 Median(service_rates), Median(memcpy_rates),
                 Median(service_rates) / Median(memcpy_rates));
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace
 }  // namespace granary
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  return granary::Run();
+  return granary::ResnetBenchMain(argc, argv, "service_bench",
+                                  {.images = 2048, .dir = "/tmp/granary_service_bench"}, granary::Run);
 }

@@ -1,0 +1,42 @@
+// What the ResNet-style service benchmarks (cache, checkpoint, recovery, service) share: their
+// flags — --images, --size, --repetitions, --dir, --pipeline — the dataset and pipeline those
+// name, and their main().
+#ifndef GRANARY_BENCH_RESNET_BENCH_FLAGS_H_
+#define GRANARY_BENCH_RESNET_BENCH_FLAGS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/env.h"
+#include "proto/pipeline.pb.h"
+
+ABSL_DECLARE_FLAG(int64_t, images);
+ABSL_DECLARE_FLAG(int64_t, size);
+ABSL_DECLARE_FLAG(int, repetitions);
+ABSL_DECLARE_FLAG(std::string, dir);
+ABSL_DECLARE_FLAG(std::string, pipeline);
+
+namespace granary {
+
+// A benchmark's own defaults for the shared flags.
+struct ResnetBenchDefaults {
+  int64_t images = 0;
+  std::string dir;
+};
+
+// A benchmark's main(): applies `defaults`, parses the command line and runs `run`; a failure
+// is printed as "<name>: <message>" and makes the exit code 1.
+int ResnetBenchMain(int argc, char** argv, const char* name, const ResnetBenchDefaults& defaults,
+                    const std::function<absl::Status()>& run);
+
+// The --pipeline over --images JPEGs of --size x --size, generated once under
+// --dir/imagenet_<size>_<images> (ImagenetPipeline in bench_setup.h).
+absl::StatusOr<PipelineDef> ResnetPipelineFromFlags(Env* env);
+
+}  // namespace granary
+
+#endif  // GRANARY_BENCH_RESNET_BENCH_FLAGS_H_
