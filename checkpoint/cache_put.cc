@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/deterministic_serialization.h"
 #include "common/status_macros.h"
+#include "faultinject/failpoints.h"
 #include "pipeline/cache_chunk_format.h"
 
 namespace granary {
@@ -89,7 +90,8 @@ absl::Status CachePut::Append(int64_t index, const Element& element) {
   RETURN_IF_ERROR(open_->writer->Write(record));
   open_checksum_ = ChainChunkChecksum(open_checksum_, record);
   open_->meta.set_num_elements(open_->meta.num_elements() + 1);
-  if (open_->writer->offset() >= options_.max_chunk_bytes) RETURN_IF_ERROR(Seal());
+  if (open_->writer->offset() >= options_.max_chunk_bytes) return Seal();
+  RETURN_IF_ERROR(HitFailpoint(kPutMidChunkWrite));
   return absl::OkStatus();
 }
 
@@ -185,6 +187,7 @@ absl::Status CachePut::CommitSealed(int64_t n) {
       if (!chain_[i]->committed) pending.push_back(chain_[i].get());
     }
   }
+  if (!pending.empty()) RETURN_IF_ERROR(HitFailpoint(kPutAfterCheckpointBeforeCommit));
   for (Chunk* chunk : pending) {
     if (!chunk->synced) {
       return absl::FailedPreconditionError(

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "common/crc32c.h"
 #include "common/status_macros.h"
+#include "faultinject/failpoints.h"
 #include "glog/logging.h"
 
 namespace granary {
@@ -204,6 +205,7 @@ absl::StatusOr<int64_t> CheckpointStore::Write(int64_t task_id, int64_t generati
     RETURN_IF_ERROR(file->Append(contents));
     RETURN_IF_ERROR(file->Sync());
     RETURN_IF_ERROR(file->Close());
+    RETURN_IF_ERROR(HitFailpoint(kCheckpointAfterWriteBeforeRename));
     return env_->RenameFile(temp, path);
   }();
   if (!status.ok()) {

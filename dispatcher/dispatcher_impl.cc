@@ -6,6 +6,7 @@
 #include "common/deterministic_serialization.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "faultinject/failpoints.h"
 #include "glog/logging.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/pipeline.h"
@@ -109,19 +110,31 @@ absl::Status DispatcherImpl::JournalAndApply(const Update& update, const Answer&
     RETURN_IF_ERROR(CheckUsable());
   }
   absl::StatusOr<uint64_t> seq = journal_->Append(SerializeDeterministically(update));
+  // An injected error here is an apply that cannot happen: like a failed append, it stops the
+  // dispatcher (the record is durable; a restart replays it).
+  if (seq.ok()) {
+    if (absl::Status injected = HitFailpoint(kJournalAfterWriteBeforeApply); !injected.ok()) {
+      seq = injected;
+    }
+  }
   absl::MutexLock lock(&mu_);
   if (!seq.ok()) {
     if (journal_failure_.ok()) journal_failure_ = seq.status();
     LOG(ERROR) << "journal append failed; the dispatcher stops changing state: " << seq.status();
     return CheckUsable();
   }
-  // Apply in sequence order: wait for every earlier record's writer to apply its own.
+  // Apply in sequence order: wait for every earlier record's writer to apply its own (or for a
+  // journal failure, after which an earlier record may never be applied).
   struct Turn {
-    const DispatcherState* state;
+    const DispatcherImpl* self;
     uint64_t previous;
-  } turn{&state_, *seq - 1};
+  } turn{this, *seq - 1};
   mu_.Await(absl::Condition(
-      +[](Turn* t) { return t->state->applied_seq() == t->previous; }, &turn));
+      +[](Turn* t) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return t->self->state_.applied_seq() == t->previous || !t->self->journal_failure_.ok();
+      },
+      &turn));
+  RETURN_IF_ERROR(CheckUsable());
   const absl::Status applied = state_.Apply(*seq, update);
   ++records_since_snapshot_;
   const absl::Status answered = answer(applied);
@@ -430,10 +443,11 @@ absl::Status DispatcherImpl::GetSplits(const GetSplitsRequest& request,
   update.mutable_lease_splits()->set_task_id(request.task_id());
   update.mutable_lease_splits()->set_from_seq(request.from_seq());
   update.mutable_lease_splits()->set_max(request.max());
-  return JournalAndApply(update, [&](const absl::Status&)
-                                     ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+  RETURN_IF_ERROR(JournalAndApply(update, [&](const absl::Status&)
+                                                ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
     return answer().status();
-  });
+  }));
+  return HitFailpoint(kDispatcherAfterLeaseBeforeReply);
 }
 
 absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,

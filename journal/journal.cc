@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "faultinject/failpoints.h"
 #include "journal/format.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
@@ -342,6 +343,11 @@ absl::Status Journal::Submit(Writer* w) {
       rocksdb::WriteOptions write_options;
       write_options.sync = options_.sync;
       s = db_->Write(write_options, &batch);
+    }
+    if (s.ok()) {
+      // An injected error: the batch is durable but reported failed (an ambiguous commit).
+      const absl::Status injected = HitFailpoint(kJournalMidGroupCommit);
+      if (!injected.ok()) s = rocksdb::Status::IOError(std::string(injected.message()));
     }
     mu_.Lock();
     if (!s.ok()) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "faultinject/failpoints.h"
 #include "pipeline/cache_chunk_format.h"
 #include "pipeline/source.h"
 #include "pipeline/source_files.h"
@@ -77,7 +78,7 @@ class CacheChunkReader : public SplitReader {
     checksum_ = ChainChunkChecksum(checksum_, record);
     ASSIGN_OR_RETURN(*out, Element::FromProto(cached.element()));
     if (records_left_ > 0) --records_left_;
-    return absl::OkStatus();
+    return records_left_ != 0 ? HitFailpoint(kGetMidChunk) : absl::OkStatus();
   }
 
   int64_t offset() const override { return reader_.offset(); }

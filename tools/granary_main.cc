@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "faultinject/failpoint.h"
 #include "glog/logging.h"
 #include "tools/commands.h"
 
@@ -40,6 +41,10 @@ int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "help") == 0 || std::strcmp(argv[1], "--help") == 0) {
     std::fputs(kUsage, stdout);
     return argc < 2 ? 2 : 0;
+  }
+  if (const absl::Status armed = granary::ConfigureFailpointsFromEnvironment(); !armed.ok()) {
+    std::fprintf(stderr, "granary: %s\n", std::string(armed.message()).c_str());
+    return 2;
   }
   const std::string command = argv[1];
   // The subcommand sees "granary <command>" as its program name.

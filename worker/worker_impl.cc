@@ -9,6 +9,7 @@
 #include "common/deterministic_serialization.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "faultinject/failpoints.h"
 #include "glog/logging.h"
 
 namespace granary {
@@ -198,7 +199,9 @@ absl::Status WorkerImpl::GetElements(const GetElementsRequest& request,
                      " at generation ", runner->def().generation(), ", not ",
                      request.generation()));
   }
-  return runner->GetElements(request, response);
+  RETURN_IF_ERROR(runner->GetElements(request, response));
+  return response->elements_size() > 0 ? HitFailpoint(kWorkerAfterProduceBeforeSend)
+                                       : absl::OkStatus();
 }
 
 absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response) const {

@@ -1,0 +1,44 @@
+// The catalogue of failpoints (faultinject/failpoint.h): every place in Granary where a fault
+// can be injected, named `component.place`. A site passes its constant to HitFailpoint; only
+// names listed in kAllFailpoints can be armed, and `granary chaos --failpoints` prints them.
+#ifndef GRANARY_FAULTINJECT_FAILPOINTS_H_
+#define GRANARY_FAULTINJECT_FAILPOINTS_H_
+
+#include "faultinject/failpoint.h"
+
+namespace granary {
+
+inline constexpr Failpoint kJournalAfterWriteBeforeApply{
+    "journal.after_write_before_apply",
+    "dispatcher: an update is durable in the journal, not yet applied to the state"};
+inline constexpr Failpoint kJournalMidGroupCommit{
+    "journal.mid_group_commit",
+    "journal: a group commit's batch is written, none of the group's writers answered yet"};
+inline constexpr Failpoint kDispatcherAfterLeaseBeforeReply{
+    "dispatcher.after_lease_before_reply",
+    "dispatcher: a split lease is journaled and applied, the worker not answered yet"};
+inline constexpr Failpoint kWorkerAfterProduceBeforeSend{
+    "worker.after_produce_before_send",
+    "worker: a GetElements answer holds produced elements, not sent yet"};
+inline constexpr Failpoint kCheckpointAfterWriteBeforeRename{
+    "checkpoint.after_write_before_rename",
+    "checkpoint store: a checkpoint's temporary is written and synced, not renamed yet"};
+inline constexpr Failpoint kPutAfterCheckpointBeforeCommit{
+    "put.after_checkpoint_before_commit",
+    "cache Put: the checkpoint naming sealed chunks is written, the chunks not committed yet"};
+inline constexpr Failpoint kPutMidChunkWrite{
+    "put.mid_chunk_write",
+    "cache Put: an element was appended to a chunk temporary that stays open"};
+inline constexpr Failpoint kGetMidChunk{
+    "get.mid_chunk", "cache Get: a record of a chunk was read, the chunk not finished"};
+
+inline constexpr const Failpoint* kAllFailpoints[] = {
+    &kJournalAfterWriteBeforeApply,  &kJournalMidGroupCommit,
+    &kDispatcherAfterLeaseBeforeReply, &kWorkerAfterProduceBeforeSend,
+    &kCheckpointAfterWriteBeforeRename, &kPutAfterCheckpointBeforeCommit,
+    &kPutMidChunkWrite,              &kGetMidChunk,
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_FAULTINJECT_FAILPOINTS_H_
