@@ -3,19 +3,40 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <string_view>
 #include <thread>
 
 namespace granary {
 
 Subprocess::Subprocess(const std::vector<std::string>& argv, Stderr stderr_mode,
-                       const std::string& stderr_path) {
+                       const std::string& stderr_path,
+                       const std::vector<std::string>& environment) {
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const std::string_view name = entry.substr(0, entry.find('=') + 1);  // "NAME="
+    bool overridden = false;
+    for (const std::string& o : environment) overridden = overridden || o.rfind(name, 0) == 0;
+    if (!overridden) env.push_back(*e);
+  }
+  for (const std::string& o : environment) env.push_back(const_cast<char*>(o.c_str()));
+  env.push_back(nullptr);
+  const pid_t parent = ::getpid();
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return;
   pid_ = ::fork();
   if (pid_ == 0) {
+    // Die with the thread that started us; if the parent is already gone, do not run at all.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
     // The child: only async-signal-safe calls until exec.
     ::dup2(out[1], STDOUT_FILENO);
     if (stderr_mode == Stderr::kMergeIntoStdout) ::dup2(out[1], STDERR_FILENO);
@@ -28,10 +49,7 @@ Subprocess::Subprocess(const std::vector<std::string>& argv, Stderr stderr_mode,
     sigset_t all;
     sigfillset(&all);
     ::sigprocmask(SIG_UNBLOCK, &all, nullptr);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
+    ::execve(args[0], args.data(), env.data());
     ::_exit(127);
   }
   ::close(out[1]);

@@ -1,7 +1,8 @@
 // Subprocess: a child process whose stdout is read line by line (servers print the address
 // they listen on), with its stderr passed through, merged into stdout, or sent to a log file.
 // The destructor SIGKILLs and reaps a child that is still running, so neither a failing test
-// nor `granary cluster` leaves processes behind. Thread-compatible.
+// nor `granary cluster` leaves processes behind; and the kernel SIGKILLs a child whose starting
+// thread dies first (PR_SET_PDEATHSIG), so not even a killed parent does. Thread-compatible.
 #ifndef GRANARY_COMMON_SUBPROCESS_H_
 #define GRANARY_COMMON_SUBPROCESS_H_
 
@@ -21,10 +22,12 @@ class Subprocess {
  public:
   enum class Stderr { kInherit, kMergeIntoStdout, kToFile };
 
-  // Starts argv[0] (a path) with arguments argv[1..]. With Stderr::kToFile, stderr is appended
+  // Starts argv[0] (a path) with arguments argv[1..], in this process's environment plus the
+  // "NAME=value" entries of `environment` (which win). With Stderr::kToFile, stderr is appended
   // to `stderr_path`. pid() is -1 if the process could not be started.
   explicit Subprocess(const std::vector<std::string>& argv, Stderr stderr_mode = Stderr::kInherit,
-                      const std::string& stderr_path = "");
+                      const std::string& stderr_path = "",
+                      const std::vector<std::string>& environment = {});
   ~Subprocess();
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;

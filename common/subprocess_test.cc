@@ -1,0 +1,72 @@
+#include "common/subprocess.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "gtest/gtest.h"
+
+namespace granary {
+namespace {
+
+TEST(SubprocessTest, ReadsStdoutAndReportsTheExitCode) {
+  Subprocess child({"/bin/sh", "-c", "echo one; echo two; exit 3"});
+  EXPECT_EQ(child.ReadLine(), "one");
+  EXPECT_EQ(child.ReadAll(), "two\n");
+  EXPECT_EQ(child.Wait(), 3);
+}
+
+TEST(SubprocessTest, EnvironmentEntriesAreAddedAndOverrideInheritedOnes) {
+  ASSERT_EQ(::setenv("GRANARY_SUBPROCESS_TEST_KEPT", "inherited", 1), 0);
+  ASSERT_EQ(::setenv("GRANARY_SUBPROCESS_TEST_SET", "inherited", 1), 0);
+  Subprocess child({"/bin/sh", "-c",
+                    "echo $GRANARY_SUBPROCESS_TEST_KEPT $GRANARY_SUBPROCESS_TEST_SET "
+                    "$GRANARY_SUBPROCESS_TEST_NEW"},
+                   Subprocess::Stderr::kInherit, "",
+                   {"GRANARY_SUBPROCESS_TEST_SET=overridden", "GRANARY_SUBPROCESS_TEST_NEW=new"});
+  EXPECT_EQ(child.ReadLine(), "inherited overridden new");
+  EXPECT_EQ(child.Wait(), 0);
+  ::unsetenv("GRANARY_SUBPROCESS_TEST_KEPT");
+  ::unsetenv("GRANARY_SUBPROCESS_TEST_SET");
+}
+
+TEST(SubprocessTest, KilledChildReportsTheSignal) {
+  Subprocess child({"/bin/sleep", "30"});
+  child.Kill(SIGKILL);
+  EXPECT_EQ(child.Wait(), 128 + SIGKILL);
+  EXPECT_FALSE(child.running());
+}
+
+TEST(SubprocessTest, AChildDiesWithTheProcessThatStartedIt) {
+  // A middle process starts a sleeper, reports its pid and exits without cleaning up (as a
+  // SIGKILLed harness would): the kernel must take the sleeper down too.
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t middle = ::fork();
+  ASSERT_GE(middle, 0);
+  if (middle == 0) {
+    Subprocess sleeper({"/bin/sleep", "30"});
+    const pid_t pid = sleeper.pid();
+    if (::write(pipe_fds[1], &pid, sizeof(pid)) != sizeof(pid)) ::_exit(1);
+    ::_exit(0);  // No destructor runs: only PR_SET_PDEATHSIG can stop the sleeper.
+  }
+  ::close(pipe_fds[1]);
+  pid_t sleeper = -1;
+  ASSERT_EQ(::read(pipe_fds[0], &sleeper, sizeof(sleeper)), static_cast<ssize_t>(sizeof(sleeper)));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(middle, &status, 0), middle);
+  ASSERT_GT(sleeper, 0);
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {  // Up to 5 s for init to reap it.
+    gone = ::kill(sleeper, 0) != 0 && errno == ESRCH;
+    if (!gone) ::usleep(10000);
+  }
+  EXPECT_TRUE(gone) << "sleeper pid " << sleeper << " outlived the process that started it";
+  if (!gone) ::kill(sleeper, SIGKILL);
+}
+
+}  // namespace
+}  // namespace granary
