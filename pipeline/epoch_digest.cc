@@ -1,7 +1,5 @@
 #include "pipeline/epoch_digest.h"
 
-#include "absl/strings/str_format.h"
-
 namespace granary {
 
 void EpochDigest::Add(const Element& element) {
@@ -16,12 +14,6 @@ void EpochDigest::Add(const Element& element) {
     ordered_.UpdateU64(h);
   }
   rows_ += rows;
-}
-
-std::string EpochDigest::ToJsonLine(int64_t epoch, int64_t duplicates_dropped) const {
-  return absl::StrFormat(
-      R"({"epoch":%d,"elements":%d,"multiset_xxh64":"%s","ordered_xxh64":"%s","duplicates_dropped":%d})",
-      epoch, rows_, HashToHex(multiset_), HashToHex(ordered()), duplicates_dropped);
 }
 
 }  // namespace granary

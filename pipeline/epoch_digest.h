@@ -3,9 +3,8 @@
 // Every row (an element, or one row of a batch in a batched pipeline) is hashed with XXH64 over
 // its canonical bytes. The multiset digest is the wrapping sum of the row hashes: independent of
 // order, and changed by any missing or duplicated row. The ordered digest is a streaming XXH64
-// over the row hashes in delivery order. Digest file lines look like
-//   {"epoch":0,"elements":1000,"multiset_xxh64":"…","ordered_xxh64":"…","duplicates_dropped":0}
-// where "elements" counts rows. Thread-compatible.
+// over the row hashes in delivery order. Line() is the epoch's line of the digest file
+// (pipeline/digest_file.h). Thread-compatible.
 #ifndef GRANARY_PIPELINE_EPOCH_DIGEST_H_
 #define GRANARY_PIPELINE_EPOCH_DIGEST_H_
 
@@ -13,6 +12,7 @@
 #include <string>
 
 #include "common/hash.h"
+#include "pipeline/digest_file.h"
 #include "pipeline/element.h"
 
 namespace granary {
@@ -28,8 +28,10 @@ class EpochDigest {
   uint64_t multiset() const { return multiset_; }
   uint64_t ordered() const { return ordered_.Digest(); }
 
-  // One line of the digest file (no trailing newline).
-  std::string ToJsonLine(int64_t epoch, int64_t duplicates_dropped) const;
+  // This epoch's line of the digest file.
+  DigestLine Line(int64_t epoch, int64_t duplicates_dropped) const {
+    return {epoch, rows_, multiset_, ordered(), duplicates_dropped};
+  }
 
  private:
   const bool batched_;

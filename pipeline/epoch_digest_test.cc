@@ -53,7 +53,7 @@ TEST(EpochDigestTest, BatchRowsHashLikeUnbatchedElementsOfTheSameValue) {
 TEST(EpochDigestTest, JsonLineHasTheDesignFields) {
   EpochDigest d(false);
   d.Add(Row(1));
-  EXPECT_THAT(d.ToJsonLine(3, 2),
+  EXPECT_THAT(d.Line(3, 2).ToJson(),
               ::testing::MatchesRegex(R"(\{"epoch":3,"elements":1,"multiset_xxh64":"[0-9a-f]{16}",)"
                                       R"("ordered_xxh64":"[0-9a-f]{16}","duplicates_dropped":2\})"));
 }

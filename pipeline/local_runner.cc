@@ -33,7 +33,7 @@ absl::StatusOr<EpochResult> RunEpochInProcess(const Pipeline& pipeline, uint64_t
   }
   result.rows = digest.rows();
   result.seconds = (env->NowMicros() - start) / 1e6;
-  result.digest_line = digest.ToJsonLine(epoch, 0);
+  result.digest_line = digest.Line(epoch, 0).ToJson();
   return result;
 }
 

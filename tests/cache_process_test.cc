@@ -216,7 +216,9 @@ void ExpectManifestExactlyOnce(const CacheState& cache, int64_t rows, uint64_t m
   }
   EXPECT_EQ(records, rows);
   EXPECT_EQ(cache.num_elements(), rows);
-  if (compare_multiset) EXPECT_EQ(digest.multiset(), multiset);
+  if (compare_multiset) {
+    EXPECT_EQ(digest.multiset(), multiset);
+  }
 }
 
 TEST_P(CacheProcessTest, AllWorkersKilledMidPutThenGetMatchesLocal) {

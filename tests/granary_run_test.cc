@@ -237,7 +237,9 @@ TEST_F(GranaryRunTest, CheckpointsShortenRecomputationAfterAWorkerRestart) {
         t != task) {
       continue;
     }
-    if (index <= client) EXPECT_LE(index, restored) << name << " was newer: " << line;
+    if (index <= client) {
+      EXPECT_LE(index, restored) << name << " was newer: " << line;
+    }
     if (index > restored && (next < 0 || index < next)) next = index;
   }
   // Elements the restarted worker recomputed, as the run reports them for epoch 0.

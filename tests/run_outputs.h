@@ -1,6 +1,6 @@
 // Reading what `granary run` and `granary local` write, for the multi-process tests: digest
-// files (one JSON line per epoch, EpochDigest::ToJsonLine) and run position files
-// (tools/run_command.cc). Readers record gtest failures for malformed lines.
+// files (pipeline/digest_file.h) and run position files (tools/run_position.h). The digest
+// reader records a gtest failure for an unreadable file.
 #ifndef GRANARY_TESTS_RUN_OUTPUTS_H_
 #define GRANARY_TESTS_RUN_OUTPUTS_H_
 
@@ -8,24 +8,19 @@
 #include <map>
 #include <string>
 
+#include "pipeline/digest_file.h"
+#include "tools/run_position.h"
+
 namespace granary::testing {
 
-struct DigestLine {
-  int64_t rows = 0;
-  uint64_t multiset = 0;
-  uint64_t ordered = 0;
-  int64_t dropped = 0;
-};
+using ::granary::DigestLine;
+using ::granary::RunPosition;
 
 // Epoch -> digest, from a digest file (a later line for an epoch replaces an earlier one).
 std::map<int64_t, DigestLine> ReadDigests(const std::string& path);
 
-// Where a `granary run` position file stands: the epoch being read and the rows of it
-// delivered so far ({0, 0} if the file is missing or unreadable).
-struct RunPosition {
-  int64_t epoch = 0;
-  int64_t rows = 0;
-};
+// Where a `granary run` position file stands (a default RunPosition if the file is missing or
+// unreadable: a run that has not written it yet).
 RunPosition ReadRunPosition(const std::string& path);
 inline int64_t PositionRows(const std::string& path) { return ReadRunPosition(path).rows; }
 

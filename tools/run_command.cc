@@ -3,22 +3,12 @@
 // file of DESIGN.md §6, which must equal `granary local`'s for the same pipeline and seed.
 //
 // With --position_file F the run can be killed (even SIGKILLed) and started again with the same
-// flags: it resumes exactly where the file says, and each element of the epoch is delivered
-// exactly once across both processes. F is rewritten atomically (temp file + rename) every
-// 100 ms while elements arrive, at the end of each epoch and before exiting on an error. It is a
-// text file:
-//   granary-run-position 1
-//   epoch 3                       the epoch being read (or the next one to read)
-//   rows 4096                     rows of that epoch delivered so far, and their
-//   multiset 0123456789abcdef     multiset digest (EpochDigest), and
-//   duplicates 2                  elements dropped so far (duplicates + recomputed)
-//   reader <base64>               EpochReader::SavePosition(), empty at an epoch's start
-// Rows, multiset digest and reader position are written together and describe exactly the same
-// delivered elements, so the digest line of a resumed epoch covers the whole epoch: both
-// processes' rows ("elements") and multiset digest. Its ordered digest covers only the rows
-// this process delivered. The digest file is rewritten atomically after each epoch, keeping
-// the lines an earlier run wrote; a kill between writing an epoch's line and its final
-// position leaves that epoch's line twice, with the same multiset digest.
+// flags: it resumes exactly where the file says (tools/run_position.h), and each element of the
+// epoch is delivered exactly once across both processes. The digest line of a resumed epoch
+// covers the whole epoch: both processes' rows ("elements") and multiset digest; its ordered
+// digest covers only the rows this process delivered. The digest file is rewritten atomically
+// after each epoch, keeping the lines an earlier run wrote; a kill between writing an epoch's
+// line and its final position leaves that epoch's line twice, with the same multiset digest.
 //
 // With several consumers (--consumer C --num_consumers K, a shared --job_name), each process
 // digests its share of every epoch; the multiset digests of the K shares add up (mod 2^64) to
@@ -53,6 +43,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
 #include "tools/commands.h"
+#include "tools/run_position.h"
 #include "tools/udf_flags.h"
 
 ABSL_DECLARE_FLAG(std::string, dispatcher);
@@ -83,63 +74,7 @@ ABSL_FLAG(int32_t, step_ms, 0,
 namespace granary {
 namespace {
 
-constexpr char kPositionHeader[] = "granary-run-position 1";
 constexpr absl::Duration kPositionInterval = absl::Milliseconds(100);
-
-// Where a run stands: the contents of the position file.
-struct RunPosition {
-  int64_t epoch = 0;
-  int64_t rows = 0;
-  uint64_t multiset = 0;
-  int64_t duplicates = 0;
-  std::string reader;  // EpochReader::SavePosition(); empty = the epoch's start.
-};
-
-std::string FormatPosition(const RunPosition& p) {
-  return absl::StrCat(kPositionHeader, "\nepoch ", p.epoch, "\nrows ", p.rows, "\nmultiset ",
-                      HashToHex(p.multiset), "\nduplicates ", p.duplicates, "\nreader ",
-                      absl::Base64Escape(p.reader), "\n");
-}
-
-absl::StatusOr<RunPosition> ParsePosition(const std::string& text, const std::string& path) {
-  const auto bad = [&](absl::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat("position file ", path, ": ", what));
-  };
-  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
-  if (lines.empty() || lines[0] != kPositionHeader) {
-    return bad(absl::StrCat("does not start with '", kPositionHeader, "'"));
-  }
-  RunPosition p;
-  bool seen[5] = {false, false, false, false, false};
-  for (size_t i = 1; i < lines.size(); ++i) {
-    std::vector<std::string> kv = absl::StrSplit(lines[i], absl::MaxSplits(' ', 1));
-    const std::string value = kv.size() > 1 ? kv[1] : "";
-    bool ok = true;
-    if (kv[0] == "epoch") {
-      ok = absl::SimpleAtoi(value, &p.epoch) && p.epoch >= 0;
-      seen[0] = true;
-    } else if (kv[0] == "rows") {
-      ok = absl::SimpleAtoi(value, &p.rows) && p.rows >= 0;
-      seen[1] = true;
-    } else if (kv[0] == "multiset") {
-      ok = absl::SimpleHexAtoi(value, &p.multiset);
-      seen[2] = true;
-    } else if (kv[0] == "duplicates") {
-      ok = absl::SimpleAtoi(value, &p.duplicates) && p.duplicates >= 0;
-      seen[3] = true;
-    } else if (kv[0] == "reader") {
-      ok = absl::Base64Unescape(value, &p.reader);
-      seen[4] = true;
-    } else {
-      return bad(absl::StrCat("line ", i + 1, ": unknown key '", kv[0], "'"));
-    }
-    if (!ok) return bad(absl::StrCat("line ", i + 1, ": bad value '", value, "'"));
-  }
-  for (bool s : seen) {
-    if (!s) return bad("is incomplete (needs epoch, rows, multiset, duplicates and reader)");
-  }
-  return p;
-}
 
 // Writes `data` to `path` atomically: a temp file beside it, then a rename.
 absl::Status WriteAtomically(Env* env, const std::string& path, const std::string& data,
@@ -149,14 +84,12 @@ absl::Status WriteAtomically(Env* env, const std::string& path, const std::strin
   return env->RenameFile(temp, path);
 }
 
-// The digest line of an epoch whose first `resumed` part an earlier process delivered (the
-// format of EpochDigest::ToJsonLine, with rows and multiset digest of both parts).
-std::string ResumedDigestLine(int64_t epoch, const RunPosition& resumed, const EpochDigest& mine,
-                              int64_t duplicates) {
-  return absl::StrFormat(
-      R"({"epoch":%d,"elements":%d,"multiset_xxh64":"%s","ordered_xxh64":"%s","duplicates_dropped":%d})",
-      epoch, resumed.rows + mine.rows(), HashToHex(resumed.multiset + mine.multiset()),
-      HashToHex(mine.ordered()), resumed.duplicates + duplicates);
+// The digest line of an epoch whose first `resumed` part an earlier process delivered: rows and
+// multiset digest of both parts, the ordered digest of this process's part.
+DigestLine ResumedDigestLine(int64_t epoch, const RunPosition& resumed, const EpochDigest& mine,
+                             int64_t duplicates) {
+  return {epoch, resumed.rows + mine.rows(), resumed.multiset + mine.multiset(), mine.ordered(),
+          resumed.duplicates + duplicates};
 }
 
 // ReadEpoch, retried while the dispatcher is unavailable (e.g. restarting), up to `patience`.
@@ -205,8 +138,7 @@ absl::Status Run() {
   RunPosition start;
   const bool resuming = !position_file.empty() && env->FileExists(position_file);
   if (resuming) {
-    ASSIGN_OR_RETURN(std::string text, ReadFileToString(env, position_file));
-    ASSIGN_OR_RETURN(start, ParsePosition(text, position_file));
+    ASSIGN_OR_RETURN(start, ReadRunPositionFile(env, position_file));
   }
   std::string digests;
   if (resuming && !digest_out.empty() && env->FileExists(digest_out)) {
@@ -262,7 +194,7 @@ absl::Status Run() {
       now.multiset = resumed.multiset + digest.multiset();
       now.duplicates = resumed.duplicates + stats.duplicates_dropped + stats.recomputed_dropped;
       now.reader = (*reader)->SavePosition();
-      return WriteAtomically(env, position_file, FormatPosition(now), sync);
+      return WriteAtomically(env, position_file, FormatRunPosition(now), sync);
     };
     const absl::Time begin = absl::Now();
     absl::Time last_save = begin;
@@ -296,8 +228,9 @@ absl::Status Run() {
         static_cast<long long>(stats.recomputed_dropped), static_cast<long long>(stats.retries));
     std::fflush(stdout);
     absl::StrAppend(&digests,
-                    resumed.reader.empty() ? digest.ToJsonLine(epoch, dropped)
-                                           : ResumedDigestLine(epoch, resumed, digest, dropped),
+                    (resumed.reader.empty() ? digest.Line(epoch, dropped)
+                                            : ResumedDigestLine(epoch, resumed, digest, dropped))
+                        .ToJson(),
                     "\n");
     if (!digest_out.empty()) {
       RETURN_IF_ERROR(WriteAtomically(env, digest_out, digests, /*sync=*/true));
@@ -305,7 +238,7 @@ absl::Status Run() {
     if (!position_file.empty()) {
       RunPosition next;
       next.epoch = epoch + 1;
-      RETURN_IF_ERROR(WriteAtomically(env, position_file, FormatPosition(next), /*sync=*/true));
+      RETURN_IF_ERROR(WriteAtomically(env, position_file, FormatRunPosition(next), /*sync=*/true));
     }
   }
   return absl::OkStatus();

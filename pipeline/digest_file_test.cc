@@ -1,0 +1,51 @@
+#include "pipeline/digest_file.h"
+
+#include "common/scoped_temp_dir.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace granary {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(DigestFileTest, LineRoundTrips) {
+  const DigestLine line{7, 1000, 0x0123456789abcdefULL, 0xfedcba9876543210ULL, 3};
+  EXPECT_EQ(line.ToJson(),
+            R"({"epoch":7,"elements":1000,"multiset_xxh64":"0123456789abcdef",)"
+            R"("ordered_xxh64":"fedcba9876543210","duplicates_dropped":3})");
+  absl::StatusOr<DigestLine> parsed = DigestLine::Parse(line.ToJson());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->epoch, 7);
+  EXPECT_EQ(parsed->rows, 1000);
+  EXPECT_EQ(parsed->multiset, line.multiset);
+  EXPECT_EQ(parsed->ordered, line.ordered);
+  EXPECT_EQ(parsed->dropped, 3);
+}
+
+TEST(DigestFileTest, MalformedLinesNameTheField) {
+  const std::string good = DigestLine{1, 2, 3, 4, 5}.ToJson();
+  std::string no_multiset = good;
+  no_multiset.replace(no_multiset.find("multiset_xxh64"), 8, "multiSET");
+  EXPECT_THAT(DigestLine::Parse(no_multiset).status().message(), HasSubstr("\"multiset_xxh64\""));
+  EXPECT_THAT(DigestLine::Parse(R"({"epoch":x})").status().message(), HasSubstr("\"epoch\""));
+}
+
+TEST(DigestFileTest, ALaterLineForAnEpochWinsAndErrorsNameFileAndLine) {
+  testing::ScopedTempDir dir;
+  Env* env = Env::Default();
+  const std::string path = dir.path() + "/digests.jsonl";
+  const std::string text = DigestLine{0, 10, 1, 1, 0}.ToJson() + "\n" +
+                           DigestLine{1, 10, 2, 2, 0}.ToJson() + "\n" +
+                           DigestLine{1, 10, 2, 3, 4}.ToJson() + "\n";
+  ASSERT_TRUE(WriteStringToFile(env, path, text, /*sync=*/false).ok());
+  absl::StatusOr<std::map<int64_t, DigestLine>> lines = ReadDigestFile(env, path);
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  ASSERT_EQ(lines->size(), 2u);
+  EXPECT_EQ(lines->at(1).dropped, 4);
+  ASSERT_TRUE(WriteStringToFile(env, path, text + "{\"epoch\":2}\n", /*sync=*/false).ok());
+  EXPECT_THAT(ReadDigestFile(env, path).status().message(), HasSubstr(path + " line 4"));
+}
+
+}  // namespace
+}  // namespace granary
