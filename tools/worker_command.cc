@@ -30,6 +30,9 @@ ABSL_FLAG(std::string, checkpoint_dir, "",
           "Where tasks' checkpoints go (a path standbys can read too makes failover fast); "
           "empty = no checkpoints.");
 ABSL_FLAG(int64_t, checkpoint_interval_ms, 1000, "How often each running task checkpoints.");
+ABSL_FLAG(bool, testonly_skip_element_after_restore, false,
+          "TEST ONLY, breaks exactly-once on purpose: a task resumed past its start drops one "
+          "element (proves the chaos harness can fail).");
 ABSL_FLAG(int, checkpoints_kept, 3, "Checkpoints kept per task (the newest).");
 
 namespace granary {
@@ -68,6 +71,8 @@ int WorkerCommand(int argc, char** argv) {
   options.standby = absl::GetFlag(FLAGS_standby);
   options.heartbeat_interval_ms = absl::GetFlag(FLAGS_heartbeat_interval_ms);
   options.runner.window_bytes = absl::GetFlag(FLAGS_window_bytes);
+  options.runner.testonly_skip_element_after_restore =
+      absl::GetFlag(FLAGS_testonly_skip_element_after_restore);
   options.parallel_map_threads = absl::GetFlag(FLAGS_threads);
   options.udfs = &*udfs;
   std::unique_ptr<CheckpointStore> checkpoints;

@@ -81,6 +81,11 @@ void TaskRunner::Produce(int64_t run_id) {
     if (!current()) return;
     produced_ = restored;
   }
+  bool testonly_skip_pending;
+  {
+    absl::MutexLock lock(&mu_);
+    testonly_skip_pending = options_.testonly_skip_element_after_restore && discard_below_ > 0;
+  }
   absl::Time last_checkpoint = absl::Now();
   while (run.ok()) {
     {
@@ -120,6 +125,8 @@ void TaskRunner::Produce(int64_t run_id) {
       } else if (produced_ < discard_below_) {
         ++recomputed_;
         ++produced_;
+      } else if (testonly_skip_pending) {
+        testonly_skip_pending = false;  // The deliberate bug: this element is never served.
       } else {
         indexed.set_index(produced_++);
         buffered_bytes_ += indexed.payload().size();

@@ -65,6 +65,10 @@ struct TaskRunnerOptions {
   // Where checkpoints go; null = no checkpoints. Must outlive the runner.
   CheckpointStore* checkpoints = nullptr;
   int64_t checkpoint_interval_ms = 1000;
+  // A deliberately broken worker, for proving that the chaos harness can fail: a run that starts
+  // at from_index > 0 (a restore, or a recompute after a restart) silently drops the first
+  // element it would serve. Never set outside tests (`--testonly_skip_element_after_restore`).
+  bool testonly_skip_element_after_restore = false;
 };
 
 class TaskRunner {
