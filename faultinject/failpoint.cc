@@ -128,14 +128,28 @@ absl::Status HitArmed(const Failpoint& point) {
 
 }  // namespace failpoint_internal
 
-absl::Status ConfigureFailpoints(absl::string_view spec) {
-  std::map<std::string, Arming> parsed;
+namespace {
+
+absl::Status ParseSpec(absl::string_view spec, std::map<std::string, Arming>* parsed) {
   for (absl::string_view entry : absl::StrSplit(spec, ',', absl::SkipWhitespace())) {
     std::string name;
     Arming arming;
     if (absl::Status status = ParseArming(entry, &name, &arming); !status.ok()) return status;
-    parsed[name] = arming;
+    (*parsed)[name] = arming;
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckFailpointSpec(absl::string_view spec) {
+  std::map<std::string, Arming> parsed;
+  return ParseSpec(spec, &parsed);
+}
+
+absl::Status ConfigureFailpoints(absl::string_view spec) {
+  std::map<std::string, Arming> parsed;
+  if (absl::Status status = ParseSpec(spec, &parsed); !status.ok()) return status;
   absl::MutexLock lock(&mu);
   Armed() = std::move(parsed);
   failpoint_internal::armed.store(!Armed().empty(), std::memory_order_relaxed);

@@ -56,6 +56,8 @@ inline absl::Status HitFailpoint(const Failpoint& point) {
 // resets hit counts. InvalidArgument naming the entry for an unknown failpoint or a bad action;
 // the armed set is then left as it was.
 absl::Status ConfigureFailpoints(absl::string_view spec);
+// Whether ConfigureFailpoints(spec) would succeed, without arming anything.
+absl::Status CheckFailpointSpec(absl::string_view spec);
 // ConfigureFailpoints($GRANARY_FAILPOINTS) if the variable is set; errors name the variable.
 absl::Status ConfigureFailpointsFromEnvironment();
 

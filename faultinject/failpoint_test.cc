@@ -98,6 +98,12 @@ TEST_F(FailpointTest, EnvironmentErrorsNameTheVariable) {
   EXPECT_THAT(status.message(), HasSubstr("GRANARY_FAILPOINTS: failpoint entry 'nonsense'"));
 }
 
+TEST_F(FailpointTest, CheckingASpecArmsNothing) {
+  EXPECT_TRUE(CheckFailpointSpec("get.mid_chunk=error").ok());
+  EXPECT_TRUE(HitFailpoint(kGetMidChunk).ok());
+  EXPECT_THAT(CheckFailpointSpec("get.mid_chunk=boom").message(), HasSubstr("'boom'"));
+}
+
 TEST_F(FailpointTest, EnvironmentArmsFailpoints) {
   ASSERT_EQ(::setenv(kFailpointsEnvironmentVariable, "checkpoint.after_write_before_rename=error",
                      1),

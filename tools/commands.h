@@ -24,6 +24,9 @@ int RunCommand(int argc, char** argv);
 int StatusCommand(int argc, char** argv);
 // granary journal dump --journal_dir D
 int JournalCommand(int argc, char** argv);
+// granary chaos --scenario S --seed N [--workers W] [--epochs E] [--dir D] [--inject P:SPEC]
+//   | granary chaos --soak --minutes M | granary chaos --failpoints
+int ChaosCommand(int argc, char** argv);
 
 }  // namespace granary
 

@@ -29,6 +29,9 @@ commands:
             [--consumer C --num_consumers K] [--digest_out F] [--position_file F]
   status    print a dispatcher's jobs, epochs, tasks, workers: granary status --dispatcher H:P
   journal   print a stopped dispatcher's journal as JSON: granary journal dump --journal_dir D
+  chaos     the fault-injection harness: granary chaos --scenario S --seed N [--workers W]
+            [--epochs E] [--dir D] [--inject PROCESS:SPEC]; granary chaos --soak --minutes M;
+            granary chaos --failpoints
 
 Run `granary <command> --help` for the flags of one command.
 )";
@@ -58,6 +61,7 @@ int main(int argc, char** argv) {
   if (command == "run") return granary::RunCommand(argc - 1, argv + 1);
   if (command == "status") return granary::StatusCommand(argc - 1, argv + 1);
   if (command == "journal") return granary::JournalCommand(argc - 1, argv + 1);
+  if (command == "chaos") return granary::ChaosCommand(argc - 1, argv + 1);
   std::fprintf(stderr, "granary: unknown command '%s'\n\n%s", command.c_str(), kUsage);
   return 2;
 }

@@ -1,0 +1,346 @@
+#include "faultinject/chaos_harness.h"
+
+#include <chrono>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/env.h"
+#include "common/hash.h"
+#include "common/status_macros.h"
+#include "common/subprocess.h"
+#include "faultinject/chaos_plan.h"
+#include "faultinject/chaos_processes.h"
+#include "faultinject/failpoint.h"
+#include "pipeline/cache_policy.h"
+#include "pipeline/digest_file.h"
+#include "tools/run_position.h"
+#include "tools/synthetic_imagenet.h"
+
+namespace granary {
+namespace {
+
+constexpr int kBatchSize = 8;
+constexpr int kFiles = 8;
+
+// The ResNet-style pipeline of examples/imagenet_resnet.json at a small scale, with a `mark`
+// for the at_mark cache policy.
+std::string ChaosPipeline(const std::string& data_dir) {
+  return absl::StrCat(R"({
+  "source": {"type": "tfrecord",
+             "params": {"files": [")", data_dir, R"(/*.tfrecord"], "shuffle_splits": true}},
+  "ops": [
+    {"op": "shuffle", "params": {"buffer_size": 64}},
+    {"op": "map", "udf": "parse_example",
+     "udfParams": {"keys": ["image/encoded", "image/class/label"], "dtypes": ["bytes", "int64"]}},
+    {"op": "parallel_map", "params": {"num_threads": 2}, "udf": "decode_jpeg"},
+    {"op": "mark", "params": {"name": "decoded"}},
+    {"op": "map", "udf": "random_crop", "udfParams": {"fraction": 0.875}},
+    {"op": "map", "udf": "random_flip"},
+    {"op": "map", "udf": "normalize",
+     "udfParams": {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}},
+    {"op": "batch", "params": {"batch_size": )", kBatchSize, R"(, "drop_remainder": false}},
+    {"op": "prefetch", "params": {"buffer_size": 2}}
+  ]
+}
+)");
+}
+
+absl::Status EnsureDataset(Env* env, const ChaosOptions& options) {
+  const std::string done = absl::StrCat(options.data_dir, "/.complete-", options.images);
+  if (env->FileExists(done)) return absl::OkStatus();
+  SyntheticImagenetOptions data;
+  data.out_dir = options.data_dir;
+  data.images = options.images;
+  data.files = kFiles;
+  data.size = 32;
+  data.seed = 1;
+  RETURN_IF_ERROR(WriteSyntheticImagenet(env, data).status());
+  return WriteStringToFile(env, done, "", /*sync=*/false);
+}
+
+// Runs a command to its end; its stdout and stderr go to `log`.
+absl::Status RunToEnd(const std::vector<std::string>& argv, const std::string& log) {
+  Subprocess process(argv, Subprocess::Stderr::kToFile, log);
+  process.ReadAll(std::chrono::minutes(10));
+  const int code = process.Wait();
+  if (code == 0) return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat(argv.size() > 1 ? argv[1] : argv[0], " exited with code ", code, " (see ",
+                   log, ")"));
+}
+
+// "granary failpoint … fired" lines in the logs.
+int64_t CountFailpointFirings(Env* env, const std::string& logs) {
+  int64_t n = 0;
+  auto names = env->GetChildren(logs);
+  if (!names.ok()) return 0;
+  for (const std::string& name : *names) {
+    auto text = ReadFileToString(env, logs + "/" + name);
+    if (!text.ok()) continue;
+    for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+      if (absl::StartsWith(line, "granary failpoint ")) ++n;
+    }
+  }
+  return n;
+}
+
+// Drives one run: faults in plan order, restarts after failpoint crashes, the verdict.
+class ChaosRun {
+ public:
+  ChaosRun(const ChaosOptions& options, ChaosPlan plan, std::FILE* out)
+      : options_(options), plan_(std::move(plan)), out_(out), env_(Env::Default()) {}
+
+  ChaosReport Run() {
+    const absl::Time start = absl::Now();
+    report_.faults_planned = plan_.faults.size();
+    const absl::Status status = RunAndVerify();
+    report_.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    report_.failpoint_firings = CountFailpointFirings(env_, options_.dir + "/logs");
+    report_.passed = status.ok();
+    const std::string summary = absl::StrCat(
+        report_.epochs_verified, " epochs, ", report_.rows_verified, " rows verified, ",
+        report_.faults_injected, "/", report_.faults_planned, " faults injected, ",
+        report_.failpoint_firings, " failpoint firings, ",
+        absl::StrFormat("%.1f s", report_.seconds));
+    if (status.ok()) {
+      std::fprintf(out_, "PASS: %s: %s\n", ChaosCommandLine(options_).c_str(), summary.c_str());
+    } else {
+      std::fprintf(out_, "FAIL: %s: %s (%s)\n  logs: %s/logs\n",
+                   ChaosCommandLine(options_).c_str(), std::string(status.message()).c_str(),
+                   summary.c_str(), options_.dir.c_str());
+    }
+    std::fflush(out_);
+    return report_;
+  }
+
+ private:
+  absl::Status RunAndVerify() {
+    RETURN_IF_ERROR(env_->CreateDirs(options_.dir + "/logs"));
+    RETURN_IF_ERROR(EnsureDataset(env_, options_));
+    const std::string pipeline = options_.dir + "/pipeline.json";
+    RETURN_IF_ERROR(WriteStringToFile(env_, pipeline, ChaosPipeline(options_.data_dir), false));
+    const std::string policy = CachePolicyName(plan_.cache_policy);
+    const std::vector<std::string> common = {
+        "--pipeline=" + pipeline, absl::StrCat("--epochs=", plan_.epochs),
+        absl::StrCat("--seed=", plan_.seed), "--cache_policy=" + policy};
+
+    std::vector<std::string> local = {options_.binary, "local",
+                                      "--digest_out=" + options_.dir + "/reference.jsonl"};
+    local.insert(local.end(), common.begin(), common.end());
+    RETURN_IF_ERROR(RunToEnd(local, options_.dir + "/logs/reference.log"));
+
+    ChaosProcessesOptions p;
+    p.binary = options_.binary;
+    p.dir = options_.dir;
+    p.workers = plan_.workers;
+    p.standby = plan_.standby;
+    p.client_flags = common;
+    // One element per request, one request at a time: the client pulls no faster than it
+    // consumes, so the workers' progress (and checkpoints) follows the client's.
+    for (const char* flag : {"--job_name=chaos", "--stall_timeout_ms=60000", "--rpc_timeout_ms=3000",
+                             "--max_outstanding_requests=1", "--max_request_bytes=1"}) {
+      p.client_flags.push_back(flag);
+    }
+    p.client_flags.push_back("--digest_out=" + options_.dir + "/service.jsonl");
+    p.client_flags.push_back("--position_file=" + position_file());
+    p.client_flags.push_back(absl::StrCat("--step_ms=", options_.step_ms));
+    if (options_.testonly_break_workers) {
+      p.extra_worker_flags.push_back("--testonly_skip_element_after_restore");
+    }
+    p.failpoint_process = options_.failpoint_process;
+    p.failpoints = options_.failpoints;
+    ChaosProcesses processes(p);
+    RETURN_IF_ERROR(processes.StartServers());
+    RETURN_IF_ERROR(processes.StartClient());
+    RETURN_IF_ERROR(Drive(processes));
+    return Verify();
+  }
+
+  std::string position_file() const { return options_.dir + "/position"; }
+
+  bool Triggered(const ChaosFault& fault, const ChaosProcesses& processes) const {
+    auto position = ReadRunPositionFile(env_, position_file());
+    if (!position.ok()) return false;  // The client has not written it yet.
+    if (position->epoch < fault.epoch ||
+        (position->epoch == fault.epoch && position->rows < fault.rows)) {
+      return false;
+    }
+    return fault.checkpointer.empty() ||
+           processes.CheckpointsWritten(fault.checkpointer) >= fault.checkpoints;
+  }
+
+  absl::Status Inject(const ChaosFault& fault, ChaosProcesses& processes) {
+    const auto position = ReadRunPositionFile(env_, position_file());
+    std::fprintf(out_, "  fault %lld (%s) at epoch %lld row %lld\n",
+                 static_cast<long long>(report_.faults_injected + 1), fault.Describe().c_str(),
+                 static_cast<long long>(position.ok() ? position->epoch : 0),
+                 static_cast<long long>(position.ok() ? position->rows : 0));
+    std::fflush(out_);
+    std::vector<std::string> killed;
+    for (const std::string& victim : fault.victims) {
+      if (!processes.running(victim)) continue;  // Gone for good in an earlier fault.
+      processes.Kill(victim);
+      killed.push_back(victim);
+    }
+    ++report_.faults_injected;
+    if (fault.for_good) return absl::OkStatus();
+    // Servers before the client, the dispatcher first (workers register with it).
+    std::sort(killed.begin(), killed.end(), [](const std::string& a, const std::string& b) {
+      const auto rank = [](const std::string& n) { return n == "dispatcher" ? 0 : n == "client" ? 2 : 1; };
+      return std::make_pair(rank(a), a) < std::make_pair(rank(b), b);
+    });
+    for (const std::string& victim : killed) RETURN_IF_ERROR(processes.Restart(victim));
+    return absl::OkStatus();
+  }
+
+  absl::Status Drive(ChaosProcesses& processes) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(options_.timeout_seconds);
+    size_t next = 0;
+    while (true) {
+      for (const auto& [name, code] : processes.ReapExited()) {
+        if (name == "client") {
+          if (code == 0) return absl::OkStatus();
+          return absl::InternalError(absl::StrCat("the client exited with code ", code, " (see ",
+                                                  processes.log_path(name), ")"));
+        }
+        if (code != kFailpointCrashExitCode) {
+          return absl::InternalError(absl::StrCat(name, " exited with code ", code, " (see ",
+                                                  processes.log_path(name), ")"));
+        }
+        std::fprintf(out_, "  %s crashed at a failpoint: restarting it\n", name.c_str());
+        std::fflush(out_);
+        RETURN_IF_ERROR(processes.Restart(name));
+      }
+      if (next < plan_.faults.size() && Triggered(plan_.faults[next], processes)) {
+        RETURN_IF_ERROR(Inject(plan_.faults[next++], processes));
+        // A fault during recovery strikes as soon as the restarted processes serve again.
+        while (next < plan_.faults.size() && plan_.faults[next].during_recovery) {
+          RETURN_IF_ERROR(Inject(plan_.faults[next++], processes));
+        }
+      }
+      if (absl::Now() > deadline) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("the client did not finish within ", options_.timeout_seconds, " s"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  absl::Status Verify() {
+    ASSIGN_OR_RETURN(const auto reference,
+                     ReadDigestFile(env_, options_.dir + "/reference.jsonl"));
+    ASSIGN_OR_RETURN(const auto service, ReadDigestFile(env_, options_.dir + "/service.jsonl"));
+    std::vector<std::string> wrong;
+    for (int64_t epoch = 0; epoch < plan_.epochs; ++epoch) {
+      auto want = reference.find(epoch);
+      auto got = service.find(epoch);
+      if (want == reference.end()) return absl::InternalError(absl::StrCat("no reference for epoch ", epoch));
+      if (got == service.end()) {
+        std::fprintf(out_, "epoch %lld: MISSING from the client's digest file\n",
+                     static_cast<long long>(epoch));
+        wrong.push_back(absl::StrCat(epoch));
+        continue;
+      }
+      const DigestLine& w = want->second;
+      const DigestLine& g = got->second;
+      if (g.rows == w.rows && g.multiset == w.multiset) {
+        std::fprintf(out_,
+                     "epoch %lld: %lld rows, multiset %s = reference, %lld duplicates/recomputed "
+                     "dropped: exactly once\n",
+                     static_cast<long long>(epoch), static_cast<long long>(g.rows),
+                     HashToHex(g.multiset).c_str(), static_cast<long long>(g.dropped));
+        ++report_.epochs_verified;
+        report_.rows_verified += g.rows;
+      } else {
+        std::fprintf(out_,
+                     "epoch %lld: MISMATCH: %lld rows, multiset %s; reference %lld rows, "
+                     "multiset %s\n",
+                     static_cast<long long>(epoch), static_cast<long long>(g.rows),
+                     HashToHex(g.multiset).c_str(), static_cast<long long>(w.rows),
+                     HashToHex(w.multiset).c_str());
+        wrong.push_back(absl::StrCat(epoch));
+      }
+    }
+    if (!wrong.empty()) {
+      return absl::DataLossError(
+          absl::StrCat("not exactly once in epoch(s) ", absl::StrJoin(wrong, ", ")));
+    }
+    return absl::OkStatus();
+  }
+
+  const ChaosOptions& options_;
+  const ChaosPlan plan_;
+  std::FILE* const out_;
+  Env* const env_;
+  ChaosReport report_;
+};
+
+}  // namespace
+
+std::string ChaosCommandLine(const ChaosOptions& options) {
+  std::string line = absl::StrCat("granary chaos --scenario ", options.scenario, " --seed ",
+                                  options.seed, " --workers ", options.workers, " --epochs ",
+                                  options.epochs);
+  if (!options.cache_policy.empty()) absl::StrAppend(&line, " --cache ", options.cache_policy);
+  if (!options.failpoints.empty()) {
+    absl::StrAppend(&line, " --inject '", options.failpoint_process, ":", options.failpoints, "'");
+  }
+  if (options.testonly_break_workers) absl::StrAppend(&line, " --testonly_break_workers");
+  return line;
+}
+
+ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
+  absl::StatusOr<ChaosPlan> plan = MakeChaosPlan(options.scenario, options.seed, options.workers,
+                                                 options.epochs, options.images);
+  if (plan.ok() && !options.cache_policy.empty()) {
+    auto policy = ParseCachePolicy(options.cache_policy);
+    if (policy.ok()) {
+      plan->cache_policy = *policy;
+    } else {
+      plan = policy.status();
+    }
+  }
+  if (plan.ok() && !options.failpoints.empty()) {
+    absl::Status spec = CheckFailpointSpec(options.failpoints);
+    const std::string& process = options.failpoint_process;
+    bool known = process == "dispatcher" || process == "client" || process == "workers";
+    for (int i = 0; i < plan->workers + plan->standby; ++i) {
+      known = known || process == absl::StrCat("worker-", i);
+    }
+    if (!known) {
+      spec = absl::InvalidArgumentError(absl::StrCat(
+          "--inject: no process '", process,
+          "' to arm (dispatcher, client, workers or worker-N of this scenario's workers)"));
+    }
+    if (!spec.ok()) plan = spec;
+  }
+  if (!plan.ok()) {
+    std::fprintf(out, "FAIL: %s: %s\n", ChaosCommandLine(options).c_str(),
+                 std::string(plan.status().message()).c_str());
+    return ChaosReport();
+  }
+  std::fprintf(out, "granary chaos: scenario %s, seed %llu, %d workers + %d standby, %lld epochs "
+                    "of %lld rows, cache %s%s\n",
+               plan->scenario.c_str(), static_cast<unsigned long long>(plan->seed), plan->workers,
+               plan->standby, static_cast<long long>(plan->epochs),
+               static_cast<long long>(options.images), CachePolicyName(plan->cache_policy).c_str(),
+               options.failpoints.empty()
+                   ? ""
+                   : absl::StrCat(", failpoints ", options.failpoints, " in ",
+                                  options.failpoint_process).c_str());
+  for (const ChaosFault& fault : plan->faults) {
+    std::fprintf(out, "  plan: %s\n", fault.Describe().c_str());
+  }
+  std::fflush(out);
+  return ChaosRun(options, *std::move(plan), out).Run();
+}
+
+}  // namespace granary

@@ -1,0 +1,60 @@
+// The chaos harness (DESIGN.md §6, `granary chaos`): runs one scenario of chaos_plan.h against a
+// real dispatcher, workers and client (`granary run`) as processes on 127.0.0.1, injects its
+// faults (SIGKILL and restart at the planned moments, and failpoints armed in one process),
+// restarts any process that crashed at a failpoint, waits for the client to finish, and
+// compares each epoch's digest with the in-process reference (`granary local`): the same rows,
+// the same multiset digest — every element exactly once.
+#ifndef GRANARY_FAULTINJECT_CHAOS_HARNESS_H_
+#define GRANARY_FAULTINJECT_CHAOS_HARNESS_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace granary {
+
+struct ChaosOptions {
+  std::string binary;  // The granary binary to start the processes from.
+  std::string scenario = "nofail";
+  uint64_t seed = 0;
+  int workers = 2;
+  int64_t epochs = 3;
+  // The run's files (journal, cache, checkpoints, logs, digests); created if missing.
+  std::string dir;
+  // The dataset: `images` 32x32 JPEGs in 8 TFRecord files, generated here if missing.
+  std::string data_dir;
+  int64_t images = 512;
+  // The client's simulated training step per batch of 8 (paces an epoch to ~images/8 * step).
+  int step_ms = 10;
+  // Overrides the scenario's cache policy ("compute", "full", "at_mark"); empty: the scenario's.
+  std::string cache_policy;
+  // GRANARY_FAILPOINTS for the first start of one process ("dispatcher", "worker-N", "workers",
+  // "client").
+  std::string failpoint_process;
+  std::string failpoints;
+  // Starts workers with --testonly_skip_element_after_restore: a broken build the harness must
+  // catch.
+  bool testonly_break_workers = false;
+  int64_t timeout_seconds = 180;
+};
+
+struct ChaosReport {
+  bool passed = false;
+  int64_t faults_planned = 0;
+  int64_t faults_injected = 0;
+  int64_t failpoint_firings = 0;  // "granary failpoint … fired" lines in the processes' logs.
+  int64_t epochs_verified = 0;
+  int64_t rows_verified = 0;
+  double seconds = 0;
+};
+
+// Runs the scenario, printing its progress, one verdict line per epoch and a final line
+// starting with PASS or FAIL (with the command that reproduces the run) to `out`.
+ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out);
+
+// The `granary chaos` command line that runs `options` again.
+std::string ChaosCommandLine(const ChaosOptions& options);
+
+}  // namespace granary
+
+#endif  // GRANARY_FAULTINJECT_CHAOS_HARNESS_H_

@@ -1,0 +1,158 @@
+#include "faultinject/chaos_plan.h"
+
+#include <algorithm>
+#include <random>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace granary {
+namespace {
+
+// Seeded draws. std::mt19937_64's output is fixed by the standard (unlike the standard
+// distributions'), so plans are the same with every compiler.
+class Draws {
+ public:
+  explicit Draws(uint64_t seed) : engine_(seed) {}
+  // Uniform in [lo, hi].
+  int64_t Between(int64_t lo, int64_t hi) {
+    return hi <= lo ? lo : lo + static_cast<int64_t>(engine_() % static_cast<uint64_t>(hi - lo + 1));
+  }
+  bool Chance(int percent) { return Between(0, 99) < percent; }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+std::string WorkerName(int64_t i) { return absl::StrCat("worker-", i); }
+
+std::vector<std::string> AllWorkers(int workers) {
+  std::vector<std::string> names;
+  for (int i = 0; i < workers; ++i) names.push_back(WorkerName(i));
+  return names;
+}
+
+// A row well inside the epoch: late enough that the epoch is under way, early enough that the
+// fault lands before it ends.
+int64_t MidEpochRow(Draws& draws, int64_t rows_per_epoch) {
+  return draws.Between(rows_per_epoch * 15 / 100, rows_per_epoch * 65 / 100);
+}
+
+CachePolicy SomeCachePolicy(Draws& draws, bool compute_too) {
+  const int64_t pick = draws.Between(compute_too ? 0 : 1, 2);
+  return pick == 0 ? CACHE_COMPUTE : pick == 1 ? CACHE_FULL : CACHE_AT_MARK;
+}
+
+void AddRandomFaults(Draws& draws, int64_t rows_per_epoch, ChaosPlan& plan) {
+  std::vector<std::string> members = {"dispatcher", "client"};
+  for (const std::string& w : AllWorkers(plan.workers + plan.standby)) members.push_back(w);
+  const int64_t n = draws.Between(1, 4);
+  std::vector<ChaosFault> primary;
+  for (int64_t i = 0; i < n; ++i) {
+    ChaosFault f;
+    f.epoch = draws.Between(0, plan.epochs - 1);
+    f.rows = MidEpochRow(draws, rows_per_epoch);
+    for (const std::string& m : members) {
+      if (draws.Chance(35)) f.victims.push_back(m);
+    }
+    if (f.victims.empty()) f.victims.push_back(members[draws.Between(0, members.size() - 1)]);
+    primary.push_back(std::move(f));
+  }
+  std::sort(primary.begin(), primary.end(), [](const ChaosFault& a, const ChaosFault& b) {
+    return std::tie(a.epoch, a.rows) < std::tie(b.epoch, b.rows);
+  });
+  for (ChaosFault& f : primary) {
+    const std::vector<std::string> restarted = f.victims;
+    plan.faults.push_back(std::move(f));
+    if (draws.Chance(30)) {  // Strike again while they recover.
+      ChaosFault again;
+      again.during_recovery = true;
+      for (const std::string& m : restarted) {
+        if (draws.Chance(60)) again.victims.push_back(m);
+      }
+      if (again.victims.empty()) again.victims.push_back(restarted.front());
+      plan.faults.push_back(std::move(again));
+    }
+  }
+}
+
+}  // namespace
+
+std::string ChaosFault::Describe() const {
+  std::string when;
+  if (during_recovery) {
+    when = "during recovery";
+  } else {
+    when = absl::StrCat("epoch ", epoch, " row ", rows);
+    if (!checkpointer.empty()) {
+      absl::StrAppend(&when, ", once ", checkpointer, " wrote ", checkpoints, " checkpoint",
+                      checkpoints == 1 ? "" : "s");
+    }
+  }
+  return absl::StrCat(when, ": SIGKILL ", absl::StrJoin(victims, " "),
+                      for_good ? " for good" : ", restart");
+}
+
+const std::vector<std::string>& ChaosScenarios() {
+  static const auto* scenarios = new std::vector<std::string>{
+      "nofail", "recover", "failover", "killall", "dispatcher", "putfail", "getfail", "random"};
+  return *scenarios;
+}
+
+absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t seed, int workers,
+                                        int64_t epochs, int64_t rows_per_epoch) {
+  const std::vector<std::string>& known = ChaosScenarios();
+  if (std::find(known.begin(), known.end(), scenario) == known.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown chaos scenario '", scenario,
+                                                   "' (known: ", absl::StrJoin(known, ", "), ")"));
+  }
+  if (workers < 1 || epochs < 1 || rows_per_epoch < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chaos scenario ", scenario, ": needs at least 1 worker, 1 epoch and 1 row"));
+  }
+  if ((scenario == "putfail" || scenario == "getfail") && epochs < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "chaos scenario ", scenario, ": needs at least 2 epochs (a Put epoch, then Get)"));
+  }
+  ChaosPlan plan;
+  plan.scenario = scenario;
+  plan.seed = seed;
+  plan.workers = workers;
+  plan.epochs = epochs;
+  Draws draws(seed);
+  ChaosFault f;
+  f.epoch = draws.Between(0, epochs - 1);
+  f.rows = MidEpochRow(draws, rows_per_epoch);
+  const std::string worker = WorkerName(draws.Between(0, workers - 1));
+  if (scenario == "nofail") return plan;
+  if (scenario == "recover" || scenario == "failover") {
+    f.checkpointer = worker;
+    f.checkpoints = draws.Between(1, 3);
+    f.victims = {worker};
+    f.for_good = scenario == "failover";
+    plan.standby = scenario == "failover" ? 1 : 0;
+  } else if (scenario == "killall") {
+    f.victims = AllWorkers(workers);
+    f.victims.insert(f.victims.begin(), "dispatcher");
+  } else if (scenario == "dispatcher") {
+    f.victims = {"dispatcher"};
+  } else if (scenario == "putfail" || scenario == "getfail") {
+    plan.cache_policy = SomeCachePolicy(draws, /*compute_too=*/false);
+    f.epoch = scenario == "putfail" ? 0 : draws.Between(1, epochs - 1);
+    if (scenario == "putfail") {
+      f.checkpointer = worker;
+      f.checkpoints = draws.Between(1, 2);
+    }
+    f.victims = AllWorkers(workers);
+  } else {  // random
+    plan.cache_policy = SomeCachePolicy(draws, /*compute_too=*/true);
+    plan.standby = 1;
+    AddRandomFaults(draws, rows_per_epoch, plan);
+    return plan;
+  }
+  plan.faults.push_back(std::move(f));
+  return plan;
+}
+
+}  // namespace granary

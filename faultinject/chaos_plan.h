@@ -1,0 +1,73 @@
+// The faults of one `granary chaos` run (DESIGN.md §6): a pure function of the scenario, the
+// seed, the cluster's shape and the epoch's size, so that a run is reproduced from its seed.
+//
+// Faults are timed causally, never by sleeps: a fault fires once the client has delivered a
+// number of rows of an epoch (read from its position file) and, optionally, once a worker has
+// written a number of checkpoints since it started (read from its status RPC) — or, for a
+// fault "during recovery", as soon as the previous fault's restarted processes are serving
+// again. The scenarios:
+//   nofail      no faults
+//   recover     one worker SIGKILLed after its k-th checkpoint, restarted at the same address
+//   failover    one worker SIGKILLed for good after its k-th checkpoint; a standby takes over
+//   killall     the dispatcher and all workers SIGKILLed, restarted from journal and checkpoints
+//   dispatcher  the dispatcher alone SIGKILLed mid-epoch and restarted
+//   putfail     all workers SIGKILLed mid cache-writing (Put) epoch 0; the Get epochs must match
+//   getfail     all workers SIGKILLed mid cache-reading (Get) epoch, restarted
+//   random      1-4 faults, each SIGKILLing a random non-empty subset of dispatcher, workers and
+//               client, several in one epoch at times, some right after the previous fault's
+//               restart (a fault during recovery), under a random cache policy
+// Where a scenario leaves a choice (which worker, which epoch, at what row), the seed decides.
+#ifndef GRANARY_FAULTINJECT_CHAOS_PLAN_H_
+#define GRANARY_FAULTINJECT_CHAOS_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/cache.pb.h"
+
+namespace granary {
+
+// Processes are named "dispatcher", "worker-<i>" (standbys numbered after the workers) and
+// "client".
+struct ChaosFault {
+  // When: the client reads epoch `epoch` (or a later one) and has delivered `rows` rows of it…
+  int64_t epoch = 0;
+  int64_t rows = 0;
+  // …and `checkpointer` (if not empty) has written `checkpoints` checkpoints since it started.
+  std::string checkpointer;
+  int64_t checkpoints = 0;
+  // Instead of the above: as soon as the previous fault's restarted processes serve again.
+  bool during_recovery = false;
+
+  // What: SIGKILL these, then (unless `for_good`) start them again with the same identity and
+  // address.
+  std::vector<std::string> victims;
+  bool for_good = false;
+
+  // One line, e.g. "epoch 1 row 240, after worker-0's 2nd checkpoint: kill worker-0, restart".
+  std::string Describe() const;
+};
+
+struct ChaosPlan {
+  std::string scenario;
+  uint64_t seed = 0;
+  int workers = 2;
+  int standby = 0;
+  int64_t epochs = 3;
+  CachePolicy cache_policy = CACHE_COMPUTE;
+  std::vector<ChaosFault> faults;
+};
+
+// The scenarios, in the order of the list above.
+const std::vector<std::string>& ChaosScenarios();
+
+// InvalidArgument for an unknown scenario (naming the known ones) or a shape the scenario cannot
+// run: putfail and getfail need 2 epochs, every scenario at least 1 worker.
+absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t seed, int workers,
+                                        int64_t epochs, int64_t rows_per_epoch);
+
+}  // namespace granary
+
+#endif  // GRANARY_FAULTINJECT_CHAOS_PLAN_H_

@@ -1,0 +1,149 @@
+#include "faultinject/chaos_processes.h"
+
+#include <signal.h>
+
+#include <chrono>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/env.h"
+#include "faultinject/failpoint.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "proto/worker.grpc.pb.h"
+
+namespace granary {
+namespace {
+
+constexpr char kClient[] = "client";
+constexpr char kDispatcher[] = "dispatcher";
+
+}  // namespace
+
+ChaosProcesses::ChaosProcesses(const ChaosProcessesOptions& options) : options_(options) {}
+
+ChaosProcesses::~ChaosProcesses() {
+  for (auto& [name, p] : processes_) {
+    if (p.subprocess != nullptr && p.subprocess->running()) Kill(name);
+  }
+}
+
+std::string ChaosProcesses::log_path(const std::string& name) const {
+  return absl::StrCat(options_.dir, "/logs/", name, ".log");
+}
+
+std::vector<std::string> ChaosProcesses::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, p] : processes_) out.push_back(name);
+  return out;
+}
+
+absl::Status ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
+  Process& p = processes_.at(name);
+  std::vector<std::string> environment;
+  const bool armed = with_failpoints && !options_.failpoints.empty() &&
+                     (options_.failpoint_process == name ||
+                      (options_.failpoint_process == "workers" && absl::StartsWith(name, "worker-")));
+  if (armed) {
+    environment.push_back(absl::StrCat(kFailpointsEnvironmentVariable, "=", options_.failpoints));
+  }
+  p.subprocess = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log_path(name),
+                                              environment);
+  if (!p.server) return absl::OkStatus();
+  const std::string address = p.subprocess->ReadListenAddress(std::chrono::seconds(60));
+  if (address.empty()) {
+    return absl::UnavailableError(
+        absl::StrCat(name, " did not start serving (see ", log_path(name), ")"));
+  }
+  if (!p.address.empty() && address != p.address) {
+    return absl::UnavailableError(absl::StrCat(name, " came back at ", address, ", not ",
+                                               p.address));
+  }
+  p.address = address;
+  // A restart must come back at the same address.
+  for (std::string& arg : p.argv) {
+    if (absl::StartsWith(arg, "--port=")) arg = "--port=" + address.substr(address.rfind(':') + 1);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ChaosProcesses::StartServers() {
+  const std::string& dir = options_.dir;
+  if (absl::Status made = Env::Default()->CreateDirs(dir + "/logs"); !made.ok()) return made;
+  processes_[kDispatcher].argv = {options_.binary,
+                                  "dispatcher",
+                                  "--journal_dir=" + dir + "/journal",
+                                  "--cache_root=" + dir + "/cache",
+                                  "--port=0",
+                                  "--worker_timeout_ms=1000",
+                                  "--snapshot_every=50"};
+  if (absl::Status s = Launch(kDispatcher, true); !s.ok()) return s;
+  dispatcher_address_ = processes_[kDispatcher].address;
+  for (int i = 0; i < options_.workers + options_.standby; ++i) {
+    const std::string name = absl::StrCat("worker-", i);
+    Process& w = processes_[name];
+    w.argv = {options_.binary,
+              "worker",
+              "--dispatcher=" + dispatcher_address_,
+              "--worker_id=" + name,
+              "--port=0",
+              "--checkpoint_dir=" + dir + "/checkpoints",
+              "--checkpoint_interval_ms=100",
+              "--heartbeat_interval_ms=100",
+              "--window_bytes=262144"};
+    if (i >= options_.workers) w.argv.push_back("--standby");
+    w.argv.insert(w.argv.end(), options_.extra_worker_flags.begin(),
+                  options_.extra_worker_flags.end());
+    if (absl::Status s = Launch(name, true); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ChaosProcesses::StartClient() {
+  Process& c = processes_[kClient];
+  c.server = false;
+  c.argv = {options_.binary, "run", "--dispatcher=" + dispatcher_address_};
+  c.argv.insert(c.argv.end(), options_.client_flags.begin(), options_.client_flags.end());
+  return Launch(kClient, true);
+}
+
+bool ChaosProcesses::running(const std::string& name) const {
+  auto it = processes_.find(name);
+  return it != processes_.end() && it->second.subprocess != nullptr &&
+         it->second.subprocess->running();
+}
+
+void ChaosProcesses::Kill(const std::string& name) {
+  Subprocess& s = *processes_.at(name).subprocess;
+  s.Kill(SIGKILL);
+  s.Wait();
+}
+
+absl::Status ChaosProcesses::Restart(const std::string& name) {
+  if (running(name)) Kill(name);
+  return Launch(name, /*with_failpoints=*/false);
+}
+
+std::map<std::string, int> ChaosProcesses::ReapExited() {
+  std::map<std::string, int> exited;
+  for (auto& [name, p] : processes_) {
+    if (p.subprocess == nullptr || !p.subprocess->running()) continue;
+    const int code = p.subprocess->WaitFor(std::chrono::milliseconds(0));
+    if (code >= 0) exited[name] = code;
+  }
+  return exited;
+}
+
+int64_t ChaosProcesses::CheckpointsWritten(const std::string& worker) const {
+  auto it = processes_.find(worker);
+  if (it == processes_.end() || !running(worker)) return -1;
+  auto stub = Worker::NewStub(
+      grpc::CreateChannel(it->second.address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  GetWorkerStatusResponse status;
+  if (!stub->GetWorkerStatus(&context, GetWorkerStatusRequest(), &status).ok()) return -1;
+  return status.checkpoints_written();
+}
+
+}  // namespace granary

@@ -1,0 +1,77 @@
+// The processes of one `granary chaos` run: a dispatcher, workers (+ standbys) and a client
+// (`granary run`), each started from the granary binary on 127.0.0.1 with its stderr in
+// <dir>/logs/<name>.log, each killable and restartable with the same identity, flags and address.
+// Every process still running is SIGKILLed when this object is destroyed. Thread-compatible.
+#ifndef GRANARY_FAULTINJECT_CHAOS_PROCESSES_H_
+#define GRANARY_FAULTINJECT_CHAOS_PROCESSES_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/subprocess.h"
+
+namespace granary {
+
+struct ChaosProcessesOptions {
+  std::string binary;  // The granary binary.
+  std::string dir;     // Journal, cache, checkpoints, logs, client outputs.
+  int workers = 2;
+  int standby = 0;
+  // The client's command line after "granary run --dispatcher HOST:PORT".
+  std::vector<std::string> client_flags;
+  // Flags added to every worker's command line.
+  std::vector<std::string> extra_worker_flags;
+  // GRANARY_FAILPOINTS for the first start of one process ("workers" = every worker); restarts
+  // run without.
+  std::string failpoint_process;
+  std::string failpoints;
+};
+
+class ChaosProcesses {
+ public:
+  explicit ChaosProcesses(const ChaosProcessesOptions& options);
+  ~ChaosProcesses();
+
+  // Starts the dispatcher and the workers, and waits until they serve.
+  absl::Status StartServers();
+  absl::Status StartClient();
+
+  // Names of every process: dispatcher, worker-0…, client.
+  std::vector<std::string> names() const;
+  bool running(const std::string& name) const;
+  // SIGKILLs `name` and reaps it.
+  void Kill(const std::string& name);
+  // Starts `name` again (same flags and address; no failpoints); waits until a server serves.
+  absl::Status Restart(const std::string& name);
+
+  // Processes that ended by themselves since the last call, with their exit codes.
+  std::map<std::string, int> ReapExited();
+
+  // Checkpoints `worker` wrote since it started (its status RPC); -1 if it does not answer.
+  int64_t CheckpointsWritten(const std::string& worker) const;
+
+  const std::string& dispatcher_address() const { return dispatcher_address_; }
+  std::string log_path(const std::string& name) const;
+
+ private:
+  struct Process {
+    std::vector<std::string> argv;
+    std::unique_ptr<Subprocess> subprocess;
+    std::string address;  // Servers only.
+    bool server = true;
+  };
+  absl::Status Launch(const std::string& name, bool with_failpoints);
+
+  const ChaosProcessesOptions options_;
+  std::map<std::string, Process> processes_;
+  std::string dispatcher_address_;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_FAULTINJECT_CHAOS_PROCESSES_H_

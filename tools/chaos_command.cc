@@ -1,0 +1,171 @@
+// granary chaos: the fault-injection harness (faultinject/chaos_harness.h). One scenario run,
+// a soak of random runs (--soak --minutes M), or the list of failpoints (--failpoints).
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/env.h"
+#include "common/subprocess.h"
+#include "faultinject/chaos_harness.h"
+#include "faultinject/chaos_plan.h"
+#include "faultinject/failpoints.h"
+#include "tools/commands.h"
+
+ABSL_DECLARE_FLAG(uint64_t, seed);
+ABSL_DECLARE_FLAG(int, workers);
+ABSL_DECLARE_FLAG(int64_t, epochs);
+ABSL_DECLARE_FLAG(std::string, dir);
+ABSL_DECLARE_FLAG(int64_t, images);
+ABSL_DECLARE_FLAG(int32_t, step_ms);
+
+ABSL_FLAG(std::string, scenario, "nofail",
+          "nofail, recover, failover, killall, dispatcher, putfail, getfail or random.");
+ABSL_FLAG(bool, failpoints, false, "List the failpoints and exit.");
+ABSL_FLAG(std::string, inject, "",
+          "PROCESS:SPEC — arm GRANARY_FAILPOINTS=SPEC in one process's first start (dispatcher, "
+          "worker-N, workers or client), e.g. 'workers:put.mid_chunk_write=after(20):crash'.");
+ABSL_FLAG(std::string, cache, "",
+          "Override the scenario's cache policy: compute, full or at_mark.");
+ABSL_FLAG(bool, soak, false, "Loop random scenarios and seeds until --minutes pass or one fails.");
+ABSL_FLAG(double, minutes, 10, "How long --soak runs.");
+ABSL_FLAG(bool, testonly_break_workers, false,
+          "TEST ONLY: run workers with --testonly_skip_element_after_restore (the harness must "
+          "then report FAIL).");
+
+namespace granary {
+namespace {
+
+int ListFailpoints() {
+  for (const Failpoint* point : kAllFailpoints) {
+    std::printf("%-38s %s\n", point->name, point->where);
+  }
+  std::printf("\narm with GRANARY_FAILPOINTS=name=[after(N):]crash|error|delay(MS)[,…] or "
+              "granary chaos --inject PROCESS:SPEC\n");
+  return 0;
+}
+
+// A fresh directory under $TMPDIR (or /tmp).
+std::string MakeTempDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/granary-chaos-XXXXXX");
+  return ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
+}
+
+int Soak(ChaosOptions base, const std::string& dir) {
+  const absl::Time end = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_minutes) * 60);
+  std::mt19937_64 draws(base.seed);
+  const std::vector<std::string>& scenarios = ChaosScenarios();
+  base.data_dir = dir + "/data";
+  int64_t runs = 0, faults = 0, firings = 0, rows = 0;
+  std::map<std::string, int64_t> per_scenario;
+  const absl::Time start = absl::Now();
+  while (absl::Now() < end) {
+    ChaosOptions options = base;
+    options.scenario = scenarios[draws() % scenarios.size()];
+    options.seed = draws() % 1000000;
+    options.dir = absl::StrCat(dir, "/run-", runs);
+    const std::string output = options.dir + ".out";
+    std::FILE* out = std::fopen(output.c_str(), "w");
+    if (out == nullptr) {
+      std::fprintf(stderr, "granary chaos: cannot write %s\n", output.c_str());
+      return 1;
+    }
+    const ChaosReport report = RunChaos(options, out);
+    std::fclose(out);
+    ++runs;
+    if (!report.passed) {
+      std::printf("run %lld FAILED; its output (%s):\n", static_cast<long long>(runs),
+                  output.c_str());
+      std::fflush(stdout);
+      std::system(absl::StrCat("cat '", output, "'").c_str());
+      std::printf("reproduce: %s\n", ChaosCommandLine(options).c_str());
+      return 1;
+    }
+    faults += report.faults_injected;
+    firings += report.failpoint_firings;
+    rows += report.rows_verified;
+    ++per_scenario[options.scenario];
+    std::printf("run %lld: %s: PASS, %lld faults, %lld rows, %.1f s\n",
+                static_cast<long long>(runs), ChaosCommandLine(options).c_str(),
+                static_cast<long long>(report.faults_injected),
+                static_cast<long long>(report.rows_verified), report.seconds);
+    std::fflush(stdout);
+    std::error_code ignored;
+    std::filesystem::remove_all(options.dir, ignored);
+    std::filesystem::remove(output, ignored);
+  }
+  std::string mix;
+  for (const auto& [name, n] : per_scenario) absl::StrAppend(&mix, " ", name, "=", n);
+  std::printf("soak: %lld runs in %.1f min, %lld faults injected, %lld failpoint firings, %lld "
+              "rows verified exactly once, 0 failures; runs per scenario:%s\n",
+              static_cast<long long>(runs), absl::ToDoubleMinutes(absl::Now() - start),
+              static_cast<long long>(faults), static_cast<long long>(firings),
+              static_cast<long long>(rows), mix.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int ChaosCommand(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "granary chaos --scenario S --seed N [--workers W] [--epochs E] [--dir D] [--cache C] "
+      "[--inject PROCESS:SPEC] [--images N] [--step_ms T] | granary chaos --soak --minutes M "
+      "[--seed N] | granary chaos --failpoints");
+  // This command's defaults for flags it shares with other commands.
+  absl::SetFlag(&FLAGS_epochs, 3);
+  absl::SetFlag(&FLAGS_images, 512);
+  absl::SetFlag(&FLAGS_step_ms, 10);
+  absl::ParseCommandLine(argc, argv);
+  if (absl::GetFlag(FLAGS_failpoints)) return ListFailpoints();
+
+  ChaosOptions options;
+  options.binary = SelfExecutablePath();
+  options.scenario = absl::GetFlag(FLAGS_scenario);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.workers = absl::GetFlag(FLAGS_workers);
+  options.epochs = absl::GetFlag(FLAGS_epochs);
+  options.images = absl::GetFlag(FLAGS_images);
+  options.step_ms = absl::GetFlag(FLAGS_step_ms);
+  options.cache_policy = absl::GetFlag(FLAGS_cache);
+  options.testonly_break_workers = absl::GetFlag(FLAGS_testonly_break_workers);
+  const std::string inject = absl::GetFlag(FLAGS_inject);
+  if (!inject.empty()) {
+    const size_t colon = inject.find(':');
+    if (colon == std::string::npos) {
+      std::fprintf(stderr, "granary chaos: --inject '%s': expected PROCESS:SPEC\n",
+                   inject.c_str());
+      return 2;
+    }
+    options.failpoint_process = inject.substr(0, colon);
+    options.failpoints = inject.substr(colon + 1);
+  }
+  const bool temporary = absl::GetFlag(FLAGS_dir).empty();
+  const std::string dir = temporary ? MakeTempDir() : absl::GetFlag(FLAGS_dir);
+  if (dir.empty()) {
+    std::fprintf(stderr, "granary chaos: cannot create a directory under $TMPDIR\n");
+    return 1;
+  }
+  if (absl::GetFlag(FLAGS_soak)) return Soak(options, dir);
+
+  options.dir = dir;
+  options.data_dir = dir + "/data";
+  const ChaosReport report = RunChaos(options, stdout);
+  std::error_code ignored;
+  // A failed run's files stay for its post-mortem (the verdict names the directory).
+  if (temporary && (report.passed || std::filesystem::is_empty(dir, ignored))) {
+    std::filesystem::remove_all(dir, ignored);
+  }
+  return report.passed ? 0 : 1;
+}
+
+}  // namespace granary
