@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string_view>
 #include <thread>
 
@@ -73,11 +74,12 @@ std::string Subprocess::ReadLine(std::chrono::milliseconds timeout) {
       buffered_.erase(0, newline + 1);
       return line;
     }
+    if (stdout_fd_ < 0) return "";
+    // Past the deadline (or with a zero timeout) this still takes what is ready.
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0 || stdout_fd_ < 0) return "";
     pollfd p{stdout_fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return "";
+    if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0))) <= 0) return "";
     char buf[4096];
     const ssize_t n = ::read(stdout_fd_, buf, sizeof(buf));
     if (n <= 0) return "";

@@ -36,6 +36,7 @@ class Subprocess {
   bool running() const { return pid_ > 0 && !reaped_; }
 
   // The next line the child writes to stdout (without "\n"), or "" after `timeout` or at EOF.
+  // A zero timeout returns a line only if it is already there (never blocks).
   std::string ReadLine(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   // HOST:PORT from the next stdout line if it is a server's announcement (kListeningOn), else "".
   std::string ReadListenAddress(std::chrono::milliseconds timeout = std::chrono::seconds(30));

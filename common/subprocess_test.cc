@@ -18,6 +18,19 @@ TEST(SubprocessTest, ReadsStdoutAndReportsTheExitCode) {
   EXPECT_EQ(child.Wait(), 3);
 }
 
+TEST(SubprocessTest, AZeroTimeoutReadsOnlyWhatIsAlreadyThere) {
+  Subprocess child({"/bin/sh", "-c", "echo ready; read _"});  // Then waits on its stdin.
+  std::string line;
+  for (int i = 0; i < 500 && line.empty(); ++i) {  // Up to 5 s for the child to start.
+    line = child.ReadLine(std::chrono::milliseconds(0));
+    if (line.empty()) ::usleep(10000);
+  }
+  EXPECT_EQ(line, "ready");
+  EXPECT_EQ(child.ReadLine(std::chrono::milliseconds(0)), "") << "nothing more is ready";
+  child.Kill(SIGKILL);
+  child.Wait();
+}
+
 TEST(SubprocessTest, EnvironmentEntriesAreAddedAndOverrideInheritedOnes) {
   ASSERT_EQ(::setenv("GRANARY_SUBPROCESS_TEST_KEPT", "inherited", 1), 0);
   ASSERT_EQ(::setenv("GRANARY_SUBPROCESS_TEST_SET", "inherited", 1), 0);

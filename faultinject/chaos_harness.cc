@@ -158,8 +158,7 @@ class ChaosRun {
     p.failpoint_process = options_.failpoint_process;
     p.failpoints = options_.failpoints;
     ChaosProcesses processes(p);
-    RETURN_IF_ERROR(processes.StartServers());
-    RETURN_IF_ERROR(processes.StartClient());
+    RETURN_IF_ERROR(processes.Start());
     RETURN_IF_ERROR(Drive(processes));
     return Verify();
   }
@@ -191,14 +190,22 @@ class ChaosRun {
       killed.push_back(victim);
     }
     ++report_.faults_injected;
+    recovering_.clear();
     if (fault.for_good) return absl::OkStatus();
-    // Servers before the client, the dispatcher first (workers register with it).
-    std::sort(killed.begin(), killed.end(), [](const std::string& a, const std::string& b) {
-      const auto rank = [](const std::string& n) { return n == "dispatcher" ? 0 : n == "client" ? 2 : 1; };
-      return std::make_pair(rank(a), a) < std::make_pair(rank(b), b);
-    });
-    for (const std::string& victim : killed) RETURN_IF_ERROR(processes.Restart(victim));
+    for (const std::string& victim : killed) {
+      processes.Restart(victim);
+      if (victim != "client") recovering_.push_back(victim);
+    }
     return absl::OkStatus();
+  }
+
+  // Whether the servers restarted by the last fault all serve again.
+  absl::StatusOr<bool> Recovered(ChaosProcesses& processes) const {
+    for (const std::string& name : recovering_) {
+      ASSIGN_OR_RETURN(const bool serving, processes.Serving(name));
+      if (!serving) return false;
+    }
+    return true;
   }
 
   absl::Status Drive(ChaosProcesses& processes) {
@@ -217,14 +224,21 @@ class ChaosRun {
         }
         std::fprintf(out_, "  %s crashed at a failpoint: restarting it\n", name.c_str());
         std::fflush(out_);
-        RETURN_IF_ERROR(processes.Restart(name));
+        processes.Restart(name);
       }
-      if (next < plan_.faults.size() && Triggered(plan_.faults[next], processes)) {
-        RETURN_IF_ERROR(Inject(plan_.faults[next++], processes));
-        // A fault during recovery strikes as soon as the restarted processes serve again.
-        while (next < plan_.faults.size() && plan_.faults[next].during_recovery) {
-          RETURN_IF_ERROR(Inject(plan_.faults[next++], processes));
+      for (const std::string& name : processes.names()) {
+        if (name != "client") RETURN_IF_ERROR(processes.Serving(name).status());
+      }
+      if (next < plan_.faults.size()) {
+        const ChaosFault& fault = plan_.faults[next];
+        // A fault during recovery strikes as soon as the restarted servers serve again.
+        bool now = false;
+        if (fault.during_recovery) {
+          ASSIGN_OR_RETURN(now, Recovered(processes));
+        } else {
+          now = Triggered(fault, processes);
         }
+        if (now) RETURN_IF_ERROR(Inject(plan_.faults[next++], processes));
       }
       if (absl::Now() > deadline) {
         return absl::DeadlineExceededError(
@@ -281,6 +295,7 @@ class ChaosRun {
   std::FILE* const out_;
   Env* const env_;
   ChaosReport report_;
+  std::vector<std::string> recovering_;  // Servers the last fault restarted.
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -38,7 +39,7 @@ std::vector<std::string> ChaosProcesses::names() const {
   return out;
 }
 
-absl::Status ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
+void ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
   Process& p = processes_.at(name);
   std::vector<std::string> environment;
   const bool armed = with_failpoints && !options_.failpoints.empty() &&
@@ -49,25 +50,35 @@ absl::Status ChaosProcesses::Launch(const std::string& name, bool with_failpoint
   }
   p.subprocess = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log_path(name),
                                               environment);
-  if (!p.server) return absl::OkStatus();
-  const std::string address = p.subprocess->ReadListenAddress(std::chrono::seconds(60));
+  p.serving = false;
+  p.started = std::chrono::steady_clock::now();
+}
+
+absl::StatusOr<bool> ChaosProcesses::Serving(const std::string& name) {
+  Process& p = processes_.at(name);
+  if (p.serving || !running(name)) return p.serving;
+  const std::string address = p.subprocess->ReadListenAddress(std::chrono::milliseconds(0));
   if (address.empty()) {
-    return absl::UnavailableError(
-        absl::StrCat(name, " did not start serving (see ", log_path(name), ")"));
+    if (std::chrono::steady_clock::now() - p.started > std::chrono::minutes(1)) {
+      return absl::UnavailableError(
+          absl::StrCat(name, " did not start serving within a minute (see ", log_path(name), ")"));
+    }
+    return false;
   }
   if (!p.address.empty() && address != p.address) {
     return absl::UnavailableError(absl::StrCat(name, " came back at ", address, ", not ",
                                                p.address));
   }
   p.address = address;
+  p.serving = true;
   // A restart must come back at the same address.
   for (std::string& arg : p.argv) {
     if (absl::StartsWith(arg, "--port=")) arg = "--port=" + address.substr(address.rfind(':') + 1);
   }
-  return absl::OkStatus();
+  return true;
 }
 
-absl::Status ChaosProcesses::StartServers() {
+absl::Status ChaosProcesses::Start() {
   const std::string& dir = options_.dir;
   if (absl::Status made = Env::Default()->CreateDirs(dir + "/logs"); !made.ok()) return made;
   processes_[kDispatcher].argv = {options_.binary,
@@ -77,7 +88,17 @@ absl::Status ChaosProcesses::StartServers() {
                                   "--port=0",
                                   "--worker_timeout_ms=1000",
                                   "--snapshot_every=50"};
-  if (absl::Status s = Launch(kDispatcher, true); !s.ok()) return s;
+  Launch(kDispatcher, true);
+  while (true) {
+    absl::StatusOr<bool> serving = Serving(kDispatcher);
+    if (!serving.ok()) return serving.status();
+    if (*serving) break;
+    if (!running(kDispatcher)) {
+      return absl::UnavailableError(
+          absl::StrCat("the dispatcher exited at its start (see ", log_path(kDispatcher), ")"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   dispatcher_address_ = processes_[kDispatcher].address;
   for (int i = 0; i < options_.workers + options_.standby; ++i) {
     const std::string name = absl::StrCat("worker-", i);
@@ -94,17 +115,15 @@ absl::Status ChaosProcesses::StartServers() {
     if (i >= options_.workers) w.argv.push_back("--standby");
     w.argv.insert(w.argv.end(), options_.extra_worker_flags.begin(),
                   options_.extra_worker_flags.end());
-    if (absl::Status s = Launch(name, true); !s.ok()) return s;
+    Launch(name, true);
   }
+  Process& client = processes_[kClient];
+  client.server = false;
+  client.argv = {options_.binary, "run", "--dispatcher=" + dispatcher_address_};
+  client.argv.insert(client.argv.end(), options_.client_flags.begin(),
+                     options_.client_flags.end());
+  Launch(kClient, true);
   return absl::OkStatus();
-}
-
-absl::Status ChaosProcesses::StartClient() {
-  Process& c = processes_[kClient];
-  c.server = false;
-  c.argv = {options_.binary, "run", "--dispatcher=" + dispatcher_address_};
-  c.argv.insert(c.argv.end(), options_.client_flags.begin(), options_.client_flags.end());
-  return Launch(kClient, true);
 }
 
 bool ChaosProcesses::running(const std::string& name) const {
@@ -119,9 +138,9 @@ void ChaosProcesses::Kill(const std::string& name) {
   s.Wait();
 }
 
-absl::Status ChaosProcesses::Restart(const std::string& name) {
+void ChaosProcesses::Restart(const std::string& name) {
   if (running(name)) Kill(name);
-  return Launch(name, /*with_failpoints=*/false);
+  Launch(name, /*with_failpoints=*/false);
 }
 
 std::map<std::string, int> ChaosProcesses::ReapExited() {

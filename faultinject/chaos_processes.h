@@ -1,10 +1,13 @@
 // The processes of one `granary chaos` run: a dispatcher, workers (+ standbys) and a client
 // (`granary run`), each started from the granary binary on 127.0.0.1 with its stderr in
 // <dir>/logs/<name>.log, each killable and restartable with the same identity, flags and address.
-// Every process still running is SIGKILLed when this object is destroyed. Thread-compatible.
+// Starting never waits for a worker to serve (it registers with a dispatcher that may itself be
+// down, waiting for the harness to restart it): Serving() polls for its announcement. Every
+// process still running is SIGKILLed when this object is destroyed. Thread-compatible.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PROCESSES_H_
 #define GRANARY_FAULTINJECT_CHAOS_PROCESSES_H_
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -37,17 +40,19 @@ class ChaosProcesses {
   explicit ChaosProcesses(const ChaosProcessesOptions& options);
   ~ChaosProcesses();
 
-  // Starts the dispatcher and the workers, and waits until they serve.
-  absl::Status StartServers();
-  absl::Status StartClient();
+  // Starts the dispatcher and waits until it serves, then starts the workers and the client.
+  absl::Status Start();
 
   // Names of every process: dispatcher, worker-0…, client.
   std::vector<std::string> names() const;
   bool running(const std::string& name) const;
   // SIGKILLs `name` and reaps it.
   void Kill(const std::string& name);
-  // Starts `name` again (same flags and address; no failpoints); waits until a server serves.
-  absl::Status Restart(const std::string& name);
+  // Starts `name` again (same flags and address; no failpoints).
+  void Restart(const std::string& name);
+  // Whether `name` (a server) announced its address since it was last started. Unavailable if it
+  // came back at another address, or has not announced within a minute of its start.
+  absl::StatusOr<bool> Serving(const std::string& name);
 
   // Processes that ended by themselves since the last call, with their exit codes.
   std::map<std::string, int> ReapExited();
@@ -62,10 +67,14 @@ class ChaosProcesses {
   struct Process {
     std::vector<std::string> argv;
     std::unique_ptr<Subprocess> subprocess;
-    std::string address;  // Servers only.
     bool server = true;
+    // Servers: the address announced (kept across restarts), whether this start announced it,
+    // and when it started.
+    std::string address;
+    bool serving = false;
+    std::chrono::steady_clock::time_point started;
   };
-  absl::Status Launch(const std::string& name, bool with_failpoints);
+  void Launch(const std::string& name, bool with_failpoints);
 
   const ChaosProcessesOptions options_;
   std::map<std::string, Process> processes_;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <random>
 #include <string>
@@ -61,11 +62,44 @@ std::string MakeTempDir() {
   return ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
 }
 
+// Half of the soak's runs also arm one failpoint, crashing at a random hit in the process that
+// passes it (cache failpoints with a cache policy that reaches them).
+void MaybeArmRandomFailpoint(std::mt19937_64& draws, ChaosOptions& options) {
+  if (draws() % 2 == 0) return;
+  struct Choice {
+    const Failpoint* point;
+    const char* process;
+    int max_hit;
+  };
+  static const Choice kChoices[] = {
+      {&kJournalAfterWriteBeforeApply, "dispatcher", 14},
+      {&kJournalMidGroupCommit, "dispatcher", 12},
+      {&kDispatcherAfterLeaseBeforeReply, "dispatcher", 4},
+      {&kWorkerAfterProduceBeforeSend, "workers", 60},
+      {&kCheckpointAfterWriteBeforeRename, "workers", 6},
+      {&kPutAfterCheckpointBeforeCommit, "workers", 3},
+      {&kPutMidChunkWrite, "workers", 60},
+      {&kGetMidChunk, "workers", 60},
+  };
+  const Choice& c = kChoices[draws() % std::size(kChoices)];
+  options.failpoint_process = c.process;
+  options.failpoints =
+      absl::StrCat(c.point->name, "=after(", 1 + draws() % c.max_hit, "):crash");
+  const std::string name = c.point->name;
+  if (name.rfind("put.", 0) == 0 || name.rfind("get.", 0) == 0) {
+    options.cache_policy = draws() % 2 == 0 ? "full" : "at_mark";
+  }
+}
+
 int Soak(ChaosOptions base, const std::string& dir) {
   const absl::Time end = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_minutes) * 60);
   std::mt19937_64 draws(base.seed);
   const std::vector<std::string>& scenarios = ChaosScenarios();
   base.data_dir = dir + "/data";
+  if (const absl::Status made = Env::Default()->CreateDirs(dir); !made.ok()) {
+    std::fprintf(stderr, "granary chaos: %s\n", std::string(made.message()).c_str());
+    return 1;
+  }
   int64_t runs = 0, faults = 0, firings = 0, rows = 0;
   std::map<std::string, int64_t> per_scenario;
   const absl::Time start = absl::Now();
@@ -73,6 +107,7 @@ int Soak(ChaosOptions base, const std::string& dir) {
     ChaosOptions options = base;
     options.scenario = scenarios[draws() % scenarios.size()];
     options.seed = draws() % 1000000;
+    MaybeArmRandomFailpoint(draws, options);
     options.dir = absl::StrCat(dir, "/run-", runs);
     const std::string output = options.dir + ".out";
     std::FILE* out = std::fopen(output.c_str(), "w");
@@ -106,8 +141,9 @@ int Soak(ChaosOptions base, const std::string& dir) {
   }
   std::string mix;
   for (const auto& [name, n] : per_scenario) absl::StrAppend(&mix, " ", name, "=", n);
-  std::printf("soak: %lld runs in %.1f min, %lld faults injected, %lld failpoint firings, %lld "
-              "rows verified exactly once, 0 failures; runs per scenario:%s\n",
+  std::printf("soak: %lld runs in %.1f min, %lld faults injected (SIGKILLs planned by the "
+              "scenarios), %lld failpoint firings, %lld rows verified exactly once, 0 failures; "
+              "runs per scenario:%s\n",
               static_cast<long long>(runs), absl::ToDoubleMinutes(absl::Now() - start),
               static_cast<long long>(faults), static_cast<long long>(firings),
               static_cast<long long>(rows), mix.c_str());
