@@ -38,8 +38,9 @@ class JobImpl final : public Job {
     request.set_job_id(job_id_);
     request.set_epoch(epoch);
     StartEpochResponse response;
-    const grpc::Status rpc = connection_->dispatcher().StartEpoch(
-        connection_->DispatcherContext().get(), request, &response);
+    const grpc::Status rpc = connection_->CallDispatcher([&](grpc::ClientContext* context) {
+      return connection_->dispatcher().StartEpoch(context, request, &response);
+    });
     if (!rpc.ok()) {
       return Annotate(FromGrpcStatus(rpc),
                       absl::StrCat("starting epoch ", epoch, " of job ", job_id_));
@@ -65,8 +66,9 @@ class ClientImpl final : public Client {
     RegisterDatasetRequest request;
     *request.mutable_pipeline() = pipeline;
     RegisterDatasetResponse response;
-    const grpc::Status rpc = connection_->dispatcher().RegisterDataset(
-        connection_->DispatcherContext().get(), request, &response);
+    const grpc::Status rpc = connection_->CallDispatcher([&](grpc::ClientContext* context) {
+      return connection_->dispatcher().RegisterDataset(context, request, &response);
+    });
     if (!rpc.ok()) return Annotate(FromGrpcStatus(rpc), "registering the pipeline");
     return response.dataset_id();
   }
@@ -92,8 +94,9 @@ class ClientImpl final : public Client {
         : spec.cache_policy == JobCachePolicy::kAtMark ? CACHE_AT_MARK
                                                     : CACHE_COMPUTE);
     GetOrCreateJobResponse response;
-    const grpc::Status rpc = connection_->dispatcher().GetOrCreateJob(
-        connection_->DispatcherContext().get(), request, &response);
+    const grpc::Status rpc = connection_->CallDispatcher([&](grpc::ClientContext* context) {
+      return connection_->dispatcher().GetOrCreateJob(context, request, &response);
+    });
     if (!rpc.ok()) {
       return Annotate(FromGrpcStatus(rpc), spec.name.empty()
                                                ? std::string("opening a job")

@@ -1,8 +1,11 @@
 #include "client/connection.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
@@ -68,6 +71,20 @@ std::unique_ptr<grpc::ClientContext> Connection::DispatcherContext() const {
   context->set_deadline(DeadlineAfter(options_.rpc_timeout_ms));
   context->set_wait_for_ready(true);
   return context;
+}
+
+grpc::Status Connection::CallDispatcher(
+    const std::function<grpc::Status(grpc::ClientContext* context)>& call) const {
+  const absl::Time give_up = absl::Now() + absl::Milliseconds(options_.stall_timeout_ms);
+  absl::Duration backoff = absl::Milliseconds(50);
+  while (true) {
+    const grpc::Status status = call(DispatcherContext().get());
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE || absl::Now() + backoff > give_up) {
+      return status;
+    }
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(1));
+  }
 }
 
 std::unique_ptr<grpc::ClientContext> Connection::WorkerContext() const {

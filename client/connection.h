@@ -3,6 +3,7 @@
 #ifndef GRANARY_CLIENT_CONNECTION_H_
 #define GRANARY_CLIENT_CONNECTION_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -45,6 +46,12 @@ class Connection {
   // call made while the dispatcher restarts waits for it (up to the deadline) instead of
   // failing at once.
   std::unique_ptr<grpc::ClientContext> DispatcherContext() const;
+  // Runs a dispatcher call (`call` gets a fresh DispatcherContext per attempt) and repeats it
+  // while it fails Unavailable — the dispatcher restarting, or dying while it handled the call
+  // (its RPCs are idempotent) — until options.stall_timeout_ms have passed. A retried
+  // anonymous GetOrCreateJob whose first attempt was applied leaves that first job unused.
+  grpc::Status CallDispatcher(
+      const std::function<grpc::Status(grpc::ClientContext* context)>& call) const;
   // A context for a worker call: deadline rpc_timeout_ms, failing fast when the worker is down
   // (the reader then asks the dispatcher where the task runs now).
   std::unique_ptr<grpc::ClientContext> WorkerContext() const;

@@ -16,10 +16,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "client/position.h"
 #include "common/hash.h"
 #include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
+#include "faultinject/failpoint.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
 #include "grpcpp/create_channel.h"
@@ -546,6 +548,46 @@ TEST(ClientConnectTest, UnreachableDispatcherIsUnavailableNamingIt) {
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(client.status().message(), HasSubstr("127.0.0.1:1"));
+}
+
+TEST(ClientDispatcherRetryTest, ADispatcherDyingMidCallIsAskedAgainAfterItsRestart) {
+  // The dispatcher crashes at its first journal write — inside RegisterDataset, after the
+  // record is durable, before it answers — and comes back at the same address: the client's
+  // RegisterPipeline and OpenJob still succeed (found by `granary chaos --soak`).
+  testing::ScopedTempDir dir;
+  const std::string journal = "--journal_dir=" + dir.Join("journal");
+  Subprocess first({GRANARY_BINARY, "dispatcher", journal, "--port=0"}, Subprocess::Stderr::kInherit,
+                   "", {"GRANARY_FAILPOINTS=journal.after_write_before_apply=after(1):crash"});
+  const std::string address = first.ReadListenAddress();
+  ASSERT_FALSE(address.empty());
+  ClientOptions options;
+  options.dispatcher_address = address;
+  options.stall_timeout_ms = 30000;
+  auto client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+
+  // The restart runs on a thread that lives until the end of the test: a Subprocess dies with
+  // the thread that started it.
+  int first_exit = -1;
+  std::unique_ptr<Subprocess> second;
+  absl::Notification restarted, done;
+  std::thread restarter([&] {
+    first_exit = first.Wait();
+    second = std::make_unique<Subprocess>(std::vector<std::string>{
+        GRANARY_BINARY, "dispatcher", journal, "--port=" + address.substr(address.rfind(':') + 1)});
+    second->ReadListenAddress();
+    restarted.Notify();
+    done.WaitForNotification();
+  });
+  auto dataset = (*client)->RegisterPipeline(PipelineBuilder::Range(100).Build());
+  auto job = dataset.ok() ? (*client)->OpenJob(*dataset, {.name = "retried"})
+                          : absl::StatusOr<std::unique_ptr<Job>>(dataset.status());
+  restarted.WaitForNotification();
+  done.Notify();
+  restarter.join();
+  EXPECT_EQ(first_exit, kFailpointCrashExitCode);
+  EXPECT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_TRUE(job.ok()) << job.status();
 }
 
 }  // namespace

@@ -92,21 +92,6 @@ DigestLine ResumedDigestLine(int64_t epoch, const RunPosition& resumed, const Ep
           resumed.duplicates + duplicates};
 }
 
-// ReadEpoch, retried while the dispatcher is unavailable (e.g. restarting), up to `patience`.
-absl::StatusOr<std::unique_ptr<EpochReader>> OpenEpoch(Job& job, int64_t epoch, int32_t consumer,
-                                                       const std::string& position,
-                                                       absl::Duration patience) {
-  const absl::Time give_up = absl::Now() + patience;
-  while (true) {
-    auto reader = job.ReadEpoch(epoch, consumer, position);
-    if (reader.ok() || reader.status().code() != absl::StatusCode::kUnavailable ||
-        absl::Now() >= give_up) {
-      return reader;
-    }
-    absl::SleepFor(absl::Milliseconds(500));
-  }
-}
-
 absl::Status Run() {
   const std::string dispatcher = absl::GetFlag(FLAGS_dispatcher);
   const std::string pipeline_path = absl::GetFlag(FLAGS_pipeline);
@@ -172,12 +157,11 @@ absl::Status Run() {
               static_cast<long long>(job->job_id()), dataset.c_str(), consumer);
   std::fflush(stdout);
 
-  const absl::Duration patience = absl::Milliseconds(options.stall_timeout_ms);
   const absl::Duration step = absl::Milliseconds(absl::GetFlag(FLAGS_step_ms));
   for (int64_t epoch = start.epoch; epoch < epochs; ++epoch) {
     // What earlier processes delivered of this epoch (nothing unless resuming it).
     const RunPosition resumed = epoch == start.epoch ? start : RunPosition{epoch};
-    auto reader = OpenEpoch(*job, epoch, consumer, resumed.reader, patience);
+    auto reader = job->ReadEpoch(epoch, consumer, resumed.reader);
     if (!reader.ok()) return Annotate(reader.status(), absl::StrCat("epoch ", epoch));
     if (!resumed.reader.empty()) {
       std::printf("epoch %lld: resuming after %lld rows\n", static_cast<long long>(epoch),

@@ -46,6 +46,8 @@ struct ClientOptions {
   int rpc_timeout_ms = 10000;
   // EpochReader::Next gives up with Unavailable after waiting this long without any worker
   // answering (the reader keeps retrying in the background; calling Next again waits again).
+  // RegisterPipeline, OpenJob and ReadEpoch retry a dispatcher that is Unavailable (restarting,
+  // or lost while it answered) for this long too.
   int stall_timeout_ms = 60000;
 };
 
