@@ -4,6 +4,7 @@
 #include "dispatcher/dispatcher_impl.h"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <random>
 #include <set>
@@ -13,6 +14,7 @@
 #include "common/deterministic_serialization.h"
 #include "common/manual_clock_env.h"
 #include "common/scoped_temp_dir.h"
+#include "faultinject/failpoint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/cache_policy.h"
@@ -158,7 +160,9 @@ TEST_P(ReplayEquivalenceTest, RecoveredStateEqualsStateBeforeTheCrash) {
           GetStatusResponse s;
           ASSERT_TRUE(impl_->GetStatus({}, &s).ok());
           for (const JobState& j : s.state().jobs()) {
-            if (j.job_id() == job) ASSERT_TRUE(StartEpoch(job, j.epochs_started()).ok());
+            if (j.job_id() == job) {
+              ASSERT_TRUE(StartEpoch(job, j.epochs_started()).ok());
+            }
           }
         }
         break;
@@ -838,6 +842,54 @@ TEST_F(DispatcherCacheTest, WhileAPutIsIncompleteAnotherJobComputesWithThePrefix
   EXPECT_FALSE(CacheOf(key)->complete());
   EXPECT_EQ(CacheOf(key)->put_job_id(), *writer);
   EXPECT_EQ(Status().state().caches_size(), 1);
+}
+
+TEST_F(DispatcherImplTest, ErrorAfterAJournalWriteStopsTheDispatcherWithoutHangingWriters) {
+  // The record is durable but cannot be applied: the dispatcher must refuse further changes
+  // (naming the failure), release every writer queued behind it, and apply the record when
+  // restarted.
+  Open();
+  ASSERT_TRUE(ConfigureFailpoints("journal.after_write_before_apply=after(3):error").ok());
+  constexpr int kWriters = 8;
+  std::vector<std::thread> writers;
+  std::vector<std::string> registered(kWriters);
+  std::atomic<int> failed{0};
+  for (int i = 0; i < kWriters; ++i) {
+    writers.emplace_back([&, i] {
+      RegisterWorkerRequest request;
+      request.set_worker_id(absl::StrCat("w", i));
+      request.set_address(absl::StrCat("w", i, ".local:7000"));
+      RegisterWorkerResponse response;
+      if (impl_->RegisterWorker(request, &response).ok()) {
+        registered[i] = request.worker_id();
+      } else {
+        ++failed;
+      }
+    });
+  }
+  for (std::thread& t : writers) t.join();  // Hangs here if a queued writer is never released.
+  ASSERT_TRUE(ConfigureFailpoints("").ok());
+  EXPECT_GE(failed.load(), 1);
+  RegisterWorkerRequest late;
+  late.set_worker_id("late");
+  late.set_address("late.local:7000");
+  RegisterWorkerResponse response;
+  const absl::Status refused = impl_->RegisterWorker(late, &response);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(refused.message(), ::testing::HasSubstr("journal.after_write_before_apply"));
+
+  Open();  // The restart applies every durable record: the acknowledged ones and the failed one.
+  GetStatusResponse status;
+  ASSERT_TRUE(impl_->GetStatus({}, &status).ok());
+  std::set<std::string> workers;
+  for (const WorkerState& w : status.state().workers()) workers.insert(w.worker_id());
+  int acknowledged = 0;
+  for (const std::string& id : registered) {
+    if (id.empty()) continue;
+    ++acknowledged;
+    EXPECT_TRUE(workers.count(id)) << id << " was acknowledged but lost";
+  }
+  EXPECT_GE(static_cast<int>(workers.size()), acknowledged + 1);
 }
 
 }  // namespace
