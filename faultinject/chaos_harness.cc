@@ -308,6 +308,9 @@ std::string ChaosCommandLine(const ChaosOptions& options) {
   if (!options.failpoints.empty()) {
     absl::StrAppend(&line, " --inject '", options.failpoint_process, ":", options.failpoints, "'");
   }
+  const ChaosOptions defaults;
+  if (options.images != defaults.images) absl::StrAppend(&line, " --images ", options.images);
+  if (options.step_ms != defaults.step_ms) absl::StrAppend(&line, " --step_ms ", options.step_ms);
   if (options.testonly_break_workers) absl::StrAppend(&line, " --testonly_break_workers");
   return line;
 }
