@@ -391,10 +391,9 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
                                                    job->options().num_consumers(),
                                                    " consumers; no consumer ", request.consumer()));
   }
-  for (const auto& [task_id, next_index] : request.next_index()) {
-    int64_t& consumed = consumed_[task_id];
-    consumed = std::max(consumed, next_index);
-  }
+  // The latest report counts, also when it is lower: a consumer resumed from an older saved
+  // position needs again what its previous process had read.
+  for (const auto& [task_id, next_index] : request.next_index()) consumed_[task_id] = next_index;
   for (const TaskState* task :
        state_.TasksOfConsumer(request.job_id(), request.epoch(), request.consumer())) {
     TaskInfo* info = response->add_tasks();

@@ -117,9 +117,11 @@ class DispatcherImpl {
   int64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
   // Worker id -> when it was last heard from (Env::NowMicros).
   std::map<std::string, uint64_t> last_seen_ ABSL_GUARDED_BY(mu_);
-  // Task id -> the next index its consumer needs, from client heartbeats. A finished task whose
-  // consumer has read to its end is no longer listed to its worker. (Not journaled: after a
-  // restart, finished tasks are listed until their consumers report again.)
+  // Task id -> the next index its consumer needs, from its latest client heartbeat (lower than
+  // before when the consumer resumed from an older saved position). A finished task whose
+  // consumer has read to its end is no longer listed to its worker; listed again, the worker
+  // recomputes it. (Not journaled: after a restart, finished tasks are listed until their
+  // consumers report again.)
   std::map<int64_t, int64_t> consumed_ ABSL_GUARDED_BY(mu_);
 
   absl::Notification stopping_;

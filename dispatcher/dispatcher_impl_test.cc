@@ -892,5 +892,45 @@ TEST_F(DispatcherImplTest, ErrorAfterAJournalWriteStopsTheDispatcherWithoutHangi
   EXPECT_GE(static_cast<int>(workers.size()), acknowledged + 1);
 }
 
+TEST_F(DispatcherImplTest, AFinishedTaskIsListedAgainWhenItsConsumerResumesFromAnOlderPosition) {
+  // A consumer read a finished task to its end, then was killed and resumed from a position it
+  // had saved earlier: the task's worker must be told to serve it again (found by `granary
+  // chaos --scenario random --seed 11`, where the worker answered NotFound for a minute).
+  Open();
+  RegisterWorker("a");
+  const int64_t job = CreateJob(RegisterRangeDataset(10, 5), "j");
+  ASSERT_TRUE(StartEpoch(job, 0).ok());
+  const auto listed = [&] {
+    WorkerHeartbeatRequest request;
+    request.set_worker_id("a");
+    request.set_incarnation(1);
+    WorkerHeartbeatResponse response;
+    EXPECT_TRUE(impl_->WorkerHeartbeat(request, &response).ok());
+    return response;
+  };
+  const WorkerHeartbeatResponse first = listed();
+  ASSERT_EQ(first.tasks_size(), 1);
+  const int64_t task = first.tasks(0).task_id();
+  TaskFinishedRequest finished;
+  finished.set_task_id(task);
+  finished.set_generation(first.tasks(0).generation());
+  finished.set_num_elements(10);
+  TaskFinishedResponse ignored;
+  ASSERT_TRUE(impl_->TaskFinished(finished, &ignored).ok());
+  const auto consumer_needs = [&](int64_t next_index) {
+    ClientHeartbeatRequest request;
+    request.set_job_id(job);
+    request.set_epoch(0);
+    request.set_consumer(0);
+    (*request.mutable_next_index())[task] = next_index;
+    ClientHeartbeatResponse response;
+    EXPECT_TRUE(impl_->ClientHeartbeat(request, &response).ok());
+  };
+  consumer_needs(10);
+  EXPECT_EQ(listed().tasks_size(), 0) << "read to its end: no longer listed";
+  consumer_needs(4);
+  EXPECT_EQ(listed().tasks_size(), 1) << "the consumer resumed from element 4";
+}
+
 }  // namespace
 }  // namespace granary
