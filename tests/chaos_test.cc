@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/scoped_temp_dir.h"
 #include "faultinject/failpoints.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -20,8 +21,11 @@ using ::testing::HasSubstr;
 using testing::CommandResult;
 using testing::RunCommand;
 
+// Runs `granary chaos ARGS` in a scratch directory removed afterwards (a FAIL keeps its files).
 CommandResult Chaos(const std::string& args) {
-  return RunCommand(absl::StrCat(GRANARY_BINARY, " chaos ", args, " 2>&1"));
+  testing::ScopedTempDir dir;
+  return RunCommand(absl::StrCat(GRANARY_BINARY, " chaos --dir ", dir.Join("chaos"), " ", args,
+                                 " 2>&1"));
 }
 
 // The "k/n faults injected" and "m failpoint firings" counts of a verdict line.
