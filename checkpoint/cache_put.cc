@@ -1,10 +1,12 @@
 #include "checkpoint/cache_put.h"
 
+#include <random>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/deterministic_serialization.h"
 #include "common/status_macros.h"
 #include "faultinject/failpoints.h"
@@ -12,12 +14,26 @@
 
 namespace granary {
 
-CachePut::CachePut(const CachePutOptions& options) : options_(options) {}
+namespace {
+
+// 16 random hex digits: a run id no other run of the task shares.
+std::string RandomRunId() {
+  std::random_device device;
+  const uint64_t id = (static_cast<uint64_t>(device()) << 32) ^ device();
+  return absl::StrFormat("%016x", id);
+}
+
+}  // namespace
+
+CachePut::CachePut(const CachePutOptions& options) : options_(options) {
+  if (options_.run_id.empty()) options_.run_id = RandomRunId();
+}
 
 CachePut::~CachePut() = default;
 
-std::string CachePut::TemporaryName(int64_t task_id, int64_t generation, int64_t first_index) {
-  return absl::StrCat("t", task_id, "-g", generation, "-i", first_index, ".tmp");
+std::string CachePut::TemporaryName(int64_t task_id, int64_t generation, int64_t first_index,
+                                   const std::string& run_id) {
+  return absl::StrCat("t", task_id, "-g", generation, "-i", first_index, "-r", run_id, ".tmp");
 }
 
 std::string CachePut::FinalName(int64_t task_id, int64_t generation, int64_t first_index,
@@ -79,7 +95,8 @@ absl::Status CachePut::Append(int64_t index, const Element& element) {
     chunk->meta.set_task_id(options_.task_id);
     chunk->meta.set_generation(options_.generation);
     chunk->meta.set_first_index(index);
-    chunk->temporary = Path(TemporaryName(options_.task_id, options_.generation, index));
+    chunk->temporary =
+        Path(TemporaryName(options_.task_id, options_.generation, index, options_.run_id));
     ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
                      options_.env->NewWritableFile(chunk->temporary));
     chunk->writer = std::make_unique<TfRecordWriter>(std::move(file));
@@ -113,6 +130,9 @@ absl::Status CachePut::Save(StateWriter& writer) {
   writer.WriteInt("chunks", chain_.size());
   for (size_t i = 0; i < chain_.size(); ++i) {
     writer.WriteBytes(absl::StrCat("chunk.", i), SerializeDeterministically(chain_[i]->meta));
+    // The exact temporary (with its run id): a restore commits that file and no other.
+    writer.WriteBytes(absl::StrCat("chunk.", i, ".temporary"),
+                      chain_[i]->temporary.substr(options_.dir.size() + 1));
   }
   return absl::OkStatus();
 }
@@ -126,8 +146,9 @@ absl::Status CachePut::Restore(const StateReader& reader) {
     if (!chunk->meta.ParseFromString(bytes)) {
       return absl::DataLossError(absl::StrCat("cache chunk ", i, " of the saved state does not parse"));
     }
-    chunk->temporary = Path(TemporaryName(chunk->meta.task_id(), chunk->meta.generation(),
-                                          chunk->meta.first_index()));
+    ASSIGN_OR_RETURN(const std::string temporary,
+                     reader.ReadBytes(absl::StrCat("chunk.", i, ".temporary")));
+    chunk->temporary = Path(temporary);
     chain.push_back(std::move(chunk));
   }
   RETURN_IF_ERROR(options_.env->CreateDirs(options_.dir));

@@ -59,6 +59,9 @@ struct CachePutOptions {
   std::string dir;
   int64_t task_id = 0;
   int64_t generation = 0;
+  // Names this CachePut's temporaries; empty: a random one. Distinct runs of a task (a restarted
+  // worker keeps the task's generation) must never write a temporary an older checkpoint names.
+  std::string run_id;
   // A chunk is sealed once it holds this many bytes (it is also sealed at every checkpoint).
   int64_t max_chunk_bytes = 64 << 20;
 };
@@ -82,7 +85,8 @@ class CachePut : public CacheSink {
   absl::StatusOr<std::vector<CacheChunk>> Finish() ABSL_LOCKS_EXCLUDED(mu_);
 
   // File names (checkpoint/FORMAT.md).
-  static std::string TemporaryName(int64_t task_id, int64_t generation, int64_t first_index);
+  static std::string TemporaryName(int64_t task_id, int64_t generation, int64_t first_index,
+                                   const std::string& run_id);
   static std::string FinalName(int64_t task_id, int64_t generation, int64_t first_index,
                                int64_t num_elements);
 
@@ -105,7 +109,7 @@ class CachePut : public CacheSink {
   int64_t NextIndex() const ABSL_LOCKS_EXCLUDED(mu_);
   std::string Path(const std::string& name) const;
 
-  const CachePutOptions options_;
+  CachePutOptions options_;  // run_id filled in by the constructor.
   bool started_ = false;
   // The open chunk (producer thread only).
   std::unique_ptr<Chunk> open_;

@@ -50,8 +50,10 @@ Element MakeElement(int64_t i) {
 // The index MakeElement was called with, recovered from the element's provenance.
 int64_t IndexOf(const Element& e) { return (e.record - 1000) / 7; }
 
+// Every CachePut of these tests names its run after its generation (Options below).
+std::string RunOf(int64_t generation) { return absl::StrCat("run", generation); }
 std::string Tmp(int64_t generation, int64_t first) {
-  return CachePut::TemporaryName(kTask, generation, first);
+  return CachePut::TemporaryName(kTask, generation, first, RunOf(generation));
 }
 std::string Final(int64_t generation, int64_t first, int64_t n) {
   return CachePut::FinalName(kTask, generation, first, n);
@@ -93,6 +95,7 @@ class CachePutTest : public ::testing::Test {
     options.dir = CacheDir();
     options.task_id = kTask;
     options.generation = generation;
+    options.run_id = RunOf(generation);
     return options;
   }
 
@@ -329,19 +332,19 @@ TEST_P(CachePutRestoreTest, RestoreRollsCommitForwardDeletesStaleTemporariesAndC
   ASSERT_NO_FATAL_FAILURE(WriteStray(Tmp(0, 3)));                     // earlier generation
   ASSERT_NO_FATAL_FAILURE(WriteStray(Tmp(restoring, 40)));            // this generation
   ASSERT_NO_FATAL_FAILURE(WriteStray(Tmp(9, 0)));                     // later generation
-  ASSERT_NO_FATAL_FAILURE(WriteStray(CachePut::TemporaryName(8, 0, 0)));   // another task
-  ASSERT_NO_FATAL_FAILURE(WriteStray(CachePut::TemporaryName(70, 0, 0)));  // "t7" is a prefix
+  ASSERT_NO_FATAL_FAILURE(WriteStray(CachePut::TemporaryName(8, 0, 0, "x")));   // another task
+  ASSERT_NO_FATAL_FAILURE(WriteStray(CachePut::TemporaryName(70, 0, 0, "x")));  // "t7" is a prefix
   ASSERT_NO_FATAL_FAILURE(WriteStray("notes.txt"));
   ASSERT_THAT(Files(), UnorderedElementsAre(Tmp(dead, 0), Tmp(dead, 5), Tmp(0, 3),
-                                            Tmp(restoring, 40), Tmp(9, 0), "t8-g0-i0.tmp",
-                                            "t70-g0-i0.tmp", "notes.txt"));
+                                            Tmp(restoring, 40), Tmp(9, 0), "t8-g0-i0-rx.tmp",
+                                            "t70-g0-i0-rx.tmp", "notes.txt"));
 
   CachePut put(Options(restoring));
   const absl::Status status = put.Restore(StateReader(&state));
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(put.sealed(), 1);
-  EXPECT_THAT(Files(), UnorderedElementsAre(Final(dead, 0, 5), Tmp(9, 0), "t8-g0-i0.tmp",
-                                            "t70-g0-i0.tmp", "notes.txt"));
+  EXPECT_THAT(Files(), UnorderedElementsAre(Final(dead, 0, 5), Tmp(9, 0), "t8-g0-i0-rx.tmp",
+                                            "t70-g0-i0-rx.tmp", "notes.txt"));
 
   ASSERT_NO_FATAL_FAILURE(AppendRange(put, 5, 12));
   const std::vector<CacheChunk> chain = FinishOk(put);
@@ -353,7 +356,7 @@ TEST_P(CachePutRestoreTest, RestoreRollsCommitForwardDeletesStaleTemporariesAndC
   EXPECT_EQ(chain[1].path(), Path(Final(restoring, 5, 7)));
   for (const CacheChunk& chunk : chain) ExpectChunkHolds(chunk);
   EXPECT_THAT(Files(), UnorderedElementsAre(Final(dead, 0, 5), Final(restoring, 5, 7),
-                                            Tmp(9, 0), "t8-g0-i0.tmp", "t70-g0-i0.tmp",
+                                            Tmp(9, 0), "t8-g0-i0-rx.tmp", "t70-g0-i0-rx.tmp",
                                             "notes.txt"));
 }
 
@@ -377,6 +380,38 @@ TEST_F(CachePutTest, RestoreOfCommittedChainKeepsItAndFinishReturnsIt) {
   ExpectContiguousChain(chain, 3);
   ExpectChunkHolds(chain[0]);
   EXPECT_THAT(Files(), UnorderedElementsAre(Final(0, 0, 3)));
+}
+
+TEST_F(CachePutTest, ALaterRunOfTheSameGenerationNeverBecomesAnOlderCheckpointsChunk) {
+  // Found by `granary chaos --soak`: a worker sealed 10 elements and wrote a checkpoint naming
+  // them, then crashed before the commit; restarted (same generation), it ran the task afresh
+  // and sealed 15 elements into a temporary of the same first index; killed again and restored
+  // from the first checkpoint, it committed the second run's 15-element file as "n10".
+  IteratorStateProto first_checkpoint;
+  {
+    CachePutOptions options = Options(1);
+    options.run_id = "first";
+    CachePut put(options);
+    ASSERT_NO_FATAL_FAILURE(AppendRange(put, 0, 10));
+    first_checkpoint = SaveState(put);
+    ASSERT_TRUE(put.SyncSealed(1).ok());
+  }  // Crash before CommitSealed.
+  {
+    CachePutOptions options = Options(1);
+    options.run_id = "second";
+    CachePut put(options);
+    ASSERT_NO_FATAL_FAILURE(AppendRange(put, 0, 15));
+    SaveState(put);
+    ASSERT_TRUE(put.SyncSealed(1).ok());
+  }  // Killed before its checkpoint was written.
+  CachePutOptions options = Options(1);
+  options.run_id = "third";
+  CachePut put(options);
+  const absl::Status restored = put.Restore(StateReader(&first_checkpoint));
+  // The first run's temporary is gone (the second run cleared it): the restore must fail (the
+  // task then recomputes from its start), never commit the second run's file under its name.
+  EXPECT_TRUE(absl::IsDataLoss(restored)) << restored;
+  EXPECT_FALSE(Env::Default()->FileExists(Path(Final(1, 0, 10))));
 }
 
 TEST_F(CachePutTest, RestoreWithChainChunkMissingIsDataLossNamingIt) {
@@ -408,14 +443,14 @@ TEST_F(CachePutTest, FreshStartDeletesStaleTemporariesAtFirstAppend) {
   ASSERT_NO_FATAL_FAILURE(WriteStray(Tmp(0, 0)));   // earlier generation
   ASSERT_NO_FATAL_FAILURE(WriteStray(Tmp(1, 4)));   // this generation
   ASSERT_NO_FATAL_FAILURE(WriteStray(Tmp(2, 0)));   // later generation: kept
-  ASSERT_NO_FATAL_FAILURE(WriteStray(CachePut::TemporaryName(8, 0, 0)));  // other task: kept
+  ASSERT_NO_FATAL_FAILURE(WriteStray(CachePut::TemporaryName(8, 0, 0, "x")));  // other task: kept
   ASSERT_NO_FATAL_FAILURE(WriteStray(Final(0, 0, 4)));  // a committed chunk: kept
   const std::vector<std::string> before = Files();
 
   CachePut put(Options(1));
   EXPECT_THAT(Files(), UnorderedElementsAreArray(before));  // not at construction
   ASSERT_TRUE(put.Append(0, MakeElement(0)).ok());
-  EXPECT_THAT(Files(), UnorderedElementsAre(Tmp(1, 0), Tmp(2, 0), "t8-g0-i0.tmp",
+  EXPECT_THAT(Files(), UnorderedElementsAre(Tmp(1, 0), Tmp(2, 0), "t8-g0-i0-rx.tmp",
                                             Final(0, 0, 4)));
 }
 
