@@ -61,8 +61,8 @@ int64_t FaultInjectionEnv::successful_syncs() const {
 
 absl::StatusOr<std::unique_ptr<WritableFile>> FaultInjectionEnv::NewWritableFile(
     const std::string& path) {
-  const bool existed = base_->FileExists(path);
-  ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, base_->NewWritableFile(path));
+  const bool existed = base()->FileExists(path);
+  ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, base()->NewWritableFile(path));
   auto state = std::make_shared<FileState>();
   absl::MutexLock lock(&mu_);
   files_[path] = state;
@@ -92,7 +92,7 @@ absl::Status FaultInjectionEnv::SyncFile(WritableFile* base_file, FileState* sta
 }
 
 absl::Status FaultInjectionEnv::RenameFile(const std::string& from, const std::string& to) {
-  RETURN_IF_ERROR(base_->RenameFile(from, to));
+  RETURN_IF_ERROR(base()->RenameFile(from, to));
   absl::MutexLock lock(&mu_);
   auto it = files_.find(from);
   if (it != files_.end()) {
@@ -106,14 +106,14 @@ absl::Status FaultInjectionEnv::RenameFile(const std::string& from, const std::s
 }
 
 absl::Status FaultInjectionEnv::DeleteFile(const std::string& path) {
-  RETURN_IF_ERROR(base_->DeleteFile(path));
+  RETURN_IF_ERROR(base()->DeleteFile(path));
   absl::MutexLock lock(&mu_);
   files_.erase(path);
   return absl::OkStatus();
 }
 
 absl::Status FaultInjectionEnv::SyncDir(const std::string& dir) {
-  RETURN_IF_ERROR(base_->SyncDir(dir));
+  RETURN_IF_ERROR(base()->SyncDir(dir));
   const std::string synced = StripTrailingSlashes(dir);
   absl::MutexLock lock(&mu_);
   pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
@@ -127,22 +127,22 @@ absl::Status FaultInjectionEnv::DropUnsyncedData() {
   absl::Status first;
   // File contents first, at the files' current paths.
   for (const auto& [path, state] : files_) {
-    if (state->synced >= state->appended || !base_->FileExists(path)) continue;
-    absl::StatusOr<std::string> data = ReadFileToString(base_, path);
+    if (state->synced >= state->appended || !base()->FileExists(path)) continue;
+    absl::StatusOr<std::string> data = ReadFileToString(base(), path);
     if (!data.ok()) {
       KeepFirstError(&first, data.status());
       continue;
     }
     data->resize(std::min<uint64_t>(data->size(), state->synced));
-    KeepFirstError(&first, WriteStringToFile(base_, path, *data, /*sync=*/true));
+    KeepFirstError(&first, WriteStringToFile(base(), path, *data, /*sync=*/true));
   }
   // Then the directory changes, newest first. A file that is already gone is fine.
   for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
     absl::Status status;
     if (it->kind == DirOp::kCreate) {
-      if (base_->FileExists(it->path)) status = base_->DeleteFile(it->path);
-    } else if (base_->FileExists(it->path)) {
-      status = base_->RenameFile(it->path, it->from);
+      if (base()->FileExists(it->path)) status = base()->DeleteFile(it->path);
+    } else if (base()->FileExists(it->path)) {
+      status = base()->RenameFile(it->path, it->from);
     }
     KeepFirstError(&first, status);
   }

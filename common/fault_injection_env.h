@@ -28,14 +28,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "common/env.h"
+#include "common/env_wrapper.h"
 
 namespace granary {
 
-class FaultInjectionEnv : public Env {
+class FaultInjectionEnv : public EnvWrapper {
  public:
   // `base` must outlive this Env.
-  explicit FaultInjectionEnv(Env* base) : base_(base) {}
+  explicit FaultInjectionEnv(Env* base) : EnvWrapper(base) {}
 
   // The next `n` WritableFile::Sync() calls fail with InternalError naming the file, without
   // syncing anything (the file's durable length stays what it was).
@@ -48,27 +48,11 @@ class FaultInjectionEnv : public Env {
   // first error of the base Env, after trying everything.
   absl::Status DropUnsyncedData();
 
-  absl::StatusOr<std::unique_ptr<SequentialFile>> NewSequentialFile(
-      const std::string& path) override {
-    return base_->NewSequentialFile(path);
-  }
+  // The calls the durability model watches; everything else goes straight to the base.
   absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
-  bool FileExists(const std::string& path) override { return base_->FileExists(path); }
-  absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override {
-    return base_->GetFileSize(path);
-  }
-  absl::StatusOr<std::vector<std::string>> Glob(const std::string& pattern) override {
-    return base_->Glob(pattern);
-  }
-  absl::StatusOr<std::vector<std::string>> GetChildren(const std::string& dir) override {
-    return base_->GetChildren(dir);
-  }
   absl::Status RenameFile(const std::string& from, const std::string& to) override;
   absl::Status DeleteFile(const std::string& path) override;
-  absl::Status CreateDirs(const std::string& dir) override { return base_->CreateDirs(dir); }
   absl::Status SyncDir(const std::string& dir) override;
-  uint64_t NowMicros() override { return base_->NowMicros(); }
-  void SleepForMicros(uint64_t micros) override { base_->SleepForMicros(micros); }
 
  private:
   class File;
@@ -89,7 +73,6 @@ class FaultInjectionEnv : public Env {
   absl::Status SyncFile(WritableFile* base_file, FileState* state);
   void Appended(FileState* state, uint64_t n);
 
-  Env* const base_;
   mutable absl::Mutex mu_;
   int fail_syncs_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t successful_syncs_ ABSL_GUARDED_BY(mu_) = 0;
