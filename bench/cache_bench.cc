@@ -14,6 +14,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "bench/bench_report.h"
 #include "bench/bench_setup.h"
 #include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
@@ -73,16 +74,18 @@ absl::Status Run() {
     }
     std::filesystem::remove_all(cluster.cache_root());
   }
-  std::printf("ResNet-style pipeline, %lldx%lld images, %lld per epoch, 1 worker, median of %d\n",
-              static_cast<long long>(size), static_cast<long long>(size),
-              static_cast<long long>(images), reps);
-  std::printf("  %-12s %10s %8s %8s\n", "epoch", "images/s", "spread", "ratio");
+  BenchReport report("cache",
+                     absl::StrCat("Cache: Get and Put epochs vs compute, ResNet-style pipeline, ",
+                                  size, "x", size, ", ", images, " images per epoch, 1 worker"),
+                     reps);
   const double base = Median(rates["compute"]);
   for (const std::string& kind : kinds) {
-    std::printf("  %-12s %10.0f %8.0f %8.2f\n", kind.c_str(), Median(rates[kind]),
-                Spread(rates[kind]), Median(rates[kind]) / base);
+    report.AddSeries(kind, "images/s", rates[kind]);
+    if (kind == "compute") continue;
+    report.AddHeadline(absl::StrCat(kind, " / compute"), Median(rates[kind]) / base, "x",
+                       kind == "get full" ? BenchTarget::AtLeast(5) : BenchTarget());
   }
-  return absl::OkStatus();
+  return report.Finish();
 }
 
 }  // namespace

@@ -11,10 +11,11 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/bench_report.h"
 #include "bench/sample_stats.h"
+#include "common/status_macros.h"
 #include "faultinject/failpoints.h"
 
 ABSL_FLAG(int64_t, hits, 20000000, "Failpoint hits per measurement.");
@@ -36,31 +37,31 @@ double NanosPerHit(int64_t hits, Hit hit) {
   return ok == hits ? ns : -1;  // -1: a hit failed (it must not).
 }
 
-int Main() {
-  const int64_t hits = absl::GetFlag(FLAGS_hits);
+absl::Status Run() {
+  const bool quick = QuickBench();
+  const int64_t hits = quick ? 100000 : absl::GetFlag(FLAGS_hits);
+  const int reps = quick ? 1 : absl::GetFlag(FLAGS_repetitions);
   std::vector<double> baseline, disarmed, armed_elsewhere;
-  for (int r = 0; r < absl::GetFlag(FLAGS_repetitions); ++r) {
-    if (!ConfigureFailpoints("").ok()) return 1;
+  for (int r = 0; r < reps; ++r) {
+    RETURN_IF_ERROR(ConfigureFailpoints(""));
     baseline.push_back(NanosPerHit(hits, [] { return absl::OkStatus(); }));
     disarmed.push_back(NanosPerHit(hits, [] { return HitFailpoint(kGetMidChunk); }));
-    if (!ConfigureFailpoints("journal.mid_group_commit=after(1000000000):crash").ok()) return 1;
+    RETURN_IF_ERROR(ConfigureFailpoints("journal.mid_group_commit=after(1000000000):crash"));
     armed_elsewhere.push_back(NanosPerHit(hits / 20, [] { return HitFailpoint(kGetMidChunk); }));
   }
-  std::printf("%-34s %12s %10s %14s\n", "mode", "ns/hit", "spread", "extra ns/hit");
-  const auto row = [&](const char* mode, const std::vector<double>& ns) {
-    std::printf("%-34s %12.3f %10.3f %14.3f\n", mode, Median(ns), Spread(ns),
-                Median(ns) - Median(baseline));
-  };
-  row("no failpoint (baseline)", baseline);
-  row("failpoint, none armed", disarmed);
-  row("failpoint, another one armed", armed_elsewhere);
-  return 0;
+  BenchReport report("failpoint", "Failpoints: cost per hit on a hot path", reps);
+  report.AddSeries("no failpoint (baseline loop)", "ns/hit", baseline);
+  report.AddSeries("failpoint, none armed (production)", "ns/hit", disarmed);
+  report.AddSeries("failpoint, another one armed (chaos runs)", "ns/hit", armed_elsewhere);
+  report.AddHeadline("extra per hit, none armed", Median(disarmed) - Median(baseline), "ns");
+  report.AddHeadline("extra per hit, another one armed", Median(armed_elsewhere) - Median(baseline),
+                     "ns");
+  return report.Finish();
 }
 
 }  // namespace
 }  // namespace granary
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  return granary::Main();
+  return granary::BenchMain(argc, argv, "failpoint_bench", granary::Run);
 }

@@ -17,11 +17,13 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/bench_report.h"
 #include "bench/sample_stats.h"
+#include "common/status_macros.h"
 #include "journal/journal.h"
 
 ABSL_FLAG(std::vector<std::string>, threads, (std::vector<std::string>{"1", "8", "64"}),
@@ -38,25 +40,21 @@ struct Series {
   std::vector<double> rates;
   double appends = 0;
   double batches = 0;
-  double Median() const { return granary::Median(rates); }
-  double Spread() const { return granary::Spread(rates); }
 };
 
-// One measurement into a fresh journal. Returns false on error (printed).
-bool Measure(int threads, int64_t max_batch_records, Series* series) {
+// One measurement into a fresh journal.
+absl::Status Measure(int threads, int64_t max_batch_records, Series* series) {
   const std::string dir = absl::GetFlag(FLAGS_dir);
   std::filesystem::remove_all(dir);
   JournalOptions options;
   options.max_batch_records = max_batch_records;
   absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir, options);
-  if (!journal.ok()) {
-    std::fprintf(stderr, "%s\n", journal.status().ToString().c_str());
-    return false;
-  }
+  if (!journal.ok()) return journal.status();
   const int64_t per_thread = std::max<int64_t>(1, absl::GetFlag(FLAGS_appends) / threads);
   const std::string record(absl::GetFlag(FLAGS_record_bytes), 'r');
   std::atomic<bool> go{false};
-  std::atomic<bool> failed{false};
+  absl::Mutex mu;
+  absl::Status failure;
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&] {
@@ -64,8 +62,8 @@ bool Measure(int threads, int64_t max_batch_records, Series* series) {
       for (int64_t i = 0; i < per_thread; ++i) {
         absl::StatusOr<uint64_t> seq = (*journal)->Append(record);
         if (!seq.ok()) {
-          std::fprintf(stderr, "%s\n", seq.status().ToString().c_str());
-          failed.store(true);
+          absl::MutexLock lock(&mu);
+          failure.Update(seq.status());
           return;
         }
       }
@@ -75,37 +73,46 @@ bool Measure(int threads, int64_t max_batch_records, Series* series) {
   go.store(true);
   for (std::thread& worker : workers) worker.join();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  if (failed.load()) return false;
+  if (!failure.ok()) return failure;
   const double appends = static_cast<double>(per_thread * threads);
   series->rates.push_back(appends / seconds);
   series->appends += appends;
   series->batches += static_cast<double>((*journal)->batches_written());
-  return true;
+  return absl::OkStatus();
 }
 
-int Run() {
-  std::printf("%-8s %-7s %12s %10s %16s %8s\n", "threads", "mode", "appends/s", "spread",
-              "appends/batch", "ratio");
+absl::Status Run() {
+  const int reps = QuickBench() ? 1 : absl::GetFlag(FLAGS_repetitions);
+  const int64_t record_bytes = absl::GetFlag(FLAGS_record_bytes);
+  BenchReport report("journal",
+                     absl::StrCat("Journal: group commit vs one sync per append (", record_bytes,
+                                  "-byte records, real fsync)"),
+                     reps);
   for (const std::string& threads_text : absl::GetFlag(FLAGS_threads)) {
     const int threads = std::stoi(threads_text);
     Series group;
     Series single;
-    for (int rep = 0; rep < absl::GetFlag(FLAGS_repetitions); ++rep) {
-      if (!Measure(threads, 1024, &group) || !Measure(threads, 1, &single)) return 1;
+    for (int rep = 0; rep < reps; ++rep) {
+      RETURN_IF_ERROR(Measure(threads, 1024, &group));
+      RETURN_IF_ERROR(Measure(threads, 1, &single));
     }
-    std::printf("%-8d %-7s %12.0f %10.0f %16.1f %8s\n", threads, "single", single.Median(),
-                single.Spread(), single.appends / single.batches, "1.00");
-    std::printf("%-8d %-7s %12.0f %10.0f %16.1f %8.2f\n", threads, "group", group.Median(),
-                group.Spread(), group.appends / group.batches, group.Median() / single.Median());
+    report.AddSeries(absl::StrCat("one sync per append, ", threads, " writers"), "appends/s",
+                     single.rates, BenchPoint{"one sync per append", double(threads)});
+    report.AddSeries(absl::StrCat("group commit, ", threads, " writers"), "appends/s",
+                     group.rates, BenchPoint{"group commit", double(threads)});
+    report.AddHeadline(absl::StrCat("appends per batch, group commit, ", threads, " writers"),
+                       group.appends / group.batches, "appends");
+    report.AddHeadline(absl::StrCat("group commit / one sync per append, ", threads, " writers"),
+                       Median(group.rates) / Median(single.rates), "x",
+                       threads == 64 ? BenchTarget::AtLeast(20) : BenchTarget());
   }
   std::filesystem::remove_all(absl::GetFlag(FLAGS_dir));
-  return 0;
+  return report.Finish();
 }
 
 }  // namespace
 }  // namespace granary
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  return granary::Run();
+  return granary::BenchMain(argc, argv, "journal_bench", granary::Run);
 }

@@ -7,17 +7,16 @@
 // ratio, and how many cores the process kept busy on average.
 //
 //   bench/pipeline_throughput [--sizes 64,224] [--images N] [--repetitions R] [--dir D]
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "bench/bench_report.h"
 #include "bench/bench_setup.h"
+#include "bench/process_stats.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
 #include "pipeline/local_runner.h"
@@ -32,83 +31,66 @@ ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The pipeline 
 namespace granary {
 namespace {
 
-// User + system CPU seconds this process has used.
-double CpuSeconds() {
-  struct rusage usage;
-  ::getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 + usage.ru_stime.tv_sec +
-         usage.ru_stime.tv_usec / 1e6;
-}
-
-struct Series {
-  std::vector<double> rates;
-  // Cores busy on average during the measured epochs (CPU seconds / wall seconds).
-  double cpu_seconds = 0;
-  double wall_seconds = 0;
-  double Median() const { return granary::Median(rates); }
-  double Spread() const { return granary::Spread(rates); }
-};
-
-int Run() {
+absl::Status Run() {
   Env* env = Env::Default();
   const UdfRegistry udfs = UdfRegistry::WithBuiltins();
-  std::printf("%-6s %-8s %12s %10s %6s %10s\n", "size", "threads", "images/s", "spread", "ratio",
-              "cores busy");
-  for (const std::string& size_text : absl::GetFlag(FLAGS_sizes)) {
+  const bool quick = QuickBench();
+  const int repetitions = quick ? 1 : absl::GetFlag(FLAGS_repetitions);
+  const int64_t images = quick ? 64 : absl::GetFlag(FLAGS_images);
+  BenchReport report("pipeline_throughput",
+                     "In-process ResNet-style pipeline (the baseline): 1 vs 2 threads per "
+                     "parallel_map",
+                     repetitions);
+  for (const std::string& size_text :
+       quick ? std::vector<std::string>{"64"} : absl::GetFlag(FLAGS_sizes)) {
     const int64_t size = std::stoll(size_text);
-    auto def = ImagenetPipeline(env, absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size),
-                                absl::GetFlag(FLAGS_images), size, absl::GetFlag(FLAGS_pipeline));
-    if (!def.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(def.status().message()).c_str());
-      return 1;
-    }
+    auto def = ImagenetPipeline(
+        env, absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size, "_", images), images,
+        size, absl::GetFlag(FLAGS_pipeline));
+    if (!def.ok()) return def.status();
     const std::vector<int> thread_counts = {1, 2};
     std::vector<std::unique_ptr<Pipeline>> pipelines;
     for (int threads : thread_counts) {
       auto p = Pipeline::Create(WithParallelMapThreads(*def, threads), udfs);
-      if (!p.ok()) {
-        std::fprintf(stderr, "%s\n", std::string(p.status().message()).c_str());
-        return 1;
-      }
+      if (!p.ok()) return p.status();
       pipelines.push_back(std::move(p).value());
     }
-    std::vector<Series> series(thread_counts.size());
+    std::vector<std::vector<double>> rates(thread_counts.size());
+    std::vector<double> cpu_seconds(thread_counts.size()), wall_seconds(thread_counts.size());
     // One warm-up epoch each (page cache), then interleaved measured epochs.
-    for (int rep = -1; rep < absl::GetFlag(FLAGS_repetitions); ++rep) {
+    for (int rep = -1; rep < repetitions; ++rep) {
       for (size_t i = 0; i < pipelines.size(); ++i) {
         EpochRunOptions options;
         options.digest = false;
-        int64_t images = 0;
-        options.on_element = [&images](const Element& batch) {
-          images += batch.tensors[0].shape()[0];
+        int64_t rows = 0;
+        options.on_element = [&rows](const Element& batch) {
+          rows += batch.tensors[0].shape()[0];
         };
-        const double cpu_before = CpuSeconds();
+        const double cpu_before = CpuSecondsOf();
         auto result = RunEpochInProcess(*pipelines[i], 1, rep + 1, env, options);
-        if (!result.ok()) {
-          std::fprintf(stderr, "%s\n", std::string(result.status().message()).c_str());
-          return 1;
-        }
-        if (rep >= 0) {
-          series[i].rates.push_back(images / result->seconds);
-          series[i].cpu_seconds += CpuSeconds() - cpu_before;
-          series[i].wall_seconds += result->seconds;
-        }
+        if (!result.ok()) return result.status();
+        if (rep < 0) continue;
+        rates[i].push_back(rows / result->seconds);
+        cpu_seconds[i] += CpuSecondsOf() - cpu_before;
+        wall_seconds[i] += result->seconds;
       }
     }
-    for (size_t i = 0; i < series.size(); ++i) {
-      std::printf("%-6lld %-8d %12.0f %10.0f %6.2f %10.2f\n", static_cast<long long>(size),
-                  thread_counts[i], series[i].Median(), series[i].Spread(),
-                  series[i].Median() / series[0].Median(),
-                  series[i].cpu_seconds / series[i].wall_seconds);
+    for (size_t i = 0; i < thread_counts.size(); ++i) {
+      const std::string config = absl::StrCat(size, "x", size, ", ", thread_counts[i],
+                                              " thread(s) per parallel_map");
+      report.AddSeries(config, "images/s", rates[i]);
+      report.AddHeadline(absl::StrCat(config, ": cores busy"), cpu_seconds[i] / wall_seconds[i],
+                         "cores");
     }
+    report.AddHeadline(absl::StrCat(size, "x", size, ": 2 threads / 1 thread"),
+                       Median(rates[1]) / Median(rates[0]), "x");
   }
-  return 0;
+  return report.Finish();
 }
 
 }  // namespace
 }  // namespace granary
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  return granary::Run();
+  return granary::BenchMain(argc, argv, "pipeline_throughput", granary::Run);
 }

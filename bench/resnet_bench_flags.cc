@@ -1,14 +1,12 @@
 #include "bench/resnet_bench_flags.h"
 
-#include <cstdio>
-
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "bench/bench_report.h"
 #include "bench/bench_setup.h"
 
 ABSL_FLAG(int64_t, images, 8192, "Images in the generated dataset (default: the benchmark's).");
-ABSL_FLAG(int64_t, size, 64, "Image side.");
+ABSL_FLAG(int64_t, size, 64, "Image side (default: the benchmark's).");
 ABSL_FLAG(int, repetitions, 3, "Rounds of interleaved measurements.");
 ABSL_FLAG(std::string, dir, "/tmp/granary_bench", "Scratch directory (default: the benchmark's).");
 ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The ResNet-style pipeline.");
@@ -18,12 +16,15 @@ namespace granary {
 int ResnetBenchMain(int argc, char** argv, const char* name, const ResnetBenchDefaults& defaults,
                     const std::function<absl::Status()>& run) {
   absl::SetFlag(&FLAGS_images, defaults.images);
+  absl::SetFlag(&FLAGS_size, defaults.size);
   absl::SetFlag(&FLAGS_dir, defaults.dir);
-  absl::ParseCommandLine(argc, argv);
-  const absl::Status status = run();
-  if (status.ok()) return 0;
-  std::fprintf(stderr, "%s: %s\n", name, std::string(status.message()).c_str());
-  return 1;
+  return BenchMain(argc, argv, name, [&] {
+    if (QuickBench()) {
+      absl::SetFlag(&FLAGS_images, defaults.quick_images);
+      absl::SetFlag(&FLAGS_repetitions, 1);
+    }
+    return run();
+  });
 }
 
 absl::StatusOr<PipelineDef> ResnetPipelineFromFlags(Env* env) {

@@ -25,11 +25,13 @@ namespace granary {
 // A benchmark's own defaults for the shared flags.
 struct ResnetBenchDefaults {
   int64_t images = 0;
+  int64_t size = 64;
   std::string dir;
+  // --images under --quick (which also makes --repetitions 1).
+  int64_t quick_images = 256;
 };
 
-// A benchmark's main(): applies `defaults`, parses the command line and runs `run`; a failure
-// is printed as "<name>: <message>" and makes the exit code 1.
+// A benchmark's main(): applies `defaults`, then BenchMain (bench_report.h).
 int ResnetBenchMain(int argc, char** argv, const char* name, const ResnetBenchDefaults& defaults,
                     const std::function<absl::Status()>& run);
 

@@ -18,6 +18,12 @@ inline double Spread(const std::vector<double>& sample) {
   return *hi - *lo;
 }
 
+// Every element times `factor` (a change of unit).
+inline std::vector<double> Scaled(std::vector<double> sample, double factor) {
+  for (double& v : sample) v *= factor;
+  return sample;
+}
+
 }  // namespace granary
 
 #endif  // GRANARY_BENCH_SAMPLE_STATS_H_

@@ -21,6 +21,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "bench/bench_report.h"
 #include "bench/bench_setup.h"
 #include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
@@ -56,6 +57,8 @@ absl::Status Run() {
 
   std::vector<double> local_rates, one_rates, two_rates;
   const int reps = absl::GetFlag(FLAGS_repetitions);
+  BenchReport report("service", "Service vs in-process (ResNet-style pipeline), raw transport vs memcpy",
+                     reps);
   for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up.
     EpochRunOptions options;
     options.digest = false;
@@ -70,21 +73,16 @@ absl::Status Run() {
     one_rates.push_back(s1->rows / s1->seconds);
     two_rates.push_back(s2->rows / s2->seconds);
   }
-  std::printf("ResNet-style pipeline, %lldx%lld images, %lld per epoch, median of %d\n",
-              static_cast<long long>(size), static_cast<long long>(size),
-              static_cast<long long>(images), reps);
-  std::printf("  %-28s %10s %8s %6s\n", "", "images/s", "spread", "ratio");
-  const double base = Median(local_rates);
-  std::printf("  %-28s %10.0f %8.0f %6.2f\n", "in-process", base, Spread(local_rates), 1.0);
-  std::printf("  %-28s %10.0f %8.0f %6.2f\n", "service, 1 worker", Median(one_rates),
-              Spread(one_rates), Median(one_rates) / base);
-  std::printf("  %-28s %10.0f %8.0f %6.2f\n", "service, 2 workers", Median(two_rates),
-              Spread(two_rates), Median(two_rates) / base);
+  const std::string shape = absl::StrCat(size, "x", size);
+  report.AddSeries(absl::StrCat("in-process, ", shape), "images/s", local_rates);
+  report.AddSeries(absl::StrCat("service, 1 worker, ", shape), "images/s", one_rates);
+  report.AddSeries(absl::StrCat("service, 2 workers, ", shape), "images/s", two_rates);
+  report.AddHeadline("service 1 worker / in-process", Median(one_rates) / Median(local_rates), "x");
+  report.AddHeadline("service 2 workers / in-process", Median(two_rates) / Median(local_rates),
+                     "x", BenchTarget::AtLeast(0.9));
 
-  std::printf("raw transport, 1 worker -> 1 client (fetch, checksum, parse), median of %d\n", reps);
-  std::printf("  %-10s %12s %14s %6s\n", "element", "service GB/s", "memcpy GB/s", "ratio");
   for (const int64_t mib : {1, 16}) {
-    const int64_t count = 1024 / mib;  // 1 GiB per epoch.
+    const int64_t count = std::max<int64_t>(2, (QuickBench() ? 64 : 1024) / mib);  // MiB/epoch.
     PipelineDef trivial =
         PipelineBuilder::Range(count).Map("fill_bytes", {{"bytes", mib << 20}}).Build();
     auto ds = (*client)->RegisterPipeline(trivial);
@@ -107,11 +105,12 @@ absl::Status Run() {
       service_rates.push_back(r->bytes / r->seconds / 1e9);
       memcpy_rates.push_back(count * (mib << 20) / memcpy_seconds / 1e9);
     }
-    std::printf("  %-10s %12.2f %14.2f %6.2f\n", absl::StrCat(mib, " MiB").c_str(),
-                Median(service_rates), Median(memcpy_rates),
-                Median(service_rates) / Median(memcpy_rates));
+    report.AddSeries(absl::StrCat("transport, ", mib, " MiB elements"), "GB/s", service_rates);
+    report.AddSeries(absl::StrCat("memcpy, ", mib, " MiB"), "GB/s", memcpy_rates);
+    report.AddHeadline(absl::StrCat("transport ", mib, " MiB elements"), Median(service_rates),
+                       "GB/s", mib == 16 ? BenchTarget::AtLeast(1.0) : BenchTarget());
   }
-  return absl::OkStatus();
+  return report.Finish();
 }
 
 }  // namespace
@@ -119,5 +118,8 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   return granary::ResnetBenchMain(argc, argv, "service_bench",
-                                  {.images = 2048, .dir = "/tmp/granary_service_bench"}, granary::Run);
+                                  {.images = 1024,
+                                   .size = 224,
+                                   .dir = "/tmp/granary_service_bench",
+                                   .quick_images = 128}, granary::Run);
 }

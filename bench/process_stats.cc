@@ -1,0 +1,48 @@
+#include "bench/process_stats.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace granary {
+namespace {
+
+std::string ProcPath(pid_t pid, const char* file) {
+  return (pid == 0 ? std::string("/proc/self/") : "/proc/" + std::to_string(pid) + "/") + file;
+}
+
+}  // namespace
+
+double CpuSecondsOf(pid_t pid) {
+  std::ifstream stat(ProcPath(pid, "stat"));
+  std::string text;
+  if (!std::getline(stat, text)) return 0;
+  // Fields after the parenthesized command name: state is field 3; utime, stime are 14, 15.
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+int64_t PeakRssBytesOf(pid_t pid) {
+  std::ifstream status(ProcPath(pid, "status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // kB.
+  }
+  return 0;
+}
+
+bool ResetPeakRss(pid_t pid) {
+  std::ofstream clear_refs(ProcPath(pid, "clear_refs"));
+  clear_refs << "5";
+  clear_refs.flush();
+  return clear_refs.good();
+}
+
+}  // namespace granary
