@@ -2,8 +2,10 @@
 // or without, reads the ResNet-style example (1024-element shuffle buffer) through a client
 // three quarters into an epoch; then the worker is SIGKILLed and started again, and the time from
 // process start to the first element it serves at the client's position is measured with a
-// GetElements call, along with how many elements it recomputed to get there. Alternates the two
-// configurations round by round.
+// GetElements call, along with how many elements it recomputed to get there. And failover: the
+// same with a standby worker instead of a restart, timed from the kill to the client's first
+// element from the standby, less the failure-detection timeout. Rotates the three configurations
+// round by round.
 //
 //   bench/recovery_bench [--images N] [--size S] [--repetitions R] [--dir D]
 #include <chrono>
@@ -16,6 +18,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "bench/bench_report.h"
 #include "bench/bench_setup.h"
 #include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
@@ -27,41 +30,60 @@
 namespace granary {
 namespace {
 
+// The dispatcher's failure-detection timeout in the failover measurement.
+constexpr int64_t kFailoverTimeoutMs = 1000;
+
 struct Recovery {
   double start_to_listening_s = 0;
   double start_to_first_element_s = 0;
   int64_t recomputed = 0;
 };
 
-// Reads three quarters of epoch 0 of a new job, kills and restarts the worker, and times its
-// recovery.
-absl::StatusOr<Recovery> MeasureOnce(const PipelineDef& def, const std::string& dir,
-                                     int64_t checkpoint_interval_ms, int64_t batches) {
+// A cluster whose client has read three quarters of epoch 0 of a new job (1 element per request,
+// so the client holds next to nothing ahead), the reader still open.
+struct ReadingCluster {
+  std::unique_ptr<testing::LocalCluster> cluster;
+  std::unique_ptr<Client> client;
+  std::unique_ptr<Job> job;
+  std::unique_ptr<EpochReader> reader;
+};
+
+absl::StatusOr<ReadingCluster> ReadThreeQuarters(const PipelineDef& def, const std::string& dir,
+                                                 testing::LocalClusterOptions options,
+                                                 int64_t checkpoint_interval_ms, int64_t batches) {
   std::filesystem::remove_all(dir);
-  testing::LocalClusterOptions options;
   // A small window keeps the worker near the client, as a trainer-bound job would.
-  options.worker_flags = {"--window_bytes=" + std::to_string(32 << 20)};
+  options.worker_flags.push_back("--window_bytes=" + std::to_string(32 << 20));
   if (checkpoint_interval_ms > 0) {
     options.worker_flags.push_back("--checkpoint_dir=" + dir + "/checkpoints");
     options.worker_flags.push_back(absl::StrCat("--checkpoint_interval_ms=",
                                                 checkpoint_interval_ms));
   }
-  testing::LocalCluster cluster(dir, options);
-  if (!cluster.ok()) return absl::UnavailableError("the cluster did not start");
-  ASSIGN_OR_RETURN(std::unique_ptr<Client> client,
-                   Client::Connect({.dispatcher_address = cluster.dispatcher_address(),
-                                    .max_outstanding_requests = 1,
-                                    .max_bytes_per_request = 1 << 20}));
-  ASSIGN_OR_RETURN(std::string dataset, client->RegisterPipeline(def));
-  ASSIGN_OR_RETURN(std::unique_ptr<Job> job, client->OpenJob(dataset, {.seed = 1}));
-  {
-    ASSIGN_OR_RETURN(std::unique_ptr<EpochReader> reader, job->ReadEpoch(0));
-    ElementProto element;
-    bool end = false;
-    for (int64_t i = 0; i < batches * 3 / 4 && !end; ++i) {
-      RETURN_IF_ERROR(reader->Next(&element, &end));
-    }
+  ReadingCluster r;
+  r.cluster = std::make_unique<testing::LocalCluster>(dir, options);
+  if (!r.cluster->ok()) return absl::UnavailableError("the cluster did not start");
+  ASSIGN_OR_RETURN(r.client, Client::Connect({.dispatcher_address = r.cluster->dispatcher_address(),
+                                              .max_outstanding_requests = 1,
+                                              .max_bytes_per_request = 1}));
+  ASSIGN_OR_RETURN(std::string dataset, r.client->RegisterPipeline(def));
+  ASSIGN_OR_RETURN(r.job, r.client->OpenJob(dataset, {.seed = 1}));
+  ASSIGN_OR_RETURN(r.reader, r.job->ReadEpoch(0));
+  ElementProto element;
+  bool end = false;
+  for (int64_t i = 0; i < batches * 3 / 4 && !end; ++i) {
+    RETURN_IF_ERROR(r.reader->Next(&element, &end));
   }
+  return r;
+}
+
+// Kills the worker of a cluster three quarters into an epoch, starts it again and times its
+// recovery.
+absl::StatusOr<Recovery> MeasureRestart(const PipelineDef& def, const std::string& dir,
+                                        int64_t checkpoint_interval_ms, int64_t batches) {
+  ASSIGN_OR_RETURN(ReadingCluster r, ReadThreeQuarters(def, dir, {}, checkpoint_interval_ms,
+                                                       batches));
+  r.reader.reset();  // The GetElements call below stands in for the client.
+  testing::LocalCluster& cluster = *r.cluster;
   GetWorkerStatusResponse status;
   grpc::Status rpc = cluster.WorkerStub(0)->GetWorkerStatus(testing::RpcContext().get(), {}, &status);
   if (!rpc.ok() || status.tasks_size() != 1) {
@@ -92,6 +114,25 @@ absl::StatusOr<Recovery> MeasureOnce(const PipelineDef& def, const std::string& 
   return recovery;
 }
 
+// Kills the worker of a cluster with a standby (checkpoints every 1 s in a shared directory)
+// three quarters into an epoch and returns the seconds from the kill until the client holds an
+// element the standby produced. The client holds at most one response ahead (one element per
+// request), so the third element read after the kill comes from the standby.
+absl::StatusOr<double> MeasureFailover(const PipelineDef& def, const std::string& dir,
+                                       int64_t batches) {
+  testing::LocalClusterOptions options;
+  options.standby = 1;
+  options.worker_timeout_ms = kFailoverTimeoutMs;
+  ASSIGN_OR_RETURN(ReadingCluster r, ReadThreeQuarters(def, dir, options, 1000, batches));
+  r.cluster->KillWorker(0);
+  const absl::Time kill = absl::Now();
+  ElementProto element;
+  bool end = false;
+  for (int i = 0; i < 3 && !end; ++i) RETURN_IF_ERROR(r.reader->Next(&element, &end));
+  if (end) return absl::InternalError("the epoch ended before the standby served");
+  return absl::ToDoubleSeconds(absl::Now() - kill);
+}
+
 absl::Status Run() {
   Env* env = Env::Default();
   const std::string dir = absl::GetFlag(FLAGS_dir);
@@ -112,29 +153,45 @@ absl::Status Run() {
     int64_t interval_ms;
     std::vector<double> listening, first_element, recomputed;
   };
-  std::vector<Config> configs = {{"off", 0}, {"every 1 s", 1000}};
-  for (int rep = 0; rep < absl::GetFlag(FLAGS_repetitions); ++rep) {
-    for (size_t k = 0; k < configs.size(); ++k) {
-      Config& c = configs[(k + rep) % configs.size()];
-      auto r = MeasureOnce(*def, absl::StrCat(dir, "/cluster"), c.interval_ms, batches);
-      if (!r.ok()) return r.status();
-      c.listening.push_back(r->start_to_listening_s);
-      c.first_element.push_back(r->start_to_first_element_s);
-      c.recomputed.push_back(r->recomputed);
+  std::vector<Config> configs = {{"checkpoints off", 0}, {"checkpoints every 1 s", 1000}};
+  std::vector<double> failover;
+  const int reps = absl::GetFlag(FLAGS_repetitions);
+  const std::string cluster_dir = absl::StrCat(dir, "/cluster");
+  for (int rep = 0; rep < reps; ++rep) {
+    for (size_t k = 0; k <= configs.size(); ++k) {
+      const size_t which = (k + rep) % (configs.size() + 1);
+      if (which == configs.size()) {
+        ASSIGN_OR_RETURN(double seconds, MeasureFailover(*def, cluster_dir, batches));
+        failover.push_back(seconds);
+        continue;
+      }
+      Config& c = configs[which];
+      ASSIGN_OR_RETURN(Recovery r, MeasureRestart(*def, cluster_dir, c.interval_ms, batches));
+      c.listening.push_back(r.start_to_listening_s);
+      c.first_element.push_back(r.start_to_first_element_s);
+      c.recomputed.push_back(r.recomputed);
     }
   }
-  std::printf(
-      "Worker recovery, ResNet-style pipeline, shuffle buffer 1024, %lldx%lld images, killed "
-      "three quarters into a %lld-image epoch; median of %d\n",
-      static_cast<long long>(size), static_cast<long long>(size), static_cast<long long>(images),
-      absl::GetFlag(FLAGS_repetitions));
-  std::printf("  %-12s %14s %20s %8s %12s\n", "checkpoints", "start->listen s",
-              "start->1st element s", "spread", "recomputed");
+  BenchReport report(
+      "recovery",
+      absl::StrCat("Worker recovery: ResNet-style pipeline, shuffle buffer 1024, ", size, "x", size,
+                   ", killed three quarters into a ", images, "-image epoch"),
+      reps);
   for (Config& c : configs) {
-    std::printf("  %-12s %14.2f %20.2f %8.2f %12.0f\n", c.name.c_str(), Median(c.listening),
-                Median(c.first_element), Spread(c.first_element), Median(c.recomputed));
+    report.AddSeries(absl::StrCat("restart, ", c.name, ": start -> listening"), "s", c.listening);
+    report.AddSeries(absl::StrCat("restart, ", c.name, ": start -> first element"), "s",
+                     c.first_element);
+    report.AddSeries(absl::StrCat("restart, ", c.name, ": batches recomputed"), "batches",
+                     c.recomputed);
   }
-  return absl::OkStatus();
+  report.AddSeries(absl::StrCat("failover to a standby (timeout ", kFailoverTimeoutMs,
+                                " ms): kill -> element"),
+                   "s", failover);
+  report.AddHeadline("restarted worker serving after process start (checkpoints every 1 s)",
+                     Median(configs[1].first_element), "s", BenchTarget::AtMost(1));
+  report.AddHeadline("failover time beyond the detection timeout",
+                     Median(failover) - kFailoverTimeoutMs / 1e3, "s");
+  return report.Finish();
 }
 
 }  // namespace
@@ -142,5 +199,5 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   return granary::ResnetBenchMain(argc, argv, "recovery_bench",
-                                  {.images = 32768, .dir = "/tmp/granary_recovery_bench"}, granary::Run);
+                                  {.images = 32768, .dir = "/tmp/granary_recovery_bench", .quick_images = 512}, granary::Run);
 }

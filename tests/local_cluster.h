@@ -34,6 +34,8 @@ class LocalCluster {
   const std::string& worker_address(int i) const { return workers_[i].address; }
   std::string worker_id(int i) const { return "worker-" + std::to_string(i); }
   Dispatcher::Stub& dispatcher() { return *dispatcher_stub_; }
+  pid_t dispatcher_pid() const { return dispatcher_.process->pid(); }
+  pid_t worker_pid(int i) const { return workers_[i].process->pid(); }
   std::unique_ptr<Worker::Stub> WorkerStub(int i) const;
 
   // SIGKILLs worker i and reaps it.

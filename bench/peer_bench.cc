@@ -1,0 +1,229 @@
+// Granary side by side with what ML engineers use today, the PyTorch DataLoader (benchmark 1 of
+// the suite), and the memory each side's processes need while doing it (benchmark 7).
+//
+// The same ResNet-style pipeline over the same generated TFRecord files — decode JPEG, random
+// crop, random flip, normalize, batch of --batch_size — five ways, in rotating order per round
+// after a warm-up round:
+//   - PyTorch DataLoader with num_workers = 1 and 2 (bench/pytorch_peer.py under Debian's
+//     python3-torch: a map-style Dataset over the TFRecord files, PIL decode, numpy transforms);
+//   - Granary through the service: a real dispatcher and workers on 127.0.0.1, a job on 1 worker
+//     and a job on 2 workers, read by the client library in this process;
+//   - Granary in-process (granary local's runner).
+// Everything shares this machine's cores; each configuration's "cores busy" (CPU seconds of all
+// its processes / wall seconds) says how many it used. Peak RSS: of the dispatcher, a worker and
+// the client (this process; its peak is reset before each service epoch) over the service epochs,
+// and of the DataLoader's main process and largest worker.
+//
+//   bench/peer_bench [--images N] [--size S] [--repetitions R] [--dir D] [--python P]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "bench/bench_report.h"
+#include "bench/bench_setup.h"
+#include "bench/process_stats.h"
+#include "bench/resnet_bench_flags.h"
+#include "bench/sample_stats.h"
+#include "common/env.h"
+#include "common/status_macros.h"
+#include "common/subprocess.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "granary/client.h"
+#include "pipeline/local_runner.h"
+#include "tests/local_cluster.h"
+
+ABSL_FLAG(std::string, python, "/usr/bin/python3", "Debian's Python, with python3-torch.");
+ABSL_FLAG(std::string, peer_script, "bench/pytorch_peer.py", "The PyTorch DataLoader peer.");
+ABSL_FLAG(int64_t, batch_size, 128, "Images per batch, on both sides.");
+
+namespace granary {
+namespace {
+
+struct Epoch {
+  double images_per_s = 0;
+  double cores_busy = 0;
+};
+
+struct PeerEpoch {
+  Epoch epoch;
+  int64_t rss_main = 0;
+  int64_t rss_worker = 0;
+};
+
+// One epoch of the PyTorch peer with `workers` DataLoader workers.
+absl::StatusOr<PeerEpoch> RunPeer(const std::string& data_dir, int workers, int64_t seed) {
+  const std::string what = absl::StrCat(absl::GetFlag(FLAGS_peer_script), " --num_workers=", workers);
+  Subprocess peer({absl::GetFlag(FLAGS_python), absl::GetFlag(FLAGS_peer_script),
+                   "--data_dir=" + data_dir, absl::StrCat("--num_workers=", workers),
+                   absl::StrCat("--batch_size=", absl::GetFlag(FLAGS_batch_size)),
+                   absl::StrCat("--seed=", seed)});
+  if (peer.pid() < 0) return absl::UnavailableError(absl::StrCat("could not start ", what));
+  const std::string out = peer.ReadAll(std::chrono::minutes(30));
+  if (const int code = peer.Wait(); code != 0) {
+    return absl::InternalError(absl::StrCat(what, " exited with code ", code,
+                                            " (needs Debian's python3-torch, python3-pil, "
+                                            "python3-numpy: scripts/setup_deps.sh installs them)"));
+  }
+  google::protobuf::Struct line;
+  const std::string first_line(out.substr(0, out.find('\n')));
+  if (!google::protobuf::util::JsonStringToMessage(first_line, &line).ok()) {
+    return absl::InternalError(absl::StrCat(what, " printed no result line: '", first_line, "'"));
+  }
+  const auto number = [&line](const char* key) {
+    const auto it = line.fields().find(key);
+    return it == line.fields().end() ? 0.0 : it->second.number_value();
+  };
+  if (number("images") <= 0 || number("seconds") <= 0) {
+    return absl::InternalError(absl::StrCat(what, " read no images: '", first_line, "'"));
+  }
+  PeerEpoch result;
+  result.epoch.images_per_s = number("images") / number("seconds");
+  result.epoch.cores_busy = number("cpu_seconds") / number("seconds");
+  result.rss_main = static_cast<int64_t>(number("peak_rss_main_bytes"));
+  result.rss_worker = static_cast<int64_t>(number("peak_rss_workers_bytes"));
+  return result;
+}
+
+// CPU seconds used so far by this process and `servers`.
+double CpuSecondsWith(const std::vector<pid_t>& servers) {
+  double seconds = CpuSecondsOf();
+  for (pid_t pid : servers) seconds += CpuSecondsOf(pid);
+  return seconds;
+}
+
+absl::Status Run() {
+  Env* env = Env::Default();
+  const std::string dir = absl::GetFlag(FLAGS_dir);
+  const int64_t images = absl::GetFlag(FLAGS_images);
+  const int64_t size = absl::GetFlag(FLAGS_size);
+  const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
+  ASSIGN_OR_RETURN(PipelineDef def, ResnetPipelineFromFlags(env));
+  for (OpDef& op : *def.mutable_ops()) {
+    if (op.op() == "batch") {
+      (*op.mutable_params()->mutable_fields())["batch_size"].set_number_value(batch_size);
+    }
+  }
+  const std::string data_dir = absl::StrCat(dir, "/imagenet_", size, "_", images);
+  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
+  ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> local, Pipeline::Create(def, udfs));
+
+  std::filesystem::remove_all(dir + "/cluster");
+  testing::LocalCluster cluster(dir + "/cluster", {.workers = 2});
+  if (!cluster.ok()) return absl::UnavailableError("the cluster did not start");
+  ASSIGN_OR_RETURN(std::unique_ptr<Client> client,
+                   Client::Connect({.dispatcher_address = cluster.dispatcher_address()}));
+  ASSIGN_OR_RETURN(std::string dataset, client->RegisterPipeline(def));
+  ASSIGN_OR_RETURN(std::unique_ptr<Job> one,
+                   client->OpenJob(dataset, {.name = "one", .seed = 1, .num_worker_slots = 1}));
+  ASSIGN_OR_RETURN(std::unique_ptr<Job> two,
+                   client->OpenJob(dataset, {.name = "two", .seed = 1, .num_worker_slots = 2}));
+  const std::vector<pid_t> servers = {cluster.dispatcher_pid(), cluster.worker_pid(0),
+                                      cluster.worker_pid(1)};
+  const std::vector<std::pair<std::string, pid_t>> roles = {
+      {"dispatcher", servers[0]}, {"worker", servers[1]}, {"worker", servers[2]}, {"client", 0}};
+  std::map<std::string, int64_t> service_rss;  // role -> peak bytes over the service epochs.
+  int64_t peer_rss_main = 0, peer_rss_worker = 0;
+
+  const auto service_epoch = [&](Job& job, int64_t epoch) -> absl::StatusOr<Epoch> {
+    for (const auto& [role, pid] : roles) ResetPeakRss(pid);
+    const double cpu_before = CpuSecondsWith(servers);
+    ASSIGN_OR_RETURN(ServiceEpoch read, ReadServiceEpoch(job, epoch));
+    for (const auto& [role, pid] : roles) {
+      service_rss[role] = std::max(service_rss[role], PeakRssBytesOf(pid));
+    }
+    return Epoch{read.rows / read.seconds, (CpuSecondsWith(servers) - cpu_before) / read.seconds};
+  };
+  const auto peer_epoch = [&](int workers, int64_t epoch) -> absl::StatusOr<Epoch> {
+    ASSIGN_OR_RETURN(PeerEpoch peer, RunPeer(data_dir, workers, epoch));
+    peer_rss_main = std::max(peer_rss_main, peer.rss_main);
+    peer_rss_worker = std::max(peer_rss_worker, peer.rss_worker);
+    return peer.epoch;
+  };
+  const auto local_epoch = [&](int64_t epoch) -> absl::StatusOr<Epoch> {
+    EpochRunOptions options;
+    options.digest = false;
+    const double cpu_before = CpuSecondsOf();
+    ASSIGN_OR_RETURN(EpochResult run, RunEpochInProcess(*local, 1, epoch, env, options));
+    return Epoch{images / run.seconds, (CpuSecondsOf() - cpu_before) / run.seconds};
+  };
+  struct Config {
+    std::string name;
+    std::function<absl::StatusOr<Epoch>(int64_t epoch)> run;
+    std::vector<double> rates, cores;
+  };
+  std::vector<Config> configs = {
+      {"PyTorch DataLoader, num_workers=1", [&](int64_t e) { return peer_epoch(1, e); }},
+      {"Granary service, 1 worker", [&](int64_t e) { return service_epoch(*one, e); }},
+      {"PyTorch DataLoader, num_workers=2", [&](int64_t e) { return peer_epoch(2, e); }},
+      {"Granary service, 2 workers", [&](int64_t e) { return service_epoch(*two, e); }},
+      {"Granary in-process", local_epoch},
+  };
+  const int reps = absl::GetFlag(FLAGS_repetitions);
+  for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up (page cache, processes).
+    for (size_t k = 0; k < configs.size(); ++k) {
+      Config& c = configs[(k + rep + 1) % configs.size()];
+      ASSIGN_OR_RETURN(Epoch e, c.run(rep + 1));
+      if (rep < 0) continue;
+      c.rates.push_back(e.images_per_s);
+      c.cores.push_back(e.cores_busy);
+    }
+  }
+
+  BenchReport peer("peer",
+                   absl::StrCat("Granary vs PyTorch DataLoader: ResNet-style pipeline, ", size, "x",
+                                size, " JPEGs, ", images, " per epoch, batch ", batch_size),
+                   reps);
+  for (const Config& c : configs) {
+    peer.AddSeries(c.name, "images/s", c.rates);
+    peer.AddSeries(c.name, "cores busy", c.cores);
+  }
+  const auto ratio = [&](size_t a, size_t b) {
+    return Median(configs[a].rates) / Median(configs[b].rates);
+  };
+  peer.AddHeadline("Granary service 1 worker / DataLoader num_workers=1", ratio(1, 0), "x",
+                   BenchTarget::AtLeast(1.5));
+  peer.AddHeadline("Granary service 2 workers / DataLoader num_workers=2", ratio(3, 2), "x",
+                   BenchTarget::AtLeast(1.5));
+  peer.AddHeadline("Granary in-process / DataLoader num_workers=2", ratio(4, 2), "x");
+  peer.AddNote(
+      "The DataLoader reads records without checking their CRCs (Granary checks them); "
+      "both sides share the machine's cores, see 'cores busy'.");
+  RETURN_IF_ERROR(peer.Finish());
+
+  BenchReport memory("memory",
+                     absl::StrCat("Peak resident memory during the peer benchmark (", size, "x",
+                                  size, ", batch ", batch_size, ")"),
+                     reps);
+  const auto megabytes = [](int64_t bytes) { return std::vector<double>{bytes / 1e6}; };
+  memory.AddSeries("Granary dispatcher", "MB", megabytes(service_rss["dispatcher"]));
+  memory.AddSeries("Granary worker (largest)", "MB", megabytes(service_rss["worker"]));
+  memory.AddSeries("Granary client (the reading process)", "MB", megabytes(service_rss["client"]));
+  memory.AddSeries("DataLoader main process", "MB", megabytes(peer_rss_main));
+  memory.AddSeries("DataLoader worker (largest)", "MB", megabytes(peer_rss_worker));
+  memory.AddNote(
+      "Granary: VmHWM of each process, reset before every service epoch, the largest over all "
+      "service epochs; the client's includes the bench's own in-process pipeline objects. "
+      "DataLoader: ru_maxrss of the main process and of its largest worker.");
+  return memory.Finish();
+}
+
+}  // namespace
+}  // namespace granary
+
+int main(int argc, char** argv) {
+  return granary::ResnetBenchMain(argc, argv, "peer_bench",
+                                  {.images = 2048,
+                                   .size = 224,
+                                   .dir = "/tmp/granary_peer_bench",
+                                   .quick_images = 256},
+                                  granary::Run);
+}
