@@ -10,6 +10,8 @@ packages=(
   libabsl-dev librocksdb-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libjpeg-dev libpng-dev zlib1g-dev libgoogle-glog-dev
+  # The benchmark suite: the PyTorch DataLoader peer (bench/pytorch_peer.py) and the plots.
+  python3 python3-torch python3-pil python3-numpy python3-matplotlib
 )
 
 if [[ "${GRANARY_SKIP_APT:-0}" == 1 ]]; then
