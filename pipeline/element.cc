@@ -1,6 +1,8 @@
 #include "pipeline/element.h"
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
 
@@ -23,6 +25,57 @@ void Element::ToProto(ElementProto* proto) const {
   for (const Tensor& t : tensors) t.ToProto(proto->add_tensors());
   proto->set_split_id(split_id);
   proto->set_record(record);
+}
+
+std::string Element::SerializeAsProto() const {
+  using google::protobuf::io::CodedOutputStream;
+  using WireFormat = google::protobuf::internal::WireFormatLite;
+  // Each tensor but its numeric content, serialized as protobuf would (fields 1, 2 and 4);
+  // content is field 3, so for a numeric tensor (no field 4) it follows the header.
+  std::vector<std::string> headers(tensors.size());
+  size_t total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    TensorProto header;
+    header.set_dtype(tensors[i].dtype());
+    header.mutable_shape()->Assign(tensors[i].shape().begin(), tensors[i].shape().end());
+    if (tensors[i].dtype() == DT_STRING) {
+      header.mutable_string_values()->Assign(tensors[i].strings().begin(),
+                                             tensors[i].strings().end());
+    }
+    headers[i] = header.SerializeAsString();
+    size_t tensor_size = headers[i].size();
+    if (!tensors[i].content().empty()) {
+      tensor_size += 1 + WireFormat::LengthDelimitedSize(tensors[i].content().size());
+    }
+    total += 1 + WireFormat::LengthDelimitedSize(tensor_size);
+  }
+  ElementProto provenance;
+  provenance.set_split_id(split_id);
+  provenance.set_record(record);
+  const std::string trailer = provenance.SerializeAsString();
+  total += trailer.size();
+
+  // Appends a length-delimited field's tag and length.
+  const auto append_field_start = [](int field, size_t length, std::string* out) {
+    uint8_t buffer[16];
+    uint8_t* end = WireFormat::WriteTagToArray(field, WireFormat::WIRETYPE_LENGTH_DELIMITED, buffer);
+    end = CodedOutputStream::WriteVarint64ToArray(length, end);
+    out->append(reinterpret_cast<const char*>(buffer), end - buffer);
+  };
+  std::string out;
+  out.reserve(total);  // Appended, not zero-filled first: the contents are written once.
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const absl::string_view content = tensors[i].content();
+    size_t tensor_size = headers[i].size();
+    if (!content.empty()) tensor_size += 1 + WireFormat::LengthDelimitedSize(content.size());
+    append_field_start(ElementProto::kTensorsFieldNumber, tensor_size, &out);
+    out.append(headers[i]);
+    if (content.empty()) continue;
+    append_field_start(TensorProto::kContentFieldNumber, content.size(), &out);
+    out.append(content.data(), content.size());
+  }
+  out.append(trailer);
+  return out;
 }
 
 absl::StatusOr<Element> Element::FromProto(const ElementProto& proto) {

@@ -28,6 +28,10 @@ struct Element {
 
   void ToProto(ElementProto* proto) const;
   static absl::StatusOr<Element> FromProto(const ElementProto& proto);
+  // The serialized ElementProto — the same bytes as ToProto then SerializeAsString — written in
+  // one pass: numeric tensor contents are copied once, straight into the result, instead of
+  // into a proto and then again into its serialization (the worker does this per element).
+  std::string SerializeAsProto() const;
 
   friend bool operator==(const Element& a, const Element& b) {
     return a.tensors == b.tensors && a.split_id == b.split_id && a.record == b.record;

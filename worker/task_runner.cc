@@ -102,9 +102,7 @@ void TaskRunner::Produce(int64_t run_id) {
     absl::Status status = run->it->GetNext(&element, &end);
     IndexedElement indexed;
     if (status.ok() && !end) {
-      ElementProto proto;
-      element.ToProto(&proto);
-      indexed.set_payload(proto.SerializeAsString());
+      indexed.set_payload(element.SerializeAsProto());
       indexed.set_checksum(Hash64(indexed.payload()));
     }
     int64_t finished_count = -1;
