@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
+#include "common/large_allocations.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -75,6 +76,7 @@ Struct Machine() {
 }  // namespace
 
 int BenchMain(int argc, char** argv, const char* name, const std::function<absl::Status()>& run) {
+  KeepLargeAllocationsInHeap();  // As the granary servers do (and a trainer should).
   CommandLine() = absl::StrJoin(argv, argv + argc, " ");
   absl::ParseCommandLine(argc, argv);
   const absl::Status status = run();

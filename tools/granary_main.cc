@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/large_allocations.h"
 #include "faultinject/failpoint.h"
 #include "glog/logging.h"
 #include "tools/commands.h"
@@ -39,6 +40,7 @@ Run `granary <command> --help` for the flags of one command.
 }  // namespace
 
 int main(int argc, char** argv) {
+  granary::KeepLargeAllocationsInHeap();
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   if (argc < 2 || std::strcmp(argv[1], "help") == 0 || std::strcmp(argv[1], "--help") == 0) {
