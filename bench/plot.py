@@ -77,11 +77,22 @@ def draw_lines(ax, unit, series):
         ax.set_xticks(xs)
     if any(lines):
         ax.legend(fontsize=8)
-    if all(min(s["samples"]) >= 0 for s in series):
+    values = [v for s in series for v in s["samples"]]
+    # Lines a hundredfold apart (a limit far above the others) share a log axis, and so do
+    # abscissas that double (1, 2, 4, ... workers; 1k, 10k, ... updates).
+    logarithmic = min(values) > 0 and max(values) / min(values) > 100
+    if logarithmic:
+        ax.set_yscale("log")
+    elif min(values) >= 0:
         ax.set_ylim(bottom=0)
+    if min(xs) > 0 and max(xs) / min(xs) >= 16:
+        ax.set_xscale("log", base=2 if all(float(x).is_integer() and x < 1024 for x in xs) else 10)
+        ax.set_xticks(xs if len(xs) <= 12 else ax.get_xticks())
+        ax.xaxis.set_major_formatter(VALUE_TICKS)
     ax.yaxis.set_major_formatter(VALUE_TICKS)
     ax.set_ylabel(unit)
-    ax.set_title(f"{unit} (median; band: min to max)", fontsize=10)
+    scale = ", log scale" if logarithmic else ""
+    ax.set_title(f"{unit} (median; band: min to max{scale})", fontsize=10)
     ax.grid(alpha=0.3)
 
 

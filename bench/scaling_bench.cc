@@ -223,6 +223,9 @@ absl::Status Run() {
                      {dispatcher_limit}, BenchPoint{"dispatcher's limit (1 core)", double(n)});
     report.AddSeries(absl::StrCat("model, ", n, " workers: one client core"), "images/s",
                      {1 / client_s}, BenchPoint{"one client core's ingest", double(n)});
+    report.AddSeries(absl::StrCat("model, ", n, " workers: predicted"), "images/s",
+                     {std::min({workers_limit, dispatcher_limit, 1 / client_s})},
+                     BenchPoint{"predicted (the least)", double(n)});
   }
   report.AddNote(absl::StrCat("The model's splits hold ", images_per_split,
                               " images (an ImageNet TFRecord shard); workers heartbeat every ",
