@@ -1,10 +1,10 @@
 #include "pipeline/element.h"
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/wire_format_lite.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
 
 namespace granary {
 
@@ -30,24 +30,24 @@ void Element::ToProto(ElementProto* proto) const {
 std::string Element::SerializeAsProto() const {
   using google::protobuf::io::CodedOutputStream;
   using WireFormat = google::protobuf::internal::WireFormatLite;
-  // Each tensor but its numeric content, serialized as protobuf would (fields 1, 2 and 4);
-  // content is field 3, so for a numeric tensor (no field 4) it follows the header.
-  std::vector<std::string> headers(tensors.size());
+  // Each tensor but its numeric content, serialized as protobuf would (fields 1, 2 and 4), and
+  // the tensor's whole serialized size: content is field 3, so for a numeric tensor (no field 4)
+  // it follows the header.
+  struct Header {
+    std::string bytes;
+    size_t tensor_size;
+  };
+  std::vector<Header> headers(tensors.size());
   size_t total = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     TensorProto header;
-    header.set_dtype(tensors[i].dtype());
-    header.mutable_shape()->Assign(tensors[i].shape().begin(), tensors[i].shape().end());
-    if (tensors[i].dtype() == DT_STRING) {
-      header.mutable_string_values()->Assign(tensors[i].strings().begin(),
-                                             tensors[i].strings().end());
+    tensors[i].ToProtoWithoutContent(&header);
+    headers[i].bytes = header.SerializeAsString();
+    headers[i].tensor_size = headers[i].bytes.size();
+    if (const size_t content = tensors[i].content().size(); content > 0) {
+      headers[i].tensor_size += 1 + WireFormat::LengthDelimitedSize(content);
     }
-    headers[i] = header.SerializeAsString();
-    size_t tensor_size = headers[i].size();
-    if (!tensors[i].content().empty()) {
-      tensor_size += 1 + WireFormat::LengthDelimitedSize(tensors[i].content().size());
-    }
-    total += 1 + WireFormat::LengthDelimitedSize(tensor_size);
+    total += 1 + WireFormat::LengthDelimitedSize(headers[i].tensor_size);
   }
   ElementProto provenance;
   provenance.set_split_id(split_id);
@@ -58,18 +58,17 @@ std::string Element::SerializeAsProto() const {
   // Appends a length-delimited field's tag and length.
   const auto append_field_start = [](int field, size_t length, std::string* out) {
     uint8_t buffer[16];
-    uint8_t* end = WireFormat::WriteTagToArray(field, WireFormat::WIRETYPE_LENGTH_DELIMITED, buffer);
+    uint8_t* end =
+        WireFormat::WriteTagToArray(field, WireFormat::WIRETYPE_LENGTH_DELIMITED, buffer);
     end = CodedOutputStream::WriteVarint64ToArray(length, end);
     out->append(reinterpret_cast<const char*>(buffer), end - buffer);
   };
   std::string out;
   out.reserve(total);  // Appended, not zero-filled first: the contents are written once.
   for (size_t i = 0; i < tensors.size(); ++i) {
+    append_field_start(ElementProto::kTensorsFieldNumber, headers[i].tensor_size, &out);
+    out.append(headers[i].bytes);
     const absl::string_view content = tensors[i].content();
-    size_t tensor_size = headers[i].size();
-    if (!content.empty()) tensor_size += 1 + WireFormat::LengthDelimitedSize(content.size());
-    append_field_start(ElementProto::kTensorsFieldNumber, tensor_size, &out);
-    out.append(headers[i]);
     if (content.empty()) continue;
     append_field_start(TensorProto::kContentFieldNumber, content.size(), &out);
     out.append(content.data(), content.size());

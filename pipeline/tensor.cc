@@ -140,12 +140,15 @@ void Tensor::AppendCanonical(int64_t row, std::string* out) const {
 }
 
 void Tensor::ToProto(TensorProto* proto) const {
+  ToProtoWithoutContent(proto);
+  if (dtype_ != DT_STRING) proto->set_content(content_.get(), content_size_);
+}
+
+void Tensor::ToProtoWithoutContent(TensorProto* proto) const {
   proto->set_dtype(dtype_);
   proto->mutable_shape()->Assign(shape_.begin(), shape_.end());
   if (dtype_ == DT_STRING) {
     proto->mutable_string_values()->Assign(strings_.begin(), strings_.end());
-  } else {
-    proto->set_content(content_.get(), content_size_);
   }
 }
 

@@ -90,6 +90,9 @@ class Tensor {
   void AppendCanonical(int64_t row, std::string* out) const;
 
   void ToProto(TensorProto* proto) const;
+  // ToProto without the numeric content (dtype, shape and, for DT_STRING, the values): what
+  // Element::SerializeAsProto writes before appending the content itself.
+  void ToProtoWithoutContent(TensorProto* proto) const;
   // InvalidArgument when the content size disagrees with dtype and shape.
   static absl::StatusOr<Tensor> FromProto(const TensorProto& proto);
 
