@@ -91,8 +91,7 @@ BenchReport::BenchReport(std::string name, std::string title, int repetitions)
     : name_(std::move(name)), title_(std::move(title)), repetitions_(repetitions) {}
 
 void BenchReport::AddSeries(const std::string& name, const std::string& unit,
-                            const std::vector<double>& samples,
-                            std::optional<BenchPoint> point) {
+                            const std::vector<double>& samples, std::optional<BenchPoint> point) {
   series_.push_back({name, unit, samples, std::move(point)});
 }
 
@@ -150,15 +149,16 @@ absl::Status BenchReport::Finish() const {
   std::printf("%s%s\n", title_.c_str(), QuickBench() ? " (quick: not a measurement)" : "");
   std::printf("  %-52s %12s %10s  %s\n", "", "median", "spread", "unit");
   for (const Series& s : series_) {
-    std::printf("  %-52s %12.4g %10.3g  %s\n", s.name.c_str(), Median(s.samples),
-                Spread(s.samples), s.unit.c_str());
+    std::printf("  %-52s %12.4g %10.3g  %s\n", s.name.c_str(), Median(s.samples), Spread(s.samples),
+                s.unit.c_str());
   }
   for (const Headline& h : headlines_) {
     std::string verdict;
     if (h.target.kind != BenchTarget::Kind::kNone) {
-      verdict = absl::StrCat(
-          "  (target ", h.target.kind == BenchTarget::Kind::kAtLeast ? ">= " : "<= ",
-          h.target.value, ": ", h.target.MetBy(h.value) ? "met" : "MISSED", ")");
+      verdict =
+          absl::StrCat("  (target ",
+                       h.target.kind == BenchTarget::Kind::kAtLeast ? ">= " : "<= ", h.target.value,
+                       ": ", h.target.MetBy(h.value) ? "met" : "MISSED", ")");
     }
     std::printf("  => %-49s %12.4g  %s%s\n", h.name.c_str(), h.value, h.unit.c_str(),
                 verdict.c_str());

@@ -23,8 +23,9 @@ ABSL_DECLARE_FLAG(bool, quick);
 namespace granary {
 
 // A benchmark's main(): keeps large allocations in the heap (common/large_allocations.h, as
-// every granary process does; the benchmark process is the trainer), parses the command line (absl flags), records it for BenchReport and runs
-// `run`; a failure is printed as "<name>: <status>" and makes the exit code 1.
+// every granary process does; the benchmark process is the trainer), parses the command line (absl
+// flags), records it for BenchReport and runs `run`; a failure is printed as "<name>: <status>" and
+// makes the exit code 1.
 int BenchMain(int argc, char** argv, const char* name, const std::function<absl::Status()>& run);
 
 // True under --quick: tiny sizes and one repetition, to check that the benchmark runs and writes

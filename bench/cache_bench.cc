@@ -15,12 +15,13 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bench_report.h"
+#include "bench/bench_service.h"
 #include "bench/bench_setup.h"
 #include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
+#include "common/status_macros.h"
 #include "granary/client.h"
-#include "tests/local_cluster.h"
 
 namespace granary {
 namespace {
@@ -32,14 +33,7 @@ absl::Status Run() {
   const int64_t size = absl::GetFlag(FLAGS_size);
   auto def = ResnetPipelineFromFlags(env);
   if (!def.ok()) return def.status();
-  const std::string cluster_dir = dir + "/cluster";
-  std::filesystem::remove_all(cluster_dir);
-  testing::LocalCluster cluster(cluster_dir, {});
-  if (!cluster.ok()) return absl::UnavailableError("the cluster did not start");
-  auto client = Client::Connect({.dispatcher_address = cluster.dispatcher_address()});
-  if (!client.ok()) return client.status();
-  auto dataset = (*client)->RegisterPipeline(*def);
-  if (!dataset.ok()) return dataset.status();
+  ASSIGN_OR_RETURN(BenchService service, StartBenchService(dir + "/cluster", *def));
 
   // Kind of epoch -> images/s per round.
   std::map<std::string, std::vector<double>> rates;
@@ -57,7 +51,7 @@ absl::Status Run() {
     std::vector<std::unique_ptr<Job>> jobs;
     for (JobCachePolicy policy :
          {JobCachePolicy::kCompute, JobCachePolicy::kFull, JobCachePolicy::kAtMark}) {
-      auto job = (*client)->OpenJob(*dataset, {.seed = seed, .cache_policy = policy});
+      auto job = service.client->OpenJob(service.dataset, {.seed = seed, .cache_policy = policy});
       if (!job.ok()) return job.status();
       jobs.push_back(std::move(job).value());
     }
@@ -72,7 +66,7 @@ absl::Status Run() {
         if (auto s = read(*jobs[j], 1, "get " + name); !s.ok()) return s;
       }
     }
-    std::filesystem::remove_all(cluster.cache_root());
+    std::filesystem::remove_all(service.cluster->cache_root());
   }
   BenchReport report("cache",
                      absl::StrCat("Cache: Get and Put epochs vs compute, ResNet-style pipeline, ",
@@ -92,6 +86,6 @@ absl::Status Run() {
 }  // namespace granary
 
 int main(int argc, char** argv) {
-  return granary::ResnetBenchMain(argc, argv, "cache_bench",
-                                  {.images = 8192, .dir = "/tmp/granary_cache_bench"}, granary::Run);
+  return granary::ResnetBenchMain(
+      argc, argv, "cache_bench", {.images = 8192, .dir = "/tmp/granary_cache_bench"}, granary::Run);
 }

@@ -5,8 +5,6 @@
 // runs in the background) and the size of a checkpoint.
 //
 //   bench/checkpoint_bench [--images N] [--size S] [--repetitions R] [--dir D]
-#include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,10 +12,12 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bench_report.h"
+#include "bench/bench_service.h"
 #include "bench/bench_setup.h"
 #include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
+#include "common/status_macros.h"
 #include "granary/client.h"
 #include "tests/local_cluster.h"
 
@@ -27,8 +27,7 @@ namespace {
 struct Config {
   std::string name;
   int64_t interval_ms;  // 0: off
-  std::unique_ptr<testing::LocalCluster> cluster;
-  std::unique_ptr<Client> client;
+  BenchService service;
   std::unique_ptr<Job> job;
   std::vector<double> rates;
 };
@@ -40,11 +39,7 @@ absl::Status Run() {
   const int64_t size = absl::GetFlag(FLAGS_size);
   auto def = ResnetPipelineFromFlags(env);
   if (!def.ok()) return def.status();
-  for (OpDef& op : *def->mutable_ops()) {
-    if (op.op() == "shuffle") {
-      (*op.mutable_params()->mutable_fields())["buffer_size"].set_number_value(1024);
-    }
-  }
+  SetOpParam(&*def, "shuffle", "buffer_size", 1024);
 
   std::vector<Config> configs;
   for (const auto& [name, interval] : std::vector<std::pair<std::string, int64_t>>{
@@ -52,23 +47,10 @@ absl::Status Run() {
     Config& c = configs.emplace_back();
     c.name = name;
     c.interval_ms = interval;
-    const std::string cluster_dir = absl::StrCat(dir, "/cluster-", interval);
-    std::filesystem::remove_all(cluster_dir);
-    testing::LocalClusterOptions options;
-    if (interval > 0) {
-      options.worker_flags = {"--checkpoint_dir=" + cluster_dir + "/checkpoints",
-                              absl::StrCat("--checkpoint_interval_ms=", interval)};
-    }
-    c.cluster = std::make_unique<testing::LocalCluster>(cluster_dir, options);
-    if (!c.cluster->ok()) return absl::UnavailableError("a cluster did not start");
-    auto client = Client::Connect({.dispatcher_address = c.cluster->dispatcher_address()});
-    if (!client.ok()) return client.status();
-    c.client = std::move(client).value();
-    auto dataset = c.client->RegisterPipeline(*def);
-    if (!dataset.ok()) return dataset.status();
-    auto job = c.client->OpenJob(*dataset, {.name = "bench", .seed = 1});
-    if (!job.ok()) return job.status();
-    c.job = std::move(job).value();
+    ASSIGN_OR_RETURN(c.service, StartBenchService(absl::StrCat(dir, "/cluster-", interval), *def,
+                                                  {.checkpoint_interval_ms = interval}));
+    ASSIGN_OR_RETURN(c.job,
+                     c.service.client->OpenJob(c.service.dataset, {.name = "bench", .seed = 1}));
   }
   const int reps = absl::GetFlag(FLAGS_repetitions);
   for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up.
@@ -92,7 +74,7 @@ absl::Status Run() {
     report.AddHeadline(absl::StrCat("checkpoints ", c.name, " / off"), Median(c.rates) / base, "x");
     GetWorkerStatusResponse status;
     grpc::Status rpc =
-        c.cluster->WorkerStub(0)->GetWorkerStatus(testing::RpcContext().get(), {}, &status);
+        c.service.cluster->WorkerStub(0)->GetWorkerStatus(testing::RpcContext().get(), {}, &status);
     if (!rpc.ok()) return absl::UnavailableError(rpc.error_message());
     const int64_t written = status.checkpoints_written();
     report.AddHeadline(absl::StrCat("checkpoints written ", c.name), written, "checkpoints");
@@ -103,8 +85,9 @@ absl::Status Run() {
                        status.checkpoint_bytes() / 1e6 / written, "MB");
     // The producer is held up stall_ms once per interval: the overhead that checkpointing adds
     // (the throughput ratio above is the same thing seen through this machine's noise).
-    report.AddHeadline(absl::StrCat("producer time stalled ", c.name), 100 * stall_ms / c.interval_ms,
-                       "%", c.interval_ms == 1000 ? BenchTarget::AtMost(3) : BenchTarget());
+    report.AddHeadline(absl::StrCat("producer time stalled ", c.name),
+                       100 * stall_ms / c.interval_ms, "%",
+                       c.interval_ms == 1000 ? BenchTarget::AtMost(3) : BenchTarget());
   }
   return report.Finish();
 }
@@ -113,6 +96,7 @@ absl::Status Run() {
 }  // namespace granary
 
 int main(int argc, char** argv) {
-  return granary::ResnetBenchMain(argc, argv, "checkpoint_bench",
-                                  {.images = 65536, .dir = "/tmp/granary_checkpoint_bench", .quick_images = 512}, granary::Run);
+  return granary::ResnetBenchMain(
+      argc, argv, "checkpoint_bench",
+      {.images = 65536, .dir = "/tmp/granary_checkpoint_bench", .quick_images = 512}, granary::Run);
 }

@@ -82,8 +82,8 @@ absl::StatusOr<double> TimeRestart(const std::string& journal_dir, int64_t snaps
   dispatcher.Kill(SIGTERM);
   dispatcher.Wait();
   if (address.empty()) {
-    return absl::UnavailableError(absl::StrCat("the dispatcher on ", journal_dir,
-                                               " did not start (see ", log, ")"));
+    return absl::UnavailableError(
+        absl::StrCat("the dispatcher on ", journal_dir, " did not start (see ", log, ")"));
   }
   return seconds;
 }

@@ -98,8 +98,8 @@ absl::Status Run() {
     }
     report.AddSeries(absl::StrCat("one sync per append, ", threads, " writers"), "appends/s",
                      single.rates, BenchPoint{"one sync per append", double(threads)});
-    report.AddSeries(absl::StrCat("group commit, ", threads, " writers"), "appends/s",
-                     group.rates, BenchPoint{"group commit", double(threads)});
+    report.AddSeries(absl::StrCat("group commit, ", threads, " writers"), "appends/s", group.rates,
+                     BenchPoint{"group commit", double(threads)});
     report.AddHeadline(absl::StrCat("appends per batch, group commit, ", threads, " writers"),
                        group.appends / group.batches, "appends");
     report.AddHeadline(absl::StrCat("group commit / one sync per append, ", threads, " writers"),

@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_report.h"
+#include "bench/bench_service.h"
 #include "bench/bench_setup.h"
 #include "bench/process_stats.h"
 #include "bench/resnet_bench_flags.h"
@@ -39,7 +39,6 @@
 #include "google/protobuf/util/json_util.h"
 #include "granary/client.h"
 #include "pipeline/local_runner.h"
-#include "tests/local_cluster.h"
 
 ABSL_FLAG(std::string, python, "/usr/bin/python3", "Debian's Python, with python3-torch.");
 ABSL_FLAG(std::string, peer_script, "bench/pytorch_peer.py", "The PyTorch DataLoader peer.");
@@ -61,7 +60,8 @@ struct PeerEpoch {
 
 // One epoch of the PyTorch peer with `workers` DataLoader workers.
 absl::StatusOr<PeerEpoch> RunPeer(const std::string& data_dir, int workers, int64_t seed) {
-  const std::string what = absl::StrCat(absl::GetFlag(FLAGS_peer_script), " --num_workers=", workers);
+  const std::string what =
+      absl::StrCat(absl::GetFlag(FLAGS_peer_script), " --num_workers=", workers);
   Subprocess peer({absl::GetFlag(FLAGS_python), absl::GetFlag(FLAGS_peer_script),
                    "--data_dir=" + data_dir, absl::StrCat("--num_workers=", workers),
                    absl::StrCat("--batch_size=", absl::GetFlag(FLAGS_batch_size)),
@@ -107,25 +107,20 @@ absl::Status Run() {
   const int64_t size = absl::GetFlag(FLAGS_size);
   const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
   ASSIGN_OR_RETURN(PipelineDef def, ResnetPipelineFromFlags(env));
-  for (OpDef& op : *def.mutable_ops()) {
-    if (op.op() == "batch") {
-      (*op.mutable_params()->mutable_fields())["batch_size"].set_number_value(batch_size);
-    }
-  }
+  SetOpParam(&def, "batch", "batch_size", batch_size);
   const std::string data_dir = absl::StrCat(dir, "/imagenet_", size, "_", images);
   const UdfRegistry udfs = UdfRegistry::WithBuiltins();
   ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> local, Pipeline::Create(def, udfs));
 
-  std::filesystem::remove_all(dir + "/cluster");
-  testing::LocalCluster cluster(dir + "/cluster", {.workers = 2});
-  if (!cluster.ok()) return absl::UnavailableError("the cluster did not start");
-  ASSIGN_OR_RETURN(std::unique_ptr<Client> client,
-                   Client::Connect({.dispatcher_address = cluster.dispatcher_address()}));
-  ASSIGN_OR_RETURN(std::string dataset, client->RegisterPipeline(def));
-  ASSIGN_OR_RETURN(std::unique_ptr<Job> one,
-                   client->OpenJob(dataset, {.name = "one", .seed = 1, .num_worker_slots = 1}));
-  ASSIGN_OR_RETURN(std::unique_ptr<Job> two,
-                   client->OpenJob(dataset, {.name = "two", .seed = 1, .num_worker_slots = 2}));
+  ASSIGN_OR_RETURN(BenchService service,
+                   StartBenchService(dir + "/cluster", def, {.cluster = {.workers = 2}}));
+  const testing::LocalCluster& cluster = *service.cluster;
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<Job> one,
+      service.client->OpenJob(service.dataset, {.name = "one", .seed = 1, .num_worker_slots = 1}));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<Job> two,
+      service.client->OpenJob(service.dataset, {.name = "two", .seed = 1, .num_worker_slots = 2}));
   const std::vector<pid_t> servers = {cluster.dispatcher_pid(), cluster.worker_pid(0),
                                       cluster.worker_pid(1)};
   const std::vector<std::pair<std::string, pid_t>> roles = {
@@ -220,10 +215,8 @@ absl::Status Run() {
 }  // namespace granary
 
 int main(int argc, char** argv) {
-  return granary::ResnetBenchMain(argc, argv, "peer_bench",
-                                  {.images = 2048,
-                                   .size = 224,
-                                   .dir = "/tmp/granary_peer_bench",
-                                   .quick_images = 256},
-                                  granary::Run);
+  return granary::ResnetBenchMain(
+      argc, argv, "peer_bench",
+      {.images = 2048, .size = 224, .dir = "/tmp/granary_peer_bench", .quick_images = 256},
+      granary::Run);
 }

@@ -45,8 +45,8 @@ absl::Status Run() {
        quick ? std::vector<std::string>{"64"} : absl::GetFlag(FLAGS_sizes)) {
     const int64_t size = std::stoll(size_text);
     auto def = ImagenetPipeline(
-        env, absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size, "_", images), images,
-        size, absl::GetFlag(FLAGS_pipeline));
+        env, absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size, "_", images), images, size,
+        absl::GetFlag(FLAGS_pipeline));
     if (!def.ok()) return def.status();
     const std::vector<int> thread_counts = {1, 2};
     std::vector<std::unique_ptr<Pipeline>> pipelines;
@@ -63,9 +63,7 @@ absl::Status Run() {
         EpochRunOptions options;
         options.digest = false;
         int64_t rows = 0;
-        options.on_element = [&rows](const Element& batch) {
-          rows += batch.tensors[0].shape()[0];
-        };
+        options.on_element = [&rows](const Element& batch) { rows += batch.tensors[0].shape()[0]; };
         const double cpu_before = CpuSecondsOf();
         auto result = RunEpochInProcess(*pipelines[i], 1, rep + 1, env, options);
         if (!result.ok()) return result.status();
@@ -76,8 +74,8 @@ absl::Status Run() {
       }
     }
     for (size_t i = 0; i < thread_counts.size(); ++i) {
-      const std::string config = absl::StrCat(size, "x", size, ", ", thread_counts[i],
-                                              " thread(s) per parallel_map");
+      const std::string config =
+          absl::StrCat(size, "x", size, ", ", thread_counts[i], " thread(s) per parallel_map");
       report.AddSeries(config, "images/s", rates[i]);
       report.AddHeadline(absl::StrCat(config, ": cores busy"), cpu_seconds[i] / wall_seconds[i],
                          "cores");

@@ -10,7 +10,6 @@
 //   bench/recovery_bench [--images N] [--size S] [--repetitions R] [--dir D]
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "bench/bench_report.h"
+#include "bench/bench_service.h"
 #include "bench/bench_setup.h"
 #include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
@@ -42,31 +42,20 @@ struct Recovery {
 // A cluster whose client has read three quarters of epoch 0 of a new job (1 element per request,
 // so the client holds next to nothing ahead), the reader still open.
 struct ReadingCluster {
-  std::unique_ptr<testing::LocalCluster> cluster;
-  std::unique_ptr<Client> client;
+  BenchService service;
   std::unique_ptr<Job> job;
   std::unique_ptr<EpochReader> reader;
 };
 
 absl::StatusOr<ReadingCluster> ReadThreeQuarters(const PipelineDef& def, const std::string& dir,
-                                                 testing::LocalClusterOptions options,
-                                                 int64_t checkpoint_interval_ms, int64_t batches) {
-  std::filesystem::remove_all(dir);
+                                                 BenchServiceOptions options, int64_t batches) {
   // A small window keeps the worker near the client, as a trainer-bound job would.
-  options.worker_flags.push_back("--window_bytes=" + std::to_string(32 << 20));
-  if (checkpoint_interval_ms > 0) {
-    options.worker_flags.push_back("--checkpoint_dir=" + dir + "/checkpoints");
-    options.worker_flags.push_back(absl::StrCat("--checkpoint_interval_ms=",
-                                                checkpoint_interval_ms));
-  }
+  options.cluster.worker_flags.push_back("--window_bytes=" + std::to_string(32 << 20));
+  options.client.max_outstanding_requests = 1;
+  options.client.max_bytes_per_request = 1;
   ReadingCluster r;
-  r.cluster = std::make_unique<testing::LocalCluster>(dir, options);
-  if (!r.cluster->ok()) return absl::UnavailableError("the cluster did not start");
-  ASSIGN_OR_RETURN(r.client, Client::Connect({.dispatcher_address = r.cluster->dispatcher_address(),
-                                              .max_outstanding_requests = 1,
-                                              .max_bytes_per_request = 1}));
-  ASSIGN_OR_RETURN(std::string dataset, r.client->RegisterPipeline(def));
-  ASSIGN_OR_RETURN(r.job, r.client->OpenJob(dataset, {.seed = 1}));
+  ASSIGN_OR_RETURN(r.service, StartBenchService(dir, def, std::move(options)));
+  ASSIGN_OR_RETURN(r.job, r.service.client->OpenJob(r.service.dataset, {.seed = 1}));
   ASSIGN_OR_RETURN(r.reader, r.job->ReadEpoch(0));
   ElementProto element;
   bool end = false;
@@ -80,12 +69,14 @@ absl::StatusOr<ReadingCluster> ReadThreeQuarters(const PipelineDef& def, const s
 // recovery.
 absl::StatusOr<Recovery> MeasureRestart(const PipelineDef& def, const std::string& dir,
                                         int64_t checkpoint_interval_ms, int64_t batches) {
-  ASSIGN_OR_RETURN(ReadingCluster r, ReadThreeQuarters(def, dir, {}, checkpoint_interval_ms,
-                                                       batches));
+  ASSIGN_OR_RETURN(
+      ReadingCluster r,
+      ReadThreeQuarters(def, dir, {.checkpoint_interval_ms = checkpoint_interval_ms}, batches));
   r.reader.reset();  // The GetElements call below stands in for the client.
-  testing::LocalCluster& cluster = *r.cluster;
+  testing::LocalCluster& cluster = *r.service.cluster;
   GetWorkerStatusResponse status;
-  grpc::Status rpc = cluster.WorkerStub(0)->GetWorkerStatus(testing::RpcContext().get(), {}, &status);
+  grpc::Status rpc =
+      cluster.WorkerStub(0)->GetWorkerStatus(testing::RpcContext().get(), {}, &status);
   if (!rpc.ok() || status.tasks_size() != 1) {
     return absl::InternalError(absl::StrCat("worker status: ", rpc.error_message()));
   }
@@ -120,11 +111,12 @@ absl::StatusOr<Recovery> MeasureRestart(const PipelineDef& def, const std::strin
 // request), so the third element read after the kill comes from the standby.
 absl::StatusOr<double> MeasureFailover(const PipelineDef& def, const std::string& dir,
                                        int64_t batches) {
-  testing::LocalClusterOptions options;
-  options.standby = 1;
-  options.worker_timeout_ms = kFailoverTimeoutMs;
-  ASSIGN_OR_RETURN(ReadingCluster r, ReadThreeQuarters(def, dir, options, 1000, batches));
-  r.cluster->KillWorker(0);
+  BenchServiceOptions options;
+  options.cluster.standby = 1;
+  options.cluster.worker_timeout_ms = kFailoverTimeoutMs;
+  options.checkpoint_interval_ms = 1000;
+  ASSIGN_OR_RETURN(ReadingCluster r, ReadThreeQuarters(def, dir, std::move(options), batches));
+  r.service.cluster->KillWorker(0);
   const absl::Time kill = absl::Now();
   ElementProto element;
   bool end = false;
@@ -140,11 +132,9 @@ absl::Status Run() {
   const int64_t size = absl::GetFlag(FLAGS_size);
   auto def = ResnetPipelineFromFlags(env);
   if (!def.ok()) return def.status();
+  SetOpParam(&*def, "shuffle", "buffer_size", 1024);
   int64_t batch = 0;
-  for (OpDef& op : *def->mutable_ops()) {
-    if (op.op() == "shuffle") {
-      (*op.mutable_params()->mutable_fields())["buffer_size"].set_number_value(1024);
-    }
+  for (const OpDef& op : def->ops()) {
     if (op.op() == "batch") batch = op.params().fields().at("batch_size").number_value();
   }
   const int64_t batches = images / std::max<int64_t>(batch, 1);
@@ -184,9 +174,9 @@ absl::Status Run() {
     report.AddSeries(absl::StrCat("restart, ", c.name, ": batches recomputed"), "batches",
                      c.recomputed);
   }
-  report.AddSeries(absl::StrCat("failover to a standby (timeout ", kFailoverTimeoutMs,
-                                " ms): kill -> element"),
-                   "s", failover);
+  report.AddSeries(
+      absl::StrCat("failover to a standby (timeout ", kFailoverTimeoutMs, " ms): kill -> element"),
+      "s", failover);
   report.AddHeadline("restarted worker serving after process start (checkpoints every 1 s)",
                      Median(configs[1].first_element), "s", BenchTarget::AtMost(1));
   report.AddHeadline("failover time beyond the detection timeout",
@@ -198,6 +188,7 @@ absl::Status Run() {
 }  // namespace granary
 
 int main(int argc, char** argv) {
-  return granary::ResnetBenchMain(argc, argv, "recovery_bench",
-                                  {.images = 32768, .dir = "/tmp/granary_recovery_bench", .quick_images = 512}, granary::Run);
+  return granary::ResnetBenchMain(
+      argc, argv, "recovery_bench",
+      {.images = 32768, .dir = "/tmp/granary_recovery_bench", .quick_images = 512}, granary::Run);
 }

@@ -1,6 +1,6 @@
-// What the ResNet-style service benchmarks (cache, checkpoint, recovery, service) share: their
-// flags — --images, --size, --repetitions, --dir, --pipeline — the dataset and pipeline those
-// name, and their main().
+// What the ResNet-style service benchmarks (cache, checkpoint, peer, recovery, scaling, service)
+// share: their flags — --images, --size, --repetitions, --dir, --pipeline — the dataset and
+// pipeline those name (and variants of it), and their main().
 #ifndef GRANARY_BENCH_RESNET_BENCH_FLAGS_H_
 #define GRANARY_BENCH_RESNET_BENCH_FLAGS_H_
 
@@ -38,6 +38,10 @@ int ResnetBenchMain(int argc, char** argv, const char* name, const ResnetBenchDe
 // The --pipeline over --images JPEGs of --size x --size, generated once under
 // --dir/imagenet_<size>_<images> (ImagenetPipeline in bench_setup.h).
 absl::StatusOr<PipelineDef> ResnetPipelineFromFlags(Env* env);
+
+// Sets the number parameter `param` of every `op` op of `def` to `value`: a benchmark's variant of
+// the example (a larger shuffle buffer, another batch size).
+void SetOpParam(PipelineDef* def, const std::string& op, const std::string& param, double value);
 
 }  // namespace granary
 

@@ -30,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "bench/bench_report.h"
+#include "bench/bench_service.h"
 #include "bench/bench_setup.h"
 #include "bench/process_stats.h"
 #include "bench/resnet_bench_flags.h"
@@ -38,7 +39,6 @@
 #include "dispatcher/dispatcher_impl.h"
 #include "granary/client.h"
 #include "pipeline/pipeline_loader.h"
-#include "tests/local_cluster.h"
 
 ABSL_FLAG(int64_t, images_per_split, 1250,
           "Images per split in the model (an ImageNet TFRecord shard: 1.28M images / 1024 files).");
@@ -64,11 +64,11 @@ absl::StatusOr<DispatcherCosts> MeasureDispatcher(const std::string& dir, int64_
   options.journal_dir = dir;
   options.udfs = &udfs;
   ASSIGN_OR_RETURN(std::unique_ptr<DispatcherImpl> impl, DispatcherImpl::Open(options));
-  ASSIGN_OR_RETURN(PipelineDef def,
-                   ParsePipelineJson(absl::StrCat(R"({"source": {"type": "range", "params": )",
-                                                  R"({"stop": )", leases + kLeasingWorkers,
-                                                  R"(, "elements_per_split": 1}}})"),
-                                     "scaling_range.json"));
+  ASSIGN_OR_RETURN(
+      PipelineDef def,
+      ParsePipelineJson(absl::StrCat(R"({"source": {"type": "range", "params": )", R"({"stop": )",
+                                     leases + kLeasingWorkers, R"(, "elements_per_split": 1}}})"),
+                        "scaling_range.json"));
   RegisterDatasetRequest dataset;
   *dataset.mutable_pipeline() = def;
   RegisterDatasetResponse registered;
@@ -145,12 +145,9 @@ absl::Status Run() {
   const int64_t size = absl::GetFlag(FLAGS_size);
   const int reps = absl::GetFlag(FLAGS_repetitions);
   ASSIGN_OR_RETURN(PipelineDef def, ResnetPipelineFromFlags(env));
-  std::filesystem::remove_all(dir + "/cluster");
-  testing::LocalCluster cluster(dir + "/cluster", {.workers = 2});
-  if (!cluster.ok()) return absl::UnavailableError("the cluster did not start");
-  ASSIGN_OR_RETURN(std::unique_ptr<Client> client,
-                   Client::Connect({.dispatcher_address = cluster.dispatcher_address()}));
-  ASSIGN_OR_RETURN(std::string dataset, client->RegisterPipeline(def));
+  ASSIGN_OR_RETURN(BenchService service,
+                   StartBenchService(dir + "/cluster", def, {.cluster = {.workers = 2}}));
+  const testing::LocalCluster& cluster = *service.cluster;
   struct Config {
     int workers;
     std::unique_ptr<Job> job;
@@ -159,15 +156,16 @@ absl::Status Run() {
   std::vector<Config> configs(2);
   for (int i = 0; i < 2; ++i) {
     configs[i].workers = i + 1;
-    ASSIGN_OR_RETURN(configs[i].job,
-                     client->OpenJob(dataset, {.name = absl::StrCat("scaling", i + 1), .seed = 1,
-                                               .num_worker_slots = i + 1}));
+    ASSIGN_OR_RETURN(configs[i].job, service.client->OpenJob(
+                                         service.dataset, {.name = absl::StrCat("scaling", i + 1),
+                                                           .seed = 1,
+                                                           .num_worker_slots = i + 1}));
   }
   for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up.
     for (size_t k = 0; k < configs.size(); ++k) {
       Config& c = configs[(k + rep + 1) % configs.size()];
-      const double worker_before = CpuSecondsOf(cluster.worker_pid(0)) +
-                                   CpuSecondsOf(cluster.worker_pid(1));
+      const double worker_before =
+          CpuSecondsOf(cluster.worker_pid(0)) + CpuSecondsOf(cluster.worker_pid(1));
       const double client_before = CpuSecondsOf();
       const double dispatcher_before = CpuSecondsOf(cluster.dispatcher_pid());
       ASSIGN_OR_RETURN(ServiceEpoch read, ReadServiceEpoch(*c.job, rep + 1));
@@ -175,26 +173,27 @@ absl::Status Run() {
       const double rows = static_cast<double>(read.rows);
       c.rates.push_back(rows / read.seconds);
       c.worker_cpu.push_back((CpuSecondsOf(cluster.worker_pid(0)) +
-                              CpuSecondsOf(cluster.worker_pid(1)) - worker_before) / rows);
+                              CpuSecondsOf(cluster.worker_pid(1)) - worker_before) /
+                             rows);
       c.client_cpu.push_back((CpuSecondsOf() - client_before) / rows);
       c.dispatcher_cpu.push_back((CpuSecondsOf(cluster.dispatcher_pid()) - dispatcher_before) /
                                  rows);
     }
   }
   const bool quick = QuickBench();
-  ASSIGN_OR_RETURN(DispatcherCosts costs, MeasureDispatcher(dir + "/dispatcher_journal",
-                                                            quick ? 200 : 20000,
-                                                            quick ? 1000 : 100000));
+  ASSIGN_OR_RETURN(
+      DispatcherCosts costs,
+      MeasureDispatcher(dir + "/dispatcher_journal", quick ? 200 : 20000, quick ? 1000 : 100000));
   std::filesystem::remove_all(dir + "/dispatcher_journal");
 
-  BenchReport report(
-      "scaling",
-      absl::StrCat("Scaling: ResNet-style pipeline at ", size, "x", size,
-                   ", measured on 1-2 workers, modelled for 1-64"),
-      reps);
+  BenchReport report("scaling",
+                     absl::StrCat("Scaling: ResNet-style pipeline at ", size, "x", size,
+                                  ", measured on 1-2 workers, modelled for 1-64"),
+                     reps);
   for (const Config& c : configs) {
     report.AddSeries(absl::StrCat("measured, ", c.workers, " worker(s) on this machine"),
-                     "images/s", c.rates, BenchPoint{"measured (2 cores shared)", double(c.workers)});
+                     "images/s", c.rates,
+                     BenchPoint{"measured (2 cores shared)", double(c.workers)});
   }
   for (const Config& c : configs) {
     const std::string on = absl::StrCat(", ", c.workers, " worker(s)");
@@ -240,10 +239,8 @@ absl::Status Run() {
 }  // namespace granary
 
 int main(int argc, char** argv) {
-  return granary::ResnetBenchMain(argc, argv, "scaling_bench",
-                                  {.images = 1024,
-                                   .size = 224,
-                                   .dir = "/tmp/granary_scaling_bench",
-                                   .quick_images = 128},
-                                  granary::Run);
+  return granary::ResnetBenchMain(
+      argc, argv, "scaling_bench",
+      {.images = 1024, .size = 224, .dir = "/tmp/granary_scaling_bench", .quick_images = 128},
+      granary::Run);
 }

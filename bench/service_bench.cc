@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,13 +21,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "bench/bench_report.h"
+#include "bench/bench_service.h"
 #include "bench/bench_setup.h"
 #include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
+#include "common/status_macros.h"
 #include "granary/client.h"
 #include "pipeline/local_runner.h"
-#include "tests/local_cluster.h"
 
 namespace granary {
 namespace {
@@ -44,21 +44,17 @@ absl::Status Run() {
   auto local = Pipeline::Create(*def, udfs);
   if (!local.ok()) return local.status();
 
-  std::filesystem::remove_all(dir + "/cluster");
-  testing::LocalCluster cluster(dir + "/cluster", {.workers = 2});
-  if (!cluster.ok()) return absl::UnavailableError("cluster did not start");
-  auto client = Client::Connect({.dispatcher_address = cluster.dispatcher_address()});
-  if (!client.ok()) return client.status();
-  auto dataset = (*client)->RegisterPipeline(*def);
-  if (!dataset.ok()) return dataset.status();
-  auto one = (*client)->OpenJob(*dataset, {.name = "one", .seed = 1, .num_worker_slots = 1});
-  auto two = (*client)->OpenJob(*dataset, {.name = "two", .seed = 1, .num_worker_slots = 2});
+  ASSIGN_OR_RETURN(BenchService service,
+                   StartBenchService(dir + "/cluster", *def, {.cluster = {.workers = 2}}));
+  Client& client = *service.client;
+  auto one = client.OpenJob(service.dataset, {.name = "one", .seed = 1, .num_worker_slots = 1});
+  auto two = client.OpenJob(service.dataset, {.name = "two", .seed = 1, .num_worker_slots = 2});
   if (!one.ok() || !two.ok()) return one.ok() ? two.status() : one.status();
 
   std::vector<double> local_rates, one_rates, two_rates;
   const int reps = absl::GetFlag(FLAGS_repetitions);
-  BenchReport report("service", "Service vs in-process (ResNet-style pipeline), raw transport vs memcpy",
-                     reps);
+  BenchReport report(
+      "service", "Service vs in-process (ResNet-style pipeline), raw transport vs memcpy", reps);
   for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up.
     EpochRunOptions options;
     options.digest = false;
@@ -78,17 +74,16 @@ absl::Status Run() {
   report.AddSeries(absl::StrCat("service, 1 worker, ", shape), "images/s", one_rates);
   report.AddSeries(absl::StrCat("service, 2 workers, ", shape), "images/s", two_rates);
   report.AddHeadline("service 1 worker / in-process", Median(one_rates) / Median(local_rates), "x");
-  report.AddHeadline("service 2 workers / in-process", Median(two_rates) / Median(local_rates),
-                     "x", BenchTarget::AtLeast(0.9));
+  report.AddHeadline("service 2 workers / in-process", Median(two_rates) / Median(local_rates), "x",
+                     BenchTarget::AtLeast(0.9));
 
   for (const int64_t mib : {1, 16}) {
     const int64_t count = std::max<int64_t>(2, (QuickBench() ? 64 : 1024) / mib);  // MiB/epoch.
     PipelineDef trivial =
         PipelineBuilder::Range(count).Map("fill_bytes", {{"bytes", mib << 20}}).Build();
-    auto ds = (*client)->RegisterPipeline(trivial);
+    auto ds = client.RegisterPipeline(trivial);
     if (!ds.ok()) return ds.status();
-    auto job =
-        (*client)->OpenJob(*ds, {.name = absl::StrCat("transport", mib), .num_worker_slots = 1});
+    auto job = client.OpenJob(*ds, {.name = absl::StrCat("transport", mib), .num_worker_slots = 1});
     if (!job.ok()) return job.status();
     std::vector<char> src(mib << 20, 1), dst(mib << 20);
     std::vector<double> service_rates, memcpy_rates;
@@ -117,9 +112,8 @@ absl::Status Run() {
 }  // namespace granary
 
 int main(int argc, char** argv) {
-  return granary::ResnetBenchMain(argc, argv, "service_bench",
-                                  {.images = 1024,
-                                   .size = 224,
-                                   .dir = "/tmp/granary_service_bench",
-                                   .quick_images = 128}, granary::Run);
+  return granary::ResnetBenchMain(
+      argc, argv, "service_bench",
+      {.images = 1024, .size = 224, .dir = "/tmp/granary_service_bench", .quick_images = 128},
+      granary::Run);
 }

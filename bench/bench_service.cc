@@ -1,0 +1,29 @@
+#include "bench/bench_service.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace granary {
+
+absl::StatusOr<BenchService> StartBenchService(const std::string& dir, const PipelineDef& def,
+                                               BenchServiceOptions options) {
+  std::filesystem::remove_all(dir);
+  if (options.checkpoint_interval_ms > 0) {
+    options.cluster.worker_flags.push_back("--checkpoint_dir=" + dir + "/checkpoints");
+    options.cluster.worker_flags.push_back(
+        absl::StrCat("--checkpoint_interval_ms=", options.checkpoint_interval_ms));
+  }
+  BenchService service;
+  service.cluster = std::make_unique<testing::LocalCluster>(dir, options.cluster);
+  if (!service.cluster->ok()) {
+    return absl::UnavailableError(absl::StrCat("the cluster in ", dir, " did not start"));
+  }
+  options.client.dispatcher_address = service.cluster->dispatcher_address();
+  ASSIGN_OR_RETURN(service.client, Client::Connect(options.client));
+  ASSIGN_OR_RETURN(service.dataset, service.client->RegisterPipeline(def));
+  return service;
+}
+
+}  // namespace granary

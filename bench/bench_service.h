@@ -1,0 +1,38 @@
+// What the service benchmarks read from: a real cluster (tests/local_cluster.h: a dispatcher and
+// workers as processes on 127.0.0.1) in a fresh directory, a client connected to it, and the
+// benchmark's pipeline registered.
+#ifndef GRANARY_BENCH_BENCH_SERVICE_H_
+#define GRANARY_BENCH_BENCH_SERVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "granary/client.h"
+#include "proto/pipeline.pb.h"
+#include "tests/local_cluster.h"
+
+namespace granary {
+
+struct BenchServiceOptions {
+  testing::LocalClusterOptions cluster;
+  // > 0: the workers checkpoint every this many ms into <dir>/checkpoints (shared by all).
+  int64_t checkpoint_interval_ms = 0;
+  // The client's options; dispatcher_address is filled in.
+  ClientOptions client;
+};
+
+struct BenchService {
+  std::unique_ptr<testing::LocalCluster> cluster;
+  std::unique_ptr<Client> client;
+  std::string dataset;  // `def`'s registered id.
+};
+
+// Wipes `dir`, starts the cluster there, connects and registers `def`.
+absl::StatusOr<BenchService> StartBenchService(const std::string& dir, const PipelineDef& def,
+                                               BenchServiceOptions options = {});
+
+}  // namespace granary
+
+#endif  // GRANARY_BENCH_BENCH_SERVICE_H_
