@@ -6,6 +6,7 @@
 #include "common/deterministic_serialization.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "dispatcher/request_limits.h"
 #include "faultinject/failpoints.h"
 #include "glog/logging.h"
 #include "pipeline/cache_policy.h"
@@ -33,9 +34,9 @@ absl::Status CheckCacheChunks(const TaskFinishedRequest& request, bool put, bool
     next += chunk.num_elements();
   }
   if (whole_output && next != request.num_elements()) {
-    return absl::InvalidArgumentError(absl::StrCat("task ", request.task_id(), ": its cache chunks hold ",
-                                                   next, " elements, the task produced ",
-                                                   request.num_elements()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("task ", request.task_id(), ": its cache chunks hold ", next,
+                     " elements, the task produced ", request.num_elements()));
   }
   return absl::OkStatus();
 }
@@ -88,18 +89,17 @@ absl::Status DispatcherImpl::Recover() {
     if (!worker.lost()) last_seen_[id] = now;
   }
   LOG(INFO) << "dispatcher recovered " << recovered.records.size() << " journal records"
-            << (recovered.has_snapshot ? absl::StrCat(" after the snapshot at ",
-                                                      recovered.snapshot_seq)
-                                       : "")
+            << (recovered.has_snapshot
+                    ? absl::StrCat(" after the snapshot at ", recovered.snapshot_seq)
+                    : "")
             << " in " << (options_.env->NowMicros() - start) / 1000 << " ms";
   return absl::OkStatus();
 }
 
 absl::Status DispatcherImpl::CheckUsable() const {
   if (!journal_failure_.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("dispatcher stopped after a journal failure (restart it): ",
-                     journal_failure_.message()));
+    return absl::UnavailableError(absl::StrCat(
+        "dispatcher stopped after a journal failure (restart it): ", journal_failure_.message()));
   }
   return absl::OkStatus();
 }
@@ -144,8 +144,8 @@ absl::Status DispatcherImpl::JournalAndApply(const Update& update, const Answer&
 
 absl::Status DispatcherImpl::MaybeSnapshot() {
   if (records_since_snapshot_ < options_.snapshot_every) return absl::OkStatus();
-  const absl::Status status = journal_->WriteSnapshot(
-      state_.applied_seq(), SerializeDeterministically(state_.ToProto()));
+  const absl::Status status =
+      journal_->WriteSnapshot(state_.applied_seq(), SerializeDeterministically(state_.ToProto()));
   if (!status.ok()) {
     journal_failure_ = status;
     LOG(ERROR) << "journal snapshot failed; the dispatcher stops changing state: " << status;
@@ -190,20 +190,24 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
                                             GetOrCreateJobResponse* response) {
   const auto answer_existing = [&](const JobState& job) -> absl::Status {
     if (job.dataset_id() != request.dataset_id()) {
-      return absl::FailedPreconditionError(absl::StrCat("job '", job.name(), "' exists for dataset ",
-                                                        job.dataset_id(), ", not ",
-                                                        request.dataset_id()));
+      return absl::FailedPreconditionError(absl::StrCat("job '", job.name(),
+                                                        "' exists for dataset ", job.dataset_id(),
+                                                        ", not ", request.dataset_id()));
     }
     response->set_job_id(job.job_id());
     *response->mutable_options() = job.options();
     return absl::OkStatus();
   };
+  // Everything the job's update implies is checked before it is journaled: a journaled update
+  // always applies.
+  RETURN_IF_ERROR(ValidateJobOptions(request.options()));
+  RETURN_IF_ERROR(ValidateName("job name", request.name()));
   {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckUsable());
     if (state_.FindDataset(request.dataset_id()) == nullptr) {
-      return absl::NotFoundError(absl::StrCat("no dataset ", request.dataset_id(),
-                                              " (register the pipeline first)"));
+      return absl::NotFoundError(
+          absl::StrCat("no dataset ", request.dataset_id(), " (register the pipeline first)"));
     }
     if (!request.name().empty()) {
       if (const JobState* job = state_.FindJobByName(request.name())) return answer_existing(*job);
@@ -224,12 +228,15 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
   update.mutable_create_job()->set_name(request.name());
   update.mutable_create_job()->set_dataset_id(request.dataset_id());
   *update.mutable_create_job()->mutable_options() = request.options();
-  return JournalAndApply(update, [&](const absl::Status& applied)
-                                     ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
-    if (!request.name().empty()) return answer_existing(*state_.FindJobByName(request.name()));
-    RETURN_IF_ERROR(applied);
-    return answer_existing(*state_.FindJob(state_.next_job_id() - 1));
-  });
+  return JournalAndApply(
+      update, [&](const absl::Status& applied) ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+        if (const JobState* named =
+                request.name().empty() ? nullptr : state_.FindJobByName(request.name())) {
+          return answer_existing(*named);
+        }
+        RETURN_IF_ERROR(applied);
+        return answer_existing(*state_.FindJob(state_.next_job_id() - 1));
+      });
 }
 
 absl::StatusOr<EpochCache> DispatcherImpl::DecideEpochCache(const JobState& job,
@@ -271,9 +278,9 @@ absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
         return absl::OkStatus();
       }
       if (request.epoch() != job->epochs_started()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "job ", request.job_id(), ": the next epoch is ", job->epochs_started(), ", not ",
-            request.epoch()));
+        return absl::FailedPreconditionError(
+            absl::StrCat("job ", request.job_id(), ": the next epoch is ", job->epochs_started(),
+                         ", not ", request.epoch()));
       }
       def = state_.FindDataset(job->dataset_id())->pipeline();
       seed = job->options().seed();
@@ -304,18 +311,20 @@ absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
       RETURN_IF_ERROR(options_.env->CreateDirs(start->cache().cache_dir()));
     }
     bool overtaken = false;
-    RETURN_IF_ERROR(JournalAndApply(update, [&](const absl::Status& applied)
-                                                ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
-      const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch());
-      overtaken = absl::IsAborted(applied) && epoch == nullptr;
-      if (epoch == nullptr) return overtaken ? absl::OkStatus() : applied;  // e.g. past num_epochs.
-      response->set_num_tasks(epoch->task_ids_size());
-      return absl::OkStatus();
-    }));
+    RETURN_IF_ERROR(JournalAndApply(
+        update, [&](const absl::Status& applied) ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+          const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch());
+          overtaken = absl::IsAborted(applied) && epoch == nullptr;
+          if (epoch == nullptr)
+            return overtaken ? absl::OkStatus() : applied;  // e.g. past num_epochs.
+          response->set_num_tasks(epoch->task_ids_size());
+          return absl::OkStatus();
+        }));
     if (!overtaken) return absl::OkStatus();
     if (attempt >= 3) {
-      return absl::AbortedError(absl::StrCat("job ", request.job_id(), " epoch ", request.epoch(),
-                                             ": the cache changed under every attempt to start it"));
+      return absl::AbortedError(
+          absl::StrCat("job ", request.job_id(), " epoch ", request.epoch(),
+                       ": the cache changed under every attempt to start it"));
     }
   }
 }
@@ -325,17 +334,19 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
   if (request.worker_id().empty() || request.address().empty()) {
     return absl::InvalidArgumentError("RegisterWorker needs a worker_id and an address");
   }
+  RETURN_IF_ERROR(ValidateName("worker id", request.worker_id()));
+  RETURN_IF_ERROR(ValidateName("worker address", request.address()));
   Update update;
   update.mutable_register_worker()->set_worker_id(request.worker_id());
   update.mutable_register_worker()->set_address(request.address());
   update.mutable_register_worker()->set_standby(request.standby());
-  return JournalAndApply(update, [&](const absl::Status& applied)
-                                     ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
-    RETURN_IF_ERROR(applied);
-    response->set_incarnation(state_.FindWorker(request.worker_id())->incarnation());
-    last_seen_[request.worker_id()] = options_.env->NowMicros();
-    return absl::OkStatus();
-  });
+  return JournalAndApply(
+      update, [&](const absl::Status& applied) ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+        RETURN_IF_ERROR(applied);
+        response->set_incarnation(state_.FindWorker(request.worker_id())->incarnation());
+        last_seen_[request.worker_id()] = options_.env->NowMicros();
+        return absl::OkStatus();
+      });
 }
 
 void DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* def) const {
@@ -346,9 +357,8 @@ void DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* def) const {
   def->set_epoch(task.epoch());
   def->set_generation(task.generation());
   def->set_dataset_id(job->dataset_id());
-  *def->mutable_pipeline() = cache.has_pipeline()
-                                 ? cache.pipeline()
-                                 : state_.FindDataset(job->dataset_id())->pipeline();
+  *def->mutable_pipeline() =
+      cache.has_pipeline() ? cache.pipeline() : state_.FindDataset(job->dataset_id())->pipeline();
   def->set_seed(job->options().seed());
   def->set_cached_prefix_ops(cache.cached_prefix_ops());
   def->set_cache_dir(cache.cache_dir());
@@ -360,9 +370,9 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
   RETURN_IF_ERROR(CheckUsable());
   const WorkerState* worker = state_.FindWorker(request.worker_id());
   if (worker == nullptr || worker->lost() || worker->incarnation() != request.incarnation()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "worker ", request.worker_id(), " incarnation ", request.incarnation(),
-        " is not registered (or was declared lost): register again"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker ", request.worker_id(), " incarnation ", request.incarnation(),
+                     " is not registered (or was declared lost): register again"));
   }
   last_seen_[request.worker_id()] = options_.env->NowMicros();
   for (const TaskState* task : state_.TasksOfWorker(request.worker_id())) {
@@ -393,9 +403,25 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
   }
   // The latest report counts, also when it is lower: a consumer resumed from an older saved
   // position needs again what its previous process had read.
+  const std::vector<const TaskState*> tasks =
+      state_.TasksOfConsumer(request.job_id(), request.epoch(), request.consumer());
+  // Only the consumer's own tasks, so that no client can hide another's task from its worker
+  // and what is kept stays bounded by the tasks that exist.
+  for (const auto& [task_id, next_index] : request.next_index()) {
+    const bool own = std::any_of(tasks.begin(), tasks.end(),
+                                 [id = task_id](const TaskState* t) { return t->task_id() == id; });
+    if (!own) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "client heartbeat: task ", task_id, " is not a task of job ", request.job_id(), " epoch ",
+          request.epoch(), " consumer ", request.consumer()));
+    }
+    if (next_index < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("client heartbeat: task ", task_id,
+                                                     " next index ", next_index, " is negative"));
+    }
+  }
   for (const auto& [task_id, next_index] : request.next_index()) consumed_[task_id] = next_index;
-  for (const TaskState* task :
-       state_.TasksOfConsumer(request.job_id(), request.epoch(), request.consumer())) {
+  for (const TaskState* task : tasks) {
     TaskInfo* info = response->add_tasks();
     info->set_task_id(task->task_id());
     info->set_slot(task->slot());
@@ -411,6 +437,7 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
 absl::Status DispatcherImpl::GetSplits(const GetSplitsRequest& request,
                                        GetSplitsResponse* response) {
   if (request.max() < 1) return absl::InvalidArgumentError("GetSplits: max must be at least 1");
+  const int64_t max = std::min(request.max(), kMaxSplitsPerLease);
   // Answers from the leases already made, if they reach from_seq. Returns false when a new
   // lease is needed.
   const auto answer = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<bool> {
@@ -423,10 +450,8 @@ absl::Status DispatcherImpl::GetSplits(const GetSplitsRequest& request,
                                                 request.from_seq()));
     }
     response->Clear();
-    for (int64_t i = request.from_seq(); i < leased && i < request.from_seq() + request.max();
-         ++i) {
-      *response->add_splits() = task->leased(i);
-    }
+    const int64_t end = request.from_seq() + std::min(max, leased - request.from_seq());
+    for (int64_t i = request.from_seq(); i < end; ++i) *response->add_splits() = task->leased(i);
     if (response->splits_size() > 0) return true;
     const EpochState* epoch = state_.FindEpoch(task->job_id(), task->epoch());
     response->set_end_of_splits(epoch->next_split() == epoch->plan_size());
@@ -441,11 +466,11 @@ absl::Status DispatcherImpl::GetSplits(const GetSplitsRequest& request,
   Update update;
   update.mutable_lease_splits()->set_task_id(request.task_id());
   update.mutable_lease_splits()->set_from_seq(request.from_seq());
-  update.mutable_lease_splits()->set_max(request.max());
-  RETURN_IF_ERROR(JournalAndApply(update, [&](const absl::Status&)
-                                                ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
-    return answer().status();
-  }));
+  update.mutable_lease_splits()->set_max(max);
+  RETURN_IF_ERROR(JournalAndApply(
+      update, [&](const absl::Status&) ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+        return answer().status();
+      }));
   return HitFailpoint(kDispatcherAfterLeaseBeforeReply);
 }
 
@@ -455,13 +480,18 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckUsable());
     const TaskState* task = state_.FindTask(request.task_id());
-    if (task != nullptr) {
+    if (task == nullptr) return absl::NotFoundError(absl::StrCat("no task ", request.task_id()));
+    if (request.num_elements() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("task ", request.task_id(), " finished with ",
+                                                     request.num_elements(), " elements"));
+    }
+    {
       const EpochState* epoch = state_.FindEpoch(task->job_id(), task->epoch());
       const bool whole_output =
           epoch->cache().cached_prefix_ops() ==
           state_.FindDataset(state_.FindJob(task->job_id())->dataset_id())->pipeline().ops_size();
-      RETURN_IF_ERROR(CheckCacheChunks(request, epoch->cache().mode() == EpochCache::PUT,
-                                       whole_output));
+      RETURN_IF_ERROR(
+          CheckCacheChunks(request, epoch->cache().mode() == EpochCache::PUT, whole_output));
     }
   }
   Update update;
@@ -516,7 +546,8 @@ absl::Status DispatcherImpl::CheckLiveness() {
 }
 
 void DispatcherImpl::LivenessLoop() {
-  const absl::Duration period = absl::Milliseconds(std::max<int64_t>(options_.worker_timeout_ms / 4, 10));
+  const absl::Duration period =
+      absl::Milliseconds(std::max<int64_t>(options_.worker_timeout_ms / 4, 10));
   while (!stopping_.WaitForNotificationWithTimeout(period)) {
     const absl::Status status = CheckLiveness();
     if (!status.ok()) LOG(ERROR) << "failure detector: " << status;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <optional>
 #include <random>
 #include <set>
@@ -344,6 +345,94 @@ TEST_F(DispatcherImplTest, BadRequestsGetClearErrors) {
   stale.set_incarnation(7);
   WorkerHeartbeatResponse hb;
   EXPECT_TRUE(absl::IsFailedPrecondition(impl_->WorkerHeartbeat(stale, &hb)));
+}
+
+TEST_F(DispatcherImplTest, HostileCountsAreRefusedBeforeAnythingIsJournaled) {
+  // Issue 13, defect 1: this request, then StartEpoch, bricked the dispatcher for good.
+  Open();
+  RegisterWorker("a");
+  const std::string dataset = RegisterRangeDataset(10, 5);
+  const std::string before = State();
+  GetOrCreateJobRequest request;
+  request.set_dataset_id(dataset);
+  request.mutable_options()->set_num_consumers(2147483647);
+  request.mutable_options()->set_num_worker_slots(2147483647);
+  GetOrCreateJobResponse response;
+  absl::Status status = impl_->GetOrCreateJob(request, &response);
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("num_consumers is 2147483647"));
+  request.mutable_options()->set_num_consumers(4096);
+  request.mutable_options()->set_num_worker_slots(4096);
+  status = impl_->GetOrCreateJob(request, &response);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("16777216 tasks per epoch"));
+  request.mutable_options()->set_num_consumers(1);
+  request.mutable_options()->set_num_worker_slots(1);
+  request.set_name(std::string(5000, 'n'));
+  status = impl_->GetOrCreateJob(request, &response);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("job name has 5000 bytes"));
+  EXPECT_TRUE(State() == before) << "a refused request journals nothing";
+  Open();
+  EXPECT_TRUE(State() == before) << "and the restarted dispatcher is in the same state";
+}
+
+TEST_F(DispatcherImplTest, GetSplitsWithTheLargestMaxAnswersTheLeasedSplits) {
+  // Issue 13, defect 8: from_seq + INT64_MAX overflowed, and the answer was empty or
+  // end-of-splits.
+  Open();
+  RegisterWorker("a");
+  const int64_t job = CreateJob(RegisterRangeDataset(40, 5), "j", 1, 1);
+  ASSERT_TRUE(StartEpoch(job, 0).ok());
+  constexpr int64_t kLargest = std::numeric_limits<int64_t>::max();
+  auto first = Splits(1, 0, kLargest);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->splits_size(), 8);
+  EXPECT_FALSE(first->end_of_splits());
+  auto again = Splits(1, 3, kLargest);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->splits_size(), 5);
+  auto end = Splits(1, 8, kLargest);
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_TRUE(end->end_of_splits());
+}
+
+TEST_F(DispatcherImplTest, ClientHeartbeatRefusesTasksItsConsumerDoesNotOwn) {
+  // Issue 13, defects 7 and 11: any task id in a client heartbeat was recorded as consumed and
+  // kept forever — a stranger could hide another consumer's finished task from its worker, and
+  // millions of fake ids grew the dispatcher's memory without bound.
+  Open();
+  RegisterWorker("a");
+  const int64_t job = CreateJob(RegisterRangeDataset(10, 5), "j", 2, 1);
+  ASSERT_TRUE(StartEpoch(job, 0).ok());
+  const auto heartbeat = [&](int32_t consumer, int64_t task, int64_t next_index) {
+    ClientHeartbeatRequest request;
+    request.set_job_id(job);
+    request.set_epoch(0);
+    request.set_consumer(consumer);
+    (*request.mutable_next_index())[task] = next_index;
+    ClientHeartbeatResponse response;
+    return impl_->ClientHeartbeat(request, &response);
+  };
+  // Tasks 1 and 2 belong to consumers 0 and 1.
+  TaskFinishedRequest finished;
+  finished.set_task_id(2);
+  finished.set_generation(1);
+  finished.set_num_elements(5);
+  TaskFinishedResponse ignored;
+  ASSERT_TRUE(impl_->TaskFinished(finished, &ignored).ok());
+  absl::Status foreign = heartbeat(0, 2, 5);
+  EXPECT_TRUE(absl::IsInvalidArgument(foreign)) << foreign;
+  EXPECT_THAT(std::string(foreign.message()),
+              HasSubstr("task 2 is not a task of job 1 epoch 0 consumer 0"));
+  absl::Status fake = heartbeat(0, 123456789, 1);
+  EXPECT_THAT(std::string(fake.message()), HasSubstr("task 123456789 is not a task"));
+  EXPECT_TRUE(absl::IsInvalidArgument(heartbeat(0, 1, -1)));
+  WorkerHeartbeatRequest request;
+  request.set_worker_id("a");
+  request.set_incarnation(1);
+  WorkerHeartbeatResponse response;
+  ASSERT_TRUE(impl_->WorkerHeartbeat(request, &response).ok());
+  EXPECT_EQ(response.tasks_size(), 2) << "consumer 1 has not read task 2: it is still listed";
+  EXPECT_TRUE(heartbeat(1, 2, 5).ok());
 }
 
 TEST_F(DispatcherImplTest, NamedJobsAreSharedAndDatasetsDeduplicated) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "dispatcher/assignment_policy.h"
+#include "dispatcher/request_limits.h"
 
 namespace granary {
 
@@ -54,8 +56,8 @@ DispatcherStateProto DispatcherState::ToProto() const {
 
 absl::Status DispatcherState::Apply(uint64_t seq, const Update& update) {
   if (seq != applied_seq_ + 1) {
-    return absl::FailedPreconditionError(absl::StrCat("journal record ", seq,
-                                                      " applied after record ", applied_seq_));
+    return absl::FailedPreconditionError(
+        absl::StrCat("journal record ", seq, " applied after record ", applied_seq_));
   }
   applied_seq_ = seq;
   switch (update.kind_case()) {
@@ -90,6 +92,10 @@ absl::Status DispatcherState::ApplyRegisterDataset(const RegisterDatasetUpdate& 
 }
 
 absl::Status DispatcherState::ApplyCreateJob(const CreateJobUpdate& u) {
+  // DispatcherImpl refuses these before journaling; a record journaled without the checks (by
+  // an older version) must still apply — as a no-op.
+  RETURN_IF_ERROR(ValidateJobOptions(u.options()));
+  RETURN_IF_ERROR(ValidateName("job name", u.name()));
   if (!u.name().empty() && FindJobByName(u.name()) != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat("job '", u.name(), "' exists"));
   }
@@ -111,22 +117,22 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u) {
   if (job_it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
   JobState& job = job_it->second;
   if (u.epoch() < job.epochs_started()) {
-    return absl::AlreadyExistsError(absl::StrCat("job ", u.job_id(), " epoch ", u.epoch(),
-                                                 " already started"));
+    return absl::AlreadyExistsError(
+        absl::StrCat("job ", u.job_id(), " epoch ", u.epoch(), " already started"));
   }
   if (u.epoch() != job.epochs_started()) {
     return absl::FailedPreconditionError(absl::StrCat("job ", u.job_id(), " next epoch is ",
                                                       job.epochs_started(), ", not ", u.epoch()));
   }
   if (job.options().num_epochs() > 0 && u.epoch() >= job.options().num_epochs()) {
-    return absl::OutOfRangeError(absl::StrCat("job ", u.job_id(), " has only ",
-                                              job.options().num_epochs(), " epochs"));
+    return absl::OutOfRangeError(
+        absl::StrCat("job ", u.job_id(), " has only ", job.options().num_epochs(), " epochs"));
   }
   // The cache must still be in the state the epoch's mode was decided on.
   const CacheState* cache = FindCache(u.cache().cache_key());
   if (u.cache().mode() == EpochCache::PUT && cache != nullptr) {
-    return absl::AbortedError(absl::StrCat("cache ", u.cache().cache_key(),
-                                           " is already being written"));
+    return absl::AbortedError(
+        absl::StrCat("cache ", u.cache().cache_key(), " is already being written"));
   }
   if (u.cache().mode() == EpochCache::GET && (cache == nullptr || !cache->complete())) {
     return absl::AbortedError(absl::StrCat("cache ", u.cache().cache_key(), " is not complete"));
@@ -146,12 +152,11 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u) {
 
   int64_t slots = job.options().num_worker_slots();
   if (slots <= 0) {
-    slots = std::count_if(workers_.begin(), workers_.end(), [](const auto& w) {
-      return !w.second.lost() && !w.second.standby();
-    });
+    slots = std::count_if(workers_.begin(), workers_.end(),
+                          [](const auto& w) { return !w.second.lost() && !w.second.standby(); });
   }
-  slots = std::max<int64_t>(slots, 1);
-  const int32_t consumers = job.options().num_consumers();
+  const int32_t consumers = std::max(job.options().num_consumers(), 1);
+  slots = std::clamp<int64_t>(slots, 1, kMaxTasksPerEpoch / consumers);
   const std::vector<std::string> assignment = AssignNewTasks(workers_, consumers * slots);
   for (int32_t c = 0; c < consumers; ++c) {
     for (int32_t s = 0; s < slots; ++s) {
@@ -172,6 +177,8 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u) {
 }
 
 absl::Status DispatcherState::ApplyRegisterWorker(const RegisterWorkerUpdate& u) {
+  RETURN_IF_ERROR(ValidateName("worker id", u.worker_id()));
+  RETURN_IF_ERROR(ValidateName("worker address", u.address()));
   WorkerState& w = workers_[u.worker_id()];
   w.set_worker_id(u.worker_id());
   w.set_address(u.address());
@@ -194,15 +201,14 @@ absl::Status DispatcherState::ApplyLeaseSplits(const LeaseSplitsUpdate& u) {
   if (task_it == tasks_.end()) return absl::NotFoundError(absl::StrCat("no task ", u.task_id()));
   TaskState& task = task_it->second;
   if (task.leased_size() != u.from_seq()) {
-    return absl::AlreadyExistsError(absl::StrCat("task ", u.task_id(), " has ",
-                                                 task.leased_size(), " splits leased, not ",
-                                                 u.from_seq()));
+    return absl::AlreadyExistsError(absl::StrCat("task ", u.task_id(), " has ", task.leased_size(),
+                                                 " splits leased, not ", u.from_seq()));
   }
-  EpochState& epoch = epochs_.at({task.job_id(), task.epoch()});
-  const int64_t n = std::min<int64_t>(std::max<int64_t>(u.max(), 0),
-                                      epoch.plan_size() - epoch.next_split());
-  for (int64_t i = 0; i < n; ++i) *task.add_leased() = epoch.plan(epoch.next_split() + i);
-  epoch.set_next_split(epoch.next_split() + n);
+  ASSIGN_OR_RETURN(EpochState * epoch, EpochOf(task));
+  const int64_t n =
+      std::min<int64_t>(std::max<int64_t>(u.max(), 0), epoch->plan_size() - epoch->next_split());
+  for (int64_t i = 0; i < n; ++i) *task.add_leased() = epoch->plan(epoch->next_split() + i);
+  epoch->set_next_split(epoch->next_split() + n);
   return absl::OkStatus();
 }
 
@@ -215,21 +221,33 @@ absl::Status DispatcherState::ApplyTaskFinished(const TaskFinishedUpdate& u) {
   }
   if (u.generation() != task.generation()) {
     return absl::FailedPreconditionError(absl::StrCat("task ", u.task_id(), " is at generation ",
-                                                      task.generation(), ", not ",
-                                                      u.generation()));
+                                                      task.generation(), ", not ", u.generation()));
+  }
+  if (u.num_elements() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task ", u.task_id(), " finished with ", u.num_elements(), " elements"));
+  }
+  ASSIGN_OR_RETURN(EpochState * epoch, EpochOf(task));
+  const bool put = epoch->cache().mode() == EpochCache::PUT;
+  auto cache_it = caches_.find(epoch->cache().cache_key());
+  if (put && cache_it == caches_.end()) {
+    return absl::DataLossError(absl::StrCat("task ", u.task_id(), ": its epoch writes cache ",
+                                            epoch->cache().cache_key(), ", which is unknown"));
   }
   task.set_finished(true);
   task.set_num_elements(u.num_elements());
-  EpochState& epoch = epochs_.at({task.job_id(), task.epoch()});
-  if (epoch.cache().mode() == EpochCache::PUT) *task.mutable_cache_chunks() = u.cache_chunks();
-  epoch.set_finished(std::all_of(epoch.task_ids().begin(), epoch.task_ids().end(),
-                                 [this](int64_t id) { return tasks_.at(id).finished(); }));
-  if (epoch.finished() && epoch.cache().mode() == EpochCache::PUT) {
+  if (put) *task.mutable_cache_chunks() = u.cache_chunks();
+  epoch->set_finished(
+      std::all_of(epoch->task_ids().begin(), epoch->task_ids().end(), [this](int64_t id) {
+        const TaskState* t = FindTask(id);
+        return t != nullptr && t->finished();
+      }));
+  if (epoch->finished() && put) {
     // Every task has sealed its chunks: the manifest is their chunks, by task.
-    CacheState& cache = caches_.at(epoch.cache().cache_key());
+    CacheState& cache = cache_it->second;
     cache.set_complete(true);
-    for (int64_t id : epoch.task_ids()) {
-      for (const CacheChunk& chunk : tasks_.at(id).cache_chunks()) {
+    for (int64_t id : epoch->task_ids()) {
+      for (const CacheChunk& chunk : FindTask(id)->cache_chunks()) {
         *cache.add_chunks() = chunk;
         cache.set_num_elements(cache.num_elements() + chunk.num_elements());
       }
@@ -238,12 +256,22 @@ absl::Status DispatcherState::ApplyTaskFinished(const TaskFinishedUpdate& u) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<EpochState*> DispatcherState::EpochOf(const TaskState& task) {
+  auto it = epochs_.find({task.job_id(), task.epoch()});
+  if (it == epochs_.end()) {
+    return absl::DataLossError(absl::StrCat("task ", task.task_id(), " belongs to job ",
+                                            task.job_id(), " epoch ", task.epoch(),
+                                            ", which does not exist"));
+  }
+  return &it->second;
+}
+
 absl::Status DispatcherState::ApplyWorkerLost(const WorkerLostUpdate& u) {
   auto worker_it = workers_.find(u.worker_id());
   if (worker_it == workers_.end() || worker_it->second.incarnation() != u.incarnation() ||
       worker_it->second.lost()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "worker ", u.worker_id(), " incarnation ", u.incarnation(), " is not a live worker"));
+    return absl::FailedPreconditionError(absl::StrCat("worker ", u.worker_id(), " incarnation ",
+                                                      u.incarnation(), " is not a live worker"));
   }
   worker_it->second.set_lost(true);
   // Finished tasks move too: their consumers may not have read all of them yet.
@@ -325,8 +353,8 @@ std::vector<const TaskState*> DispatcherState::TasksOfConsumer(int64_t job_id, i
   const EpochState* e = FindEpoch(job_id, epoch);
   if (e == nullptr) return out;
   for (int64_t id : e->task_ids()) {
-    const TaskState& task = tasks_.at(id);
-    if (task.consumer() == consumer) out.push_back(&task);
+    const TaskState* task = FindTask(id);
+    if (task != nullptr && task->consumer() == consumer) out.push_back(task);
   }
   return out;
 }

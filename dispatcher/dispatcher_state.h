@@ -69,6 +69,8 @@ class DispatcherState {
   absl::Status ApplyTaskFinished(const TaskFinishedUpdate& u);
   absl::Status ApplyWorkerLost(const WorkerLostUpdate& u);
 
+  // The epoch `task` belongs to; DataLoss if it does not exist (an inconsistent state).
+  absl::StatusOr<EpochState*> EpochOf(const TaskState& task);
   // Gives `task` to `worker_id` ("" = unassigned) as a new generation.
   void Reassign(TaskState& task, const std::string& worker_id);
   // Number of unfinished tasks per live worker (every live worker present, possibly with 0).

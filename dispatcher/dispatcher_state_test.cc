@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/deterministic_serialization.h"
+#include "dispatcher/request_limits.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -11,6 +12,7 @@ namespace granary {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 class DispatcherStateTest : public ::testing::Test {
  protected:
@@ -153,6 +155,37 @@ TEST_F(DispatcherStateTest, EpochsStartInOrderOnly) {
   EXPECT_TRUE(absl::IsAlreadyExists(Apply(e)));
   e.mutable_start_epoch()->set_epoch(1);
   EXPECT_TRUE(Apply(e).ok());
+}
+
+TEST_F(DispatcherStateTest, ARecordWithHostileCountsAppliesAsARefusedNoOp) {
+  // Issue 13, defect 1: a job of 2^31-1 consumers x 2^31-1 slots was journaled, and starting
+  // its epoch threw std::length_error from Apply, on the live dispatcher and on every replay.
+  Register("w");
+  Update d;
+  d.mutable_register_dataset()->set_dataset_id("d");
+  ASSERT_TRUE(Apply(d).ok());
+  Update j;
+  j.mutable_create_job()->set_dataset_id("d");
+  j.mutable_create_job()->mutable_options()->set_num_consumers(2147483647);
+  j.mutable_create_job()->mutable_options()->set_num_worker_slots(2147483647);
+  const absl::Status created = Apply(j);
+  EXPECT_TRUE(absl::IsInvalidArgument(created)) << created;
+  EXPECT_THAT(std::string(created.message()), HasSubstr("num_consumers is 2147483647"));
+  EXPECT_EQ(state_.FindJob(1), nullptr);
+  Update e;
+  e.mutable_start_epoch()->set_job_id(1);
+  e.mutable_start_epoch()->add_plan()->set_id(0);
+  EXPECT_TRUE(absl::IsNotFound(Apply(e)));
+  EXPECT_TRUE(state_.tasks().empty());
+  EXPECT_EQ(state_.applied_seq(), 4u);
+}
+
+TEST_F(DispatcherStateTest, SlotsFromTheWorkerCountAreCappedAtTheTaskLimit) {
+  // num_worker_slots 0 takes one slot per live worker: the epoch's tasks stay bounded however
+  // many workers registered.
+  for (int i = 0; i < 20; ++i) Register(absl::StrCat("w", i));
+  StartJob(kMaxConsumers, 0, 1);
+  EXPECT_EQ(state_.FindEpoch(1, 0)->task_ids_size(), kMaxTasksPerEpoch);
 }
 
 TEST_F(DispatcherStateTest, OutOfOrderSequenceNumberIsRefused) {

@@ -1,0 +1,51 @@
+#include "dispatcher/request_limits.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace granary {
+namespace {
+
+absl::Status OutOfBounds(absl::string_view field, int64_t value, int64_t low, int64_t high) {
+  return absl::InvalidArgumentError(absl::StrCat("job option ", field, " is ", value,
+                                                 "; it must be between ", low, " and ", high));
+}
+
+}  // namespace
+
+absl::Status ValidateJobOptions(const JobOptions& options) {
+  if (options.num_consumers() < 0 || options.num_consumers() > kMaxConsumers) {
+    return OutOfBounds("num_consumers", options.num_consumers(), 0, kMaxConsumers);
+  }
+  if (options.num_worker_slots() < 0 || options.num_worker_slots() > kMaxWorkerSlots) {
+    return OutOfBounds("num_worker_slots", options.num_worker_slots(), 0, kMaxWorkerSlots);
+  }
+  const int64_t tasks = static_cast<int64_t>(std::max(options.num_consumers(), 1)) *
+                        std::max(options.num_worker_slots(), 1);
+  if (tasks > kMaxTasksPerEpoch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job options num_consumers ", options.num_consumers(), " x num_worker_slots ",
+                     options.num_worker_slots(), " = ", tasks, " tasks per epoch; the limit is ",
+                     kMaxTasksPerEpoch));
+  }
+  if (options.num_epochs() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job option num_epochs is ", options.num_epochs(), "; it must be >= 0"));
+  }
+  if (!CachePolicy_IsValid(options.cache_policy())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job option cache_policy ", options.cache_policy(), " is not a policy"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateName(absl::string_view what, absl::string_view value) {
+  if (static_cast<int64_t>(value.size()) > kMaxNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has ", value.size(), " bytes; the limit is ", kMaxNameBytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace granary

@@ -1,0 +1,42 @@
+// The bounds the dispatcher puts on everything a client or worker can ask it to hold: every
+// count, size and id in a request is checked against these before the request's update is
+// journaled (issue 13, defect 1: a journaled update must always apply), and DispatcherState
+// checks them again when it applies a record, so that a record journaled by an older version
+// without the checks replays as a refused no-op instead of an exception.
+//
+// The limits are generous for any training job (thousands of trainer processes, thousands of
+// workers) and small enough that the state one request implies stays in the megabytes.
+#ifndef GRANARY_DISPATCHER_REQUEST_LIMITS_H_
+#define GRANARY_DISPATCHER_REQUEST_LIMITS_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "proto/dispatcher_state.pb.h"
+
+namespace granary {
+
+// Trainer processes of one job.
+inline constexpr int32_t kMaxConsumers = 4096;
+// Tasks per consumer and epoch (JobOptions.num_worker_slots).
+inline constexpr int32_t kMaxWorkerSlots = 4096;
+// Tasks of one epoch: consumers x slots. An epoch whose slots come from the number of live
+// workers (num_worker_slots 0) gets at most this many tasks: slots are capped at
+// kMaxTasksPerEpoch / consumers.
+inline constexpr int64_t kMaxTasksPerEpoch = 65536;
+// Splits handed out by one GetSplits (a larger `max` is answered with this many).
+inline constexpr int64_t kMaxSplitsPerLease = 4096;
+// Bytes of a job name, a worker id and a worker address.
+inline constexpr int64_t kMaxNameBytes = 1024;
+
+// OK when `options` are within the limits above; else InvalidArgument naming the field, its
+// value and the limit.
+absl::Status ValidateJobOptions(const JobOptions& options);
+
+// OK when `value` (a job name, worker id or address; `what` names it) is at most kMaxNameBytes.
+absl::Status ValidateName(absl::string_view what, absl::string_view value);
+
+}  // namespace granary
+
+#endif  // GRANARY_DISPATCHER_REQUEST_LIMITS_H_
