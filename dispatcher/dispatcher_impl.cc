@@ -7,6 +7,7 @@
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "dispatcher/request_limits.h"
+#include "dispatcher/state_invariants.h"
 #include "faultinject/failpoints.h"
 #include "glog/logging.h"
 #include "pipeline/cache_policy.h"
@@ -72,6 +73,9 @@ absl::Status DispatcherImpl::Recover() {
                                               recovered.snapshot_seq, " does not parse"));
     }
     ASSIGN_OR_RETURN(state_, DispatcherState::FromProto(proto));
+    RETURN_IF_ERROR(Annotate(CheckStateInvariants(state_),
+                             absl::StrCat("journal ", options_.journal_dir, ": snapshot at ",
+                                          recovered.snapshot_seq)));
   }
   for (const auto& [seq, bytes] : recovered.records) {
     Update update;
@@ -82,6 +86,12 @@ absl::Status DispatcherImpl::Recover() {
     // Apply's own status is informational (a no-op command); only ordering errors matter.
     const absl::Status status = state_.Apply(seq, update);
     if (state_.applied_seq() != seq) return status;
+    if (options_.check_invariants) CheckInvariantsOrDie(seq);
+  }
+  if (!recovered.records.empty()) {
+    RETURN_IF_ERROR(Annotate(CheckStateInvariants(state_),
+                             absl::StrCat("journal ", options_.journal_dir, ": after replaying to ",
+                                          state_.applied_seq())));
   }
   // Every known worker counts as freshly seen: no spurious loss right after a restart.
   const uint64_t now = options_.env->NowMicros();
@@ -94,6 +104,11 @@ absl::Status DispatcherImpl::Recover() {
                     : "")
             << " in " << (options_.env->NowMicros() - start) / 1000 << " ms";
   return absl::OkStatus();
+}
+
+void DispatcherImpl::CheckInvariantsOrDie(uint64_t seq) const {
+  const absl::Status status = CheckStateInvariants(state_);
+  CHECK(status.ok()) << "after journal record " << seq << ": " << status;
 }
 
 absl::Status DispatcherImpl::CheckUsable() const {
@@ -136,6 +151,7 @@ absl::Status DispatcherImpl::JournalAndApply(const Update& update, const Answer&
       &turn));
   RETURN_IF_ERROR(CheckUsable());
   const absl::Status applied = state_.Apply(*seq, update);
+  if (options_.check_invariants) CheckInvariantsOrDie(*seq);
   ++records_since_snapshot_;
   const absl::Status answered = answer(applied);
   RETURN_IF_ERROR(MaybeSnapshot());

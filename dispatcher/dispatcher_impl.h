@@ -61,11 +61,15 @@ struct DispatcherOptions {
   // chunks. Workers write and read these paths, so in a cluster it must be a filesystem every
   // worker mounts at the same path. Empty: jobs with a cache policy are refused.
   std::string cache_root;
+  // Checks the state invariants (state_invariants.h) after every applied record and aborts the
+  // process on a violation. For tests: the check walks the whole state.
+  bool check_invariants = false;
 };
 
 class DispatcherImpl {
  public:
-  // Opens the journal and recovers the state from it. DataLoss names a corrupt journal record;
+  // Opens the journal and recovers the state from it. DataLoss names a corrupt journal record
+  // or a recovered state that breaks an invariant (state_invariants.h);
   // FailedPrecondition a journal directory in use by another dispatcher.
   static absl::StatusOr<std::unique_ptr<DispatcherImpl>> Open(const DispatcherOptions& options);
   ~DispatcherImpl();
@@ -101,6 +105,8 @@ class DispatcherImpl {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status MaybeSnapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckUsable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // For options_.check_invariants: aborts, naming record `seq`, if the state is inconsistent.
+  void CheckInvariantsOrDie(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FillTaskDef(const TaskState& task, TaskDef* def) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How epoch `epoch` of `job` uses its cache, given the caches known now.
   absl::StatusOr<EpochCache> DecideEpochCache(const JobState& job, const PipelineDef& def) const

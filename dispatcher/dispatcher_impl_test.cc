@@ -42,6 +42,7 @@ class DispatcherImplTest : public ::testing::Test {
     options.worker_timeout_ms = kTimeoutMs;
     options.env = &clock_;
     options.udfs = &udfs_;
+    options.check_invariants = true;
     auto impl = DispatcherImpl::Open(options);
     ASSERT_TRUE(impl.ok()) << impl.status();
     impl_ = std::move(impl).value();

@@ -29,7 +29,8 @@ class DispatcherState {
  public:
   DispatcherState() = default;
 
-  // The state a snapshot describes. InvalidArgument if the snapshot contradicts itself.
+  // The state a snapshot describes. InvalidArgument if the snapshot lists an id twice (see
+  // state_invariants.h for the full check of a loaded state).
   static absl::StatusOr<DispatcherState> FromProto(const DispatcherStateProto& proto);
   // Sorted by id throughout: equal states give equal (deterministically serialized) bytes.
   DispatcherStateProto ToProto() const;
@@ -56,9 +57,14 @@ class DispatcherState {
   // The tasks of one consumer in one epoch, by slot.
   std::vector<const TaskState*> TasksOfConsumer(int64_t job_id, int64_t epoch,
                                                 int32_t consumer) const;
-  const std::map<std::string, WorkerState>& workers() const { return workers_; }
+  const std::map<std::string, DatasetState>& datasets() const { return datasets_; }
+  const std::map<int64_t, JobState>& jobs() const { return jobs_; }
+  const std::map<std::pair<int64_t, int64_t>, EpochState>& epochs() const { return epochs_; }
   const std::map<int64_t, TaskState>& tasks() const { return tasks_; }
+  const std::map<std::string, WorkerState>& workers() const { return workers_; }
+  const std::map<std::string, CacheState>& caches() const { return caches_; }
   int64_t next_job_id() const { return next_job_id_; }
+  int64_t next_task_id() const { return next_task_id_; }
 
  private:
   absl::Status ApplyRegisterDataset(const RegisterDatasetUpdate& u);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/deterministic_serialization.h"
 #include "dispatcher/request_limits.h"
+#include "dispatcher/state_invariants.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -14,9 +15,17 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+// Applies `u` as the next record; the state must stay consistent whatever `u` was.
+absl::Status ApplyNext(DispatcherState& state, const Update& u) {
+  const absl::Status status = state.Apply(state.applied_seq() + 1, u);
+  const absl::Status consistent = CheckStateInvariants(state);
+  EXPECT_TRUE(consistent.ok()) << consistent << " after " << u.ShortDebugString();
+  return status;
+}
+
 class DispatcherStateTest : public ::testing::Test {
  protected:
-  absl::Status Apply(const Update& u) { return state_.Apply(state_.applied_seq() + 1, u); }
+  absl::Status Apply(const Update& u) { return ApplyNext(state_, u); }
 
   void Register(const std::string& id, bool standby = false) {
     Update u;
@@ -219,7 +228,7 @@ class DispatcherStateCacheTest : public ::testing::Test {
  protected:
   absl::Status Log(const Update& u) {
     log_.push_back(u);
-    return state_.Apply(state_.applied_seq() + 1, u);
+    return ApplyNext(state_, u);
   }
 
   void Register(const std::string& id) {

@@ -1,0 +1,173 @@
+#include "dispatcher/state_invariants.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/deterministic_serialization.h"
+#include "common/status_macros.h"
+#include "dispatcher/request_limits.h"
+
+namespace granary {
+namespace {
+
+template <typename... Args>
+absl::Status Violation(const Args&... args) {
+  return absl::DataLossError(absl::StrCat("dispatcher state is inconsistent: ", args...));
+}
+
+absl::Status CheckJob(const DispatcherState& state, const JobState& job) {
+  if (job.job_id() < 1 || job.job_id() >= state.next_job_id()) {
+    return Violation("job ", job.job_id(), " is not below next_job_id ", state.next_job_id());
+  }
+  if (state.FindDataset(job.dataset_id()) == nullptr) {
+    return Violation("job ", job.job_id(), " reads dataset ", job.dataset_id(),
+                     ", which does not exist");
+  }
+  if (const absl::Status valid = ValidateJobOptions(job.options()); !valid.ok()) {
+    return Violation("job ", job.job_id(), ": ", valid.message());
+  }
+  if (job.options().num_consumers() < 1) return Violation("job ", job.job_id(), " has no consumer");
+  if (!job.name().empty() && state.FindJobByName(job.name()) != &job) {
+    return Violation("job name '", job.name(), "' is used twice");
+  }
+  for (int64_t e = 0; e < job.epochs_started(); ++e) {
+    if (state.FindEpoch(job.job_id(), e) == nullptr) {
+      return Violation("job ", job.job_id(), " started ", job.epochs_started(),
+                       " epochs but epoch ", e, " does not exist");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTask(const DispatcherState& state, const TaskState& task) {
+  if (task.task_id() < 1 || task.task_id() >= state.next_task_id()) {
+    return Violation("task ", task.task_id(), " is not below next_task_id ", state.next_task_id());
+  }
+  // That its epoch lists it is checked with the epochs.
+  if (state.FindEpoch(task.job_id(), task.epoch()) == nullptr) {
+    return Violation("task ", task.task_id(), " belongs to job ", task.job_id(), " epoch ",
+                     task.epoch(), ", which does not exist");
+  }
+  if (!task.worker_id().empty()) {
+    const WorkerState* worker = state.FindWorker(task.worker_id());
+    if (worker == nullptr || worker->lost()) {
+      return Violation("task ", task.task_id(), " is assigned to worker ", task.worker_id(),
+                       ", which is ", worker == nullptr ? "unknown" : "lost");
+    }
+    if (task.generation() < 1) {
+      return Violation("task ", task.task_id(), " is assigned at generation ", task.generation());
+    }
+  }
+  if (task.finished() && task.num_elements() < 0) {
+    return Violation("task ", task.task_id(), " finished with ", task.num_elements(), " elements");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckEpoch(const DispatcherState& state, const EpochState& epoch) {
+  const std::string name = absl::StrCat("job ", epoch.job_id(), " epoch ", epoch.epoch());
+  const JobState* job = state.FindJob(epoch.job_id());
+  if (job == nullptr) return Violation(name, " belongs to no job");
+  if (epoch.epoch() < 0 || epoch.epoch() >= job->epochs_started()) {
+    return Violation(name, " exists but the job started ", job->epochs_started(), " epochs");
+  }
+  if (epoch.next_split() < 0 || epoch.next_split() > epoch.plan_size()) {
+    return Violation(name, " leased ", epoch.next_split(), " of its ", epoch.plan_size(),
+                     " splits");
+  }
+  std::set<std::pair<int32_t, int32_t>> slots;
+  std::vector<std::string> leased;
+  bool all_finished = true;
+  for (int64_t id : epoch.task_ids()) {
+    const TaskState* task = state.FindTask(id);
+    if (task == nullptr || task->job_id() != epoch.job_id() || task->epoch() != epoch.epoch()) {
+      return Violation(name, " lists task ", id, ", which is not one of its tasks");
+    }
+    if (task->consumer() < 0 || task->consumer() >= job->options().num_consumers() ||
+        !slots.emplace(task->consumer(), task->slot()).second) {
+      return Violation(name, " task ", id, " has consumer ", task->consumer(), " slot ",
+                       task->slot(), ": out of range or taken twice");
+    }
+    for (const Split& split : task->leased()) leased.push_back(SerializeDeterministically(split));
+    all_finished = all_finished && task->finished();
+  }
+  std::vector<std::string> planned;
+  for (int64_t i = 0; i < epoch.next_split(); ++i) {
+    planned.push_back(SerializeDeterministically(epoch.plan(i)));
+  }
+  std::sort(leased.begin(), leased.end());
+  std::sort(planned.begin(), planned.end());
+  if (leased != planned) {
+    return Violation(name, ": its tasks hold ", leased.size(),
+                     " leased splits that are not the plan's first ", epoch.next_split(),
+                     " (a split leased twice, or lost)");
+  }
+  if (epoch.finished() != (all_finished && epoch.task_ids_size() > 0)) {
+    return Violation(name, " is marked ", epoch.finished() ? "" : "not ", "finished, but ",
+                     all_finished ? "all" : "not all", " of its tasks are");
+  }
+  const EpochCache& cache = epoch.cache();
+  if (cache.mode() != EpochCache::COMPUTE && state.FindCache(cache.cache_key()) == nullptr) {
+    return Violation(name, " uses cache ", cache.cache_key(), ", which does not exist");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckCache(const DispatcherState& state, const CacheState& cache) {
+  const EpochState* put = state.FindEpoch(cache.put_job_id(), cache.put_epoch());
+  if (!cache.complete()) {
+    if (put == nullptr || put->finished() || put->cache().mode() != EpochCache::PUT ||
+        put->cache().cache_key() != cache.cache_key()) {
+      return Violation("cache ", cache.cache_key(), " is incomplete but job ", cache.put_job_id(),
+                       " epoch ", cache.put_epoch(), " is not writing it");
+    }
+    return absl::OkStatus();
+  }
+  if (put == nullptr) return absl::OkStatus();  // The Put job was retired.
+  std::vector<std::string> expected;
+  int64_t elements = 0;
+  for (int64_t id : put->task_ids()) {
+    for (const CacheChunk& chunk : state.FindTask(id)->cache_chunks()) {
+      expected.push_back(SerializeDeterministically(chunk));
+      elements += chunk.num_elements();
+    }
+  }
+  std::vector<std::string> manifest;
+  for (const CacheChunk& chunk : cache.chunks()) {
+    manifest.push_back(SerializeDeterministically(chunk));
+  }
+  if (manifest != expected || elements != cache.num_elements()) {
+    return Violation("cache ", cache.cache_key(), ": its manifest is not the chunks of job ",
+                     cache.put_job_id(), " epoch ", cache.put_epoch(), "'s tasks");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckStateInvariants(const DispatcherState& state) {
+  for (const auto& [id, job] : state.jobs()) RETURN_IF_ERROR(CheckJob(state, job));
+  // Tasks before epochs: an epoch's check reads its tasks' fields.
+  for (const auto& [id, task] : state.tasks()) RETURN_IF_ERROR(CheckTask(state, task));
+  size_t listed = 0;
+  for (const auto& [key, epoch] : state.epochs()) {
+    RETURN_IF_ERROR(CheckEpoch(state, epoch));
+    listed += epoch.task_ids_size();
+  }
+  // Each epoch lists only its own tasks, each once: the counts match if every task is listed.
+  if (listed != state.tasks().size()) {
+    return Violation("the epochs list ", listed, " tasks, but ", state.tasks().size(), " exist");
+  }
+  for (const auto& [key, cache] : state.caches()) RETURN_IF_ERROR(CheckCache(state, cache));
+  for (const auto& [id, worker] : state.workers()) {
+    if (worker.incarnation() < 1) {
+      return Violation("worker ", id, " has incarnation ", worker.incarnation());
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace granary
