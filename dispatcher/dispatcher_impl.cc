@@ -73,9 +73,9 @@ absl::Status DispatcherImpl::Recover() {
                                               recovered.snapshot_seq, " does not parse"));
     }
     ASSIGN_OR_RETURN(state_, DispatcherState::FromProto(proto));
-    RETURN_IF_ERROR(Annotate(CheckStateInvariants(state_),
-                             absl::StrCat("journal ", options_.journal_dir, ": snapshot at ",
-                                          recovered.snapshot_seq)));
+    RETURN_IF_ERROR(Annotate(
+        CheckStateInvariants(state_),
+        absl::StrCat("journal ", options_.journal_dir, ": snapshot at ", recovered.snapshot_seq)));
   }
   for (const auto& [seq, bytes] : recovered.records) {
     Update update;
@@ -93,10 +93,15 @@ absl::Status DispatcherImpl::Recover() {
                              absl::StrCat("journal ", options_.journal_dir, ": after replaying to ",
                                           state_.applied_seq())));
   }
-  // Every known worker counts as freshly seen: no spurious loss right after a restart.
+  // Every known worker counts as freshly seen: no spurious loss right after a restart. Every
+  // job counts as active, and every finished task as unread.
   const uint64_t now = options_.env->NowMicros();
   for (const auto& [id, worker] : state_.workers()) {
     if (!worker.lost()) last_seen_[id] = now;
+  }
+  for (const auto& [id, job] : state_.jobs()) last_active_[id] = now;
+  for (const auto& [id, task] : state_.tasks()) {
+    if (task.finished()) unread_finished_.insert(id);
   }
   LOG(INFO) << "dispatcher recovered " << recovered.records.size() << " journal records"
             << (recovered.has_snapshot
@@ -104,6 +109,20 @@ absl::Status DispatcherImpl::Recover() {
                     : "")
             << " in " << (options_.env->NowMicros() - start) / 1000 << " ms";
   return absl::OkStatus();
+}
+
+void DispatcherImpl::MarkActive(int64_t job_id) {
+  last_active_[job_id] = options_.env->NowMicros();
+}
+
+void DispatcherImpl::TrackUnread(const TaskState& task) {
+  if (!task.finished()) return;
+  auto consumed = consumed_.find(task.task_id());
+  if (consumed != consumed_.end() && consumed->second >= task.num_elements()) {
+    unread_finished_.erase(task.task_id());
+  } else {
+    unread_finished_.insert(task.task_id());
+  }
 }
 
 void DispatcherImpl::CheckInvariantsOrDie(uint64_t seq) const {
@@ -204,7 +223,8 @@ absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& reque
 
 absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request,
                                             GetOrCreateJobResponse* response) {
-  const auto answer_existing = [&](const JobState& job) -> absl::Status {
+  const auto answer_existing = [&](const JobState& job)
+                                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
     if (job.dataset_id() != request.dataset_id()) {
       return absl::FailedPreconditionError(absl::StrCat("job '", job.name(),
                                                         "' exists for dataset ", job.dataset_id(),
@@ -212,6 +232,7 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
     }
     response->set_job_id(job.job_id());
     *response->mutable_options() = job.options();
+    MarkActive(job.job_id());
     return absl::OkStatus();
   };
   // Everything the job's update implies is checked before it is journaled: a journaled update
@@ -289,6 +310,7 @@ absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
       RETURN_IF_ERROR(CheckUsable());
       const JobState* job = state_.FindJob(request.job_id());
       if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
+      MarkActive(request.job_id());
       if (const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch())) {
         response->set_num_tasks(epoch->task_ids_size());
         return absl::OkStatus();
@@ -391,14 +413,15 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
                      " is not registered (or was declared lost): register again"));
   }
   last_seen_[request.worker_id()] = options_.env->NowMicros();
-  for (const TaskState* task : state_.TasksOfWorker(request.worker_id())) {
-    auto consumed = consumed_.find(task->task_id());
-    if (task->finished() && consumed != consumed_.end() &&
-        consumed->second >= task->num_elements()) {
-      continue;
-    }
-    FillTaskDef(*task, response->add_tasks());
+  // Its unfinished tasks, and the finished ones their consumers still read, by task id.
+  std::vector<const TaskState*> tasks = state_.UnfinishedTasksOfWorker(request.worker_id());
+  for (int64_t id : unread_finished_) {
+    const TaskState* task = state_.FindTask(id);
+    if (task != nullptr && task->worker_id() == request.worker_id()) tasks.push_back(task);
   }
+  std::sort(tasks.begin(), tasks.end(),
+            [](const TaskState* a, const TaskState* b) { return a->task_id() < b->task_id(); });
+  for (const TaskState* task : tasks) FillTaskDef(*task, response->add_tasks());
   return absl::OkStatus();
 }
 
@@ -436,8 +459,10 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
                                                      " next index ", next_index, " is negative"));
     }
   }
+  MarkActive(request.job_id());
   for (const auto& [task_id, next_index] : request.next_index()) consumed_[task_id] = next_index;
   for (const TaskState* task : tasks) {
+    TrackUnread(*task);
     TaskInfo* info = response->add_tasks();
     info->set_task_id(task->task_id());
     info->set_slot(task->slot());
@@ -515,9 +540,11 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
   update.mutable_task_finished()->set_generation(request.generation());
   update.mutable_task_finished()->set_num_elements(request.num_elements());
   *update.mutable_task_finished()->mutable_cache_chunks() = request.cache_chunks();
-  return JournalAndApply(update, [](const absl::Status& applied) {
-    return absl::IsAlreadyExists(applied) ? absl::OkStatus() : applied;
-  });
+  return JournalAndApply(
+      update, [&](const absl::Status& applied) ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+        if (const TaskState* task = state_.FindTask(request.task_id())) TrackUnread(*task);
+        return absl::IsAlreadyExists(applied) ? absl::OkStatus() : applied;
+      });
 }
 
 absl::Status DispatcherImpl::GetStatus(const GetStatusRequest& request,
@@ -561,12 +588,54 @@ absl::Status DispatcherImpl::CheckLiveness() {
   return absl::OkStatus();
 }
 
+absl::Status DispatcherImpl::RetireIdleJobs() {
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> idle;  // Job ids and their tasks.
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckUsable());
+    const uint64_t now = options_.env->NowMicros();
+    const uint64_t retention = static_cast<uint64_t>(options_.job_retention_ms) * 1000;
+    for (const auto& [id, job] : state_.jobs()) {
+      auto active = last_active_.find(id);
+      if (active != last_active_.end() && now - active->second <= retention) continue;
+      std::vector<int64_t> tasks;
+      bool finished = true;
+      for (int64_t e = 0; e < job.epochs_started() && finished; ++e) {
+        const EpochState* epoch = state_.FindEpoch(id, e);
+        finished = epoch != nullptr && epoch->finished();
+        if (finished) tasks.insert(tasks.end(), epoch->task_ids().begin(), epoch->task_ids().end());
+      }
+      if (finished) idle.emplace_back(id, std::move(tasks));
+    }
+  }
+  for (const auto& [job_id, tasks] : idle) {
+    Update update;
+    update.mutable_retire_job()->set_job_id(job_id);
+    RETURN_IF_ERROR(JournalAndApply(
+        update, [&, job = job_id, &tasks = tasks](const absl::Status& applied)
+                    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                      if (!applied.ok()) return absl::OkStatus();  // Started a new epoch meanwhile.
+                      LOG(INFO) << "job " << job << " idle for over " << options_.job_retention_ms
+                                << " ms with every epoch finished: retired";
+                      last_active_.erase(job);
+                      for (int64_t id : tasks) {
+                        consumed_.erase(id);
+                        unread_finished_.erase(id);
+                      }
+                      return absl::OkStatus();
+                    }));
+  }
+  return absl::OkStatus();
+}
+
 void DispatcherImpl::LivenessLoop() {
   const absl::Duration period =
       absl::Milliseconds(std::max<int64_t>(options_.worker_timeout_ms / 4, 10));
   while (!stopping_.WaitForNotificationWithTimeout(period)) {
     const absl::Status status = CheckLiveness();
     if (!status.ok()) LOG(ERROR) << "failure detector: " << status;
+    const absl::Status retired = RetireIdleJobs();
+    if (!retired.ok()) LOG(ERROR) << "retiring idle jobs: " << retired;
   }
 }
 

@@ -33,6 +33,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -54,6 +55,11 @@ struct DispatcherOptions {
   int64_t snapshot_every = 10000;
   // A worker not heard from for this long is declared lost.
   int64_t worker_timeout_ms = 5000;
+  // A job whose every started epoch is finished and that no client has asked about (opened,
+  // started an epoch of, heartbeated for) for this long is retired: removed with its epochs
+  // and tasks, so that the state and the cost of every RPC stay bounded in a long-running
+  // service. A client opening its name afterwards gets a new job.
+  int64_t job_retention_ms = 10 * 60 * 1000;
   Env* env = Env::Default();
   // Validates pipelines at registration and enumerates their splits. Must outlive the impl.
   const UdfRegistry* udfs = nullptr;
@@ -92,6 +98,9 @@ class DispatcherImpl {
   // One pass of the failure detector: journals WorkerLost for every live worker silent for
   // longer than the timeout. Also run every timeout/4 by a background thread started by Open.
   absl::Status CheckLiveness();
+  // Journals RetireJob for every job idle past job_retention_ms whose epochs are all finished.
+  // Also run by the background thread.
+  absl::Status RetireIdleJobs();
 
  private:
   // Called under mu_ right after the update is applied, with Apply's status.
@@ -101,12 +110,15 @@ class DispatcherImpl {
   absl::Status Recover();
   // Journals `update`, waits until it is durable and every earlier record is applied, applies
   // it and returns answer(apply status) — all of the last three under mu_.
-  absl::Status JournalAndApply(const Update& update, const Answer& answer)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status JournalAndApply(const Update& update, const Answer& answer) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status MaybeSnapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckUsable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // For options_.check_invariants: aborts, naming record `seq`, if the state is inconsistent.
   void CheckInvariantsOrDie(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records that a client asked about `job_id` now (last_active_).
+  void MarkActive(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lists or unlists the finished `task` in unread_finished_, by consumed_.
+  void TrackUnread(const TaskState& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FillTaskDef(const TaskState& task, TaskDef* def) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How epoch `epoch` of `job` uses its cache, given the caches known now.
   absl::StatusOr<EpochCache> DecideEpochCache(const JobState& job, const PipelineDef& def) const
@@ -124,11 +136,17 @@ class DispatcherImpl {
   // Worker id -> when it was last heard from (Env::NowMicros).
   std::map<std::string, uint64_t> last_seen_ ABSL_GUARDED_BY(mu_);
   // Task id -> the next index its consumer needs, from its latest client heartbeat (lower than
-  // before when the consumer resumed from an older saved position). A finished task whose
-  // consumer has read to its end is no longer listed to its worker; listed again, the worker
-  // recomputes it. (Not journaled: after a restart, finished tasks are listed until their
-  // consumers report again.)
+  // before when the consumer resumed from an older saved position).
   std::map<int64_t, int64_t> consumed_ ABSL_GUARDED_BY(mu_);
+  // The finished tasks whose consumer has not read to their end: their workers still serve
+  // them (listed in worker heartbeats with the unfinished ones). A finished task whose consumer
+  // has read to its end is no longer listed to its worker; listed again (its consumer resumed
+  // from an older position), the worker recomputes it. Not journaled: after a restart every
+  // finished task is listed until its consumer reports again or its job is retired.
+  std::set<int64_t> unread_finished_ ABSL_GUARDED_BY(mu_);
+  // Job id -> when a client last asked about it (Env::NowMicros); after a restart, the
+  // restart's time.
+  std::map<int64_t, uint64_t> last_active_ ABSL_GUARDED_BY(mu_);
 
   absl::Notification stopping_;
   std::thread liveness_thread_;

@@ -28,6 +28,7 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr int64_t kTimeoutMs = 1000;
+constexpr int64_t kRetentionMs = 60000;
 
 class DispatcherImplTest : public ::testing::Test {
  protected:
@@ -40,6 +41,7 @@ class DispatcherImplTest : public ::testing::Test {
     // The failure detector's own thread polls every timeout/4 of the machine's time, but this
     // test's clock only moves when the test says so.
     options.worker_timeout_ms = kTimeoutMs;
+    options.job_retention_ms = kRetentionMs;
     options.env = &clock_;
     options.udfs = &udfs_;
     options.check_invariants = true;
@@ -153,8 +155,8 @@ TEST_P(ReplayEquivalenceTest, RecoveredStateEqualsStateBeforeTheCrash) {
         RegisterWorker(absl::StrCat("w", rng() % 5), rng() % 4 == 0);
         break;
       case 1:
-        jobs.push_back(CreateJob(dataset, rng() % 2 ? absl::StrCat("job", rng() % 3) : "",
-                                 1 + rng() % 2));
+        jobs.push_back(
+            CreateJob(dataset, rng() % 2 ? absl::StrCat("job", rng() % 3) : "", 1 + rng() % 2));
         break;
       case 2:
         if (!jobs.empty()) {
@@ -436,6 +438,45 @@ TEST_F(DispatcherImplTest, ClientHeartbeatRefusesTasksItsConsumerDoesNotOwn) {
   EXPECT_TRUE(heartbeat(1, 2, 5).ok());
 }
 
+TEST_F(DispatcherImplTest, IdleFinishedJobsAreRetiredAfterTheRetentionPeriod) {
+  Open();
+  RegisterWorker("a");
+  const std::string dataset = RegisterRangeDataset(10, 5);
+  const int64_t done = CreateJob(dataset, "done", 1, 1);
+  const int64_t running = CreateJob(dataset, "running", 1, 1);
+  const int64_t idle_but_read = CreateJob(dataset, "active", 1, 1);
+  for (int64_t job : {done, running, idle_but_read}) ASSERT_TRUE(StartEpoch(job, 0).ok());
+  // Tasks 1 and 3 finish; task 2 (job "running") does not.
+  for (int64_t task : {1, 3}) {
+    TaskFinishedRequest finished;
+    finished.set_task_id(task);
+    finished.set_generation(1);
+    finished.set_num_elements(10);
+    TaskFinishedResponse ignored;
+    ASSERT_TRUE(impl_->TaskFinished(finished, &ignored).ok());
+  }
+  clock_.AdvanceMicros(kRetentionMs * 1000 + 1);
+  ClientHeartbeatRequest hb;
+  hb.set_job_id(idle_but_read);
+  hb.set_epoch(0);
+  hb.set_consumer(0);
+  ClientHeartbeatResponse hb_response;
+  ASSERT_TRUE(impl_->ClientHeartbeat(hb, &hb_response).ok());
+  ASSERT_TRUE(impl_->RetireIdleJobs().ok());
+  GetStatusResponse status;
+  ASSERT_TRUE(impl_->GetStatus({}, &status).ok());
+  std::set<int64_t> jobs;
+  for (const JobState& job : status.state().jobs()) jobs.insert(job.job_id());
+  EXPECT_EQ(jobs, (std::set<int64_t>{running, idle_but_read}))
+      << "only the finished job nobody asked about is retired";
+  for (const TaskState& task : status.state().tasks()) EXPECT_NE(task.job_id(), done);
+  const std::string retired = State();
+  Open();
+  EXPECT_TRUE(State() == retired) << "the retirement is journaled";
+  // Its name is free again: a new job with epochs from 0.
+  EXPECT_GT(CreateJob(dataset, "done", 1, 1), idle_but_read);
+}
+
 TEST_F(DispatcherImplTest, NamedJobsAreSharedAndDatasetsDeduplicated) {
   Open();
   const std::string d1 = RegisterRangeDataset(10, 5);
@@ -696,7 +737,8 @@ TEST_F(DispatcherCacheTest, FullJobPutsInEpochZeroThenGetsFromTheManifest) {
   const std::vector<std::vector<CacheChunk>> good = PutChunks(tasks);
   const int64_t t0 = tasks[0].task_id();
   const std::string task_name = absl::StrCat("task ", t0);
-  const absl::Status gap = Finish(t0, 1, 55, {Chunk(cache_dir, t0, 0, 30), Chunk(cache_dir, t0, 31, 25)});
+  const absl::Status gap =
+      Finish(t0, 1, 55, {Chunk(cache_dir, t0, 0, 30), Chunk(cache_dir, t0, 31, 25)});
   EXPECT_TRUE(absl::IsInvalidArgument(gap)) << gap;
   EXPECT_THAT(std::string(gap.message()), HasSubstr(task_name));
   const absl::Status late = Finish(t0, 1, 55, {Chunk(cache_dir, t0, 5, 55)});
@@ -802,7 +844,8 @@ TEST_F(DispatcherCacheTest, AnotherJobWithTheSameSeedGetsTheCacheAnotherSeedPuts
   EXPECT_EQ(reading.cache().mode(), EpochCache::GET);
   EXPECT_EQ(reading.cache().cache_key(), key);
   ASSERT_EQ(reading.plan_size(), static_cast<int>(manifest.size()));
-  for (size_t i = 0; i < manifest.size(); ++i) EXPECT_EQ(reading.plan(i).file(), manifest[i].path());
+  for (size_t i = 0; i < manifest.size(); ++i)
+    EXPECT_EQ(reading.plan(i).file(), manifest[i].path());
   for (const TaskDef& task : TaskDefs(*second, 0)) {
     EXPECT_EQ(task.pipeline().source().type(), "cache_read");
     EXPECT_EQ(task.cache_dir(), "");

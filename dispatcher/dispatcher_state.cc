@@ -37,6 +37,12 @@ absl::StatusOr<DispatcherState> DispatcherState::FromProto(const DispatcherState
   for (const CacheState& c : proto.caches()) {
     if (!s.caches_.emplace(c.cache_key(), c).second) return duplicate("cache", c.cache_key());
   }
+  for (const auto& [id, job] : s.jobs_) {
+    if (!job.name().empty() && !s.job_ids_by_name_.emplace(job.name(), id).second) {
+      return duplicate("job name", job.name());
+    }
+  }
+  for (const auto& [id, task] : s.tasks_) s.IndexTask(task);
   return s;
 }
 
@@ -75,6 +81,8 @@ absl::Status DispatcherState::Apply(uint64_t seq, const Update& update) {
       return ApplyTaskFinished(update.task_finished());
     case Update::kWorkerLost:
       return ApplyWorkerLost(update.worker_lost());
+    case Update::kRetireJob:
+      return ApplyRetireJob(update.retire_job());
     case Update::KIND_NOT_SET:
       break;
   }
@@ -108,6 +116,7 @@ absl::Status DispatcherState::ApplyCreateJob(const CreateJobUpdate& u) {
   job.set_dataset_id(u.dataset_id());
   *job.mutable_options() = u.options();
   if (job.options().num_consumers() < 1) job.mutable_options()->set_num_consumers(1);
+  if (!job.name().empty()) job_ids_by_name_[job.name()] = job.job_id();
   jobs_.emplace(job.job_id(), std::move(job));
   return absl::OkStatus();
 }
@@ -169,6 +178,7 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u) {
       task.set_worker_id(assignment[c * slots + s]);
       task.set_generation(task.worker_id().empty() ? 0 : 1);
       epoch.add_task_ids(task.task_id());
+      IndexTask(task);
       tasks_.emplace(task.task_id(), std::move(task));
     }
   }
@@ -187,10 +197,10 @@ absl::Status DispatcherState::ApplyRegisterWorker(const RegisterWorkerUpdate& u)
   w.set_lost(false);
   // Tasks left without a worker (none was alive) go to the live workers now.
   std::map<std::string, int64_t> loads = LiveWorkerLoads();
-  for (auto& [id, task] : tasks_) {
-    if (task.finished() || !task.worker_id().empty()) continue;
+  const std::set<int64_t> unassigned = unfinished_tasks_by_worker_[""];
+  for (int64_t id : unassigned) {
     const std::string target = ChooseTakeover(workers_, loads);
-    Reassign(task, target);
+    Reassign(tasks_.find(id)->second, target);
     ++loads[target];
   }
   return absl::OkStatus();
@@ -234,8 +244,10 @@ absl::Status DispatcherState::ApplyTaskFinished(const TaskFinishedUpdate& u) {
     return absl::DataLossError(absl::StrCat("task ", u.task_id(), ": its epoch writes cache ",
                                             epoch->cache().cache_key(), ", which is unknown"));
   }
+  UnindexTask(task);
   task.set_finished(true);
   task.set_num_elements(u.num_elements());
+  IndexTask(task);
   if (put) *task.mutable_cache_chunks() = u.cache_chunks();
   epoch->set_finished(
       std::all_of(epoch->task_ids().begin(), epoch->task_ids().end(), [this](int64_t id) {
@@ -276,8 +288,9 @@ absl::Status DispatcherState::ApplyWorkerLost(const WorkerLostUpdate& u) {
   worker_it->second.set_lost(true);
   // Finished tasks move too: their consumers may not have read all of them yet.
   std::map<std::string, int64_t> loads = LiveWorkerLoads();
-  for (auto& [id, task] : tasks_) {
-    if (task.worker_id() != u.worker_id()) continue;
+  const std::set<int64_t> held = tasks_by_worker_[u.worker_id()];
+  for (int64_t id : held) {
+    TaskState& task = tasks_.find(id)->second;
     const std::string target = ChooseTakeover(workers_, loads);
     Reassign(task, target);
     if (!target.empty() && !task.finished()) ++loads[target];
@@ -285,19 +298,60 @@ absl::Status DispatcherState::ApplyWorkerLost(const WorkerLostUpdate& u) {
   return absl::OkStatus();
 }
 
+absl::Status DispatcherState::ApplyRetireJob(const RetireJobUpdate& u) {
+  auto job_it = jobs_.find(u.job_id());
+  if (job_it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
+  const JobState& job = job_it->second;
+  for (int64_t e = 0; e < job.epochs_started(); ++e) {
+    const EpochState* epoch = FindEpoch(job.job_id(), e);
+    if (epoch != nullptr && !epoch->finished()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", u.job_id(), " epoch ", e, " is not finished: not retired"));
+    }
+  }
+  for (int64_t e = 0; e < job.epochs_started(); ++e) {
+    auto epoch_it = epochs_.find({job.job_id(), e});
+    if (epoch_it == epochs_.end()) continue;
+    for (int64_t id : epoch_it->second.task_ids()) {
+      auto task_it = tasks_.find(id);
+      if (task_it == tasks_.end()) continue;
+      UnindexTask(task_it->second);
+      tasks_.erase(task_it);
+    }
+    epochs_.erase(epoch_it);
+  }
+  if (!job.name().empty()) job_ids_by_name_.erase(job.name());
+  jobs_.erase(job_it);
+  return absl::OkStatus();
+}
+
 void DispatcherState::Reassign(TaskState& task, const std::string& worker_id) {
+  UnindexTask(task);
   task.set_worker_id(worker_id);
   task.set_generation(task.generation() + 1);
+  IndexTask(task);
+}
+
+void DispatcherState::IndexTask(const TaskState& task) {
+  tasks_by_worker_[task.worker_id()].insert(task.task_id());
+  if (!task.finished()) unfinished_tasks_by_worker_[task.worker_id()].insert(task.task_id());
+}
+
+void DispatcherState::UnindexTask(const TaskState& task) {
+  for (auto* index : {&tasks_by_worker_, &unfinished_tasks_by_worker_}) {
+    auto it = index->find(task.worker_id());
+    if (it == index->end()) continue;
+    it->second.erase(task.task_id());
+    if (it->second.empty()) index->erase(it);
+  }
 }
 
 std::map<std::string, int64_t> DispatcherState::LiveWorkerLoads() const {
   std::map<std::string, int64_t> loads;
   for (const auto& [id, w] : workers_) {
-    if (!w.lost()) loads[id] = 0;
-  }
-  for (const auto& [id, task] : tasks_) {
-    auto it = loads.find(task.worker_id());
-    if (!task.finished() && it != loads.end()) ++it->second;
+    if (w.lost()) continue;
+    auto held = unfinished_tasks_by_worker_.find(id);
+    loads[id] = held == unfinished_tasks_by_worker_.end() ? 0 : held->second.size();
   }
   return loads;
 }
@@ -313,10 +367,8 @@ const JobState* DispatcherState::FindJob(int64_t job_id) const {
 }
 
 const JobState* DispatcherState::FindJobByName(const std::string& name) const {
-  for (const auto& [id, job] : jobs_) {
-    if (job.name() == name) return &job;
-  }
-  return nullptr;
+  auto it = job_ids_by_name_.find(name);
+  return it == job_ids_by_name_.end() ? nullptr : FindJob(it->second);
 }
 
 const EpochState* DispatcherState::FindEpoch(int64_t job_id, int64_t epoch) const {
@@ -339,11 +391,12 @@ const WorkerState* DispatcherState::FindWorker(const std::string& worker_id) con
   return it == workers_.end() ? nullptr : &it->second;
 }
 
-std::vector<const TaskState*> DispatcherState::TasksOfWorker(const std::string& worker_id) const {
+std::vector<const TaskState*> DispatcherState::UnfinishedTasksOfWorker(
+    const std::string& worker_id) const {
   std::vector<const TaskState*> out;
-  for (const auto& [id, task] : tasks_) {
-    if (task.worker_id() == worker_id) out.push_back(&task);
-  }
+  auto held = unfinished_tasks_by_worker_.find(worker_id);
+  if (held == unfinished_tasks_by_worker_.end()) return out;
+  for (int64_t id : held->second) out.push_back(&tasks_.find(id)->second);
   return out;
 }
 

@@ -5,8 +5,10 @@
 //
 // What it holds: datasets (pipelines by fingerprint), jobs, epochs with their split plans, lease
 // cursors and cache mode, tasks with their worker, generation and every split leased to them in
-// order, workers with their incarnations, and caches with their manifests (DESIGN.md §5). What it does not hold: liveness timestamps and metrics
-// (the failure detector keeps those, rebuilt from heartbeats).
+// order, workers with their incarnations, and caches with their manifests (DESIGN.md §5) — until
+// a job is retired (RetireJobUpdate), which removes it with its epochs and tasks. What it does
+// not hold: liveness timestamps, client progress and metrics (DispatcherImpl keeps those,
+// rebuilt from heartbeats).
 //
 // Thread-compatible: DispatcherImpl serializes access.
 #ifndef GRANARY_DISPATCHER_DISPATCHER_STATE_H_
@@ -14,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,9 +54,9 @@ class DispatcherState {
   const WorkerState* FindWorker(const std::string& worker_id) const;
   const CacheState* FindCache(const std::string& cache_key) const;
 
-  // Tasks assigned to `worker_id`, by task id — finished ones too: a finished task is still
-  // served until its consumer has read all of it.
-  std::vector<const TaskState*> TasksOfWorker(const std::string& worker_id) const;
+  // The unfinished tasks assigned to `worker_id`, by task id. Costs O(those tasks), however
+  // many finished ones the state holds.
+  std::vector<const TaskState*> UnfinishedTasksOfWorker(const std::string& worker_id) const;
   // The tasks of one consumer in one epoch, by slot.
   std::vector<const TaskState*> TasksOfConsumer(int64_t job_id, int64_t epoch,
                                                 int32_t consumer) const;
@@ -74,6 +77,11 @@ class DispatcherState {
   absl::Status ApplyLeaseSplits(const LeaseSplitsUpdate& u);
   absl::Status ApplyTaskFinished(const TaskFinishedUpdate& u);
   absl::Status ApplyWorkerLost(const WorkerLostUpdate& u);
+  absl::Status ApplyRetireJob(const RetireJobUpdate& u);
+
+  // Adds `task` to (removes it from) the indices by worker.
+  void IndexTask(const TaskState& task);
+  void UnindexTask(const TaskState& task);
 
   // The epoch `task` belongs to; DataLoss if it does not exist (an inconsistent state).
   absl::StatusOr<EpochState*> EpochOf(const TaskState& task);
@@ -91,6 +99,13 @@ class DispatcherState {
   std::map<int64_t, TaskState> tasks_;
   std::map<std::string, WorkerState> workers_;
   std::map<std::string, CacheState> caches_;
+
+  // Indices derived from the maps above (not serialized; FromProto rebuilds them), so that no
+  // RPC's cost grows with the number of finished jobs the state holds.
+  std::map<std::string, int64_t> job_ids_by_name_;
+  // Task ids by worker id ("" = unassigned): every task, and the unfinished ones.
+  std::map<std::string, std::set<int64_t>> tasks_by_worker_;
+  std::map<std::string, std::set<int64_t>> unfinished_tasks_by_worker_;
 };
 
 }  // namespace granary

@@ -197,6 +197,58 @@ TEST_F(DispatcherStateTest, SlotsFromTheWorkerCountAreCappedAtTheTaskLimit) {
   EXPECT_EQ(state_.FindEpoch(1, 0)->task_ids_size(), kMaxTasksPerEpoch);
 }
 
+TEST_F(DispatcherStateTest, RetiringAFinishedJobRemovesItsEpochsAndTasksAndFreesItsName) {
+  Register("w");
+  StartJob(1, 2, 3);
+  Update retire;
+  retire.mutable_retire_job()->set_job_id(1);
+  EXPECT_TRUE(absl::IsFailedPrecondition(Apply(retire))) << "epoch 0 is not finished";
+  for (int64_t task : {1, 2}) {
+    Update f;
+    f.mutable_task_finished()->set_task_id(task);
+    f.mutable_task_finished()->set_generation(1);
+    ASSERT_TRUE(Apply(f).ok());
+  }
+  ASSERT_TRUE(Apply(retire).ok());
+  EXPECT_EQ(state_.FindJob(1), nullptr);
+  EXPECT_EQ(state_.FindEpoch(1, 0), nullptr);
+  EXPECT_TRUE(state_.tasks().empty());
+  EXPECT_TRUE(absl::IsNotFound(Apply(retire)));
+  // The dataset stays; a new job gets a new id.
+  Update j;
+  j.mutable_create_job()->set_dataset_id("d");
+  ASSERT_TRUE(Apply(j).ok());
+  EXPECT_NE(state_.FindJob(2), nullptr);
+}
+
+TEST_F(DispatcherStateTest, TheWorkerIndexFollowsAssignmentFinishingAndLoss) {
+  Register("a");
+  Register("b");
+  StartJob(1, 4, 4);  // Tasks 1, 3 on a; 2, 4 on b.
+  const auto ids = [&](const std::string& worker) {
+    std::vector<int64_t> out;
+    for (const TaskState* t : state_.UnfinishedTasksOfWorker(worker)) out.push_back(t->task_id());
+    return out;
+  };
+  EXPECT_THAT(ids("a"), ElementsAre(1, 3));
+  Update f;
+  f.mutable_task_finished()->set_task_id(3);
+  f.mutable_task_finished()->set_generation(1);
+  ASSERT_TRUE(Apply(f).ok());
+  EXPECT_THAT(ids("a"), ElementsAre(1));
+  ASSERT_TRUE(Lose("a", 1).ok());
+  EXPECT_THAT(ids("a"), ElementsAre());
+  EXPECT_THAT(ids("b"), ElementsAre(1, 2, 4));
+  ASSERT_TRUE(Lose("b", 1).ok());
+  EXPECT_THAT(ids(""), ElementsAre(1, 2, 4));
+  Register("c");
+  EXPECT_THAT(ids("c"), ElementsAre(1, 2, 4));
+  // Rebuilt from a snapshot.
+  auto copy = DispatcherState::FromProto(state_.ToProto());
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ(copy->UnfinishedTasksOfWorker("c").size(), 3u);
+}
+
 TEST_F(DispatcherStateTest, OutOfOrderSequenceNumberIsRefused) {
   Update d;
   d.mutable_register_dataset()->set_dataset_id("d");
@@ -251,8 +303,8 @@ class DispatcherStateCacheTest : public ::testing::Test {
     ASSERT_TRUE(Log(j).ok());
   }
 
-  absl::Status StartEpoch(int64_t job, int64_t epoch, EpochCache::Mode mode,
-                          const std::string& key, int splits = 4) {
+  absl::Status StartEpoch(int64_t job, int64_t epoch, EpochCache::Mode mode, const std::string& key,
+                          int splits = 4) {
     Update e;
     e.mutable_start_epoch()->set_job_id(job);
     e.mutable_start_epoch()->set_epoch(epoch);
@@ -363,8 +415,8 @@ TEST_F(DispatcherStateCacheTest, CacheCompletesWhenTheLastPutTaskFinishesWithChu
   const CacheState* cache = state_.FindCache("k");
   EXPECT_TRUE(state_.FindEpoch(1, 0)->finished());
   EXPECT_TRUE(cache->complete());
-  const std::vector<CacheChunk> expected = {Chunk(1, 1, 0, 5), Chunk(1, 1, 5, 2),
-                                            Chunk(2, 1, 0, 3), Chunk(3, 1, 0, 4)};
+  const std::vector<CacheChunk> expected = {Chunk(1, 1, 0, 5), Chunk(1, 1, 5, 2), Chunk(2, 1, 0, 3),
+                                            Chunk(3, 1, 0, 4)};
   ASSERT_EQ(cache->chunks_size(), 4);
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(SerializeDeterministically(cache->chunks(i)), SerializeDeterministically(expected[i]))
@@ -423,8 +475,9 @@ TEST_F(DispatcherStateCacheTest, CachesRoundTripThroughProtoAndReplayIsExact) {
   lost.mutable_worker_lost()->set_incarnation(1);
   ASSERT_TRUE(Log(lost).ok());
   const auto generation = [this](int64_t task) { return state_.FindTask(task)->generation(); };
-  ASSERT_TRUE(Finish(2, generation(2), {Chunk(2, generation(2), 0, 7),
-                                        Chunk(2, generation(2), 7, 1)}).ok());
+  ASSERT_TRUE(
+      Finish(2, generation(2), {Chunk(2, generation(2), 0, 7), Chunk(2, generation(2), 7, 1)})
+          .ok());
   ASSERT_TRUE(Finish(3, generation(3), {Chunk(3, generation(3), 0, 2)}).ok());
   ASSERT_TRUE(StartEpoch(3, 0, EpochCache::GET, "k1").ok());
   EXPECT_FALSE(StartEpoch(1, 1, EpochCache::PUT, "k2").ok());  // A no-op, replayed too.

@@ -1,6 +1,7 @@
 #include "dispatcher/state_invariants.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 #include <vector>
@@ -162,6 +163,23 @@ absl::Status CheckStateInvariants(const DispatcherState& state) {
     return Violation("the epochs list ", listed, " tasks, but ", state.tasks().size(), " exist");
   }
   for (const auto& [key, cache] : state.caches()) RETURN_IF_ERROR(CheckCache(state, cache));
+  // The index by worker agrees with the tasks.
+  std::map<std::string, std::vector<int64_t>> unfinished;
+  for (const auto& [id, task] : state.tasks()) {
+    if (!task.finished()) unfinished[task.worker_id()].push_back(id);
+  }
+  unfinished[""];
+  for (const auto& [id, worker] : state.workers()) unfinished[id];
+  for (const auto& [worker, ids] : unfinished) {
+    std::vector<int64_t> indexed;
+    for (const TaskState* task : state.UnfinishedTasksOfWorker(worker)) {
+      indexed.push_back(task->task_id());
+    }
+    if (indexed != ids) {
+      return Violation("the index lists ", indexed.size(), " unfinished tasks of worker '", worker,
+                       "', the tasks say ", ids.size());
+    }
+  }
   for (const auto& [id, worker] : state.workers()) {
     if (worker.incarnation() < 1) {
       return Violation("worker ", id, " has incarnation ", worker.incarnation());

@@ -21,6 +21,7 @@ namespace granary {
 //    them, each once (no split leased twice in an epoch, none lost);
 //  - an epoch is finished exactly when all its tasks are; a finished task has >= 0 elements and
 //    an assigned task a generation >= 1;
+//  - the index of unfinished tasks by worker agrees with the tasks;
 //  - caches: an incomplete cache is being written by an unfinished PUT epoch; a complete cache's
 //    manifest is the chunks of its Put epoch's tasks, in task order, if that job still exists.
 absl::Status CheckStateInvariants(const DispatcherState& state);
