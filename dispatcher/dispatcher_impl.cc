@@ -1,6 +1,7 @@
 #include "dispatcher/dispatcher_impl.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/deterministic_serialization.h"
@@ -151,42 +152,58 @@ absl::Status DispatcherImpl::JournalAndApply(const Update& update, const Answer&
       seq = injected;
     }
   }
-  absl::MutexLock lock(&mu_);
-  if (!seq.ok()) {
-    if (journal_failure_.ok()) journal_failure_ = seq.status();
-    LOG(ERROR) << "journal append failed; the dispatcher stops changing state: " << seq.status();
-    return CheckUsable();
+  absl::Status answered;
+  std::optional<Snapshot> snapshot;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!seq.ok()) {
+      if (journal_failure_.ok()) journal_failure_ = seq.status();
+      LOG(ERROR) << "journal append failed; the dispatcher stops changing state: "
+                 << seq.status();
+      return CheckUsable();
+    }
+    // Apply in sequence order: wait for every earlier record's writer to apply its own (or for
+    // a journal failure, after which an earlier record may never be applied).
+    struct Turn {
+      const DispatcherImpl* self;
+      uint64_t previous;
+    } turn{this, *seq - 1};
+    mu_.Await(absl::Condition(
+        +[](Turn* t) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return t->self->state_.applied_seq() == t->previous || !t->self->journal_failure_.ok();
+        },
+        &turn));
+    RETURN_IF_ERROR(CheckUsable());
+    const absl::Status applied = state_.Apply(*seq, update);
+    if (options_.check_invariants) CheckInvariantsOrDie(*seq);
+    ++records_since_snapshot_;
+    answered = answer(applied);
+    snapshot = SnapshotIfDue();
   }
-  // Apply in sequence order: wait for every earlier record's writer to apply its own (or for a
-  // journal failure, after which an earlier record may never be applied).
-  struct Turn {
-    const DispatcherImpl* self;
-    uint64_t previous;
-  } turn{this, *seq - 1};
-  mu_.Await(absl::Condition(
-      +[](Turn* t) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return t->self->state_.applied_seq() == t->previous || !t->self->journal_failure_.ok();
-      },
-      &turn));
-  RETURN_IF_ERROR(CheckUsable());
-  const absl::Status applied = state_.Apply(*seq, update);
-  if (options_.check_invariants) CheckInvariantsOrDie(*seq);
-  ++records_since_snapshot_;
-  const absl::Status answered = answer(applied);
-  RETURN_IF_ERROR(MaybeSnapshot());
+  // Written outside the lock (leveldb's LogAndApply writes its MANIFEST so): a large state's
+  // write and fsync never stall the RPCs.
+  if (snapshot.has_value()) RETURN_IF_ERROR(WriteSnapshot(*snapshot));
   return answered;
 }
 
-absl::Status DispatcherImpl::MaybeSnapshot() {
-  if (records_since_snapshot_ < options_.snapshot_every) return absl::OkStatus();
-  const absl::Status status =
-      journal_->WriteSnapshot(state_.applied_seq(), SerializeDeterministically(state_.ToProto()));
+std::optional<DispatcherImpl::Snapshot> DispatcherImpl::SnapshotIfDue() {
+  if (records_since_snapshot_ < options_.snapshot_every || snapshot_in_flight_) {
+    return std::nullopt;
+  }
+  snapshot_in_flight_ = true;
+  records_since_snapshot_ = 0;
+  return Snapshot{state_.applied_seq(), SerializeDeterministically(state_.ToProto())};
+}
+
+absl::Status DispatcherImpl::WriteSnapshot(const Snapshot& snapshot) {
+  const absl::Status status = journal_->WriteSnapshot(snapshot.seq, snapshot.bytes);
+  absl::MutexLock lock(&mu_);
+  snapshot_in_flight_ = false;
   if (!status.ok()) {
-    journal_failure_ = status;
+    if (journal_failure_.ok()) journal_failure_ = status;
     LOG(ERROR) << "journal snapshot failed; the dispatcher stops changing state: " << status;
     return CheckUsable();
   }
-  records_since_snapshot_ = 0;
   return absl::OkStatus();
 }
 

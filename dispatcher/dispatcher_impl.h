@@ -8,7 +8,8 @@
 // therefore never lost: a restarted dispatcher loads the newest snapshot, replays the records
 // after it, and is in the state it had. Read-only questions (a lease already made, a heartbeat)
 // are answered from the state without journaling. Every `snapshot_every` records the full state
-// is written as a snapshot and older records are dropped, bounding restart time.
+// is serialized under the lock and written as a snapshot outside it, and older records are
+// dropped, bounding restart time.
 //
 // If the journal fails, the dispatcher stops changing state and answers Unavailable until it is
 // restarted (fail-stop): its memory may no longer match what is durable.
@@ -33,6 +34,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -111,7 +113,17 @@ class DispatcherImpl {
   // Journals `update`, waits until it is durable and every earlier record is applied, applies
   // it and returns answer(apply status) — all of the last three under mu_.
   absl::Status JournalAndApply(const Update& update, const Answer& answer) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status MaybeSnapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A serialized state, to be written as the journal snapshot at `seq`.
+  struct Snapshot {
+    uint64_t seq;
+    std::string bytes;
+  };
+  // Every snapshot_every records (unless a snapshot is being written): the state, serialized
+  // under the lock.
+  std::optional<Snapshot> SnapshotIfDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes it to the journal, outside the lock; a failure stops the dispatcher like a failed
+  // append.
+  absl::Status WriteSnapshot(const Snapshot& snapshot) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CheckUsable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // For options_.check_invariants: aborts, naming record `seq`, if the state is inconsistent.
   void CheckInvariantsOrDie(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -133,6 +145,8 @@ class DispatcherImpl {
   // Set when a journal write failed: the dispatcher refuses to go on (fail-stop).
   absl::Status journal_failure_ ABSL_GUARDED_BY(mu_);
   int64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
+  // Set while a snapshot is written outside the lock: one at a time, in order.
+  bool snapshot_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   // Worker id -> when it was last heard from (Env::NowMicros).
   std::map<std::string, uint64_t> last_seen_ ABSL_GUARDED_BY(mu_);
   // Task id -> the next index its consumer needs, from its latest client heartbeat (lower than
