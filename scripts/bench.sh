@@ -46,6 +46,7 @@ benchmarks=(
   "checkpoint_bench:checkpoint"
   "recovery_bench:recovery"
   "dispatcher_restart_bench:dispatcher_restart"
+  "dispatcher_age_bench:dispatcher_age"
   "journal_bench:journal"
   "cache_bench:cache"
   "failpoint_bench:failpoint"
