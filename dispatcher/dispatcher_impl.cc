@@ -404,7 +404,7 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
       });
 }
 
-void DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* def) const {
+const PipelineDef& DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* def) const {
   const JobState* job = state_.FindJob(task.job_id());
   const EpochCache& cache = state_.FindEpoch(task.job_id(), task.epoch())->cache();
   def->set_task_id(task.task_id());
@@ -412,11 +412,18 @@ void DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* def) const {
   def->set_epoch(task.epoch());
   def->set_generation(task.generation());
   def->set_dataset_id(job->dataset_id());
-  *def->mutable_pipeline() =
-      cache.has_pipeline() ? cache.pipeline() : state_.FindDataset(job->dataset_id())->pipeline();
   def->set_seed(job->options().seed());
   def->set_cached_prefix_ops(cache.cached_prefix_ops());
   def->set_cache_dir(cache.cache_dir());
+  if (!cache.has_pipeline()) {
+    def->set_pipeline_key(job->dataset_id());
+    return state_.FindDataset(job->dataset_id())->pipeline();
+  }
+  // The cache rewrite is a function of the dataset, the cache (its key names the cached
+  // prefix and seed), the mode and the cache's directory.
+  def->set_pipeline_key(absl::StrCat(job->dataset_id(), "/", EpochCache::Mode_Name(cache.mode()),
+                                     "/", cache.cache_key(), "/", cache.cache_dir()));
+  return cache.pipeline();
 }
 
 absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& request,
@@ -425,11 +432,10 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
   RETURN_IF_ERROR(CheckUsable());
   const WorkerState* worker = state_.FindWorker(request.worker_id());
   if (worker == nullptr || worker->lost() || worker->incarnation() != request.incarnation()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("worker ", request.worker_id(), " incarnation ", request.incarnation(),
-                     " is not registered (or was declared lost): register again"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker ", request.worker_id(), " incarnation ", request.incarnation(),
+        " is not registered (or was declared lost): register again"));
   }
-  last_seen_[request.worker_id()] = options_.env->NowMicros();
   // Its unfinished tasks, and the finished ones their consumers still read, by task id.
   std::vector<const TaskState*> tasks = state_.UnfinishedTasksOfWorker(request.worker_id());
   for (int64_t id : unread_finished_) {
@@ -438,7 +444,34 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
   }
   std::sort(tasks.begin(), tasks.end(),
             [](const TaskState* a, const TaskState* b) { return a->task_id() < b->task_id(); });
-  for (const TaskState* task : tasks) FillTaskDef(*task, response->add_tasks());
+  std::set<std::string> held(request.pipeline_keys().begin(), request.pipeline_keys().end());
+  std::map<int64_t, int64_t> running;
+  for (const RunningTask& r : request.running()) running[r.task_id()] = r.generation();
+  int64_t pipeline_bytes = 0;
+  for (const TaskState* task : tasks) {
+    response->add_assigned_task_ids(task->task_id());
+    auto run = running.find(task->task_id());
+    if (run != running.end() && run->second == task->generation()) continue;
+    if (response->tasks_size() >= kMaxTaskDefsPerHeartbeat) {
+      response->set_more(true);
+      continue;
+    }
+    TaskDef* def = response->add_tasks();
+    const PipelineDef& pipeline = FillTaskDef(*task, def);
+    if (held.count(def->pipeline_key())) continue;
+    const int64_t size = pipeline.ByteSizeLong();
+    if (pipeline_bytes > 0 && pipeline_bytes + size > kMaxHeartbeatPipelineBytes) {
+      response->mutable_tasks()->RemoveLast();
+      response->set_more(true);
+      continue;
+    }
+    *def->mutable_pipeline() = pipeline;
+    held.insert(def->pipeline_key());
+    pipeline_bytes += size;
+  }
+  // The answer's size is bounded (request_limits.h) below what a worker accepts, so a worker
+  // seen here can read its tasks: being counted live never hides a worker that cannot.
+  last_seen_[request.worker_id()] = options_.env->NowMicros();
   return absl::OkStatus();
 }
 

@@ -131,7 +131,9 @@ class DispatcherImpl {
   void MarkActive(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lists or unlists the finished `task` in unread_finished_, by consumed_.
   void TrackUnread(const TaskState& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FillTaskDef(const TaskState& task, TaskDef* def) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fills `def` but for its pipeline, which it returns (def->pipeline_key names it).
+  const PipelineDef& FillTaskDef(const TaskState& task, TaskDef* def) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How epoch `epoch` of `job` uses its cache, given the caches known now.
   absl::StatusOr<EpochCache> DecideEpochCache(const JobState& job, const PipelineDef& def) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

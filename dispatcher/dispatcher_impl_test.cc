@@ -477,6 +477,66 @@ TEST_F(DispatcherImplTest, IdleFinishedJobsAreRetiredAfterTheRetentionPeriod) {
   EXPECT_GT(CreateJob(dataset, "done", 1, 1), idle_but_read);
 }
 
+TEST_F(DispatcherImplTest, HeartbeatsSendEachPipelineOnceAndOnlyNewTaskDefinitions) {
+  // Issue 13, defect 3: every heartbeat answer carried the full pipeline of every task the
+  // worker held; past gRPC's 4 MiB message limit the worker could no longer learn its tasks.
+  Open();
+  RegisterWorker("a");
+  // Two datasets whose pipelines (a mark with a long name) are 10 MB each, two epochs each.
+  std::vector<int64_t> jobs;
+  for (char c : {'x', 'y'}) {
+    auto def = ParsePipelineJson(
+        absl::StrCat(R"({"source": {"type": "range", "params": {"stop": 10}}, "ops": [)",
+                     R"({"op": "mark", "params": {"name": ")", std::string(10 << 20, c),
+                     R"("}}]})"),
+        "big.json");
+    ASSERT_TRUE(def.ok()) << def.status();
+    RegisterDatasetRequest request;
+    *request.mutable_pipeline() = *def;
+    RegisterDatasetResponse response;
+    ASSERT_TRUE(impl_->RegisterDataset(request, &response).ok());
+    jobs.push_back(CreateJob(response.dataset_id(), std::string(1, c), 2, 1));
+    ASSERT_TRUE(StartEpoch(jobs.back(), 0).ok());
+  }
+  WorkerHeartbeatRequest request;
+  request.set_worker_id("a");
+  request.set_incarnation(1);
+  WorkerHeartbeatResponse first;
+  ASSERT_TRUE(impl_->WorkerHeartbeat(request, &first).ok());
+  EXPECT_EQ(first.assigned_task_ids_size(), 4);
+  // The pipeline budget holds one of the two: the other dataset's tasks come next time.
+  EXPECT_TRUE(first.more());
+  ASSERT_EQ(first.tasks_size(), 2);
+  EXPECT_TRUE(first.tasks(0).has_pipeline());
+  EXPECT_FALSE(first.tasks(1).has_pipeline()) << "sent once per answer";
+  EXPECT_EQ(first.tasks(0).pipeline_key(), first.tasks(1).pipeline_key());
+  EXPECT_LT(first.ByteSizeLong(), 11u << 20);
+  // The worker now holds that pipeline and runs those tasks.
+  request.add_pipeline_keys(first.tasks(0).pipeline_key());
+  for (const TaskDef& def : first.tasks()) {
+    RunningTask* running = request.add_running();
+    running->set_task_id(def.task_id());
+    running->set_generation(def.generation());
+  }
+  WorkerHeartbeatResponse second;
+  ASSERT_TRUE(impl_->WorkerHeartbeat(request, &second).ok());
+  EXPECT_FALSE(second.more());
+  ASSERT_EQ(second.tasks_size(), 2) << "only the definitions the worker lacks";
+  EXPECT_TRUE(second.tasks(0).has_pipeline());
+  EXPECT_NE(second.tasks(0).pipeline_key(), first.tasks(0).pipeline_key());
+  request.add_pipeline_keys(second.tasks(0).pipeline_key());
+  for (const TaskDef& def : second.tasks()) {
+    RunningTask* running = request.add_running();
+    running->set_task_id(def.task_id());
+    running->set_generation(def.generation());
+  }
+  WorkerHeartbeatResponse steady;
+  ASSERT_TRUE(impl_->WorkerHeartbeat(request, &steady).ok());
+  EXPECT_EQ(steady.tasks_size(), 0);
+  EXPECT_EQ(steady.assigned_task_ids_size(), 4);
+  EXPECT_LT(steady.ByteSizeLong(), 64u) << "the steady state costs a few bytes per task";
+}
+
 TEST_F(DispatcherImplTest, NamedJobsAreSharedAndDatasetsDeduplicated) {
   Open();
   const std::string d1 = RegisterRangeDataset(10, 5);
@@ -583,7 +643,9 @@ class DispatcherCacheTest : public DispatcherImplTest {
     return std::nullopt;
   }
 
-  // What worker "a" (incarnation `incarnation`) is told to run for the epoch, by task id.
+  // What worker "a" (incarnation `incarnation`, holding no pipeline) is told to run for the
+  // epoch, by task id, each with its pipeline (sent once per answer, with the first task
+  // naming it).
   std::vector<TaskDef> TaskDefs(int64_t job, int64_t epoch, int64_t incarnation = 1) {
     WorkerHeartbeatRequest request;
     request.set_worker_id("a");
@@ -591,9 +653,16 @@ class DispatcherCacheTest : public DispatcherImplTest {
     WorkerHeartbeatResponse response;
     const absl::Status status = impl_->WorkerHeartbeat(request, &response);
     EXPECT_TRUE(status.ok()) << status;
+    std::map<std::string, PipelineDef> pipelines;
+    for (const TaskDef& def : response.tasks()) {
+      if (def.has_pipeline()) pipelines.emplace(def.pipeline_key(), def.pipeline());
+    }
     std::vector<TaskDef> defs;
     for (const TaskDef& def : response.tasks()) {
-      if (def.job_id() == job && def.epoch() == epoch) defs.push_back(def);
+      if (def.job_id() != job || def.epoch() != epoch) continue;
+      defs.push_back(def);
+      EXPECT_TRUE(pipelines.count(def.pipeline_key())) << "task " << def.task_id();
+      *defs.back().mutable_pipeline() = pipelines[def.pipeline_key()];
     }
     std::sort(defs.begin(), defs.end(),
               [](const TaskDef& x, const TaskDef& y) { return x.task_id() < y.task_id(); });

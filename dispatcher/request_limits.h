@@ -27,6 +27,11 @@ inline constexpr int32_t kMaxWorkerSlots = 4096;
 inline constexpr int64_t kMaxTasksPerEpoch = 65536;
 // Splits handed out by one GetSplits (a larger `max` is answered with this many).
 inline constexpr int64_t kMaxSplitsPerLease = 4096;
+// A worker heartbeat's answer carries at most this many task definitions and this many bytes
+// of pipelines (more = true then: the worker asks again at once). One pipeline larger than
+// the budget is sent alone.
+inline constexpr int kMaxTaskDefsPerHeartbeat = 4096;
+inline constexpr int64_t kMaxHeartbeatPipelineBytes = 16 << 20;
 // Bytes of a job name, a worker id and a worker address.
 inline constexpr int64_t kMaxNameBytes = 1024;
 

@@ -13,8 +13,8 @@ namespace {
 class GrpcDispatcherConnection : public DispatcherConnection {
  public:
   GrpcDispatcherConnection(const std::string& address, int timeout_ms)
-      : stub_(Dispatcher::NewStub(
-            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))),
+      : stub_(Dispatcher::NewStub(grpc::CreateCustomChannel(
+            address, grpc::InsecureChannelCredentials(), ChannelArguments()))),
         timeout_ms_(timeout_ms) {}
 
   absl::StatusOr<RegisterWorkerResponse> RegisterWorker(
@@ -45,6 +45,14 @@ class GrpcDispatcherConnection : public DispatcherConnection {
     const grpc::Status status = (stub_.get()->*method)(&context, request, &response);
     if (!status.ok()) return FromGrpcStatus(status);
     return response;
+  }
+
+  // Room for the largest heartbeat answer (a pipeline budget of kMaxHeartbeatPipelineBytes,
+  // one pipeline larger than that, and the task definitions).
+  static grpc::ChannelArguments ChannelArguments() {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(64 << 20);
+    return args;
   }
 
   const std::unique_ptr<Dispatcher::Stub> stub_;

@@ -76,9 +76,13 @@ int64_t WorkerImpl::incarnation() const {
 }
 
 absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const TaskDef& def) {
-  const std::string key = HashToHex(Hash64(SerializeDeterministically(def.pipeline())));
-  auto it = pipelines_.find(key);
+  auto it = pipelines_.find(def.pipeline_key());
   if (it != pipelines_.end()) return it->second;
+  if (!def.has_pipeline()) {
+    return absl::InternalError(absl::StrCat("the dispatcher sent task ", def.task_id(),
+                                            " without its pipeline ", def.pipeline_key(),
+                                            ", which this worker does not hold"));
+  }
   auto pipeline = Pipeline::Create(
       options_.parallel_map_threads > 0
           ? WithParallelMapThreads(def.pipeline(), options_.parallel_map_threads)
@@ -88,7 +92,7 @@ absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const Ta
     return Annotate(pipeline.status(), absl::StrCat("dataset ", def.dataset_id()));
   }
   std::shared_ptr<const Pipeline> shared = std::move(pipeline).value();
-  pipelines_[key] = shared;
+  pipelines_[def.pipeline_key()] = shared;
   return shared;
 }
 
@@ -116,11 +120,22 @@ void WorkerImpl::ReportFinished(const TaskDef& def, int64_t num_elements,
 absl::Status WorkerImpl::Heartbeat() {
   // One heartbeat at a time (the loop's and those on demand), and no more than one per 10 ms.
   absl::MutexLock heartbeat_lock(&heartbeat_mu_);
-  if (absl::Now() - last_heartbeat_ < absl::Milliseconds(10)) return absl::OkStatus();
+  if (absl::Now() - last_heartbeat_ < absl::Milliseconds(kMinHeartbeatIntervalMs)) {
+    return absl::OkStatus();
+  }
   last_heartbeat_ = absl::Now();
   WorkerHeartbeatRequest request;
   request.set_worker_id(options_.worker_id);
-  request.set_incarnation(incarnation());
+  {
+    absl::MutexLock lock(&mu_);
+    request.set_incarnation(incarnation_);
+    for (const auto& [key, pipeline] : pipelines_) request.add_pipeline_keys(key);
+    for (const auto& [id, runner] : runners_) {
+      RunningTask* running = request.add_running();
+      running->set_task_id(id);
+      running->set_generation(runner->def().generation());
+    }
+  }
   absl::StatusOr<WorkerHeartbeatResponse> response = dispatcher_->WorkerHeartbeat(request);
   if (absl::IsFailedPrecondition(response.status())) {
     LOG(WARNING) << "dispatcher no longer knows this worker (" << response.status()
@@ -130,12 +145,14 @@ absl::Status WorkerImpl::Heartbeat() {
   RETURN_IF_ERROR(response.status());
   std::vector<std::shared_ptr<TaskRunner>> retired;  // Destroyed outside mu_.
   absl::MutexLock lock(&mu_);
-  std::set<int64_t> assigned;
-  for (const TaskDef& def : response->tasks()) {
-    assigned.insert(def.task_id());
+  const std::set<int64_t> assigned(response->assigned_task_ids().begin(),
+                                   response->assigned_task_ids().end());
+  more_tasks_ = response->more();
+  for (TaskDef& def : *response->mutable_tasks()) {
     auto it = runners_.find(def.task_id());
     if (it != runners_.end() && it->second->def().generation() == def.generation()) continue;
     ASSIGN_OR_RETURN(std::shared_ptr<const Pipeline> pipeline, PipelineFor(def));
+    def.clear_pipeline();  // Held once, in pipelines_.
     if (it != runners_.end()) {
       AddCheckpointCounters(it->second->Status(), &retired_totals_);
       retired.push_back(std::move(it->second));
@@ -160,17 +177,28 @@ absl::Status WorkerImpl::Heartbeat() {
       ++it;
     }
   }
+  // Pipelines no task runs any more: the dispatcher sends them again if they are needed.
+  std::set<std::string> in_use;
+  for (const auto& [id, runner] : runners_) in_use.insert(runner->def().pipeline_key());
+  for (auto it = pipelines_.begin(); it != pipelines_.end();) {
+    it = in_use.count(it->first) ? std::next(it) : pipelines_.erase(it);
+  }
   return absl::OkStatus();  // `retired` is destroyed after mu_ is released.
 }
 
 void WorkerImpl::HeartbeatLoop() {
-  while (!stopping_.WaitForNotificationWithTimeout(
-      absl::Milliseconds(options_.heartbeat_interval_ms))) {
+  while (!stopping_.WaitForNotificationWithTimeout(absl::Milliseconds(
+      MoreTasks() ? kMinHeartbeatIntervalMs : options_.heartbeat_interval_ms))) {
     const absl::Status status = Heartbeat();
     if (!status.ok()) {
       LOG_EVERY_N(WARNING, 10) << "heartbeat: " << status;
     }
   }
+}
+
+bool WorkerImpl::MoreTasks() const {
+  absl::MutexLock lock(&mu_);
+  return more_tasks_;
 }
 
 std::shared_ptr<TaskRunner> WorkerImpl::FindRunner(int64_t task_id) const {

@@ -44,6 +44,9 @@ struct WorkerOptions {
   const UdfRegistry* udfs = nullptr;
 };
 
+// Heartbeats are at least this far apart (those on demand and the loop's).
+inline constexpr int64_t kMinHeartbeatIntervalMs = 10;
+
 class WorkerImpl {
  public:
   // Registers (retrying while the dispatcher is unreachable, up to `register_timeout_ms`) and
@@ -65,6 +68,8 @@ class WorkerImpl {
   // One heartbeat: reconciles the runners with the dispatcher's list.
   absl::Status Heartbeat();
   void HeartbeatLoop();
+  // Whether the last heartbeat's answer held tasks back (WorkerHeartbeatResponse.more).
+  bool MoreTasks() const ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<TaskRunner> FindRunner(int64_t task_id) const ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::shared_ptr<const Pipeline>> PipelineFor(const TaskDef& def)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -83,9 +88,11 @@ class WorkerImpl {
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners_ ABSL_GUARDED_BY(mu_);
   // Checkpoint counters of the runners already dropped (GetStatus adds the live ones).
   GetWorkerStatusResponse retired_totals_ ABSL_GUARDED_BY(mu_);
-  // Compiled pipelines by the fingerprint of what tasks run (a dataset's pipeline, or an epoch's
-  // cache rewrite of it).
+  // Compiled pipelines by TaskDef.pipeline_key (a dataset's pipeline, or an epoch's cache
+  // rewrite of it): those the runners use. Heartbeats tell the dispatcher which are held, so
+  // that each is sent once.
   std::map<std::string, std::shared_ptr<const Pipeline>> pipelines_ ABSL_GUARDED_BY(mu_);
+  bool more_tasks_ ABSL_GUARDED_BY(mu_) = false;
 
   absl::Notification stopping_;
   std::thread heartbeat_thread_;
