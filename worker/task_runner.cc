@@ -292,6 +292,10 @@ absl::Status TaskRunner::GetElements(const GetElementsRequest& request,
       ended_ = false;
       error_ = absl::OkStatus();
       discard_below_ = from;
+      // The client acknowledges the recomputed run afresh: until it reads that run to its end
+      // the runner is not fully acknowledged (the worker would drop it under the reader) and
+      // checkpoints at or after `from` are not garbage.
+      acknowledged_ = 0;
       StartProducer();
     }
     Acknowledge(from);

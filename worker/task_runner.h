@@ -138,7 +138,8 @@ class TaskRunner {
   int64_t discard_below_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t recomputed_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t recomputed_reported_ ABSL_GUARDED_BY(mu_) = 0;
-  // Highest from_index seen: everything below it is acknowledged.
+  // Highest from_index seen since the current run started (a restart below the window resets
+  // it): everything below it is acknowledged.
   int64_t acknowledged_ ABSL_GUARDED_BY(mu_) = 0;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
