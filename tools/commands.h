@@ -1,7 +1,17 @@
 // The subcommands of the `granary` binary. Each takes the arguments after the subcommand name
 // (argv[0] is "granary <name>") and returns the process exit code.
+//
+// Every command's flags are Abseil flags in one global namespace, so Commands() also lists the
+// flags each command accepts, and granary_main refuses any other (CheckCommandFlags) before the
+// command parses its command line. A new flag must be added to the list of each command that
+// reads it (commands_test checks that every listed flag exists and every flag is listed).
 #ifndef GRANARY_TOOLS_COMMANDS_H_
 #define GRANARY_TOOLS_COMMANDS_H_
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace granary {
 
@@ -27,6 +37,24 @@ int JournalCommand(int argc, char** argv);
 // granary chaos --scenario S --seed N [--workers W] [--epochs E] [--dir D] [--inject P:SPEC]
 //   | granary chaos --soak --minutes M | granary chaos --failpoints
 int ChaosCommand(int argc, char** argv);
+
+struct Command {
+  absl::string_view name;
+  int (*run)(int argc, char** argv);
+  // The flags it accepts besides SharedFlags() (command_flags.h): those its code reads.
+  std::vector<absl::string_view> flags;
+};
+
+// Every subcommand.
+const std::vector<Command>& Commands();
+// The subcommand called `name`, or null.
+const Command* FindCommand(absl::string_view name);
+
+// OK if every flag argv[1..argc) gives (FlagsGiven in command_flags.h) is one `command` accepts.
+// Errors: InvalidArgument naming the first other flag and the commands it belongs to, if any,
+// e.g. "--journal_dir is not a flag of granary run (it belongs to granary dispatcher, granary
+// journal)"; FlagsGiven's errors.
+absl::Status CheckCommandFlags(const Command& command, int argc, char** argv);
 
 }  // namespace granary
 

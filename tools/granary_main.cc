@@ -51,19 +51,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "granary: %s\n", std::string(armed.message()).c_str());
     return 2;
   }
-  const std::string command = argv[1];
+  const std::string name = argv[1];
+  const granary::Command* command = granary::FindCommand(name);
+  if (command == nullptr) {
+    std::fprintf(stderr, "granary: unknown command '%s'\n\n%s", name.c_str(), kUsage);
+    return 2;
+  }
   // The subcommand sees "granary <command>" as its program name.
-  std::string program = std::string("granary ") + command;
+  std::string program = std::string("granary ") + name;
   argv[1] = program.data();
-  if (command == "local") return granary::LocalCommand(argc - 1, argv + 1);
-  if (command == "datagen") return granary::DatagenCommand(argc - 1, argv + 1);
-  if (command == "dispatcher") return granary::DispatcherCommand(argc - 1, argv + 1);
-  if (command == "worker") return granary::WorkerCommand(argc - 1, argv + 1);
-  if (command == "cluster") return granary::ClusterCommand(argc - 1, argv + 1);
-  if (command == "run") return granary::RunCommand(argc - 1, argv + 1);
-  if (command == "status") return granary::StatusCommand(argc - 1, argv + 1);
-  if (command == "journal") return granary::JournalCommand(argc - 1, argv + 1);
-  if (command == "chaos") return granary::ChaosCommand(argc - 1, argv + 1);
-  std::fprintf(stderr, "granary: unknown command '%s'\n\n%s", command.c_str(), kUsage);
-  return 2;
+  if (const absl::Status flags = granary::CheckCommandFlags(*command, argc - 1, argv + 1);
+      !flags.ok()) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), std::string(flags.message()).c_str());
+    return 2;
+  }
+  return command->run(argc - 1, argv + 1);
 }
