@@ -28,8 +28,8 @@ const std::vector<Command>& Commands() {
       // --standby M is renamed --cluster_standby by the command.
       {"cluster",
        ClusterCommand,
-       {"workers", "standby", "cluster_standby", "dir", "cluster_worker_timeout_ms", "cache_root",
-        "host", "port"}},
+       {"workers", "standby", "cluster_standby", "dir", "cluster_worker_timeout_ms", "restart",
+        "cache_root", "host", "port"}},
       {"run",
        RunCommand,
        {"dispatcher", "pipeline", "epochs", "seed", "job_name", "consumer", "num_consumers",

@@ -25,7 +25,7 @@ int DispatcherCommand(int argc, char** argv);
 // granary worker --dispatcher HOST:PORT --worker_id ID [--port P] [--host H] [--standby]
 //   [--window_bytes B] [--threads N] [--plugin lib.so]
 int WorkerCommand(int argc, char** argv);
-// granary cluster --workers N [--standby M] [--port P] --dir D [-- extra worker flags]
+// granary cluster --workers N [--standby M] [--port P] --dir D [--restart] [-- extra worker flags]
 int ClusterCommand(int argc, char** argv);
 // granary run --dispatcher HOST:PORT --pipeline P.json --epochs N [--job_name J] [--seed S]
 //   [--consumer C --num_consumers K] [--digest_out F] [--position_file F] [--plugin lib.so]

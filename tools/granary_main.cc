@@ -24,7 +24,7 @@ commands:
   worker    run tasks and serve their elements: granary worker --dispatcher H:P
             --worker_id ID [--port P] [--host H] [--standby] [--window_bytes B] [--threads N]
   cluster   a local dispatcher and workers as child processes: granary cluster --workers N
-            [--standby M] [--port P] --dir D [-- extra worker flags]
+            [--standby M] [--port P] --dir D [--restart] [-- extra worker flags]
   run       read a pipeline's epochs from a Granary service, exactly once: granary run
             --dispatcher H:P --pipeline P.json --epochs N [--job_name J] [--seed S]
             [--consumer C --num_consumers K] [--digest_out F] [--position_file F]
