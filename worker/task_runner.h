@@ -61,6 +61,8 @@ struct TaskRunnerOptions {
   int64_t lease_size = 4;
   // How long GetElements waits for an element before answering with none.
   int64_t poll_timeout_ms = 500;
+  // Files, and the clock of checkpoint intervals and split-lease back-off (the poll timeout is a
+  // real-time wait).
   Env* env = Env::Default();
   // Where checkpoints go; null = no checkpoints. Must outlive the runner.
   CheckpointStore* checkpoints = nullptr;

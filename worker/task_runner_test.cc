@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "checkpoint/checkpoint_store.h"
+#include "common/env_wrapper.h"
 #include "common/scoped_temp_dir.h"
 #include "gtest/gtest.h"
 #include "pipeline/pipeline_loader.h"
@@ -158,6 +159,40 @@ TEST_F(TaskRunnerTest, RestartBelowTheWindowKeepsCheckpointsPastTheClient) {
   absl::StatusOr<Checkpoint> newest = (*store)->Newest(task_.task_id(), 5);
   ASSERT_TRUE(newest.ok()) << newest.status();
   EXPECT_EQ(newest->index, 5);
+}
+
+// A clock an hour further on at every reading, without any time passing.
+class HourPerReadingEnv : public EnvWrapper {
+ public:
+  HourPerReadingEnv() : EnvWrapper(Env::Default()) {}
+  uint64_t NowMicros() override { return now_ += 3'600'000'000; }
+
+ private:
+  std::atomic<uint64_t> now_{0};
+};
+
+// Issue 13, layering: the checkpoint interval is measured on the Env's clock, so it can be tested
+// without sleeping. Here an hour passes between any two readings: with an interval of a minute,
+// the runner checkpoints after every element, though the test takes milliseconds.
+TEST_F(TaskRunnerTest, CheckpointIntervalIsMeasuredOnTheEnvClock) {
+  HourPerReadingEnv env;
+  testing::ScopedTempDir dir;
+  absl::StatusOr<std::unique_ptr<CheckpointStore>> store =
+      CheckpointStore::Open(Env::Default(), dir.path(), CheckpointOptions{.keep = 100});
+  ASSERT_TRUE(store.ok()) << store.status();
+  TaskRunnerOptions options;
+  options.env = &env;
+  options.checkpoints = store->get();
+  options.checkpoint_interval_ms = 60'000;
+  {
+    std::unique_ptr<TaskRunner> runner = NewRunner(options);
+    ASSERT_EQ(ReadToEnd(*runner, 0), 10);
+  }  // Destroying the runner waits for its last checkpoint write.
+  // The last element's checkpoint is there (the client acknowledged everything, so the older ones
+  // were collected); on a real clock a minute's interval would have written none.
+  absl::StatusOr<Checkpoint> checkpoint = (*store)->Newest(task_.task_id(), 10);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  EXPECT_EQ(checkpoint->index, 10);
 }
 
 }  // namespace
