@@ -3,6 +3,8 @@
 #include <string>
 
 #include "absl/algorithm/container.h"
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -28,8 +30,9 @@ const std::vector<Command>& Commands() {
       // --standby M is renamed --cluster_standby by the command.
       {"cluster",
        ClusterCommand,
-       {"workers", "standby", "cluster_standby", "dir", "cluster_worker_timeout_ms", "restart",
-        "cache_root", "host", "port"}},
+       {"workers", "cluster_standby", "dir", "cluster_worker_timeout_ms", "restart", "cache_root",
+        "host", "port"},
+       {"standby"}},
       {"run",
        RunCommand,
        {"dispatcher", "pipeline", "epochs", "seed", "job_name", "consumer", "num_consumers",
@@ -52,10 +55,26 @@ const Command* FindCommand(absl::string_view name) {
   return nullptr;
 }
 
+std::string CommandFlagsHelp(const Command& command) {
+  std::vector<absl::string_view> names = command.flags;
+  absl::c_sort(names);
+  std::string help = absl::StrCat("flags of granary ", command.name, ":\n");
+  for (const absl::string_view name : names) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr) continue;  // commands_test checks that every listed flag exists
+    absl::StrAppend(&help, "  --", name, " (", flag->Help(), "); default: ", flag->DefaultValue(),
+                    ";\n");
+  }
+  absl::StrAppend(&help, "and Abseil's --", absl::StrJoin(SharedFlags(), ", --"), "\n");
+  return help;
+}
+
 absl::Status CheckCommandFlags(const Command& command, int argc, char** argv) {
   ASSIGN_OR_RETURN(const std::vector<std::string> given, FlagsGiven(argc, argv));
   for (const std::string& flag : given) {
-    if (absl::c_linear_search(command.flags, flag) || absl::c_linear_search(SharedFlags(), flag)) {
+    if (absl::c_linear_search(command.flags, flag) ||
+        absl::c_linear_search(command.aliases, flag) ||
+        absl::c_linear_search(SharedFlags(), flag)) {
       continue;
     }
     std::vector<std::string> owners;

@@ -8,6 +8,7 @@
 #ifndef GRANARY_TOOLS_COMMANDS_H_
 #define GRANARY_TOOLS_COMMANDS_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,12 +44,18 @@ struct Command {
   int (*run)(int argc, char** argv);
   // The flags it accepts besides SharedFlags() (command_flags.h): those its code reads.
   std::vector<absl::string_view> flags;
+  // Other names it accepts, which it renames to one of `flags` before parsing.
+  std::vector<absl::string_view> aliases = {};
 };
 
 // Every subcommand.
 const std::vector<Command>& Commands();
 // The subcommand called `name`, or null.
 const Command* FindCommand(absl::string_view name);
+
+// What `granary <command> --help` prints: the flags `command` accepts, sorted, each as
+// "  --name (help); default: value;" on its own lines, then a note on the shared flags.
+std::string CommandFlagsHelp(const Command& command);
 
 // OK if every flag argv[1..argc) gives (FlagsGiven in command_flags.h) is one `command` accepts.
 // Errors: InvalidArgument naming the first other flag and the commands it belongs to, if any,

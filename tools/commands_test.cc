@@ -73,6 +73,13 @@ TEST(CommandsTest, EveryFlagOfTheToolsIsSomeCommandsFlag) {
   EXPECT_GT(checked, 40) << "the flags of tools/ are not linked in";
 }
 
+TEST(CommandsTest, HelpListsTheCommandsOwnFlags) {
+  const std::string help = CommandFlagsHelp(*FindCommand("journal"));
+  EXPECT_THAT(help, HasSubstr("flags of granary journal:\n  --journal_dir ("));
+  EXPECT_THAT(help, ::testing::Not(HasSubstr("--worker_id")));
+  EXPECT_THAT(help, HasSubstr("--helpfull"));
+}
+
 TEST(FlagsGivenTest, ReadsTheFormsAbseilAccepts) {
   // --standby is boolean (worker), --dispatcher and --epochs are not.
   EXPECT_THAT(Given({"dump", "--journal_dir=j", "-epochs=3", "--nostandby", "--dispatcher",
@@ -119,7 +126,7 @@ TEST(CheckCommandFlagsTest, RefusesAnotherCommandsFlagByName) {
               HasSubstr("--noformat_and_not_a_flag is not a flag of granary local"));
   EXPECT_THAT(Check("status", {"--nostandby"}).message(),
               HasSubstr("--standby is not a flag of granary status (it belongs to granary "
-                        "worker, granary cluster)"));
+                        "worker)"));
 }
 
 TEST(CheckCommandFlagsTest, LooksIntoFlagFiles) {

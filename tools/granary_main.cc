@@ -65,5 +65,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", program.c_str(), std::string(flags.message()).c_str());
     return 2;
   }
+  // Abseil's --help lists the flags of the main file (none); --help lists the command's own.
+  for (int i = 2; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-help") == 0) {
+      std::fputs(granary::CommandFlagsHelp(*command).c_str(), stdout);
+      return 0;
+    }
+  }
   return command->run(argc - 1, argv + 1);
 }
