@@ -56,7 +56,10 @@ for _ in $(seq 600); do grep -q "^epoch 0:" "$demo/run.out" && break; sleep 0.02
 sleep 0.3
 echo "killing worker-0 (pid $victim_pid) with SIGKILL in the middle of epoch 1"
 kill -KILL "$victim_pid"
-for _ in $(seq 600); do grep -q "^worker worker-0 .*(restart 1)" "$demo/cluster.out" && break; sleep 0.1; done
+for _ in $(seq 600); do
+  grep -q "^worker worker-0 .*(restart 1)" "$demo/cluster.out" && break
+  sleep 0.1
+done
 grep -E "^worker-0|^worker worker-0 .*restart" "$demo/cluster.out" | sed 's/^/cluster: /'
 status=0
 wait "$run_pid" || status=$?
