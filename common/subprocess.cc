@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string_view>
 #include <thread>
 
@@ -119,9 +120,22 @@ int Subprocess::Wait() {
   if (!running()) return exit_code_;
   int status = 0;
   ::waitpid(pid_, &status, 0);
-  reaped_ = true;
-  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  Reaped(status);
   return exit_code_;
+}
+
+void Subprocess::Reaped(int status) {
+  reaped_ = true;
+  term_signal_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string Subprocess::ExitDescription() const {
+  if (!reaped_) return "is running";
+  if (term_signal_ == 0) return "exited with code " + std::to_string(exit_code_);
+  const char* name = ::sigabbrev_np(term_signal_);
+  return "was killed by signal " + std::to_string(term_signal_) +
+         (name != nullptr ? std::string(" (SIG") + name + ")" : std::string());
 }
 
 int Subprocess::WaitFor(std::chrono::milliseconds timeout) {
@@ -130,8 +144,7 @@ int Subprocess::WaitFor(std::chrono::milliseconds timeout) {
     int status = 0;
     const pid_t r = ::waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
-      reaped_ = true;
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      Reaped(status);
       break;
     }
     if (std::chrono::steady_clock::now() > deadline) return -1;

@@ -48,12 +48,19 @@ class Subprocess {
   int Wait();
   // Like Wait, but gives up after `timeout` and returns -1 if the child still runs.
   int WaitFor(std::chrono::milliseconds timeout);
+  // Once reaped: how the child ended, "exited with code N" or "was killed by signal N (NAME)";
+  // "is running" before.
+  std::string ExitDescription() const;
 
  private:
+  // Records how the child ended from its waitpid status.
+  void Reaped(int status);
+
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
   bool reaped_ = false;
   int exit_code_ = -1;
+  int term_signal_ = 0;  // the signal that ended the child, or 0
   std::string buffered_;
 };
 

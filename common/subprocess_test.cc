@@ -50,6 +50,14 @@ TEST(SubprocessTest, KilledChildReportsTheSignal) {
   child.Kill(SIGKILL);
   EXPECT_EQ(child.Wait(), 128 + SIGKILL);
   EXPECT_FALSE(child.running());
+  EXPECT_EQ(child.ExitDescription(), "was killed by signal 9 (SIGKILL)");
+}
+
+TEST(SubprocessTest, ExitDescriptionTellsAnExitCodeFromASignal) {
+  Subprocess child({"/bin/sh", "-c", "exit 137"});
+  EXPECT_EQ(child.ExitDescription(), "is running");
+  EXPECT_EQ(child.Wait(), 137);
+  EXPECT_EQ(child.ExitDescription(), "exited with code 137");
 }
 
 TEST(SubprocessTest, AChildDiesWithTheProcessThatStartedIt) {

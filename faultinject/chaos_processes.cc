@@ -155,7 +155,9 @@ std::map<std::string, int> ChaosProcesses::ReapExited() {
 
 int64_t ChaosProcesses::CheckpointsWritten(const std::string& worker) const {
   auto it = processes_.find(worker);
-  if (it == processes_.end() || !running(worker)) return -1;
+  // Dial only a worker that announced its address since it last started (an empty address is
+  // not a target; a restarted one is not listening yet).
+  if (it == processes_.end() || !running(worker) || !it->second.serving) return -1;
   auto stub = Worker::NewStub(
       grpc::CreateChannel(it->second.address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;

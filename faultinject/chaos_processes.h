@@ -57,7 +57,8 @@ class ChaosProcesses {
   // Processes that ended by themselves since the last call, with their exit codes.
   std::map<std::string, int> ReapExited();
 
-  // Checkpoints `worker` wrote since it started (its status RPC); -1 if it does not answer.
+  // Checkpoints `worker` wrote since it started (its status RPC); -1 if it does not answer or
+  // has not announced its address since it started (Serving), in which case it is not dialed.
   int64_t CheckpointsWritten(const std::string& worker) const;
 
   const std::string& dispatcher_address() const { return dispatcher_address_; }

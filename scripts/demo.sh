@@ -37,29 +37,30 @@ echo "== reference: $epochs epochs in-process (granary local)"
 
 echo "== cluster: a dispatcher and 2 workers on 127.0.0.1"
 rm -rf "$demo/cluster"
-"$granary" cluster --workers 2 --dir "$demo/cluster" > "$demo/cluster.out" &
+"$granary" cluster --workers 2 --restart --dir "$demo/cluster" > "$demo/cluster.out" &
 pids+=($!)
 for _ in $(seq 600); do grep -q "cluster ready" "$demo/cluster.out" && break; sleep 0.1; done
 grep -q "cluster ready" "$demo/cluster.out" || { cat "$demo/cluster.out"; exit 1; }
 grep -E "^(dispatcher|worker)" "$demo/cluster.out"
 dispatcher=$(awk '/^dispatcher/ {print $2}' "$demo/cluster.out")
 victim_pid=$(awk '/^worker worker-0/ {print $5}' "$demo/cluster.out")
-restart_cmd=$(grep -A1 "^worker worker-0" "$demo/cluster.out" | sed -n 's/^  restart with: //p')
 
 echo "== granary run: $epochs epochs through the service"
 "$granary" run --dispatcher "$dispatcher" --pipeline "$pipeline" --epochs "$epochs" \
   --seed "$seed" --job_name demo --digest_out "$demo/service.jsonl" > "$demo/run.out" 2>&1 &
 run_pid=$!
 pids+=($run_pid)
-# Mid-epoch 1: kill worker-0 for real, then bring it back under the same id and address.
+# Mid-epoch 1: kill worker-0 for real; the cluster (--restart) brings it back under the same id
+# and address.
 for _ in $(seq 600); do grep -q "^epoch 0:" "$demo/run.out" && break; sleep 0.02; done
 sleep 0.3
 echo "killing worker-0 (pid $victim_pid) with SIGKILL in the middle of epoch 1"
 kill -KILL "$victim_pid"
-sleep 0.3
-$restart_cmd >> "$demo/cluster/logs/worker-0.log" 2>&1 &
-pids+=($!)
-echo "restarted worker-0 (pid $!)"
+for _ in $(seq 600); do
+  grep -q "^worker worker-0 .*(restart 1)" "$demo/cluster.out" && break
+  sleep 0.1
+done
+grep -E "^worker-0|^worker worker-0 .*restart" "$demo/cluster.out" | sed 's/^/cluster: /'
 status=0
 wait "$run_pid" || status=$?
 cat "$demo/run.out" | grep -E "^epoch|granary run"

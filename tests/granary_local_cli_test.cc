@@ -148,6 +148,27 @@ TEST_F(LocalCliTest, UnknownCommandIsNamed) {
   EXPECT_THAT(r.output, HasSubstr("unknown command 'frobnicate'"));
 }
 
+// Issue 13 defect 15: every command's flags live in one Abseil namespace; a subcommand refuses
+// the others' by name, before doing anything.
+TEST_F(LocalCliTest, AnotherCommandsFlagIsRefusedByName) {
+  const auto run = RunCommand(absl::StrCat(GRANARY_BINARY,
+                                           " run --dispatcher=127.0.0.1:1 --pipeline=p.json "
+                                           "--journal_dir=x"));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("granary run: --journal_dir is not a flag of granary run (it "
+                                    "belongs to granary dispatcher, granary journal)"));
+  const auto local = RunCommand(
+      absl::StrCat(GRANARY_BINARY, " local --pipeline ", dir_->path(), "/none.json --worker_id w"));
+  EXPECT_EQ(local.exit_code, 2) << local.output;
+  EXPECT_THAT(local.output, HasSubstr("--worker_id is not a flag of granary local"));
+  // --help lists the command's own flags (Abseil's listed none).
+  const auto help = RunCommand(absl::StrCat(GRANARY_BINARY, " status --help"));
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  EXPECT_THAT(help.output, HasSubstr("flags of granary status:\n  --dispatcher (Dispatcher "
+                                     "address, host:port.); default: ;\n"));
+  EXPECT_THAT(help.output, ::testing::Not(HasSubstr("--journal_dir")));
+}
+
 TEST_F(LocalCliTest, DatagenIsDeterministic) {
   for (const char* tag : {"x", "y"}) {
     const auto r = RunCommand(absl::StrCat(GRANARY_BINARY, " datagen imagenet --out ", dir_->path(),

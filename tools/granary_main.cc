@@ -24,7 +24,7 @@ commands:
   worker    run tasks and serve their elements: granary worker --dispatcher H:P
             --worker_id ID [--port P] [--host H] [--standby] [--window_bytes B] [--threads N]
   cluster   a local dispatcher and workers as child processes: granary cluster --workers N
-            [--standby M] [--port P] --dir D [-- extra worker flags]
+            [--standby M] [--port P] --dir D [--restart] [-- extra worker flags]
   run       read a pipeline's epochs from a Granary service, exactly once: granary run
             --dispatcher H:P --pipeline P.json --epochs N [--job_name J] [--seed S]
             [--consumer C --num_consumers K] [--digest_out F] [--position_file F]
@@ -51,19 +51,26 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "granary: %s\n", std::string(armed.message()).c_str());
     return 2;
   }
-  const std::string command = argv[1];
+  const std::string name = argv[1];
+  const granary::Command* command = granary::FindCommand(name);
+  if (command == nullptr) {
+    std::fprintf(stderr, "granary: unknown command '%s'\n\n%s", name.c_str(), kUsage);
+    return 2;
+  }
   // The subcommand sees "granary <command>" as its program name.
-  std::string program = std::string("granary ") + command;
+  std::string program = std::string("granary ") + name;
   argv[1] = program.data();
-  if (command == "local") return granary::LocalCommand(argc - 1, argv + 1);
-  if (command == "datagen") return granary::DatagenCommand(argc - 1, argv + 1);
-  if (command == "dispatcher") return granary::DispatcherCommand(argc - 1, argv + 1);
-  if (command == "worker") return granary::WorkerCommand(argc - 1, argv + 1);
-  if (command == "cluster") return granary::ClusterCommand(argc - 1, argv + 1);
-  if (command == "run") return granary::RunCommand(argc - 1, argv + 1);
-  if (command == "status") return granary::StatusCommand(argc - 1, argv + 1);
-  if (command == "journal") return granary::JournalCommand(argc - 1, argv + 1);
-  if (command == "chaos") return granary::ChaosCommand(argc - 1, argv + 1);
-  std::fprintf(stderr, "granary: unknown command '%s'\n\n%s", command.c_str(), kUsage);
-  return 2;
+  if (const absl::Status flags = granary::CheckCommandFlags(*command, argc - 1, argv + 1);
+      !flags.ok()) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), std::string(flags.message()).c_str());
+    return 2;
+  }
+  // Abseil's --help lists the flags of the main file (none); --help lists the command's own.
+  for (int i = 2; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-help") == 0) {
+      std::fputs(granary::CommandFlagsHelp(*command).c_str(), stdout);
+      return 0;
+    }
+  }
+  return command->run(argc - 1, argv + 1);
 }

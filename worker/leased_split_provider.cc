@@ -1,16 +1,17 @@
 #include "worker/leased_split_provider.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace granary {
 
-LeasedSplitProvider::LeasedSplitProvider(DispatcherConnection* dispatcher, int64_t task_id,
-                                         int64_t lease_size, std::function<bool()> cancelled)
+LeasedSplitProvider::LeasedSplitProvider(DispatcherConnection* dispatcher, Env* env,
+                                         int64_t task_id, int64_t lease_size,
+                                         std::function<bool()> cancelled)
     : dispatcher_(dispatcher),
+      env_(env),
       task_id_(task_id),
       lease_size_(lease_size),
       cancelled_(std::move(cancelled)) {}
@@ -37,7 +38,7 @@ absl::Status LeasedSplitProvider::GetNext(Split* split, bool* end) {
     if (cancelled_()) {
       return absl::CancelledError(absl::StrCat("task ", task_id_, ": stopped while leasing"));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    env_->SleepForMicros(static_cast<uint64_t>(backoff_ms) * 1000);
     backoff_ms = std::min(backoff_ms * 2, 1000);
   }
   *end = fetched_.empty();

@@ -5,7 +5,8 @@
 // restarted worker or one that took the task over replays exactly the splits the task had.
 // Leases are fetched `lease_size` at a time to keep the journal off the hot path. An
 // unreachable dispatcher (Unavailable, DeadlineExceeded) is retried with backoff until
-// `cancelled` returns true; other errors are returned. State: the next sequence number.
+// `cancelled` returns true, sleeping on `env`'s clock; other errors are returned. State: the next
+// sequence number.
 // Thread-compatible.
 #ifndef GRANARY_WORKER_LEASED_SPLIT_PROVIDER_H_
 #define GRANARY_WORKER_LEASED_SPLIT_PROVIDER_H_
@@ -14,6 +15,7 @@
 #include <deque>
 #include <functional>
 
+#include "common/env.h"
 #include "pipeline/split_provider.h"
 #include "worker/dispatcher_connection.h"
 
@@ -21,9 +23,9 @@ namespace granary {
 
 class LeasedSplitProvider : public SplitProvider {
  public:
-  // `dispatcher` must outlive the provider.
-  LeasedSplitProvider(DispatcherConnection* dispatcher, int64_t task_id, int64_t lease_size,
-                      std::function<bool()> cancelled);
+  // `dispatcher` and `env` must outlive the provider.
+  LeasedSplitProvider(DispatcherConnection* dispatcher, Env* env, int64_t task_id,
+                      int64_t lease_size, std::function<bool()> cancelled);
 
   absl::Status GetNext(Split* split, bool* end) override;
   absl::Status Save(StateWriter& writer) override;
@@ -31,6 +33,7 @@ class LeasedSplitProvider : public SplitProvider {
 
  private:
   DispatcherConnection* const dispatcher_;
+  Env* const env_;
   const int64_t task_id_;
   const int64_t lease_size_;
   const std::function<bool()> cancelled_;

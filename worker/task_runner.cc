@@ -1,7 +1,7 @@
 #include "worker/task_runner.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
@@ -48,10 +48,10 @@ absl::StatusOr<TaskRunner::Run> TaskRunner::MakeRun(std::function<bool()> cancel
     run.cache = std::make_unique<CachePut>(cache);
     ctx.cache_sink = run.cache.get();
   }
-  ASSIGN_OR_RETURN(run.it, pipeline_->MakeIterator(
-                               ctx, std::make_unique<LeasedSplitProvider>(
-                                        dispatcher_, def_.task_id(), options_.lease_size,
-                                        std::move(cancelled))));
+  ASSIGN_OR_RETURN(run.it,
+                   pipeline_->MakeIterator(ctx, std::make_unique<LeasedSplitProvider>(
+                                                    dispatcher_, options_.env, def_.task_id(),
+                                                    options_.lease_size, std::move(cancelled))));
   return run;
 }
 
@@ -86,7 +86,8 @@ void TaskRunner::Produce(int64_t run_id) {
     absl::MutexLock lock(&mu_);
     testonly_skip_pending = options_.testonly_skip_element_after_restore && discard_below_ > 0;
   }
-  absl::Time last_checkpoint = absl::Now();
+  // On the Env's clock, so tests can move it.
+  uint64_t last_checkpoint = options_.env->NowMicros();
   while (run.ok()) {
     {
       absl::MutexLock lock(&mu_);
@@ -136,14 +137,15 @@ void TaskRunner::Produce(int64_t run_id) {
       return;
     }
     if (options_.checkpoints != nullptr &&
-        absl::Now() - last_checkpoint >= absl::Milliseconds(options_.checkpoint_interval_ms)) {
+        options_.env->NowMicros() - last_checkpoint >=
+            static_cast<uint64_t>(options_.checkpoint_interval_ms) * 1000) {
       int64_t index;
       {
         absl::MutexLock lock(&mu_);
         index = produced_;
       }
       TakeCheckpoint(*run, index);
-      last_checkpoint = absl::Now();
+      last_checkpoint = options_.env->NowMicros();
     }
   }
   absl::MutexLock lock(&mu_);
@@ -201,14 +203,14 @@ int64_t TaskRunner::RestoreFromCheckpoint(Run& run) {
 }
 
 void TaskRunner::TakeCheckpoint(Run& run, int64_t index) {
-  const absl::Time start = absl::Now();
+  const uint64_t start = options_.env->NowMicros();
   IteratorStateProto state;
   StateWriter writer(&state);
   const absl::Status saved = run.it->Save(writer);
   std::string bytes = saved.ok() ? state.SerializeAsString() : std::string();
   // The chunks this checkpoint covers: those its Save sealed and the ones before.
   const int64_t sealed = run.cache != nullptr ? run.cache->sealed() : 0;
-  const int64_t stall_us = absl::ToInt64Microseconds(absl::Now() - start);
+  const int64_t stall_us = static_cast<int64_t>(options_.env->NowMicros() - start);
   {
     absl::MutexLock lock(&mu_);
     checkpoint_stall_us_ += stall_us;
@@ -292,6 +294,10 @@ absl::Status TaskRunner::GetElements(const GetElementsRequest& request,
       ended_ = false;
       error_ = absl::OkStatus();
       discard_below_ = from;
+      // The client acknowledges the recomputed run afresh: until it reads that run to its end
+      // the runner is not fully acknowledged (the worker would drop it under the reader) and
+      // checkpoints at or after `from` are not garbage.
+      acknowledged_ = 0;
       StartProducer();
     }
     Acknowledge(from);

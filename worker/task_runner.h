@@ -61,6 +61,8 @@ struct TaskRunnerOptions {
   int64_t lease_size = 4;
   // How long GetElements waits for an element before answering with none.
   int64_t poll_timeout_ms = 500;
+  // Files, and the clock of checkpoint intervals and split-lease back-off (the poll timeout is a
+  // real-time wait).
   Env* env = Env::Default();
   // Where checkpoints go; null = no checkpoints. Must outlive the runner.
   CheckpointStore* checkpoints = nullptr;
@@ -138,7 +140,8 @@ class TaskRunner {
   int64_t discard_below_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t recomputed_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t recomputed_reported_ ABSL_GUARDED_BY(mu_) = 0;
-  // Highest from_index seen: everything below it is acknowledged.
+  // Highest from_index seen since the current run started (a restart below the window resets
+  // it): everything below it is acknowledged.
   int64_t acknowledged_ ABSL_GUARDED_BY(mu_) = 0;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);

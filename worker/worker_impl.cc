@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/deterministic_serialization.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
@@ -29,14 +29,15 @@ absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Start(
     int64_t register_timeout_ms) {
   if (options.udfs == nullptr) return absl::InvalidArgumentError("WorkerOptions.udfs unset");
   std::unique_ptr<WorkerImpl> worker(new WorkerImpl(options, std::move(dispatcher)));
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(register_timeout_ms);
+  Env* const env = options.runner.env;
+  const uint64_t deadline = env->NowMicros() + static_cast<uint64_t>(register_timeout_ms) * 1000;
   absl::Status status;
   while (!(status = worker->Register()).ok()) {
     if (!absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) return status;
-    if (absl::Now() > deadline) {
+    if (env->NowMicros() > deadline) {
       return Annotate(status, "registering with the dispatcher: gave up");
     }
-    absl::SleepFor(absl::Milliseconds(100));
+    env->SleepForMicros(100'000);
   }
   worker->heartbeat_thread_ = std::thread([w = worker.get()] { w->HeartbeatLoop(); });
   return worker;
@@ -112,7 +113,7 @@ void WorkerImpl::ReportFinished(const TaskDef& def, int64_t num_elements,
       LOG(WARNING) << "task " << def.task_id() << " finished report refused: " << status;
       return;
     }
-    absl::SleepFor(absl::Milliseconds(backoff_ms));
+    options_.runner.env->SleepForMicros(static_cast<uint64_t>(backoff_ms) * 1000);
     backoff_ms = std::min(backoff_ms * 2, 1000);
   }
 }
@@ -120,10 +121,12 @@ void WorkerImpl::ReportFinished(const TaskDef& def, int64_t num_elements,
 absl::Status WorkerImpl::Heartbeat() {
   // One heartbeat at a time (the loop's and those on demand), and no more than one per 10 ms.
   absl::MutexLock heartbeat_lock(&heartbeat_mu_);
-  if (absl::Now() - last_heartbeat_ < absl::Milliseconds(kMinHeartbeatIntervalMs)) {
+  const uint64_t now = options_.runner.env->NowMicros();
+  if (last_heartbeat_micros_.has_value() &&
+      now - *last_heartbeat_micros_ < kMinHeartbeatIntervalMs * 1000) {
     return absl::OkStatus();
   }
-  last_heartbeat_ = absl::Now();
+  last_heartbeat_micros_ = now;
   WorkerHeartbeatRequest request;
   request.set_worker_id(options_.worker_id);
   {

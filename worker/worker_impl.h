@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -36,6 +37,8 @@ struct WorkerOptions {
   // The address clients reach this worker at, as registered with the dispatcher.
   std::string address;
   bool standby = false;
+  // A real-time wait between heartbeats (it ends early when the worker stops); the worker's
+  // other timers (registration deadline, back-offs) run on runner.env's clock.
   int heartbeat_interval_ms = 200;
   // If > 0, every parallel_map of the pipelines this worker runs uses this many threads.
   int parallel_map_threads = 0;
@@ -81,7 +84,8 @@ class WorkerImpl {
 
   // Serializes heartbeats; held before mu_.
   absl::Mutex heartbeat_mu_;
-  absl::Time last_heartbeat_ ABSL_GUARDED_BY(heartbeat_mu_) = absl::InfinitePast();
+  // On options_.runner.env's clock; none before the first heartbeat.
+  std::optional<uint64_t> last_heartbeat_micros_ ABSL_GUARDED_BY(heartbeat_mu_);
 
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(heartbeat_mu_);
   int64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,0 +1,95 @@
+#include "tools/commands.h"
+
+#include <string>
+
+#include "absl/algorithm/container.h"
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "tools/command_flags.h"
+
+namespace granary {
+
+const std::vector<Command>& Commands() {
+  static const auto* const commands = new std::vector<Command>{
+      {"local",
+       LocalCommand,
+       {"pipeline", "epochs", "seed", "digest_out", "cache_policy", "plugin"}},
+      {"datagen", DatagenCommand, {"out", "images", "files", "size", "datagen_seed"}},
+      {"dispatcher",
+       DispatcherCommand,
+       {"journal_dir", "snapshot_every", "worker_timeout_ms", "cache_root", "host", "port",
+        "plugin"}},
+      {"worker",
+       WorkerCommand,
+       {"dispatcher", "worker_id", "standby", "window_bytes", "threads", "heartbeat_interval_ms",
+        "checkpoint_dir", "checkpoint_interval_ms", "checkpoints_kept",
+        "testonly_skip_element_after_restore", "host", "port", "plugin"}},
+      // --standby M is renamed --cluster_standby by the command.
+      {"cluster",
+       ClusterCommand,
+       {"workers", "cluster_standby", "dir", "cluster_worker_timeout_ms", "restart", "cache_root",
+        "host", "port"},
+       {"standby"}},
+      {"run",
+       RunCommand,
+       {"dispatcher", "pipeline", "epochs", "seed", "job_name", "consumer", "num_consumers",
+        "num_worker_slots", "digest_out", "position_file", "stall_timeout_ms", "rpc_timeout_ms",
+        "max_outstanding_requests", "max_request_bytes", "step_ms", "cache_policy", "plugin"}},
+      {"status", StatusCommand, {"dispatcher"}},
+      {"journal", JournalCommand, {"journal_dir"}},
+      {"chaos",
+       ChaosCommand,
+       {"scenario", "seed", "workers", "epochs", "dir", "images", "step_ms", "cache", "inject",
+        "soak", "minutes", "failpoints", "testonly_break_workers"}},
+  };
+  return *commands;
+}
+
+const Command* FindCommand(absl::string_view name) {
+  for (const Command& command : Commands()) {
+    if (command.name == name) return &command;
+  }
+  return nullptr;
+}
+
+std::string CommandFlagsHelp(const Command& command) {
+  std::vector<absl::string_view> names = command.flags;
+  absl::c_sort(names);
+  std::string help = absl::StrCat("flags of granary ", command.name, ":\n");
+  for (const absl::string_view name : names) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr) continue;  // commands_test checks that every listed flag exists
+    absl::StrAppend(&help, "  --", name, " (", flag->Help(), "); default: ", flag->DefaultValue(),
+                    ";\n");
+  }
+  absl::StrAppend(&help, "and Abseil's --", absl::StrJoin(SharedFlags(), ", --"), "\n");
+  return help;
+}
+
+absl::Status CheckCommandFlags(const Command& command, int argc, char** argv) {
+  ASSIGN_OR_RETURN(const std::vector<std::string> given, FlagsGiven(argc, argv));
+  for (const std::string& flag : given) {
+    if (absl::c_linear_search(command.flags, flag) ||
+        absl::c_linear_search(command.aliases, flag) ||
+        absl::c_linear_search(SharedFlags(), flag)) {
+      continue;
+    }
+    std::vector<std::string> owners;
+    for (const Command& other : Commands()) {
+      if (absl::c_linear_search(other.flags, flag)) {
+        owners.push_back(absl::StrCat("granary ", other.name));
+      }
+    }
+    std::string message = absl::StrCat("--", flag, " is not a flag of granary ", command.name);
+    if (!owners.empty()) {
+      absl::StrAppend(&message, " (it belongs to ", absl::StrJoin(owners, ", "), ")");
+    }
+    return absl::InvalidArgumentError(message);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace granary

@@ -1,0 +1,199 @@
+// TaskRunner against an in-process dispatcher that leases a range pipeline's splits.
+#include "worker/task_runner.h"
+
+#include <chrono>
+#include <thread>
+
+#include "checkpoint/checkpoint_store.h"
+#include "common/env_wrapper.h"
+#include "common/scoped_temp_dir.h"
+#include "gtest/gtest.h"
+#include "pipeline/pipeline_loader.h"
+#include "pipeline/udf.h"
+
+namespace granary {
+namespace {
+
+// Leases the epoch's splits in enumeration order; records each TaskFinished.
+class FakeDispatcher : public DispatcherConnection {
+ public:
+  explicit FakeDispatcher(std::vector<Split> splits) : splits_(std::move(splits)) {}
+
+  absl::StatusOr<RegisterWorkerResponse> RegisterWorker(const RegisterWorkerRequest&) override {
+    return absl::UnimplementedError("RegisterWorker");
+  }
+  absl::StatusOr<WorkerHeartbeatResponse> WorkerHeartbeat(const WorkerHeartbeatRequest&) override {
+    return absl::UnimplementedError("WorkerHeartbeat");
+  }
+  absl::StatusOr<GetSplitsResponse> GetSplits(const GetSplitsRequest& request) override {
+    GetSplitsResponse response;
+    int64_t seq = request.from_seq();
+    for (; seq < static_cast<int64_t>(splits_.size()) && seq < request.from_seq() + request.max();
+         ++seq) {
+      *response.add_splits() = splits_[seq];
+    }
+    response.set_end_of_splits(seq >= static_cast<int64_t>(splits_.size()));
+    return response;
+  }
+  absl::Status TaskFinished(const TaskFinishedRequest&) override { return absl::OkStatus(); }
+
+ private:
+  const std::vector<Split> splits_;
+};
+
+class TaskRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<PipelineDef> def = ParsePipelineJson(
+        R"({"source": {"type": "range", "params": {"stop": 10, "elements_per_split": 3}}})",
+        "task runner test pipeline");
+    ASSERT_TRUE(def.ok()) << def.status();
+    absl::StatusOr<std::unique_ptr<Pipeline>> pipeline =
+        Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+    pipeline_ = std::move(pipeline).value();
+    absl::StatusOr<std::vector<Split>> splits = pipeline_->EnumerateSplits(Env::Default());
+    ASSERT_TRUE(splits.ok()) << splits.status();
+    dispatcher_ = std::make_unique<FakeDispatcher>(*splits);
+    task_.set_task_id(7);
+    task_.set_generation(1);
+  }
+
+  std::unique_ptr<TaskRunner> NewRunner(const TaskRunnerOptions& options = {}) {
+    return std::make_unique<TaskRunner>(task_, pipeline_, dispatcher_.get(), options,
+                                        [](int64_t, const std::vector<CacheChunk>&) {});
+  }
+
+  // Asks for the one element at `from` (restarting the task if `from` is below the window).
+  void ReadOne(TaskRunner& runner, int64_t from) {
+    GetElementsRequest request;
+    request.set_task_id(task_.task_id());
+    request.set_generation(task_.generation());
+    request.set_from_index(from);
+    request.set_max_bytes(1);
+    GetElementsResponse response;
+    const absl::Status status = runner.GetElements(request, &response);
+    ASSERT_TRUE(status.ok()) << status;
+    ASSERT_EQ(response.elements_size(), 1);
+    EXPECT_EQ(response.elements(0).index(), from);
+  }
+
+  // Waits until the runner's current run has ended (the whole task fits the default window).
+  void AwaitFinished(TaskRunner& runner) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!runner.Status().finished() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_TRUE(runner.Status().finished()) << "the run did not end within 30 s";
+  }
+
+  // Reads elements from `from` to the end of the task, acknowledging all of them; returns the
+  // number of elements the task has.
+  int64_t ReadToEnd(TaskRunner& runner, int64_t from) {
+    while (true) {
+      GetElementsRequest request;
+      request.set_task_id(task_.task_id());
+      request.set_generation(task_.generation());
+      request.set_from_index(from);
+      request.set_max_bytes(1 << 20);
+      GetElementsResponse response;
+      const absl::Status status = runner.GetElements(request, &response);
+      EXPECT_TRUE(status.ok()) << status;
+      if (!status.ok()) return -1;
+      if (response.end_of_task()) return response.num_elements();
+      for (const IndexedElement& e : response.elements()) {
+        EXPECT_EQ(e.index(), from);
+        ++from;
+      }
+    }
+  }
+
+  std::shared_ptr<const Pipeline> pipeline_;
+  std::unique_ptr<FakeDispatcher> dispatcher_;
+  TaskDef task_;
+};
+
+TEST_F(TaskRunnerTest, FullyAcknowledgedOnlyAfterTheClientReadEverything) {
+  std::unique_ptr<TaskRunner> runner = NewRunner();
+  EXPECT_FALSE(runner->FullyAcknowledged());
+  EXPECT_EQ(ReadToEnd(*runner, 0), 10);
+  EXPECT_TRUE(runner->FullyAcknowledged());
+}
+
+// Issue 13 defect 10: a client resuming below the window restarts the task; until it has read
+// the recomputed run to its end, the runner is not fully acknowledged — even once the run has
+// ended — or the worker's heartbeat would drop it under the resuming reader.
+TEST_F(TaskRunnerTest, RestartBelowTheWindowResetsTheAcknowledgement) {
+  std::unique_ptr<TaskRunner> runner = NewRunner();
+  ASSERT_EQ(ReadToEnd(*runner, 0), 10);
+  ASSERT_TRUE(runner->FullyAcknowledged());
+
+  // The client resumes from element 2 (say, its trainer restored an older saved position), and
+  // the recomputed run ends while the client is still there.
+  ReadOne(*runner, 2);
+  AwaitFinished(*runner);
+  EXPECT_FALSE(runner->FullyAcknowledged())
+      << "the client acknowledged only elements 0 and 1 of the recomputed run";
+
+  EXPECT_EQ(ReadToEnd(*runner, 2), 10);
+  EXPECT_TRUE(runner->FullyAcknowledged());
+}
+
+// The same defect, seen by the checkpoint store: the recomputed run's checkpoints past the
+// client's position are collected as if the client had acknowledged the old run's end.
+TEST_F(TaskRunnerTest, RestartBelowTheWindowKeepsCheckpointsPastTheClient) {
+  testing::ScopedTempDir dir;
+  absl::StatusOr<std::unique_ptr<CheckpointStore>> store =
+      CheckpointStore::Open(Env::Default(), dir.path(), CheckpointOptions{.keep = 100});
+  ASSERT_TRUE(store.ok()) << store.status();
+  TaskRunnerOptions options;
+  options.checkpoints = store->get();
+  options.checkpoint_interval_ms = 0;  // after every element
+  {
+    std::unique_ptr<TaskRunner> runner = NewRunner(options);
+    ASSERT_EQ(ReadToEnd(*runner, 0), 10);
+    ReadOne(*runner, 2);
+    AwaitFinished(*runner);
+  }  // Destroying the runner waits for its last checkpoint write and collection.
+  // A worker restarting now, asked for element 5, restores from the checkpoint at 5.
+  absl::StatusOr<Checkpoint> newest = (*store)->Newest(task_.task_id(), 5);
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  EXPECT_EQ(newest->index, 5);
+}
+
+// A clock an hour further on at every reading, without any time passing.
+class HourPerReadingEnv : public EnvWrapper {
+ public:
+  HourPerReadingEnv() : EnvWrapper(Env::Default()) {}
+  uint64_t NowMicros() override { return now_ += 3'600'000'000; }
+
+ private:
+  std::atomic<uint64_t> now_{0};
+};
+
+// Issue 13, layering: the checkpoint interval is measured on the Env's clock, so it can be tested
+// without sleeping. Here an hour passes between any two readings: with an interval of a minute,
+// the runner checkpoints after every element, though the test takes milliseconds.
+TEST_F(TaskRunnerTest, CheckpointIntervalIsMeasuredOnTheEnvClock) {
+  HourPerReadingEnv env;
+  testing::ScopedTempDir dir;
+  absl::StatusOr<std::unique_ptr<CheckpointStore>> store =
+      CheckpointStore::Open(Env::Default(), dir.path(), CheckpointOptions{.keep = 100});
+  ASSERT_TRUE(store.ok()) << store.status();
+  TaskRunnerOptions options;
+  options.env = &env;
+  options.checkpoints = store->get();
+  options.checkpoint_interval_ms = 60'000;
+  {
+    std::unique_ptr<TaskRunner> runner = NewRunner(options);
+    ASSERT_EQ(ReadToEnd(*runner, 0), 10);
+  }  // Destroying the runner waits for its last checkpoint write.
+  // The last element's checkpoint is there (the client acknowledged everything, so the older ones
+  // were collected); on a real clock a minute's interval would have written none.
+  absl::StatusOr<Checkpoint> checkpoint = (*store)->Newest(task_.task_id(), 10);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  EXPECT_EQ(checkpoint->index, 10);
+}
+
+}  // namespace
+}  // namespace granary
