@@ -223,7 +223,9 @@ absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& reque
           " (cache_write) is inserted by the dispatcher; give the job a cache_policy instead"));
     }
   }
-  auto pipeline = Pipeline::Create(request.pipeline(), *options_.udfs);
+  PipelineOptions checks;
+  checks.env = options_.env;  // A file pattern matching nothing is refused now, not per epoch.
+  auto pipeline = Pipeline::Create(request.pipeline(), *options_.udfs, checks);
   if (!pipeline.ok()) return Annotate(pipeline.status(), "invalid pipeline");
   const std::string dataset_id = HashToHex((*pipeline)->Fingerprint());
   response->set_dataset_id(dataset_id);

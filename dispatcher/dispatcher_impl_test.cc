@@ -477,6 +477,34 @@ TEST_F(DispatcherImplTest, IdleFinishedJobsAreRetiredAfterTheRetentionPeriod) {
   EXPECT_GT(CreateJob(dataset, "done", 1, 1), idle_but_read);
 }
 
+// Parameter ranges and file patterns are checked at registration, with Pipeline::Create's
+// message, not when an epoch starts (issue 13, defect 12).
+TEST_F(DispatcherImplTest, RegisterDatasetRefusesOutOfRangeParamsAndMissingFiles) {
+  Open();
+  const auto register_json = [&](const std::string& json) {
+    auto def = ParsePipelineJson(json, "p.json");
+    EXPECT_TRUE(def.ok()) << def.status();
+    RegisterDatasetRequest request;
+    *request.mutable_pipeline() = *def;
+    RegisterDatasetResponse response;
+    return impl_->RegisterDataset(request, &response);
+  };
+  const absl::Status batch = register_json(
+      R"({"source": {"type": "range", "params": {"stop": 5}},
+          "ops": [{"op": "batch", "params": {"batch_size": 0}}]})");
+  EXPECT_TRUE(absl::IsInvalidArgument(batch)) << batch;
+  EXPECT_THAT(std::string(batch.message()),
+              HasSubstr("invalid pipeline: op 0 (batch): param 'batch_size' must be at least 1"));
+  const absl::Status files = register_json(
+      R"({"source": {"type": "tfrecord", "params": {"files": ["/nonexistent/granary/*.rec"]}}})");
+  EXPECT_TRUE(absl::IsNotFound(files)) << files;
+  EXPECT_THAT(std::string(files.message()),
+              HasSubstr("source tfrecord: pattern '/nonexistent/granary/*.rec' matches no file"));
+  GetStatusResponse status;
+  ASSERT_TRUE(impl_->GetStatus({}, &status).ok());
+  EXPECT_EQ(status.state().datasets_size(), 0) << "nothing refused is journaled";
+}
+
 TEST_F(DispatcherImplTest, NamedJobsAreSharedAndDatasetsDeduplicated) {
   Open();
   const std::string d1 = RegisterRangeDataset(10, 5);

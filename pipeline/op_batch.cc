@@ -14,9 +14,9 @@ namespace {
 
 absl::Status CheckCompatible(const Element& first, const Element& e, const std::string& label) {
   if (e.tensors.size() != first.tensors.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        label, ": element at ", e.Origin(), " has ", e.tensors.size(),
-        " tensors, the batch started with ", first.tensors.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": element at ", e.Origin(), " has ", e.tensors.size(),
+                     " tensors, the batch started with ", first.tensors.size()));
   }
   for (size_t t = 0; t < e.tensors.size(); ++t) {
     const Tensor& a = first.tensors[t];
@@ -103,10 +103,14 @@ OpInfo BatchOp() {
   info.name = "batch";
   info.batches = true;
   info.params = {{"batch_size", ParamType::kInt, true}, {"drop_remainder", ParamType::kBool}};
+  info.validate = [](const Params& params) -> absl::Status {
+    const int64_t batch_size = params.GetInt("batch_size");
+    if (batch_size < 1) return params.Invalid("batch_size", "must be at least 1");
+    return absl::OkStatus();
+  };
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t batch_size = args.params.GetInt("batch_size");
-    if (batch_size < 1) return args.params.Invalid("batch_size", "must be at least 1");
     return std::make_unique<BatchIterator>(std::move(input), batch_size,
                                            args.params.GetBool("drop_remainder"), args.label);
   };

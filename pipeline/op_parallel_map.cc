@@ -157,8 +157,7 @@ class ParallelMapIterator : public UnaryOpIterator {
 }  // namespace
 
 std::unique_ptr<Iterator> NewParallelMapIterator(std::unique_ptr<Iterator> input,
-                                                 std::vector<OpBuildArgs> chain,
-                                                 int num_threads) {
+                                                 std::vector<OpBuildArgs> chain, int num_threads) {
   return std::make_unique<ParallelMapIterator>(std::move(input), std::move(chain), num_threads);
 }
 
@@ -177,6 +176,7 @@ OpInfo ParallelMapOp() {
   info.takes_udf = true;
   info.udf_kind = UdfKind::kMap;
   info.params = {{"num_threads", ParamType::kInt}};
+  info.validate = [](const Params& params) { return ParallelMapThreads(params).status(); };
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     ASSIGN_OR_RETURN(int num_threads, ParallelMapThreads(args.params));

@@ -30,14 +30,14 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
   const std::string& type = def.source().type();
   p->source_ = FindSource(type);
   if (p->source_ == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("source: unknown type '", type, "' (known: ",
-                     absl::StrJoin(SourceTypes(), ", "), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "source: unknown type '", type, "' (known: ", absl::StrJoin(SourceTypes(), ", "), ")"));
   }
   std::vector<ParamSpec> source_specs = p->source_->params;
   source_specs.push_back({"shuffle_splits", ParamType::kBool});
   ASSIGN_OR_RETURN(p->source_params_, Params::Create(def.source().params(), source_specs,
                                                      absl::StrCat("source ", type)));
+  if (p->source_->validate) RETURN_IF_ERROR(p->source_->validate(p->source_params_, options.env));
 
   // Op indices count the user's ops (PipelineDef.cached_ops): an inserted cache_write does not.
   int index = def.cached_ops();
@@ -48,11 +48,12 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
     compiled.label = OpLabel(compiled.index, op);
     compiled.info = FindOp(op.op());
     if (compiled.info == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(compiled.label, ": unknown op (known: ",
-                                                     absl::StrJoin(OpNames(), ", "), ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          compiled.label, ": unknown op (known: ", absl::StrJoin(OpNames(), ", "), ")"));
     }
     ASSIGN_OR_RETURN(compiled.params,
                      Params::Create(op.params(), compiled.info->params, compiled.label));
+    if (compiled.info->validate) RETURN_IF_ERROR(compiled.info->validate(compiled.params));
     if (!compiled.info->takes_udf) {
       if (!op.udf().empty() || !op.udf_params().fields().empty()) {
         return absl::InvalidArgumentError(
@@ -64,14 +65,14 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
       }
       const UdfInfo* udf = udfs.Find(op.udf());
       if (udf == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(compiled.label, ": unknown UDF (known: ",
-                                                       absl::StrJoin(udfs.Names(), ", "), ")"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            compiled.label, ": unknown UDF (known: ", absl::StrJoin(udfs.Names(), ", "), ")"));
       }
       if (udf->kind != compiled.info->udf_kind) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            compiled.label, ": UDF '", op.udf(), "' is ",
-            udf->kind == UdfKind::kPredicate ? "a predicate (use it with filter)"
-                                             : "a map function (use it with map)"));
+        return absl::InvalidArgumentError(absl::StrCat(compiled.label, ": UDF '", op.udf(), "' is ",
+                                                       udf->kind == UdfKind::kPredicate
+                                                           ? "a predicate (use it with filter)"
+                                                           : "a map function (use it with map)"));
       }
       ASSIGN_OR_RETURN(Params udf_params,
                        Params::Create(op.udf_params(), udf->params, compiled.label));
@@ -130,9 +131,7 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
   return it;
 }
 
-uint64_t Pipeline::Fingerprint() const {
-  return Hash64(SerializeDeterministically(def_));
-}
+uint64_t Pipeline::Fingerprint() const { return Hash64(SerializeDeterministically(def_)); }
 
 PipelineDef WithParallelMapThreads(PipelineDef def, int num_threads) {
   for (OpDef& op : *def.mutable_ops()) {
