@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "pipeline/limits.h"
 #include "pipeline/tensor.h"
 
 namespace granary {
@@ -26,9 +27,8 @@ ImageFormat SniffImageFormat(absl::string_view bytes);
 // "none" for empty input: how errors show what an undecodable input starts with.
 std::string FirstBytesHex(absl::string_view bytes);
 
-// The largest image a decoder accepts, in pixels (height * width); larger images are rejected
-// before their pixels are allocated, so a corrupt header cannot exhaust memory.
-inline constexpr int64_t kMaxImagePixels = int64_t{1} << 28;
+// The decoders refuse images larger than kMaxImagePixels (pipeline/limits.h) before their pixels
+// are allocated, so a corrupt header cannot exhaust memory.
 
 // Decodes a JPEG into uint8 [height, width, channels]. `channels` is 1 (grayscale), 3 (RGB) or
 // 0 (as encoded: 1 for a grayscale JPEG, 3 otherwise); color and grayscale JPEGs convert to

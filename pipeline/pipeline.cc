@@ -8,6 +8,7 @@
 #include "common/hash.h"
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
+#include "pipeline/allocation_guard.h"
 #include "pipeline/source_iterator.h"
 
 namespace granary {
@@ -99,8 +100,10 @@ std::vector<Split> Pipeline::PlanEpoch(std::vector<Split> splits, uint64_t seed,
 
 absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
     const IteratorContext& ctx, std::unique_ptr<SplitProvider> provider) const {
-  std::unique_ptr<Iterator> it =
-      std::make_unique<SourceIterator>(source_, source_params_, ctx.env, std::move(provider));
+  // Every stage is wrapped in GuardAllocations: a failed allocation is an error naming it.
+  std::unique_ptr<Iterator> it = GuardAllocations(
+      std::make_unique<SourceIterator>(source_, source_params_, ctx.env, std::move(provider)),
+      absl::StrCat("source ", source_->type));
   const auto args_for = [&](size_t i) {
     IteratorContext op_ctx = ctx;
     if (ops_[i].index < ctx.cached_prefix_ops) op_ctx.epoch = 0;  // A cached prefix (iterator.h).
@@ -112,10 +115,12 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
   for (size_t i = 0; i < ops_.size();) {
     if (!is_map(i) || !options_.fuse_maps) {
       ASSIGN_OR_RETURN(it, ops_[i].info->factory(std::move(it), args_for(i)));
+      it = GuardAllocations(std::move(it), ops_[i].label);
       ++i;
       continue;
     }
     // Fuse the run of map / parallel_map ops starting at i (see op.h).
+    const std::string& label = ops_[i].label;
     std::vector<OpBuildArgs> chain;
     int num_threads = 0;  // 0: every op of the run is a plain map.
     for (; is_map(i); ++i) {
@@ -127,6 +132,7 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
     }
     it = num_threads == 0 ? NewMapIterator(std::move(it), std::move(chain))
                           : NewParallelMapIterator(std::move(it), std::move(chain), num_threads);
+    it = GuardAllocations(std::move(it), label);
   }
   return it;
 }

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
+#include "pipeline/allocation_guard.h"
 
 namespace granary {
 namespace {
@@ -21,15 +22,20 @@ std::string Context(const OpBuildArgs& args, const Element& element) {
 absl::Status InvokeMapUdfs(const std::vector<OpBuildArgs>& chain, Element& element) {
   for (const OpBuildArgs& args : chain) {
     const UdfCall call = CallFor(args, element);
-    const absl::Status status = args.udf->Map(element, call);
+    const absl::Status status =
+        CatchAllocationFailure([&] { return args.udf->Map(element, call); });
     if (!status.ok()) return Annotate(status, Context(args, element));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<bool> InvokePredicateUdf(const OpBuildArgs& args, const Element& element) {
-  absl::StatusOr<bool> keep = args.udf->Keep(element, CallFor(args, element));
-  if (!keep.ok()) return Annotate(keep.status(), Context(args, element));
+  bool keep = false;
+  const absl::Status status = CatchAllocationFailure([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(keep, args.udf->Keep(element, CallFor(args, element)));
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return Annotate(status, Context(args, element));
   return keep;
 }
 

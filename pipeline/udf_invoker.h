@@ -1,6 +1,8 @@
 // How map, parallel_map and filter call their UDF: derive the stateless random key for the
 // element and prefix any error with the op's label and the element's origin, e.g.
 //   "op 2 (map, udf 'decode_jpeg') at split 3 record 17: decode_jpeg: Not a JPEG file".
+// A failed allocation inside the UDF is such an error too (ResourceExhausted "out of memory",
+// allocation_guard.h).
 #ifndef GRANARY_PIPELINE_UDF_INVOKER_H_
 #define GRANARY_PIPELINE_UDF_INVOKER_H_
 
