@@ -27,8 +27,8 @@ bool Field(const std::string& line, const std::string& key, std::string* value) 
 
 std::string DigestLine::ToJson() const {
   return absl::StrFormat(
-      R"({"epoch":%d,"elements":%d,"multiset_xxh64":"%s","ordered_xxh64":"%s","duplicates_dropped":%d})",
-      epoch, rows, HashToHex(multiset), HashToHex(ordered), dropped);
+      R"({"epoch":%d,"elements":%d,"multiset_xxh64":"%s","ordered_xxh64":"%s","duplicates_dropped":%d,"skipped":%d})",
+      epoch, rows, HashToHex(multiset), HashToHex(ordered), dropped, skipped);
 }
 
 absl::StatusOr<DigestLine> DigestLine::Parse(const std::string& line) {
@@ -51,6 +51,7 @@ absl::StatusOr<DigestLine> DigestLine::Parse(const std::string& line) {
   if (!Field(line, "duplicates_dropped", &value) || !absl::SimpleAtoi(value, &d.dropped)) {
     return bad("duplicates_dropped");
   }
+  if (Field(line, "skipped", &value) && !absl::SimpleAtoi(value, &d.skipped)) return bad("skipped");
   return d;
 }
 

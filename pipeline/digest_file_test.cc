@@ -10,10 +10,10 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(DigestFileTest, LineRoundTrips) {
-  const DigestLine line{7, 1000, 0x0123456789abcdefULL, 0xfedcba9876543210ULL, 3};
+  const DigestLine line{7, 1000, 0x0123456789abcdefULL, 0xfedcba9876543210ULL, 3, 4};
   EXPECT_EQ(line.ToJson(),
             R"({"epoch":7,"elements":1000,"multiset_xxh64":"0123456789abcdef",)"
-            R"("ordered_xxh64":"fedcba9876543210","duplicates_dropped":3})");
+            R"("ordered_xxh64":"fedcba9876543210","duplicates_dropped":3,"skipped":4})");
   absl::StatusOr<DigestLine> parsed = DigestLine::Parse(line.ToJson());
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->epoch, 7);
@@ -21,6 +21,13 @@ TEST(DigestFileTest, LineRoundTrips) {
   EXPECT_EQ(parsed->multiset, line.multiset);
   EXPECT_EQ(parsed->ordered, line.ordered);
   EXPECT_EQ(parsed->dropped, 3);
+  EXPECT_EQ(parsed->skipped, 4);
+  // Lines written before "skipped" existed read as 0 skipped.
+  absl::StatusOr<DigestLine> old =
+      DigestLine::Parse(R"({"epoch":7,"elements":1000,"multiset_xxh64":"0123456789abcdef",)"
+                        R"("ordered_xxh64":"fedcba9876543210","duplicates_dropped":3})");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->skipped, 0);
 }
 
 TEST(DigestFileTest, MalformedLinesNameTheField) {

@@ -1,10 +1,11 @@
 // Image codecs: JPEG (libjpeg-turbo) and PNG (libpng's simplified API) to and from uint8
 // tensors of shape [height, width, channels].
 //
-// Errors are InvalidArgument and describe the bytes, not the caller ("not a JPEG but a PNG (first
-// bytes 89 50 4E 47)", or libjpeg's / libpng's own message); callers such as the decode UDFs
-// prefix their name. Decoding is deterministic: the same bytes always give the same pixels.
-// All functions are thread-safe (no shared state).
+// Errors describe the bytes, not the caller ("not a JPEG but a PNG (first bytes 89 50 4E 47)", or
+// libjpeg's / libpng's own message): InvalidArgument, or DataLoss for a damaged JPEG; callers
+// such as the decode UDFs prefix their name (and the pipeline the element's split and record).
+// Decoding is deterministic: the same bytes always give the same pixels. All functions are
+// thread-safe (no shared state).
 #ifndef GRANARY_PIPELINE_IMAGE_CODEC_H_
 #define GRANARY_PIPELINE_IMAGE_CODEC_H_
 
@@ -32,10 +33,12 @@ std::string FirstBytesHex(absl::string_view bytes);
 
 // Decodes a JPEG into uint8 [height, width, channels]. `channels` is 1 (grayscale), 3 (RGB) or
 // 0 (as encoded: 1 for a grayscale JPEG, 3 otherwise); color and grayscale JPEGs convert to
-// either, CMYK and YCCK JPEGs (Adobe) are converted to RGB or grayscale. Recoverable corruption
-// that libjpeg only warns about (e.g. a truncated scan) still decodes, the missing part being
-// filled in by libjpeg. InvalidArgument: `channels` out of range, input not a JPEG (by magic
-// bytes), libjpeg errors (with libjpeg's message), an image larger than kMaxImagePixels.
+// either, CMYK and YCCK JPEGs (Adobe) are converted to RGB or grayscale.
+// DataLoss "damaged JPEG (N bytes): <libjpeg's message>": after a valid header, damaged data
+// that libjpeg would only warn about and paper over with gray (a file truncated in its image
+// data, garbage in the entropy-coded data), and libjpeg's errors. InvalidArgument: `channels` out
+// of range, input not a JPEG (by magic bytes), libjpeg errors in the header (with libjpeg's
+// message), an image larger than kMaxImagePixels.
 absl::StatusOr<Tensor> DecodeJpeg(absl::string_view bytes, int channels);
 
 // Decodes a PNG into uint8 [height, width, channels]. `channels` is 1 (gray), 2 (gray + alpha),

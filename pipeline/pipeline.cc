@@ -42,6 +42,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
 
   // Op indices count the user's ops (PipelineDef.cached_ops): an inserted cache_write does not.
   int index = def.cached_ops();
+  const OpInfo* previous = nullptr;
   for (const OpDef& op : def.ops()) {
     CompiledOp compiled;
     compiled.index = index;
@@ -55,6 +56,15 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
     ASSIGN_OR_RETURN(compiled.params,
                      Params::Create(op.params(), compiled.info->params, compiled.label));
     if (compiled.info->validate) RETURN_IF_ERROR(compiled.info->validate(compiled.params));
+    if (compiled.info->follows_udf_op && (previous == nullptr || !previous->takes_udf)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          compiled.label,
+          ": must directly follow a map, parallel_map or filter (the ops that go "
+          "on after a UDF fails for one element; ",
+          previous == nullptr ? "it is the first op" : absl::StrCat("it follows ", previous->name),
+          ")"));
+    }
+    previous = compiled.info;
     if (!compiled.info->takes_udf) {
       if (!op.udf().empty() || !op.udf_params().fields().empty()) {
         return absl::InvalidArgumentError(

@@ -13,6 +13,13 @@
 
 namespace granary {
 
+// Whether `status` is a UDF's error for one element as the functions below return it (and map,
+// parallel_map and filter pass it on unchanged): what ignore_errors may drop. A status payload
+// marks it; Annotate and other rewrapping drop the mark.
+bool IsUdfElementError(const absl::Status& status);
+// `status` marked as IsUdfElementError (for restoring one saved by parallel_map).
+absl::Status MarkUdfElementError(absl::Status status);
+
 // Applies the kMap UDFs of `chain` (one or more fused map ops) in order. Thread-safe (as the
 // UDFs are).
 absl::Status InvokeMapUdfs(const std::vector<OpBuildArgs>& chain, Element& element);
