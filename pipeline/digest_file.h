@@ -25,7 +25,9 @@ struct DigestLine {
 
   // The line, without a trailing newline.
   std::string ToJson() const;
-  // InvalidArgument naming the missing or malformed field.
+  // Parses `line` as JSON through protobuf's JSON mapping (proto/digest.proto), so any spacing
+  // and key order reads, unknown keys are ignored and a missing "skipped" is 0. InvalidArgument
+  // for what is no JSON object of those fields, or naming the missing or malformed field.
   static absl::StatusOr<DigestLine> Parse(const std::string& line);
 };
 

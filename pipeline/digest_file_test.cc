@@ -54,5 +54,46 @@ TEST(DigestFileTest, ALaterLineForAnEpochWinsAndErrorsNameFileAndLine) {
   EXPECT_THAT(ReadDigestFile(env, path).status().message(), HasSubstr(path + " line 4"));
 }
 
+// A real JSON parser reads lines written by other tools: Python's json.dumps puts a space after
+// every colon and comma; keys may come in any order, with any whitespace (issue 13, defect 16).
+TEST(DigestFileTest, ParsesJsonWithAnySpacingAndKeyOrder) {
+  const std::string python =
+      R"({"epoch": 2, "elements": 1000, "multiset_xxh64": "0123456789abcdef", )"
+      R"("ordered_xxh64": "fedcba9876543210", "duplicates_dropped": 3, "skipped": 1})";
+  const std::string reordered = R"(  { "skipped" : 1 , "duplicates_dropped":3,
+      "ordered_xxh64" :"fedcba9876543210","multiset_xxh64":"0123456789abcdef",
+      "elements": 1000, "epoch": 2 }  )";
+  for (const std::string& line : {python, reordered}) {
+    absl::StatusOr<DigestLine> d = DigestLine::Parse(line);
+    ASSERT_TRUE(d.ok()) << line << ": " << d.status();
+    EXPECT_EQ(d->epoch, 2);
+    EXPECT_EQ(d->rows, 1000);
+    EXPECT_EQ(d->multiset, 0x0123456789abcdefULL);
+    EXPECT_EQ(d->ordered, 0xfedcba9876543210ULL);
+    EXPECT_EQ(d->dropped, 3);
+    EXPECT_EQ(d->skipped, 1);
+  }
+}
+
+TEST(DigestFileTest, RejectsWhatIsNotADigestLine) {
+  const struct {
+    std::string line;
+    std::string message;
+  } cases[] = {
+      {"not json", "digest line 'not json': not a JSON object"},
+      {R"({"epoch": 1, "elements": 2, "multiset_xxh64": "zz", "ordered_xxh64": "00",)"
+       R"( "duplicates_dropped": 0})",
+       "malformed \"multiset_xxh64\""},
+      {R"({"epoch": "one", "elements": 2})", "not a JSON object"},
+      {R"({"epoch": 1, "multiset_xxh64": "01", "ordered_xxh64": "02", "duplicates_dropped": 0})",
+       "missing or malformed \"elements\""},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<DigestLine> d = DigestLine::Parse(c.line);
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << c.line;
+    EXPECT_THAT(d.status().message(), HasSubstr(c.message)) << c.line;
+  }
+}
+
 }  // namespace
 }  // namespace granary
