@@ -223,9 +223,7 @@ absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& reque
           " (cache_write) is inserted by the dispatcher; give the job a cache_policy instead"));
     }
   }
-  PipelineOptions checks;
-  checks.env = options_.env;  // A file pattern matching nothing is refused now, not per epoch.
-  auto pipeline = Pipeline::Create(request.pipeline(), *options_.udfs, checks);
+  auto pipeline = Pipeline::Create(request.pipeline(), *options_.udfs);
   if (!pipeline.ok()) return Annotate(pipeline.status(), "invalid pipeline");
   const std::string dataset_id = HashToHex((*pipeline)->Fingerprint());
   response->set_dataset_id(dataset_id);
@@ -234,6 +232,10 @@ absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& reque
     RETURN_IF_ERROR(CheckUsable());
     if (state_.FindDataset(dataset_id) != nullptr) return absl::OkStatus();
   }
+  // A new dataset's file patterns must match files now, not when an epoch starts. (A known one
+  // is not checked again: its files may be gone while a complete cache serves it.)
+  const absl::Status files = (*pipeline)->CheckFiles(options_.env);
+  if (!files.ok()) return Annotate(files, "invalid pipeline");
   Update update;
   update.mutable_register_dataset()->set_dataset_id(dataset_id);
   *update.mutable_register_dataset()->mutable_pipeline() = request.pipeline();

@@ -503,6 +503,15 @@ TEST_F(DispatcherImplTest, RegisterDatasetRefusesOutOfRangeParamsAndMissingFiles
   GetStatusResponse status;
   ASSERT_TRUE(impl_->GetStatus({}, &status).ok());
   EXPECT_EQ(status.state().datasets_size(), 0) << "nothing refused is journaled";
+  // A dataset already registered is not checked again: its files may have gone while a
+  // complete cache serves it.
+  const std::string lines = dir_.path() + "/lines.txt";
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), lines, "a\nb\n", false).ok());
+  const std::string text_json = absl::StrCat(
+      R"({"source": {"type": "text_lines", "params": {"files": [")", lines, R"("]}}})");
+  EXPECT_TRUE(register_json(text_json).ok());
+  ASSERT_TRUE(Env::Default()->RenameFile(lines, lines + ".moved").ok());
+  EXPECT_TRUE(register_json(text_json).ok());
 }
 
 TEST_F(DispatcherImplTest, NamedJobsAreSharedAndDatasetsDeduplicated) {

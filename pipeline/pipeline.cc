@@ -38,7 +38,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
   source_specs.push_back({"shuffle_splits", ParamType::kBool});
   ASSIGN_OR_RETURN(p->source_params_, Params::Create(def.source().params(), source_specs,
                                                      absl::StrCat("source ", type)));
-  if (p->source_->validate) RETURN_IF_ERROR(p->source_->validate(p->source_params_, options.env));
+  if (p->source_->validate) RETURN_IF_ERROR(p->source_->validate(p->source_params_, nullptr));
 
   // Op indices count the user's ops (PipelineDef.cached_ops): an inserted cache_write does not.
   int index = def.cached_ops();
@@ -94,6 +94,11 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
     p->ops_.push_back(std::move(compiled));
   }
   return p;
+}
+
+absl::Status Pipeline::CheckFiles(Env* env) const {
+  if (!source_->validate) return absl::OkStatus();
+  return source_->validate(source_params_, env);
 }
 
 absl::StatusOr<std::vector<Split>> Pipeline::EnumerateSplits(Env* env) const {

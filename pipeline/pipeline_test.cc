@@ -56,10 +56,10 @@ TEST(PipelineValidationTest, WrongUdfParamTypeNamesUdfAndParam) {
 }
 
 // Pipeline::Create alone (no split enumeration), with `options`.
-absl::Status CreateOnlyStatus(const std::string& json, const PipelineOptions& options = {}) {
+absl::Status CreateOnlyStatus(const std::string& json) {
   auto def = ParsePipelineJson(json, "pipeline test.json");
   if (!def.ok()) return def.status();
-  return Pipeline::Create(*def, UdfRegistry::WithBuiltins(), options).status();
+  return Pipeline::Create(*def, UdfRegistry::WithBuiltins()).status();
 }
 
 // Parameter ranges are checked by Create, so the dispatcher refuses such a pipeline at
@@ -117,24 +117,25 @@ TEST(PipelineValidationTest, OutOfRangeSourceParamsAreRefusedByCreate) {
   }
 }
 
-// With an Env (the dispatcher's), Create also lists the files: a pattern matching nothing is
-// refused there with the same NotFound that split enumeration gives. Without one it is left to
-// EnumerateSplits.
-TEST(PipelineValidationTest, PatternMatchingNothingIsRefusedByCreateGivenAnEnv) {
-  const std::string json =
-      R"({"source": {"type": "tfrecord", "params": {"files": ["/nonexistent/granary/*.tfrecord"]}}})";
-  PipelineOptions with_env;
-  with_env.env = Env::Default();
-  const absl::Status s = CreateOnlyStatus(json, with_env);
+// CheckFiles lists the files without reading them: a pattern matching nothing is the same
+// NotFound that split enumeration gives (what the dispatcher checks at registration).
+TEST(PipelineValidationTest, CheckFilesRefusesAPatternMatchingNothing) {
+  const auto check = [](const std::string& json) {
+    auto def = ParsePipelineJson(json, "p.json");
+    EXPECT_TRUE(def.ok()) << def.status();
+    auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+    EXPECT_TRUE(pipeline.ok()) << pipeline.status();
+    return (*pipeline)->CheckFiles(Env::Default());
+  };
+  const absl::Status s = check(
+      R"({"source": {"type": "tfrecord", "params": {"files": ["/nonexistent/granary/*.tfrecord"]}}})");
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
-  EXPECT_THAT(
-      s.message(),
-      HasSubstr("source tfrecord: pattern '/nonexistent/granary/*.tfrecord' matches no file"));
-  EXPECT_TRUE(CreateOnlyStatus(json).ok());
-  const std::string existing =
-      absl::StrCat(R"({"source": {"type": "tfrecord", "params": {"files": [")",
-                   testing::TfRecordTestDataDir(), R"(/*.tfrecord"]}}})");
-  EXPECT_TRUE(CreateOnlyStatus(existing, with_env).ok());
+  EXPECT_THAT(s.message(), HasSubstr("source tfrecord: pattern '/nonexistent/granary/*.tfrecord' "
+                                     "matches no file"));
+  EXPECT_TRUE(check(absl::StrCat(R"({"source": {"type": "tfrecord", "params": {"files": [")",
+                                 testing::TfRecordTestDataDir(), R"(/*.tfrecord"]}}})"))
+                  .ok());
+  EXPECT_TRUE(check(absl::StrCat("{", kRange, "}")).ok());
 }
 
 TEST(PipelineValidationTest, MissingFileNamesThePattern) {
