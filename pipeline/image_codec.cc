@@ -333,13 +333,17 @@ absl::StatusOr<Tensor> DecodePng(absl::string_view bytes, int channels) {
   png_image png;
   std::memset(&png, 0, sizeof(png));
   png.version = PNG_IMAGE_VERSION;
-  auto fail = [&png, &bytes]() {
-    absl::Status status = absl::InvalidArgumentError(
-        absl::StrCat("invalid PNG (", bytes.size(), " bytes): ", png.message));
+  // An error reading the header: not a valid PNG; reading the image data after it: damaged.
+  auto fail = [&png, &bytes](bool header_read) {
+    absl::Status status = header_read
+                              ? absl::DataLossError(absl::StrCat("damaged PNG (", bytes.size(),
+                                                                 " bytes): ", png.message))
+                              : absl::InvalidArgumentError(absl::StrCat(
+                                    "invalid PNG (", bytes.size(), " bytes): ", png.message));
     png_image_free(&png);
     return status;
   };
-  if (!png_image_begin_read_from_memory(&png, bytes.data(), bytes.size())) return fail();
+  if (!png_image_begin_read_from_memory(&png, bytes.data(), bytes.size())) return fail(false);
   const int64_t height = png.height;
   const int64_t width = png.width;
   if (height * width > kMaxImagePixels) {
@@ -360,7 +364,7 @@ absl::StatusOr<Tensor> DecodePng(absl::string_view bytes, int channels) {
   const png_int_32 stride = static_cast<png_int_32>(width * channels);
   if (!png_image_finish_read(&png, /*background=*/nullptr, image.data<uint8_t>(), stride,
                              /*colormap=*/nullptr)) {
-    return fail();
+    return fail(true);
   }
   png_image_free(&png);  // Already freed by finish_read; harmless.
   return image;

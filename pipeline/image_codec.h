@@ -2,7 +2,7 @@
 // tensors of shape [height, width, channels].
 //
 // Errors describe the bytes, not the caller ("not a JPEG but a PNG (first bytes 89 50 4E 47)", or
-// libjpeg's / libpng's own message): InvalidArgument, or DataLoss for a damaged JPEG; callers
+// libjpeg's / libpng's own message): InvalidArgument, or DataLoss for a damaged image; callers
 // such as the decode UDFs prefix their name (and the pipeline the element's split and record).
 // Decoding is deterministic: the same bytes always give the same pixels. All functions are
 // thread-safe (no shared state).
@@ -45,9 +45,11 @@ absl::StatusOr<Tensor> DecodeJpeg(absl::string_view bytes, int channels);
 // 3 (RGB), 4 (RGBA) or 0 (as encoded: the PNG's own color channels plus alpha if it has alpha
 // or transparency). Any PNG color type and bit depth is accepted (16-bit samples are reduced to 8
 // bits, palettes expanded, gAMA applied by libpng's simplified API to give sRGB). When the PNG has
-// an alpha channel and `channels` is 1 or 3, the image is composited onto black. InvalidArgument:
-// `channels` out of range, input not a PNG (by magic bytes), libpng errors (with libpng's message),
-// an image larger than kMaxImagePixels.
+// an alpha channel and `channels` is 1 or 3, the image is composited onto black.
+// DataLoss "damaged PNG (N bytes): <libpng's message>": libpng errors in the image data after a
+// valid header (truncated or corrupt IDAT). InvalidArgument: `channels` out of range, input not a
+// PNG (by magic bytes), libpng errors in the header (with libpng's message), an image larger than
+// kMaxImagePixels.
 absl::StatusOr<Tensor> DecodePng(absl::string_view bytes, int channels);
 
 // Sniffs the format and decodes a JPEG or a PNG. `channels` is 1, 3 or 0 (as encoded, see

@@ -285,9 +285,31 @@ TEST(ImageCodecTest, DecodePngReportsLibpngErrorOnCorruptData) {
 }
 
 TEST(ImageCodecTest, DecodePngReportsTruncation) {
+  // Cut after the header: the image data is damaged.
   absl::StatusOr<Tensor> image = DecodePng(CifarPng(0).substr(0, 100), 3);
+  EXPECT_EQ(image.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(image.status().message(), HasSubstr("damaged PNG (100 bytes)"));
+  // Cut inside the header: no valid PNG.
+  image = DecodePng(CifarPng(0).substr(0, 20), 3);
   EXPECT_EQ(image.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(image.status().message(), HasSubstr("invalid PNG (100 bytes)"));
+  EXPECT_THAT(image.status().message(), HasSubstr("invalid PNG (20 bytes)"));
+}
+
+// Damage in a PNG's image data (after a valid header) is DataLoss, like a damaged JPEG's.
+TEST(ImageCodecTest, DecodePngReportsDamagedImageDataAsDataLoss) {
+  const std::string png = CifarPng(0);
+  const size_t idat = png.find("IDAT");
+  ASSERT_NE(idat, std::string::npos);
+  const std::string truncated = png.substr(0, idat + (png.size() - idat) / 2);
+  std::string flipped = png;
+  flipped[idat + 40] ^= 0x10;  // Inside the IDAT data: its CRC no longer matches.
+  for (const std::string& damaged : {truncated, flipped}) {
+    absl::StatusOr<Tensor> image = DecodePng(damaged, 3);
+    EXPECT_EQ(image.status().code(), absl::StatusCode::kDataLoss) << image.status();
+    EXPECT_THAT(image.status().message(),
+                HasSubstr(absl::StrCat("damaged PNG (", damaged.size(), " bytes): ")));
+    EXPECT_EQ(DecodeImage(damaged, 3).status().code(), absl::StatusCode::kDataLoss);
+  }
 }
 
 TEST(ImageCodecTest, RejectsUnsupportedChannelCounts) {
