@@ -103,6 +103,27 @@ TEST_F(DamagedJpegsTest, IgnoreErrorsDropsDamagedElementsAndCountsThem) {
   }
 }
 
+// After a filter, elements whose predicate failed are dropped too; the others are kept or
+// filtered as usual.
+TEST_F(DamagedJpegsTest, IgnoreErrorsAfterAFilterDropsElementsWhosePredicateFailed) {
+  const std::string lines = dir_.Join("lines.txt");
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), lines, "a\n\nbb\n\nccc\n", false).ok());
+  auto def = ParsePipelineJson(
+      absl::StrCat(R"({"source": {"type": "text_lines", "params": {"files": [")", lines, R"("]}},
+          "ops": [{"op": "map", "udf": "string_length"},
+                  {"op": "filter", "udf": "non_empty"},
+                  {"op": "ignore_errors"}]})"),
+      "filter.json");
+  ASSERT_TRUE(def.ok()) << def.status();
+  auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  // string_length makes int64 tensors, which the string predicate non_empty refuses.
+  auto result = RunEpochInProcess(**pipeline, 0, 0, Env::Default());
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->rows, 0);
+  EXPECT_EQ(result->skipped, 5);
+}
+
 // Only a UDF's failure for one element is dropped: a damaged file (a CRC mismatch in the source)
 // still ends the run, as do errors of other kinds.
 TEST_F(DamagedJpegsTest, IgnoreErrorsPassesSourceErrorsOn) {
