@@ -52,10 +52,28 @@ struct JpegErrorManager {
   bool damaged = false;
 };
 
+// libjpeg's errors about features it does not support: the image is not damaged, just not
+// decodable here, even when they come after the header.
+bool IsUnsupportedFeatureError(int msg_code) {
+  switch (msg_code) {
+    case JERR_ARITH_NOTIMPL:
+    case JERR_CCIR601_NOTIMPL:
+    case JERR_CONVERSION_NOTIMPL:
+    case JERR_FRACT_SAMPLE_NOTIMPL:
+    case JERR_NOTIMPL:
+    case JERR_NOT_COMPILED:
+    case JERR_EMPTY_IMAGE:
+    case JERR_IMAGE_TOO_BIG:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void JpegErrorExit(j_common_ptr cinfo) {
   auto* err = reinterpret_cast<JpegErrorManager*>(cinfo->err);
   (*cinfo->err->format_message)(cinfo, err->message);
-  err->damaged = err->header_read;
+  err->damaged = err->header_read && !IsUnsupportedFeatureError(err->pub.msg_code);
   longjmp(err->jump, 1);
 }
 

@@ -36,9 +36,10 @@ std::string FirstBytesHex(absl::string_view bytes);
 // either, CMYK and YCCK JPEGs (Adobe) are converted to RGB or grayscale.
 // DataLoss "damaged JPEG (N bytes): <libjpeg's message>": after a valid header, damaged data
 // that libjpeg would only warn about and paper over with gray (a file truncated in its image
-// data, garbage in the entropy-coded data), and libjpeg's errors. InvalidArgument: `channels` out
-// of range, input not a JPEG (by magic bytes), libjpeg errors in the header (with libjpeg's
-// message), an image larger than kMaxImagePixels.
+// data, garbage in the entropy-coded data), and libjpeg's errors other than unsupported features.
+// InvalidArgument: `channels` out of range, input not a JPEG (by magic bytes), libjpeg errors in
+// the header or about unsupported features (with libjpeg's message), an image larger than
+// kMaxImagePixels.
 absl::StatusOr<Tensor> DecodeJpeg(absl::string_view bytes, int channels);
 
 // Decodes a PNG into uint8 [height, width, channels]. `channels` is 1 (gray), 2 (gray + alpha),
