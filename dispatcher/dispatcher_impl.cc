@@ -232,6 +232,10 @@ absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& reque
     RETURN_IF_ERROR(CheckUsable());
     if (state_.FindDataset(dataset_id) != nullptr) return absl::OkStatus();
   }
+  // A new dataset's file patterns must match files now, not when an epoch starts. (A known one
+  // is not checked again: its files may be gone while a complete cache serves it.)
+  const absl::Status files = (*pipeline)->CheckFiles(options_.env);
+  if (!files.ok()) return Annotate(files, "invalid pipeline");
   Update update;
   update.mutable_register_dataset()->set_dataset_id(dataset_id);
   *update.mutable_register_dataset()->mutable_pipeline() = request.pipeline();

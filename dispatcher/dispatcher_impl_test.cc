@@ -537,6 +537,43 @@ TEST_F(DispatcherImplTest, HeartbeatsSendEachPipelineOnceAndOnlyNewTaskDefinitio
   EXPECT_LT(steady.ByteSizeLong(), 64u) << "the steady state costs a few bytes per task";
 }
 
+// Parameter ranges and file patterns are checked at registration, with Pipeline::Create's
+// message, not when an epoch starts (issue 13, defect 12).
+TEST_F(DispatcherImplTest, RegisterDatasetRefusesOutOfRangeParamsAndMissingFiles) {
+  Open();
+  const auto register_json = [&](const std::string& json) {
+    auto def = ParsePipelineJson(json, "p.json");
+    EXPECT_TRUE(def.ok()) << def.status();
+    RegisterDatasetRequest request;
+    *request.mutable_pipeline() = *def;
+    RegisterDatasetResponse response;
+    return impl_->RegisterDataset(request, &response);
+  };
+  const absl::Status batch = register_json(
+      R"({"source": {"type": "range", "params": {"stop": 5}},
+          "ops": [{"op": "batch", "params": {"batch_size": 0}}]})");
+  EXPECT_TRUE(absl::IsInvalidArgument(batch)) << batch;
+  EXPECT_THAT(std::string(batch.message()),
+              HasSubstr("invalid pipeline: op 0 (batch): param 'batch_size' must be at least 1"));
+  const absl::Status files = register_json(
+      R"({"source": {"type": "tfrecord", "params": {"files": ["/nonexistent/granary/*.rec"]}}})");
+  EXPECT_TRUE(absl::IsNotFound(files)) << files;
+  EXPECT_THAT(std::string(files.message()),
+              HasSubstr("source tfrecord: pattern '/nonexistent/granary/*.rec' matches no file"));
+  GetStatusResponse status;
+  ASSERT_TRUE(impl_->GetStatus({}, &status).ok());
+  EXPECT_EQ(status.state().datasets_size(), 0) << "nothing refused is journaled";
+  // A dataset already registered is not checked again: its files may have gone while a
+  // complete cache serves it.
+  const std::string lines = dir_.path() + "/lines.txt";
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), lines, "a\nb\n", false).ok());
+  const std::string text_json = absl::StrCat(
+      R"({"source": {"type": "text_lines", "params": {"files": [")", lines, R"("]}}})");
+  EXPECT_TRUE(register_json(text_json).ok());
+  ASSERT_TRUE(Env::Default()->RenameFile(lines, lines + ".moved").ok());
+  EXPECT_TRUE(register_json(text_json).ok());
+}
+
 TEST_F(DispatcherImplTest, NamedJobsAreSharedAndDatasetsDeduplicated) {
   Open();
   const std::string d1 = RegisterRangeDataset(10, 5);

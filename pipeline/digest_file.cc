@@ -8,49 +8,45 @@
 #include "absl/strings/str_split.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "google/protobuf/util/json_util.h"
+#include "proto/digest.pb.h"
 
 namespace granary {
-namespace {
-
-// The text of "key": (a number, or a quoted string without its quotes); false if absent.
-bool Field(const std::string& line, const std::string& key, std::string* value) {
-  const std::string tag = "\"" + key + "\":";
-  const size_t at = line.find(tag);
-  if (at == std::string::npos) return false;
-  size_t begin = at + tag.size();
-  if (begin < line.size() && line[begin] == '"') ++begin;
-  *value = line.substr(begin, line.find_first_of("\",}", begin) - begin);
-  return true;
-}
-
-}  // namespace
 
 std::string DigestLine::ToJson() const {
+  // Written by hand rather than by the JSON mapping, which would quote the int64 fields.
   return absl::StrFormat(
-      R"({"epoch":%d,"elements":%d,"multiset_xxh64":"%s","ordered_xxh64":"%s","duplicates_dropped":%d})",
-      epoch, rows, HashToHex(multiset), HashToHex(ordered), dropped);
+      R"({"epoch":%d,"elements":%d,"multiset_xxh64":"%s","ordered_xxh64":"%s","duplicates_dropped":%d,"skipped":%d})",
+      epoch, rows, HashToHex(multiset), HashToHex(ordered), dropped, skipped);
 }
 
 absl::StatusOr<DigestLine> DigestLine::Parse(const std::string& line) {
-  DigestLine d;
-  std::string value;
+  DigestLineProto proto;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;  // Fields of later versions.
+  const auto parsed = google::protobuf::util::JsonStringToMessage(line, &proto, options);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("digest line '", line,
+                                                   "': not a JSON object with the digest fields (",
+                                                   parsed.ToString(), ")"));
+  }
   const auto bad = [&](const char* key) {
     return absl::InvalidArgumentError(
         absl::StrCat("digest line '", line, "': missing or malformed \"", key, "\""));
   };
-  if (!Field(line, "epoch", &value) || !absl::SimpleAtoi(value, &d.epoch)) return bad("epoch");
-  if (!Field(line, "elements", &value) || !absl::SimpleAtoi(value, &d.rows)) {
-    return bad("elements");
-  }
-  if (!Field(line, "multiset_xxh64", &value) || !absl::SimpleHexAtoi(value, &d.multiset)) {
-    return bad("multiset_xxh64");
-  }
-  if (!Field(line, "ordered_xxh64", &value) || !absl::SimpleHexAtoi(value, &d.ordered)) {
-    return bad("ordered_xxh64");
-  }
-  if (!Field(line, "duplicates_dropped", &value) || !absl::SimpleAtoi(value, &d.dropped)) {
-    return bad("duplicates_dropped");
-  }
+  const auto hex = [](const std::string& text, uint64_t* value) {
+    return text.size() == 16 && absl::SimpleHexAtoi(text, value);
+  };
+  DigestLine d;
+  if (!proto.has_epoch()) return bad("epoch");
+  d.epoch = proto.epoch();
+  if (!proto.has_elements()) return bad("elements");
+  d.rows = proto.elements();
+  if (!hex(proto.multiset_xxh64(), &d.multiset)) return bad("multiset_xxh64");
+  if (!hex(proto.ordered_xxh64(), &d.ordered)) return bad("ordered_xxh64");
+  if (!proto.has_duplicates_dropped()) return bad("duplicates_dropped");
+  d.dropped = proto.duplicates_dropped();
+  d.skipped = proto.skipped();
   return d;
 }
 

@@ -29,8 +29,8 @@ class EpochDigest {
   uint64_t ordered() const { return ordered_.Digest(); }
 
   // This epoch's line of the digest file.
-  DigestLine Line(int64_t epoch, int64_t duplicates_dropped) const {
-    return {epoch, rows_, multiset_, ordered(), duplicates_dropped};
+  DigestLine Line(int64_t epoch, int64_t duplicates_dropped, int64_t skipped = 0) const {
+    return {epoch, rows_, multiset_, ordered(), duplicates_dropped, skipped};
   }
 
  private:

@@ -53,9 +53,10 @@ TEST(EpochDigestTest, BatchRowsHashLikeUnbatchedElementsOfTheSameValue) {
 TEST(EpochDigestTest, JsonLineHasTheDesignFields) {
   EpochDigest d(false);
   d.Add(Row(1));
-  EXPECT_THAT(d.Line(3, 2).ToJson(),
+  EXPECT_THAT(d.Line(3, 2, 5).ToJson(),
               ::testing::MatchesRegex(R"(\{"epoch":3,"elements":1,"multiset_xxh64":"[0-9a-f]{16}",)"
-                                      R"("ordered_xxh64":"[0-9a-f]{16}","duplicates_dropped":2\})"));
+                                      R"("ordered_xxh64":"[0-9a-f]{16}","duplicates_dropped":2,)"
+                                      R"("skipped":5\})"));
 }
 
 }  // namespace

@@ -7,8 +7,11 @@
 #include <cstring>
 #include <vector>
 
-// clang-format off: jpeglib.h needs <cstdio> (FILE, size_t) first.
+// jpeglib.h needs <cstdio> (FILE, size_t) first, and jerror.h (the JWRN_ message codes) needs
+// jpeglib.h's configuration first.
+// clang-format off
 #include <jpeglib.h>
+#include <jerror.h>
 // clang-format on
 #include <png.h>
 
@@ -42,21 +45,72 @@ struct JpegErrorManager {
   jpeg_error_mgr pub;  // First member: libjpeg sees a jpeg_error_mgr*.
   jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
+  // Set by the decoder once the header is read: a fatal error after it is in the image data.
+  bool header_read = false;
+  // Whether the jump reports damaged data (a corrupt-data warning, or a fatal error after the
+  // header) rather than an input that is no valid JPEG.
+  bool damaged = false;
 };
+
+// libjpeg's errors about features it does not support: the image is not damaged, just not
+// decodable here, even when they come after the header.
+bool IsUnsupportedFeatureError(int msg_code) {
+  switch (msg_code) {
+    case JERR_ARITH_NOTIMPL:
+    case JERR_CCIR601_NOTIMPL:
+    case JERR_CONVERSION_NOTIMPL:
+    case JERR_FRACT_SAMPLE_NOTIMPL:
+    case JERR_NOTIMPL:
+    case JERR_NOT_COMPILED:
+    case JERR_EMPTY_IMAGE:
+    case JERR_IMAGE_TOO_BIG:
+      return true;
+    default:
+      return false;
+  }
+}
 
 void JpegErrorExit(j_common_ptr cinfo) {
   auto* err = reinterpret_cast<JpegErrorManager*>(cinfo->err);
   (*cinfo->err->format_message)(cinfo, err->message);
+  err->damaged = err->header_read && !IsUnsupportedFeatureError(err->pub.msg_code);
   longjmp(err->jump, 1);
 }
 
-// Warnings (recoverable corruption) are tolerated and not printed.
-void JpegOutputMessage(j_common_ptr) {}
+// libjpeg's warnings that the data is damaged: after them libjpeg carries on and fills what it
+// could not decode with gray, which djpeg reports by exiting 2. Other warnings (an unknown JFIF
+// revision or Adobe transform, an odd progression script) describe images that decode fine.
+bool IsDamageWarning(int msg_code) {
+  switch (msg_code) {
+    case JWRN_JPEG_EOF:         // Premature end of JPEG file
+    case JWRN_HIT_MARKER:       // Corrupt JPEG data: premature end of data segment
+    case JWRN_EXTRANEOUS_DATA:  // Corrupt JPEG data: N extraneous bytes before marker
+    case JWRN_HUFF_BAD_CODE:    // Corrupt JPEG data: bad Huffman code
+    case JWRN_ARITH_BAD_CODE:   // Corrupt JPEG data: bad arithmetic code
+    case JWRN_MUST_RESYNC:      // Corrupt JPEG data: found marker instead of RST
+    case JWRN_NOT_SEQUENTIAL:   // Invalid SOS parameters for sequential JPEG
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A damage warning in the image data ends the decode like an error (DataLoss); other warnings,
+// and those in the header (where libjpeg goes on to a fatal error of its own), are counted only.
+void JpegEmitMessage(j_common_ptr cinfo, int msg_level) {
+  if (msg_level >= 0) return;  // Trace messages.
+  auto* err = reinterpret_cast<JpegErrorManager*>(cinfo->err);
+  ++err->pub.num_warnings;
+  if (!err->header_read || !IsDamageWarning(err->pub.msg_code)) return;
+  (*cinfo->err->format_message)(cinfo, err->message);
+  err->damaged = true;
+  longjmp(err->jump, 1);
+}
 
 void InstallErrorManager(JpegErrorManager* err) {
   jpeg_std_error(&err->pub);
   err->pub.error_exit = JpegErrorExit;
-  err->pub.output_message = JpegOutputMessage;
+  err->pub.emit_message = JpegEmitMessage;
   err->message[0] = '\0';
 }
 
@@ -107,6 +161,7 @@ bool RunJpegDecode(absl::string_view bytes, int requested_channels, JpegDecodeSt
   jpeg_mem_src(&s->cinfo, reinterpret_cast<const unsigned char*>(bytes.data()),
                static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&s->cinfo, TRUE);
+  s->err.header_read = true;
 
   const int64_t height = s->cinfo.image_height;
   const int64_t width = s->cinfo.image_width;
@@ -160,6 +215,7 @@ bool RunJpegDecode(absl::string_view bytes, int requested_channels, JpegDecodeSt
   if (s->cinfo.output_scanline < s->cinfo.output_height) {
     s->problem = absl::StrCat("libjpeg stopped at row ", s->cinfo.output_scanline, " of ",
                               s->cinfo.output_height);
+    s->err.damaged = true;
     return false;
   }
   jpeg_finish_decompress(&s->cinfo);
@@ -269,6 +325,10 @@ absl::StatusOr<Tensor> DecodeJpeg(absl::string_view bytes, int channels) {
   Tensor image;
   const bool ok = RunJpegDecode(bytes, channels, &state, &image);
   jpeg_destroy_decompress(&state.cinfo);  // Safe on a zeroed or half-built struct.
+  if (!ok && state.err.damaged) {
+    return absl::DataLossError(
+        absl::StrCat("damaged JPEG (", bytes.size(), " bytes): ", state.problem));
+  }
   if (!ok) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid JPEG (", bytes.size(), " bytes): ", state.problem));
@@ -291,13 +351,17 @@ absl::StatusOr<Tensor> DecodePng(absl::string_view bytes, int channels) {
   png_image png;
   std::memset(&png, 0, sizeof(png));
   png.version = PNG_IMAGE_VERSION;
-  auto fail = [&png, &bytes]() {
-    absl::Status status = absl::InvalidArgumentError(
-        absl::StrCat("invalid PNG (", bytes.size(), " bytes): ", png.message));
+  // An error reading the header: not a valid PNG; reading the image data after it: damaged.
+  auto fail = [&png, &bytes](bool header_read) {
+    absl::Status status = header_read
+                              ? absl::DataLossError(absl::StrCat("damaged PNG (", bytes.size(),
+                                                                 " bytes): ", png.message))
+                              : absl::InvalidArgumentError(absl::StrCat(
+                                    "invalid PNG (", bytes.size(), " bytes): ", png.message));
     png_image_free(&png);
     return status;
   };
-  if (!png_image_begin_read_from_memory(&png, bytes.data(), bytes.size())) return fail();
+  if (!png_image_begin_read_from_memory(&png, bytes.data(), bytes.size())) return fail(false);
   const int64_t height = png.height;
   const int64_t width = png.width;
   if (height * width > kMaxImagePixels) {
@@ -318,7 +382,7 @@ absl::StatusOr<Tensor> DecodePng(absl::string_view bytes, int channels) {
   const png_int_32 stride = static_cast<png_int_32>(width * channels);
   if (!png_image_finish_read(&png, /*background=*/nullptr, image.data<uint8_t>(), stride,
                              /*colormap=*/nullptr)) {
-    return fail();
+    return fail(true);
   }
   png_image_free(&png);  // Already freed by finish_read; harmless.
   return image;

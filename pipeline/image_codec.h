@@ -1,10 +1,11 @@
 // Image codecs: JPEG (libjpeg-turbo) and PNG (libpng's simplified API) to and from uint8
 // tensors of shape [height, width, channels].
 //
-// Errors are InvalidArgument and describe the bytes, not the caller ("not a JPEG but a PNG (first
-// bytes 89 50 4E 47)", or libjpeg's / libpng's own message); callers such as the decode UDFs
-// prefix their name. Decoding is deterministic: the same bytes always give the same pixels.
-// All functions are thread-safe (no shared state).
+// Errors describe the bytes, not the caller ("not a JPEG but a PNG (first bytes 89 50 4E 47)", or
+// libjpeg's / libpng's own message): InvalidArgument, or DataLoss for a damaged image; callers
+// such as the decode UDFs prefix their name (and the pipeline the element's split and record).
+// Decoding is deterministic: the same bytes always give the same pixels. All functions are
+// thread-safe (no shared state).
 #ifndef GRANARY_PIPELINE_IMAGE_CODEC_H_
 #define GRANARY_PIPELINE_IMAGE_CODEC_H_
 
@@ -12,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "pipeline/limits.h"
 #include "pipeline/tensor.h"
 
 namespace granary {
@@ -26,25 +28,29 @@ ImageFormat SniffImageFormat(absl::string_view bytes);
 // "none" for empty input: how errors show what an undecodable input starts with.
 std::string FirstBytesHex(absl::string_view bytes);
 
-// The largest image a decoder accepts, in pixels (height * width); larger images are rejected
-// before their pixels are allocated, so a corrupt header cannot exhaust memory.
-inline constexpr int64_t kMaxImagePixels = int64_t{1} << 28;
+// The decoders refuse images larger than kMaxImagePixels (pipeline/limits.h) before their pixels
+// are allocated, so a corrupt header cannot exhaust memory.
 
 // Decodes a JPEG into uint8 [height, width, channels]. `channels` is 1 (grayscale), 3 (RGB) or
 // 0 (as encoded: 1 for a grayscale JPEG, 3 otherwise); color and grayscale JPEGs convert to
-// either, CMYK and YCCK JPEGs (Adobe) are converted to RGB or grayscale. Recoverable corruption
-// that libjpeg only warns about (e.g. a truncated scan) still decodes, the missing part being
-// filled in by libjpeg. InvalidArgument: `channels` out of range, input not a JPEG (by magic
-// bytes), libjpeg errors (with libjpeg's message), an image larger than kMaxImagePixels.
+// either, CMYK and YCCK JPEGs (Adobe) are converted to RGB or grayscale.
+// DataLoss "damaged JPEG (N bytes): <libjpeg's message>": after a valid header, damaged data
+// that libjpeg would only warn about and paper over with gray (a file truncated in its image
+// data, garbage in the entropy-coded data), and libjpeg's errors other than unsupported features.
+// InvalidArgument: `channels` out of range, input not a JPEG (by magic bytes), libjpeg errors in
+// the header or about unsupported features (with libjpeg's message), an image larger than
+// kMaxImagePixels.
 absl::StatusOr<Tensor> DecodeJpeg(absl::string_view bytes, int channels);
 
 // Decodes a PNG into uint8 [height, width, channels]. `channels` is 1 (gray), 2 (gray + alpha),
 // 3 (RGB), 4 (RGBA) or 0 (as encoded: the PNG's own color channels plus alpha if it has alpha
 // or transparency). Any PNG color type and bit depth is accepted (16-bit samples are reduced to 8
 // bits, palettes expanded, gAMA applied by libpng's simplified API to give sRGB). When the PNG has
-// an alpha channel and `channels` is 1 or 3, the image is composited onto black. InvalidArgument:
-// `channels` out of range, input not a PNG (by magic bytes), libpng errors (with libpng's message),
-// an image larger than kMaxImagePixels.
+// an alpha channel and `channels` is 1 or 3, the image is composited onto black.
+// DataLoss "damaged PNG (N bytes): <libpng's message>": libpng errors in the image data after a
+// valid header (truncated or corrupt IDAT). InvalidArgument: `channels` out of range, input not a
+// PNG (by magic bytes), libpng errors in the header (with libpng's message), an image larger than
+// kMaxImagePixels.
 absl::StatusOr<Tensor> DecodePng(absl::string_view bytes, int channels);
 
 // Sniffs the format and decodes a JPEG or a PNG. `channels` is 1, 3 or 0 (as encoded, see

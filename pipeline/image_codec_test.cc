@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -241,12 +242,37 @@ TEST(ImageCodecTest, DecodeJpegReportsLibjpegErrorOnHeaderOnly) {
   EXPECT_THAT(image.status().message(), HasSubstr("invalid JPEG"));
 }
 
-TEST(ImageCodecTest, DecodeJpegToleratesTruncatedScan) {
-  // Cutting the entropy-coded data is a libjpeg warning: the rest of the image is filled in.
+// Damaged entropy-coded data is only a libjpeg warning, after which libjpeg fills the rest of
+// the image with gray: that is data loss, not an image (issue 13, defect 9).
+TEST(ImageCodecTest, DecodeJpegReportsTruncatedScanAsDataLoss) {
   const std::string jpeg = ImagenetJpeg();
-  absl::StatusOr<Tensor> image = DecodeJpeg(jpeg.substr(0, jpeg.size() / 2), 3);
-  ASSERT_TRUE(image.ok()) << image.status();
-  EXPECT_THAT(image->shape(), ElementsAre(480, 640, 3));
+  const std::string truncated = jpeg.substr(0, jpeg.size() / 2);
+  absl::StatusOr<Tensor> image = DecodeJpeg(truncated, 3);
+  EXPECT_EQ(image.status().code(), absl::StatusCode::kDataLoss) << image.status();
+  EXPECT_THAT(image.status().message(),
+              HasSubstr(absl::StrCat("damaged JPEG (", truncated.size(),
+                                     " bytes): Premature end of JPEG file")));
+  EXPECT_EQ(DecodeImage(truncated, 3).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(ImageCodecTest, DecodeJpegReportsGarbageInTheScanAsDataLoss) {
+  const std::string jpeg = ImagenetJpeg();
+  // The entropy-coded data starts after the SOS segment (FF DA, then its 2-byte length).
+  const size_t sos = jpeg.find("\xFF\xDA");
+  ASSERT_NE(sos, std::string::npos);
+  const size_t scan =
+      sos + 2 + ((static_cast<uint8_t>(jpeg[sos + 2]) << 8) | static_cast<uint8_t>(jpeg[sos + 3]));
+  ASSERT_LT(scan + 1000, jpeg.size() - 2);
+  for (const uint32_t seed : {1u, 2u, 3u}) {
+    std::string damaged = jpeg;
+    std::mt19937 rng(seed);
+    const size_t at = scan + (jpeg.size() - 2 - scan) / 3;
+    for (size_t i = at; i < at + 64; ++i) damaged[i] = static_cast<char>(rng() & 0xFF);
+    absl::StatusOr<Tensor> image = DecodeJpeg(damaged, 3);
+    EXPECT_EQ(image.status().code(), absl::StatusCode::kDataLoss)
+        << "seed " << seed << ": " << image.status();
+    EXPECT_THAT(image.status().message(), HasSubstr("damaged JPEG")) << "seed " << seed;
+  }
 }
 
 TEST(ImageCodecTest, DecodePngReportsLibpngErrorOnCorruptData) {
@@ -259,9 +285,31 @@ TEST(ImageCodecTest, DecodePngReportsLibpngErrorOnCorruptData) {
 }
 
 TEST(ImageCodecTest, DecodePngReportsTruncation) {
+  // Cut after the header: the image data is damaged.
   absl::StatusOr<Tensor> image = DecodePng(CifarPng(0).substr(0, 100), 3);
+  EXPECT_EQ(image.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(image.status().message(), HasSubstr("damaged PNG (100 bytes)"));
+  // Cut inside the header: no valid PNG.
+  image = DecodePng(CifarPng(0).substr(0, 20), 3);
   EXPECT_EQ(image.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(image.status().message(), HasSubstr("invalid PNG (100 bytes)"));
+  EXPECT_THAT(image.status().message(), HasSubstr("invalid PNG (20 bytes)"));
+}
+
+// Damage in a PNG's image data (after a valid header) is DataLoss, like a damaged JPEG's.
+TEST(ImageCodecTest, DecodePngReportsDamagedImageDataAsDataLoss) {
+  const std::string png = CifarPng(0);
+  const size_t idat = png.find("IDAT");
+  ASSERT_NE(idat, std::string::npos);
+  const std::string truncated = png.substr(0, idat + (png.size() - idat) / 2);
+  std::string flipped = png;
+  flipped[idat + 40] ^= 0x10;  // Inside the IDAT data: its CRC no longer matches.
+  for (const std::string& damaged : {truncated, flipped}) {
+    absl::StatusOr<Tensor> image = DecodePng(damaged, 3);
+    EXPECT_EQ(image.status().code(), absl::StatusCode::kDataLoss) << image.status();
+    EXPECT_THAT(image.status().message(),
+                HasSubstr(absl::StrCat("damaged PNG (", damaged.size(), " bytes): ")));
+    EXPECT_EQ(DecodeImage(damaged, 3).status().code(), absl::StatusCode::kDataLoss);
+  }
 }
 
 TEST(ImageCodecTest, RejectsUnsupportedChannelCounts) {

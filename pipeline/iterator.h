@@ -11,6 +11,7 @@
 #ifndef GRANARY_PIPELINE_ITERATOR_H_
 #define GRANARY_PIPELINE_ITERATOR_H_
 
+#include <atomic>
 #include <cstdint>
 
 #include "absl/status/status.h"
@@ -21,6 +22,14 @@
 namespace granary {
 
 class CacheSink;
+
+// Counters the iterators of one run add to, read by whoever runs it (local_runner.h, a worker's
+// task). Thread-safe.
+struct IteratorStats {
+  // Elements ignore_errors dropped before the iterators' current position (a restored
+  // ignore_errors adds those dropped before its saved position).
+  std::atomic<int64_t> skipped_elements{0};
+};
 
 // What every iterator of one pipeline run shares.
 struct IteratorContext {
@@ -33,6 +42,8 @@ struct IteratorContext {
   int cached_prefix_ops = 0;
   // Where a cache_write op writes; null outside cache-writing service tasks. Not owned.
   CacheSink* cache_sink = nullptr;
+  // Where the run's counters go; null: not counted. Not owned.
+  IteratorStats* stats = nullptr;
 };
 
 class Iterator {
@@ -42,7 +53,9 @@ class Iterator {
   // Produces the next element into `*out` and sets `*end_of_sequence` = false, or sets
   // `*end_of_sequence` = true when the sequence is exhausted (and keeps returning that).
   // Errors name what is at fault (file, op, UDF, split and record). After an error the
-  // iterator must not be used again, except to be destroyed.
+  // iterator must not be used again, except to be destroyed — with one exception: after an
+  // error of its UDF for one element (IsUdfElementError, udf_invoker.h), map, parallel_map and
+  // filter go on with the next element, which is what ignore_errors relies on.
   virtual absl::Status GetNext(Element* out, bool* end_of_sequence) = 0;
 
   // Writes the iterator's complete position (buffers included) under `writer`.

@@ -12,7 +12,9 @@ absl::StatusOr<EpochResult> RunEpochInProcess(const Pipeline& pipeline, uint64_t
   ASSIGN_OR_RETURN(std::vector<Split> splits, pipeline.EnumerateSplits(env));
   ASSIGN_OR_RETURN(std::optional<int> cache_point,
                    CachePoint(pipeline.def(), options.cache_policy));
+  IteratorStats stats;
   IteratorContext ctx{env, seed, epoch};
+  ctx.stats = &stats;
   ctx.cached_prefix_ops = cache_point.value_or(0);
   const int64_t plan_epoch = cache_point.has_value() ? 0 : epoch;
   ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it,
@@ -33,7 +35,8 @@ absl::StatusOr<EpochResult> RunEpochInProcess(const Pipeline& pipeline, uint64_t
   }
   result.rows = digest.rows();
   result.seconds = (env->NowMicros() - start) / 1e6;
-  result.digest_line = digest.Line(epoch, 0).ToJson();
+  result.skipped = stats.skipped_elements.load();
+  result.digest_line = digest.Line(epoch, 0, result.skipped).ToJson();
   return result;
 }
 

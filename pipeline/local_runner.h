@@ -21,6 +21,8 @@ struct EpochResult {
   int64_t rows = 0;
   int64_t bytes = 0;
   double seconds = 0;
+  // Elements ignore_errors dropped.
+  int64_t skipped = 0;
   std::string digest_line;
 };
 

@@ -4,9 +4,9 @@ namespace granary {
 namespace {
 
 const std::vector<OpInfo>& Ops() {
-  static const std::vector<OpInfo>* const ops =
-      new std::vector<OpInfo>{MapOp(),   ParallelMapOp(), FilterOp(),   ShuffleOp(), BatchOp(),
-                              TakeOp(),  SkipOp(),        PrefetchOp(), MarkOp(),    CacheWriteOp()};
+  static const std::vector<OpInfo>* const ops = new std::vector<OpInfo>{
+      MapOp(),  ParallelMapOp(), FilterOp(), ShuffleOp(),    BatchOp(),       TakeOp(),
+      SkipOp(), PrefetchOp(),    MarkOp(),   CacheWriteOp(), IgnoreErrorsOp()};
   return *ops;
 }
 

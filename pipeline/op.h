@@ -35,6 +35,13 @@ struct OpInfo {
   UdfKind udf_kind = UdfKind::kMap;
   // Whether the op makes batches (digests count a batch's rows as its elements).
   bool batches = false;
+  // Whether the op must directly follow an op that calls a UDF (map, parallel_map, filter):
+  // ignore_errors, which continues past the failed elements only those ops can go on after.
+  bool follows_udf_op = false;
+  // Checks the op's params beyond their types (ranges, limits: pipeline/limits.h) at
+  // Pipeline::Create, with errors from params.Invalid; the factory may assume they passed.
+  // Null: nothing to check.
+  std::function<absl::Status(const Params& params)> validate;
   std::function<absl::StatusOr<std::unique_ptr<Iterator>>(std::unique_ptr<Iterator> input,
                                                           const OpBuildArgs& args)>
       factory;
@@ -85,6 +92,7 @@ OpInfo SkipOp();
 OpInfo PrefetchOp();
 OpInfo MarkOp();
 OpInfo CacheWriteOp();
+OpInfo IgnoreErrorsOp();
 
 }  // namespace granary
 

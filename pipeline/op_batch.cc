@@ -1,12 +1,15 @@
 // batch(batch_size, drop_remainder): stacks `batch_size` consecutive elements into one whose
-// tensors gain a leading batch dimension. The last, smaller batch is kept unless
-// drop_remainder. Every element of a batch must agree in tensor count, dtypes and shapes; the
-// error names the element that does not. State: only the input's (a batch is built within one
-// GetNext).
+// tensors gain a leading batch dimension. batch_size is at most kMaxBatchSize and a batch's
+// bytes at most kMaxElementBytes (pipeline/limits.h; ResourceExhausted beyond). The last, smaller
+// batch is kept unless drop_remainder. Every element of a batch must agree in tensor count, dtypes
+// and shapes; the error names the element that does not. State: only the input's (a batch is built
+// within one GetNext).
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "pipeline/limits.h"
 #include "pipeline/op.h"
 
 namespace granary {
@@ -14,9 +17,9 @@ namespace {
 
 absl::Status CheckCompatible(const Element& first, const Element& e, const std::string& label) {
   if (e.tensors.size() != first.tensors.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        label, ": element at ", e.Origin(), " has ", e.tensors.size(),
-        " tensors, the batch started with ", first.tensors.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": element at ", e.Origin(), " has ", e.tensors.size(),
+                     " tensors, the batch started with ", first.tensors.size()));
   }
   for (size_t t = 0; t < e.tensors.size(); ++t) {
     const Tensor& a = first.tensors[t];
@@ -69,13 +72,22 @@ class BatchIterator : public UnaryOpIterator {
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
     std::vector<Element> rows;
-    rows.reserve(batch_size_);
+    rows.reserve(std::min<int64_t>(batch_size_, 1024));
+    int64_t bytes = 0;
     while (static_cast<int64_t>(rows.size()) < batch_size_) {
       Element e;
       bool end = false;
       RETURN_IF_ERROR(input_->GetNext(&e, &end));
       if (end) break;
       if (!rows.empty()) RETURN_IF_ERROR(CheckCompatible(rows[0], e, label_));
+      bytes += static_cast<int64_t>(e.ByteSize());
+      if (bytes > kMaxElementBytes) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            label_, " at ", rows.empty() ? e.Origin() : rows[0].Origin(), ": the batch's first ",
+            rows.size() + 1, " rows (of batch_size ", batch_size_, ") are already ",
+            HumanBytes(bytes), ", above the limit of ", HumanBytes(kMaxElementBytes),
+            " per element (kMaxElementBytes, pipeline/limits.h); lower batch_size"));
+      }
       rows.push_back(std::move(e));
     }
     const int64_t n = static_cast<int64_t>(rows.size());
@@ -103,10 +115,14 @@ OpInfo BatchOp() {
   info.name = "batch";
   info.batches = true;
   info.params = {{"batch_size", ParamType::kInt, true}, {"drop_remainder", ParamType::kBool}};
+  info.validate = [](const Params& params) -> absl::Status {
+    const int64_t batch_size = params.GetInt("batch_size");
+    if (batch_size < 1) return params.Invalid("batch_size", "must be at least 1");
+    return CheckParamLimit(params, "batch_size", batch_size, kMaxBatchSize, "kMaxBatchSize");
+  };
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t batch_size = args.params.GetInt("batch_size");
-    if (batch_size < 1) return args.params.Invalid("batch_size", "must be at least 1");
     return std::make_unique<BatchIterator>(std::move(input), batch_size,
                                            args.params.GetBool("drop_remainder"), args.label);
   };

@@ -7,13 +7,15 @@
 //
 // Save first takes input_mu_ — the runner holds it across pulling one input element and
 // scheduling it — so the input is quiet, then waits for the elements in flight to finish and
-// saves the finished results (or fails with the first UDF error among them) followed by the
-// input's state. Restore refills the results before the runner starts (on the first GetNext).
+// saves the finished results, the UDF errors among them (code and message, so that each is
+// delivered in its turn after a restore too, as ignore_errors needs) and the input's state. Restore
+// refills the results before the runner starts (on the first GetNext).
 #include <algorithm>
 #include <deque>
 #include <memory>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "common/thread_pool.h"
@@ -72,10 +74,19 @@ class ParallelMapIterator : public UnaryOpIterator {
         },
         this));
     std::vector<Element> finished;
+    StateWriter failed = writer.Child("failed");
+    int64_t num_failed = 0;
     for (const std::shared_ptr<Slot>& slot : slots_) {
-      RETURN_IF_ERROR(slot->status);
-      finished.push_back(slot->element);
+      if (!slot->status.ok()) {
+        // A UDF's error for this element, delivered in its turn after a restore too.
+        StateWriter f = failed.Child(std::to_string(num_failed++));
+        f.WriteInt("index", static_cast<int64_t>(finished.size()));
+        f.WriteInt("code", static_cast<int64_t>(slot->status.code()));
+        f.WriteBytes("message", std::string(slot->status.message()));
+      }
+      finished.push_back(slot->status.ok() ? slot->element : Element());
     }
+    failed.WriteInt("size", num_failed);
     RETURN_IF_ERROR(input_status_);
     writer.WriteElements("finished", finished);
     writer.WriteInt("input_done", input_done_);
@@ -92,6 +103,24 @@ class ParallelMapIterator : public UnaryOpIterator {
       slot->element = std::move(e);
       slot->done = true;
       slots_.push_back(std::move(slot));
+    }
+    const StateReader failed = reader.Child("failed");
+    int64_t num_failed = 0;  // Absent in states saved before failed elements were.
+    if (failed.Contains("size")) {
+      ASSIGN_OR_RETURN(num_failed, failed.ReadInt("size"));
+    }
+    for (int64_t i = 0; i < num_failed; ++i) {
+      const StateReader f = failed.Child(std::to_string(i));
+      ASSIGN_OR_RETURN(const int64_t index, f.ReadInt("index"));
+      ASSIGN_OR_RETURN(const int64_t code, f.ReadInt("code"));
+      ASSIGN_OR_RETURN(const std::string message, f.ReadBytes("message"));
+      if (index < 0 || index >= static_cast<int64_t>(slots_.size()) || code <= 0 || code > 16) {
+        return absl::DataLossError(absl::StrCat("parallel_map state: failed element ", i,
+                                                " has index ", index, " and code ", code));
+      }
+      slots_[index]->status =
+          MarkUdfElementError(absl::Status(static_cast<absl::StatusCode>(code), message));
+      slots_[index]->element = Element();
     }
     ASSIGN_OR_RETURN(int64_t input_done, reader.ReadInt("input_done"));
     input_done_ = input_done != 0;
@@ -157,8 +186,7 @@ class ParallelMapIterator : public UnaryOpIterator {
 }  // namespace
 
 std::unique_ptr<Iterator> NewParallelMapIterator(std::unique_ptr<Iterator> input,
-                                                 std::vector<OpBuildArgs> chain,
-                                                 int num_threads) {
+                                                 std::vector<OpBuildArgs> chain, int num_threads) {
   return std::make_unique<ParallelMapIterator>(std::move(input), std::move(chain), num_threads);
 }
 
@@ -177,6 +205,7 @@ OpInfo ParallelMapOp() {
   info.takes_udf = true;
   info.udf_kind = UdfKind::kMap;
   info.params = {{"num_threads", ParamType::kInt}};
+  info.validate = [](const Params& params) { return ParallelMapThreads(params).status(); };
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     ASSIGN_OR_RETURN(int num_threads, ParallelMapThreads(args.params));

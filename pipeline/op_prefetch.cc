@@ -112,10 +112,15 @@ OpInfo PrefetchOp() {
   OpInfo info;
   info.name = "prefetch";
   info.params = {{"buffer_size", ParamType::kInt}};
+  info.validate = [](const Params& params) -> absl::Status {
+    if (params.GetInt("buffer_size", 2) < 1) {
+      return params.Invalid("buffer_size", "must be at least 1");
+    }
+    return absl::OkStatus();
+  };
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t buffer_size = args.params.GetInt("buffer_size", 2);
-    if (buffer_size < 1) return args.params.Invalid("buffer_size", "must be at least 1");
     return std::make_unique<PrefetchIterator>(std::move(input), buffer_size);
   };
   return info;

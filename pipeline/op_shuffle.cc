@@ -67,10 +67,15 @@ OpInfo ShuffleOp() {
   OpInfo info;
   info.name = "shuffle";
   info.params = {{"buffer_size", ParamType::kInt, true}, {"seed", ParamType::kInt}};
+  info.validate = [](const Params& params) -> absl::Status {
+    if (params.GetInt("buffer_size") < 1) {
+      return params.Invalid("buffer_size", "must be at least 1");
+    }
+    return absl::OkStatus();
+  };
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t buffer_size = args.params.GetInt("buffer_size");
-    if (buffer_size < 1) return args.params.Invalid("buffer_size", "must be at least 1");
     const uint64_t key = RandomKey(args.ctx.seed, static_cast<uint64_t>(args.ctx.epoch),
                                    static_cast<uint64_t>(args.params.GetInt("seed")),
                                    static_cast<uint64_t>(args.op_index));

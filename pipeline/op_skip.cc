@@ -38,10 +38,13 @@ OpInfo SkipOp() {
   OpInfo info;
   info.name = "skip";
   info.params = {{"count", ParamType::kInt, true}};
+  info.validate = [](const Params& params) -> absl::Status {
+    if (params.GetInt("count") < 0) return params.Invalid("count", "must not be negative");
+    return absl::OkStatus();
+  };
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t count = args.params.GetInt("count");
-    if (count < 0) return args.params.Invalid("count", "must not be negative");
     return std::make_unique<SkipIterator>(std::move(input), count);
   };
   return info;

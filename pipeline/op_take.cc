@@ -39,10 +39,13 @@ OpInfo TakeOp() {
   OpInfo info;
   info.name = "take";
   info.params = {{"count", ParamType::kInt, true}};
+  info.validate = [](const Params& params) -> absl::Status {
+    if (params.GetInt("count") < 0) return params.Invalid("count", "must not be negative");
+    return absl::OkStatus();
+  };
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t count = args.params.GetInt("count");
-    if (count < 0) return args.params.Invalid("count", "must not be negative");
     return std::make_unique<TakeIterator>(std::move(input), count);
   };
   return info;

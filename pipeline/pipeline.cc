@@ -8,6 +8,7 @@
 #include "common/hash.h"
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
+#include "pipeline/allocation_guard.h"
 #include "pipeline/source_iterator.h"
 
 namespace granary {
@@ -30,17 +31,18 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
   const std::string& type = def.source().type();
   p->source_ = FindSource(type);
   if (p->source_ == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("source: unknown type '", type, "' (known: ",
-                     absl::StrJoin(SourceTypes(), ", "), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "source: unknown type '", type, "' (known: ", absl::StrJoin(SourceTypes(), ", "), ")"));
   }
   std::vector<ParamSpec> source_specs = p->source_->params;
   source_specs.push_back({"shuffle_splits", ParamType::kBool});
   ASSIGN_OR_RETURN(p->source_params_, Params::Create(def.source().params(), source_specs,
                                                      absl::StrCat("source ", type)));
+  if (p->source_->validate) RETURN_IF_ERROR(p->source_->validate(p->source_params_, nullptr));
 
   // Op indices count the user's ops (PipelineDef.cached_ops): an inserted cache_write does not.
   int index = def.cached_ops();
+  const OpInfo* previous = nullptr;
   for (const OpDef& op : def.ops()) {
     CompiledOp compiled;
     compiled.index = index;
@@ -48,11 +50,21 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
     compiled.label = OpLabel(compiled.index, op);
     compiled.info = FindOp(op.op());
     if (compiled.info == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(compiled.label, ": unknown op (known: ",
-                                                     absl::StrJoin(OpNames(), ", "), ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          compiled.label, ": unknown op (known: ", absl::StrJoin(OpNames(), ", "), ")"));
     }
     ASSIGN_OR_RETURN(compiled.params,
                      Params::Create(op.params(), compiled.info->params, compiled.label));
+    if (compiled.info->validate) RETURN_IF_ERROR(compiled.info->validate(compiled.params));
+    if (compiled.info->follows_udf_op && (previous == nullptr || !previous->takes_udf)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          compiled.label,
+          ": must directly follow a map, parallel_map or filter (the ops that go "
+          "on after a UDF fails for one element; ",
+          previous == nullptr ? "it is the first op" : absl::StrCat("it follows ", previous->name),
+          ")"));
+    }
+    previous = compiled.info;
     if (!compiled.info->takes_udf) {
       if (!op.udf().empty() || !op.udf_params().fields().empty()) {
         return absl::InvalidArgumentError(
@@ -64,14 +76,14 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
       }
       const UdfInfo* udf = udfs.Find(op.udf());
       if (udf == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(compiled.label, ": unknown UDF (known: ",
-                                                       absl::StrJoin(udfs.Names(), ", "), ")"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            compiled.label, ": unknown UDF (known: ", absl::StrJoin(udfs.Names(), ", "), ")"));
       }
       if (udf->kind != compiled.info->udf_kind) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            compiled.label, ": UDF '", op.udf(), "' is ",
-            udf->kind == UdfKind::kPredicate ? "a predicate (use it with filter)"
-                                             : "a map function (use it with map)"));
+        return absl::InvalidArgumentError(absl::StrCat(compiled.label, ": UDF '", op.udf(), "' is ",
+                                                       udf->kind == UdfKind::kPredicate
+                                                           ? "a predicate (use it with filter)"
+                                                           : "a map function (use it with map)"));
       }
       ASSIGN_OR_RETURN(Params udf_params,
                        Params::Create(op.udf_params(), udf->params, compiled.label));
@@ -82,6 +94,11 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
     p->ops_.push_back(std::move(compiled));
   }
   return p;
+}
+
+absl::Status Pipeline::CheckFiles(Env* env) const {
+  if (!source_->validate) return absl::OkStatus();
+  return source_->validate(source_params_, env);
 }
 
 absl::StatusOr<std::vector<Split>> Pipeline::EnumerateSplits(Env* env) const {
@@ -98,8 +115,10 @@ std::vector<Split> Pipeline::PlanEpoch(std::vector<Split> splits, uint64_t seed,
 
 absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
     const IteratorContext& ctx, std::unique_ptr<SplitProvider> provider) const {
-  std::unique_ptr<Iterator> it =
-      std::make_unique<SourceIterator>(source_, source_params_, ctx.env, std::move(provider));
+  // Every stage is wrapped in GuardAllocations: a failed allocation is an error naming it.
+  std::unique_ptr<Iterator> it = GuardAllocations(
+      std::make_unique<SourceIterator>(source_, source_params_, ctx.env, std::move(provider)),
+      absl::StrCat("source ", source_->type));
   const auto args_for = [&](size_t i) {
     IteratorContext op_ctx = ctx;
     if (ops_[i].index < ctx.cached_prefix_ops) op_ctx.epoch = 0;  // A cached prefix (iterator.h).
@@ -111,10 +130,12 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
   for (size_t i = 0; i < ops_.size();) {
     if (!is_map(i) || !options_.fuse_maps) {
       ASSIGN_OR_RETURN(it, ops_[i].info->factory(std::move(it), args_for(i)));
+      it = GuardAllocations(std::move(it), ops_[i].label);
       ++i;
       continue;
     }
     // Fuse the run of map / parallel_map ops starting at i (see op.h).
+    const std::string& label = ops_[i].label;
     std::vector<OpBuildArgs> chain;
     int num_threads = 0;  // 0: every op of the run is a plain map.
     for (; is_map(i); ++i) {
@@ -126,13 +147,12 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
     }
     it = num_threads == 0 ? NewMapIterator(std::move(it), std::move(chain))
                           : NewParallelMapIterator(std::move(it), std::move(chain), num_threads);
+    it = GuardAllocations(std::move(it), label);
   }
   return it;
 }
 
-uint64_t Pipeline::Fingerprint() const {
-  return Hash64(SerializeDeterministically(def_));
-}
+uint64_t Pipeline::Fingerprint() const { return Hash64(SerializeDeterministically(def_)); }
 
 PipelineDef WithParallelMapThreads(PipelineDef def, int num_threads) {
   for (OpDef& op : *def.mutable_ops()) {

@@ -1,8 +1,9 @@
 // Pipeline: a validated, ready-to-run PipelineDef (DESIGN.md §2).
 //
 // Create() checks everything that can be checked without touching data: the source type and
-// its params, every op and its params, every UDF (registered, of the right kind for its op,
-// valid params), and builds the UDF instances. Errors name the culprit:
+// its params (ranges included), every op and its params (ranges and the limits of
+// pipeline/limits.h), every UDF (registered, of the right kind for its op, valid params), and
+// builds the UDF instances. Errors name the culprit:
 //   "op 3 (map, udf 'random_crp'): unknown UDF (known: cast, decode_image, ...)".
 // Then, per run: EnumerateSplits() lists the source's splits (NotFound naming a file pattern
 // that matches nothing), PlanEpoch() orders them for one epoch, and MakeIterator() builds the
@@ -36,8 +37,14 @@ class Pipeline {
  public:
   // `udfs` is only read during Create.
   static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def,
-                                                         const UdfRegistry& udfs,
-                                                         const PipelineOptions& options = {});
+                                                          const UdfRegistry& udfs,
+                                                          const PipelineOptions& options = {});
+
+  // Whether the source's files exist: each file pattern matches a file (NotFound naming the
+  // pattern, as EnumerateSplits words it). Lists directories, reads no file. The dispatcher
+  // checks this when a new dataset is registered, so such a pipeline is refused then rather
+  // than when an epoch starts.
+  absl::Status CheckFiles(Env* env) const;
 
   // The source's splits in enumeration order (ids 0, 1, 2, ...).
   absl::StatusOr<std::vector<Split>> EnumerateSplits(Env* env) const;

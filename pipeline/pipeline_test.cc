@@ -35,8 +35,8 @@ TEST(PipelineValidationTest, UnknownOpIsNamedWithItsIndex) {
 }
 
 TEST(PipelineValidationTest, UnknownUdfIsNamed) {
-  const absl::Status s = CreateStatus(
-      absl::StrCat("{", kRange, R"(, "ops": [{"op": "map", "udf": "random_crp"}]})"));
+  const absl::Status s =
+      CreateStatus(absl::StrCat("{", kRange, R"(, "ops": [{"op": "map", "udf": "random_crp"}]})"));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("op 0 (map, udf 'random_crp'): unknown UDF"));
 }
@@ -55,16 +55,87 @@ TEST(PipelineValidationTest, WrongUdfParamTypeNamesUdfAndParam) {
   EXPECT_THAT(s.message(), HasSubstr("op 0 (map, udf 'add'): param 'value' must be an integer"));
 }
 
-TEST(PipelineValidationTest, OutOfRangeParamIsNamed) {
-  auto def = ParsePipelineJson(
-      absl::StrCat("{", kRange, R"(, "ops": [{"op": "batch", "params": {"batch_size": 0}}]})"),
-      "t");
-  ASSERT_TRUE(def.ok());
-  auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
-  ASSERT_TRUE(pipeline.ok());
-  auto it = (*pipeline)->MakeIterator({}, std::make_unique<PlannedSplitProvider>(
-                                              std::vector<Split>{}));
-  EXPECT_THAT(it.status().message(), HasSubstr("op 0 (batch): param 'batch_size' must be at least 1"));
+// Pipeline::Create alone (no split enumeration), with `options`.
+absl::Status CreateOnlyStatus(const std::string& json) {
+  auto def = ParsePipelineJson(json, "pipeline test.json");
+  if (!def.ok()) return def.status();
+  return Pipeline::Create(*def, UdfRegistry::WithBuiltins()).status();
+}
+
+// Parameter ranges are checked by Create, so the dispatcher refuses such a pipeline at
+// registration instead of a worker's task failing when the epoch starts (issue 13, defect 12).
+TEST(PipelineValidationTest, OutOfRangeOpParamsAreRefusedByCreate) {
+  const struct {
+    const char* op;
+    const char* message;
+  } cases[] = {
+      {R"({"op": "batch", "params": {"batch_size": 0}})",
+       "op 0 (batch): param 'batch_size' must be at least 1"},
+      {R"({"op": "batch", "params": {"batch_size": -3}})",
+       "op 0 (batch): param 'batch_size' must be at least 1"},
+      {R"({"op": "shuffle", "params": {"buffer_size": 0}})",
+       "op 0 (shuffle): param 'buffer_size' must be at least 1"},
+      {R"({"op": "parallel_map", "udf": "add", "udfParams": {"value": 1},
+           "params": {"num_threads": 0}})",
+       "op 0 (parallel_map, udf 'add'): param 'num_threads' must be in [1, 256]"},
+      {R"({"op": "prefetch", "params": {"buffer_size": 0}})",
+       "op 0 (prefetch): param 'buffer_size' must be at least 1"},
+      {R"({"op": "take", "params": {"count": -1}})", "op 0 (take): param 'count' must not be"},
+      {R"({"op": "skip", "params": {"count": -1}})", "op 0 (skip): param 'count' must not be"},
+  };
+  for (const auto& c : cases) {
+    const absl::Status s = CreateOnlyStatus(absl::StrCat("{", kRange, R"(, "ops": [)", c.op, "]}"));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.op << ": " << s;
+    EXPECT_THAT(s.message(), HasSubstr(c.message)) << c.op;
+  }
+}
+
+TEST(PipelineValidationTest, OutOfRangeSourceParamsAreRefusedByCreate) {
+  const std::string files = absl::StrCat(R"("files": [")", testing::TfRecordTestDataDir(),
+                                         R"(/tutorial_images.tfrecord"])");
+  const struct {
+    std::string source;
+    const char* message;
+  } cases[] = {
+      {absl::StrCat(R"({"type": "tfrecord", "params": {)", files, R"(, "compression": "ZSTD"}})"),
+       "source tfrecord: param 'compression' must be \"\", \"GZIP\" or \"auto\", not 'ZSTD'"},
+      {absl::StrCat(R"({"type": "tfrecord", "params": {)", files, R"(, "records_per_split": -1}})"),
+       "source tfrecord: param 'records_per_split' must be >= 0"},
+      {R"({"type": "tfrecord", "params": {"files": []}})",
+       "source tfrecord: param 'files' must name at least one file pattern"},
+      {absl::StrCat(R"({"type": "text_lines", "params": {)", files, R"(, "compression": "bz2"}})"),
+       "source text_lines: param 'compression' must be"},
+      {R"({"type": "range", "params": {"stop": 5, "step": 0}})",
+       "source range: param 'step' must not be 0"},
+      {R"({"type": "range", "params": {"stop": 5, "elements_per_split": -2}})",
+       "source range: param 'elements_per_split' must not be negative"},
+  };
+  for (const auto& c : cases) {
+    const absl::Status s = CreateOnlyStatus(absl::StrCat(R"({"source": )", c.source, "}"));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.source << ": " << s;
+    EXPECT_THAT(s.message(), HasSubstr(c.message)) << c.source;
+  }
+}
+
+// CheckFiles lists the files without reading them: a pattern matching nothing is the same
+// NotFound that split enumeration gives (what the dispatcher checks at registration).
+TEST(PipelineValidationTest, CheckFilesRefusesAPatternMatchingNothing) {
+  const auto check = [](const std::string& json) {
+    auto def = ParsePipelineJson(json, "p.json");
+    EXPECT_TRUE(def.ok()) << def.status();
+    auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+    EXPECT_TRUE(pipeline.ok()) << pipeline.status();
+    return (*pipeline)->CheckFiles(Env::Default());
+  };
+  const absl::Status s = check(
+      R"({"source": {"type": "tfrecord", "params": {"files": ["/nonexistent/granary/*.tfrecord"]}}})");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_THAT(s.message(), HasSubstr("source tfrecord: pattern '/nonexistent/granary/*.tfrecord' "
+                                     "matches no file"));
+  EXPECT_TRUE(check(absl::StrCat(R"({"source": {"type": "tfrecord", "params": {"files": [")",
+                                 testing::TfRecordTestDataDir(), R"(/*.tfrecord"]}}})"))
+                  .ok());
+  EXPECT_TRUE(check(absl::StrCat("{", kRange, "}")).ok());
 }
 
 TEST(PipelineValidationTest, MissingFileNamesThePattern) {
@@ -82,7 +153,8 @@ TEST(PipelineValidationTest, UnknownSourceTypeIsNamed) {
 TEST(PipelineValidationTest, PredicateUsedWithMapIsRejected) {
   const absl::Status s =
       CreateStatus(absl::StrCat("{", kRange, R"(, "ops": [{"op": "map", "udf": "non_empty"}]})"));
-  EXPECT_THAT(s.message(), HasSubstr("op 0 (map, udf 'non_empty'): UDF 'non_empty' is a predicate"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("op 0 (map, udf 'non_empty'): UDF 'non_empty' is a predicate"));
 }
 
 TEST(PipelineValidationTest, UdfOnAnOpWithoutOneIsRejected) {
@@ -142,11 +214,13 @@ TEST(PipelineLoaderTest, ShippedExamplesParseAndValidate) {
 
 // A UDF error surfaces with the op, the UDF and the element's origin, and nothing is skipped.
 TEST(PipelineErrorTest, UdfErrorNamesOpUdfAndElement) {
-  auto def = ParsePipelineJson(absl::StrCat(R"({"source": {"type": "tfrecord", "params":
-      {"files": [")", testing::TfRecordTestDataDir(), R"(/cifar10_png.tfrecord"]}}, "ops": [
+  auto def = ParsePipelineJson(
+      absl::StrCat(R"({"source": {"type": "tfrecord", "params":
+      {"files": [")",
+                   testing::TfRecordTestDataDir(), R"(/cifar10_png.tfrecord"]}}, "ops": [
       {"op": "map", "udf": "parse_example", "udfParams": {"keys": ["image/encoded"], "dtypes": ["bytes"]}},
       {"op": "map", "udf": "decode_jpeg"}]})"),
-                               "p.json");
+      "p.json");
   ASSERT_TRUE(def.ok()) << def.status();
   auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
@@ -159,13 +233,15 @@ TEST(PipelineErrorTest, UdfErrorNamesOpUdfAndElement) {
 // Map fusion (op.h) changes only where UDFs run: the fused pipeline yields exactly the elements
 // of the unfused one, random augmentations included.
 TEST(PipelineDeterminismTest, FusedMapsYieldTheSameElementsAsUnfused) {
-  auto def = ParsePipelineJson(absl::StrCat(R"({"source": {"type": "tfrecord", "params":
-      {"files": [")", testing::TfRecordTestDataDir(), R"(/tutorial_images.tfrecord"]}}, "ops": [
+  auto def = ParsePipelineJson(
+      absl::StrCat(R"({"source": {"type": "tfrecord", "params":
+      {"files": [")",
+                   testing::TfRecordTestDataDir(), R"(/tutorial_images.tfrecord"]}}, "ops": [
       {"op": "map", "udf": "parse_example", "udfParams": {"keys": ["image_raw"], "dtypes": ["bytes"]}},
       {"op": "parallel_map", "params": {"num_threads": 2}, "udf": "decode_image", "udfParams": {"channels": 3}},
       {"op": "map", "udf": "random_crop", "udfParams": {"height": 20, "width": 20}},
       {"op": "parallel_map", "params": {"num_threads": 3}, "udf": "random_flip"}]})"),
-                               "p.json");
+      "p.json");
   ASSERT_TRUE(def.ok()) << def.status();
   std::vector<Element> outputs[2];
   for (int i = 0; i < 2; ++i) {

@@ -35,6 +35,10 @@ class SplitReader {
 struct SourceInfo {
   std::string type;
   std::vector<ParamSpec> params;
+  // Checks the params beyond their types at Pipeline::Create (errors from params.Invalid), and
+  // when `env` is not null also that the files they name exist (each pattern matches a file;
+  // NotFound as `enumerate` words it). Null: nothing to check.
+  std::function<absl::Status(const Params& params, Env* env)> validate;
   // Lists the source's splits in a stable order, ids 0, 1, 2, ... Errors name the file or
   // pattern at fault (a pattern matching no file is NotFound).
   std::function<absl::StatusOr<std::vector<Split>>(const Params& params, Env* env)> enumerate;

@@ -4,10 +4,11 @@
 //
 // The dispatcher inserts it into cache-reading epochs (pipeline/cache_policy.h) with a split
 // plan built from the cache's manifest: one split per chunk, carrying its record count and
-// checksum (non-zero), which the reader checks (a chunk with fewer or more records than its split says, a
-// record out of sequence, or a chunk read from start to end whose checksum differs, is DataLoss
-// naming the chunk). Its parameters are those of the file sources (pipeline/source_files.h),
-// so a cache directory can also be read directly: {"files": ["/cache/<key>/*.chunk"]}.
+// checksum (non-zero), which the reader checks (a chunk with fewer or more records than its split
+// says, a record out of sequence, or a chunk read from start to end whose checksum differs, is
+// DataLoss naming the chunk). Its parameters are those of the file sources
+// (pipeline/source_files.h), so a cache directory can also be read directly: {"files":
+// ["/cache/<key>/*.chunk"]}.
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,8 +31,7 @@ constexpr char kPerSplit[] = "records_per_split";
 
 class CacheChunkReader : public SplitReader {
  public:
-  CacheChunkReader(const Split& split, OpenedFileSplit opened, int64_t offset,
-                   int64_t records_done)
+  CacheChunkReader(const Split& split, OpenedFileSplit opened, int64_t offset, int64_t records_done)
       : split_(split),
         records_left_(opened.records_left),
         from_start_(offset == 0 && records_done == 0),
@@ -109,6 +109,9 @@ SourceInfo CacheReadSource() {
   info.type = kType;
   info.params = FileSourceParams(kPerSplit);
   info.keeps_provenance = true;
+  info.validate = [](const Params& params, Env* env) {
+    return ValidateFileSource(params, env, kType, kPerSplit);
+  };
   info.enumerate = [](const Params& params, Env* env) {
     return EnumerateFileSplits(params, env, kType, kPerSplit, ScanTfRecords);
   };

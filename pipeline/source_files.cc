@@ -39,6 +39,18 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const Params& params
   return files;
 }
 
+absl::Status ValidateFileSource(const Params& params, Env* env, absl::string_view source_type,
+                                absl::string_view per_split_param) {
+  if (params.GetStringList("files").empty()) {
+    return params.Invalid("files", "must name at least one file pattern");
+  }
+  // The compression's name is what is checked here; "auto" decides by each path later.
+  RETURN_IF_ERROR(FileCompression(params, "").status());
+  if (params.GetInt(per_split_param, 0) < 0) return params.Invalid(per_split_param, "must be >= 0");
+  if (env != nullptr) RETURN_IF_ERROR(ExpandFilePatterns(params, env, source_type).status());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Compression> FileCompression(const Params& params, const std::string& path) {
   const std::string name = params.GetString("compression", "auto");
   if (name == "auto") {

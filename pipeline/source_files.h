@@ -39,6 +39,12 @@ std::vector<ParamSpec> FileSourceParams(absl::string_view per_split_param);
 absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const Params& params, Env* env,
                                                             absl::string_view source_type);
 
+// A file source's `validate` (source.h): a non-empty "files", a known "compression", a
+// non-negative `per_split_param`; with an `env` (not null) also ExpandFilePatterns, so a pattern
+// matching nothing is the same NotFound as from enumeration.
+absl::Status ValidateFileSource(const Params& params, Env* env, absl::string_view source_type,
+                                absl::string_view per_split_param);
+
 // How `path` is compressed according to the "compression" parameter. InvalidArgument
 // (params.Invalid) for a value other than "", "GZIP" and "auto".
 absl::StatusOr<Compression> FileCompression(const Params& params, const std::string& path);

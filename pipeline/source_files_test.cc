@@ -360,6 +360,29 @@ TEST_P(FileSourceTest, CompressionAutoFollowsTheGzExtensionAndGzipCanBeForced) {
   }
 }
 
+// A GZIP file read uncompressed says what to do rather than yielding garbage or a CRC mismatch,
+// when reading and when scanning for splits (issue 13, defect 13).
+TEST_P(FileSourceTest, GzipFileReadUncompressedSaysToSetCompression) {
+  WriteFile("zipped", 3, /*gzip=*/true);
+  const std::string path = dir_.Join("zipped");
+  const std::string want =
+      absl::StrCat(path, ": not a ", GetParam().type == "tfrecord" ? "TFRecord" : "text",
+                   " file: it starts with the gzip magic 1F 8B: set compression to GZIP");
+  for (const std::optional<int64_t> per_split :
+       {std::optional<int64_t>(), std::optional<int64_t>(2)}) {
+    absl::StatusOr<Params> params = Make(Files({path}).WithCompression("").WithPerSplit(per_split));
+    ASSERT_TRUE(params.ok()) << params.status();
+    absl::StatusOr<std::vector<Split>> splits = info().enumerate(*params, Env::Default());
+    absl::Status status = splits.status();
+    if (splits.ok()) {
+      ASSERT_EQ(splits->size(), 1u);
+      status = ReadSplit(info(), *params, (*splits)[0]).status;
+    }
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(want));
+  }
+}
+
 TEST_P(FileSourceTest, FileShorterThanItsSplitIsDataLossNamingIt) {
   WriteFile("shrinks", 10);
   absl::StatusOr<Params> params = Make(Files({dir_.Join("shrinks")}).WithPerSplit(4));

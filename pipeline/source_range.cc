@@ -44,11 +44,16 @@ SourceInfo RangeSource() {
                  {"stop", ParamType::kInt, true},
                  {"step", ParamType::kInt},
                  {"elements_per_split", ParamType::kInt}};
+  info.validate = [](const Params& p, Env*) -> absl::Status {
+    if (p.GetInt("step", 1) == 0) return p.Invalid("step", "must not be 0");
+    if (p.GetInt("elements_per_split", 0) < 0) {
+      return p.Invalid("elements_per_split", "must not be negative");
+    }
+    return absl::OkStatus();
+  };
   info.enumerate = [](const Params& p, Env*) -> absl::StatusOr<std::vector<Split>> {
     const int64_t step = p.GetInt("step", 1);
-    if (step == 0) return p.Invalid("step", "must not be 0");
     const int64_t per_split = p.GetInt("elements_per_split", 0);
-    if (per_split < 0) return p.Invalid("elements_per_split", "must not be negative");
     const int64_t size = RangeSize(p.GetInt("start"), p.GetInt("stop"), step);
     const int64_t chunk = per_split > 0 ? per_split : std::max<int64_t>(size, 1);
     std::vector<Split> splits;

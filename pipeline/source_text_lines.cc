@@ -1,6 +1,8 @@
 // The "text_lines" source: text files (plain or GZIP), one element per line holding the line
 // without its "\n" (or "\r\n") as a DT_STRING scalar; a last line without "\n" counts too.
-// Parameters: see pipeline/source_files.h, with "lines_per_split" as the split size.
+// Parameters: see pipeline/source_files.h, with "lines_per_split" as the split size. A file read
+// uncompressed that starts with the gzip magic is InvalidArgument saying to set compression.
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -44,6 +46,13 @@ class LineReader {
         if (size_ == 0) {
           at_eof_ = true;
           break;
+        }
+        if (offset_ == 0 && size_ >= 2 && static_cast<uint8_t>(buffer_[0]) == 0x1F &&
+            static_cast<uint8_t>(buffer_[1]) == 0x8B) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              path_,
+              ": not a text file: it starts with the gzip magic 1F 8B: set compression "
+              "to GZIP (or name the file *.gz with compression auto)"));
         }
       }
       started = true;
@@ -117,6 +126,9 @@ SourceInfo TextLinesSource() {
   SourceInfo info;
   info.type = kType;
   info.params = FileSourceParams(kPerSplit);
+  info.validate = [](const Params& params, Env* env) {
+    return ValidateFileSource(params, env, kType, kPerSplit);
+  };
   info.enumerate = [](const Params& params, Env* env) {
     return EnumerateFileSplits(params, env, kType, kPerSplit, ScanLines);
   };

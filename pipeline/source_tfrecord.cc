@@ -39,6 +39,9 @@ SourceInfo TfRecordSource() {
   SourceInfo info;
   info.type = kType;
   info.params = FileSourceParams(kPerSplit);
+  info.validate = [](const Params& params, Env* env) {
+    return ValidateFileSource(params, env, kType, kPerSplit);
+  };
   info.enumerate = [](const Params& params, Env* env) {
     return EnumerateFileSplits(params, env, kType, kPerSplit, ScanTfRecords);
   };

@@ -4,7 +4,11 @@
 #include <limits>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/crc32c.h"
 #include "common/status_macros.h"
 
@@ -27,6 +31,40 @@ uint32_t DecodeFixed32(const char* p) {
   uint32_t v = 0;
   for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
   return v;
+}
+
+// What the first bytes of a file that is no TFRecord file look like, as the end of the error
+// "<path>: not a TFRecord file: <this>"; empty when they look like nothing in particular.
+std::string DescribeWrongFormat(absl::string_view head) {
+  const auto byte = [&](size_t i) { return static_cast<uint8_t>(head[i]); };
+  if (head.size() >= 2 && byte(0) == 0x1F && byte(1) == 0x8B) {
+    return "it starts with the gzip magic 1F 8B: set compression to GZIP (or name the file *.gz "
+           "with compression auto)";
+  }
+  if (head.size() >= 2 && (byte(0) & 0x0F) == 8 && (byte(0) >> 4) <= 7 &&
+      (byte(0) * 256 + byte(1)) % 31 == 0) {
+    return absl::StrFormat(
+        "it starts with a zlib header %02X %02X: a TFRecord file written with compression ZLIB, "
+        "which Granary does not read; rewrite it uncompressed or as GZIP",
+        byte(0), byte(1));
+  }
+  if (absl::StartsWith(head, "\x89PNG\r\n\x1a\n")) {
+    return "it is a PNG image (signature 89 50 4E 47): list TFRecord files in \"files\", or "
+           "write the images into TFRecord files first";
+  }
+  if (head.size() >= 3 && byte(0) == 0xFF && byte(1) == 0xD8 && byte(2) == 0xFF) {
+    return "it is a JPEG image (starts with FF D8 FF): list TFRecord files in \"files\", or "
+           "write the images into TFRecord files first";
+  }
+  const bool text = !head.empty() && std::all_of(head.begin(), head.end(), [](char c) {
+    return absl::ascii_isprint(static_cast<unsigned char>(c)) || c == '\n' || c == '\r' ||
+           c == '\t';
+  });
+  if (text) {
+    return absl::StrCat("it looks like text (\"", absl::CEscape(head),
+                        "\"); the text_lines source reads text");
+  }
+  return "";
 }
 
 }  // namespace
@@ -82,6 +120,16 @@ absl::Status TfRecordReader::ReadHeader(uint64_t* length, bool* end) {
   if (got == 0) {
     *end = true;
     return absl::OkStatus();
+  }
+  const bool bad_header =
+      got < kHeaderBytes || crc32c::Unmask(DecodeFixed32(header + 8)) != crc32c::Value({header, 8});
+  if (bad_header && offset_ == 0) {
+    // The first header: say so when the file looks like another format.
+    const std::string wrong_format = DescribeWrongFormat({header, got});
+    if (!wrong_format.empty()) {
+      return Fail(
+          absl::InvalidArgumentError(absl::StrCat(path_, ": not a TFRecord file: ", wrong_format)));
+    }
   }
   if (got < kHeaderBytes) return Fail(Truncated());
   if (crc32c::Unmask(DecodeFixed32(header + 8)) != crc32c::Value({header, 8})) {

@@ -34,7 +34,11 @@ inline constexpr int64_t kTfRecordFramingBytes = 16;
 //   DataLoss "<path>: corrupt record length (CRC mismatch) at offset N"
 //   DataLoss "<path>: corrupt record data (CRC mismatch) at offset N"
 // and errors of the file itself (I/O, corrupt gzip) are passed on with the same
-// "<path>: record at offset N: " prefix. After an error every later call returns it again.
+// "<path>: record at offset N: " prefix. When the first record's header (offset 0) is bad and
+// the file looks like another format, the error says so instead:
+//   InvalidArgument "<path>: not a TFRecord file: it starts with the gzip magic 1F 8B: set
+//   compression to GZIP ..." (likewise a zlib header, a PNG or JPEG image, text). After an error
+//   every later call returns it again.
 class TfRecordReader {
  public:
   // Takes ownership of `file`, which is positioned at byte `offset` of the file at `path`, the

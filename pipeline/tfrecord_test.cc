@@ -234,6 +234,65 @@ TEST_F(TfRecordTest, BadDataCrcIsDataLossNamingPathAndOffset) {
       path, absl::StrCat(path, ": corrupt record data (CRC mismatch) at offset ", offsets[2]));
 }
 
+// A file of another format read as TFRecord says what it looks like instead of reporting a CRC
+// mismatch at offset 0 (issue 13, defect 13).
+TEST_F(TfRecordTest, WrongFormatAtOffsetZeroIsNamed) {
+  const std::string gz = dir_.Join("records.tfrecord.gz");
+  WriteRecords(gz, three_, Compression::kGzip);
+  const struct {
+    std::string name;
+    std::string bytes;  // Empty: the gzip TFRecord file written above.
+    absl::StatusCode code;
+    std::string message;
+  } cases[] = {
+      {"gzip", "", absl::StatusCode::kInvalidArgument,
+       "not a TFRecord file: it starts with the gzip magic 1F 8B: set compression to GZIP"},
+      {"zlib", std::string("\x78\x9c\xcb\x48\xcd\xc9\xc9\x07\x00\x06\x2c\x02\x15\x00", 14),
+       absl::StatusCode::kInvalidArgument,
+       "not a TFRecord file: it starts with a zlib header 78 9C"},
+      {"png", std::string("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR", 16),
+       absl::StatusCode::kInvalidArgument, "not a TFRecord file: it is a PNG image"},
+      {"jpeg", std::string("\xff\xd8\xff\xe0\0\x10JFIF\0\x01\x01", 13),
+       absl::StatusCode::kInvalidArgument, "not a TFRecord file: it is a JPEG image"},
+      {"text", "first line of text\nsecond line\n", absl::StatusCode::kInvalidArgument,
+       "not a TFRecord file: it looks like text (\"first line o\"); the text_lines source reads "
+       "text"},
+      {"short_text", "hi there\n", absl::StatusCode::kInvalidArgument,
+       "not a TFRecord file: it looks like text (\"hi there\\n\")"},
+      {"garbage", std::string("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d", 13),
+       absl::StatusCode::kDataLoss, "corrupt record length (CRC mismatch) at offset 0"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string path = gz;
+    if (!c.bytes.empty()) {
+      path = dir_.Join(c.name);
+      ASSERT_TRUE(WriteStringToFile(Env::Default(), path, c.bytes, false).ok());
+    }
+    for (const bool skip : {false, true}) {
+      std::unique_ptr<TfRecordReader> reader = OpenReader(path);  // Uncompressed.
+      ASSERT_NE(reader, nullptr);
+      std::vector<std::string> records;
+      const absl::Status status =
+          skip ? CountBySkipping(*reader).status() : ReadAll(*reader, &records);
+      EXPECT_EQ(status.code(), c.code) << status;
+      EXPECT_THAT(std::string(status.message()), HasSubstr(absl::StrCat(path, ": ", c.message)));
+    }
+  }
+}
+
+// Past offset 0 a bad header stays a CRC mismatch: the file was a TFRecord file.
+TEST_F(TfRecordTest, TextAfterTheFirstRecordIsACrcMismatch) {
+  const std::string path = dir_.Join("appended_text");
+  const std::vector<int64_t> offsets = WriteRecords(path, three_);
+  EditFile(path, [&](std::string& data) {
+    data.resize(offsets[2]);
+    data += "some text appended to the file\n";
+  });
+  ExpectErrorAtThirdRecord(
+      path, absl::StrCat(path, ": corrupt record length (CRC mismatch) at offset ", offsets[2]));
+}
+
 TEST_F(TfRecordTest, ErrorsAreSticky) {
   const std::string path = dir_.Join("sticky");
   const std::vector<int64_t> offsets = WriteRecords(path, three_);

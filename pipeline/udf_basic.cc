@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "pipeline/builtin_udfs.h"
+#include "pipeline/limits.h"
 #include "pipeline/udf_tensor_access.h"
 
 namespace granary {
@@ -138,7 +139,7 @@ void RegisterBasicUdfs(UdfRegistry* registry) {
       ->Register({"fill_bytes", UdfKind::kMap, {{"bytes", ParamType::kInt, true}},
                   [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
                     const int64_t bytes = p.GetInt("bytes");
-                    if (bytes < 1 || bytes > (int64_t{1} << 31)) {
+                    if (bytes < 1 || bytes > kMaxElementBytes) {
                       return p.Invalid("bytes", "must be in [1, 2^31]");
                     }
                     return std::make_unique<FillBytes>(bytes);

@@ -1,8 +1,10 @@
 #include "pipeline/udf_invoker.h"
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
+#include "pipeline/allocation_guard.h"
 
 namespace granary {
 namespace {
@@ -16,20 +18,36 @@ std::string Context(const OpBuildArgs& args, const Element& element) {
   return absl::StrCat(args.label, " at ", element.Origin());
 }
 
+constexpr char kUdfElementErrorUrl[] = "granary/udf_element_error";
+
 }  // namespace
+
+bool IsUdfElementError(const absl::Status& status) {
+  return !status.ok() && status.GetPayload(kUdfElementErrorUrl).has_value();
+}
+
+absl::Status MarkUdfElementError(absl::Status status) {
+  if (!status.ok()) status.SetPayload(kUdfElementErrorUrl, absl::Cord("1"));
+  return status;
+}
 
 absl::Status InvokeMapUdfs(const std::vector<OpBuildArgs>& chain, Element& element) {
   for (const OpBuildArgs& args : chain) {
     const UdfCall call = CallFor(args, element);
-    const absl::Status status = args.udf->Map(element, call);
-    if (!status.ok()) return Annotate(status, Context(args, element));
+    const absl::Status status =
+        CatchAllocationFailure([&] { return args.udf->Map(element, call); });
+    if (!status.ok()) return MarkUdfElementError(Annotate(status, Context(args, element)));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<bool> InvokePredicateUdf(const OpBuildArgs& args, const Element& element) {
-  absl::StatusOr<bool> keep = args.udf->Keep(element, CallFor(args, element));
-  if (!keep.ok()) return Annotate(keep.status(), Context(args, element));
+  bool keep = false;
+  const absl::Status status = CatchAllocationFailure([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(keep, args.udf->Keep(element, CallFor(args, element)));
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return MarkUdfElementError(Annotate(status, Context(args, element)));
   return keep;
 }
 

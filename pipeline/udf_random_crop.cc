@@ -1,7 +1,7 @@
 // random_crop: crops the image at `index` (uint8 or float32 [height, width, channels]) to a
 // window of the requested size at a random position. params: index (default 0), and either
 // height + width (pixels) or fraction (of each side, in (0, 1]; the crop side is
-// max(1, round(side * fraction))).
+// max(1, round(side * fraction))). height and width are bounded as resize's (pipeline/limits.h).
 //
 // The offsets are drawn from StatelessRandom(call.random_key): first the row offset, uniform in
 // [0, height - crop_height], then the column offset, uniform in [0, width - crop_width]. The
@@ -14,6 +14,7 @@
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
 #include "pipeline/builtin_udfs.h"
+#include "pipeline/limits.h"
 #include "pipeline/udf_tensor_access.h"
 
 namespace granary {
@@ -94,6 +95,10 @@ absl::StatusOr<std::unique_ptr<Udf>> MakeRandomCrop(const Params& p) {
   const int64_t width = p.GetInt("width");
   if (height <= 0) return p.Invalid("height", absl::StrCat("must be positive, got ", height));
   if (width <= 0) return p.Invalid("width", absl::StrCat("must be positive, got ", width));
+  RETURN_IF_ERROR(CheckParamLimit(p, "height", height, kMaxImageSide, "kMaxImageSide"));
+  RETURN_IF_ERROR(CheckParamLimit(p, "width", width, kMaxImageSide, "kMaxImageSide"));
+  RETURN_IF_ERROR(
+      CheckParamLimit(p, "height' * 'width", height * width, kMaxImagePixels, "kMaxImagePixels"));
   return std::make_unique<RandomCrop>(index, height, width, 0);
 }
 

@@ -1,5 +1,7 @@
 // resize: bilinear resize of the image at `index` (uint8 or float32 [height, width, channels])
-// to [height, width, channels] of the same dtype. params: index (default 0), height, width.
+// to [height, width, channels] of the same dtype. params: index (default 0), height, width
+// (each at most kMaxImageSide, their product at most kMaxImagePixels; an output above
+// kMaxElementBytes is ResourceExhausted: pipeline/limits.h).
 //
 // Sampling uses half-pixel centers (as tf.image.resize, OpenCV INTER_LINEAR and PIL without
 // antialiasing): output pixel i samples the input at (i + 0.5) * in / out - 0.5, clamped to the
@@ -12,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "pipeline/builtin_udfs.h"
+#include "pipeline/limits.h"
 #include "pipeline/udf_tensor_access.h"
 
 namespace granary {
@@ -90,6 +93,13 @@ class Resize : public Udf {
       return absl::InvalidArgumentError(
           absl::StrCat(kName, ": cannot resize the empty image ", t->DebugString()));
     }
+    const int64_t out_bytes = height_ * width_ * c * DataTypeSize(t->dtype());
+    if (out_bytes > kMaxElementBytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          kName, ": resizing ", t->DebugString(), " to ", DataTypeName(t->dtype()), "[", height_,
+          ",", width_, ",", c, "] would make ", HumanBytes(out_bytes), ", above the limit of ",
+          HumanBytes(kMaxElementBytes), " per element (kMaxElementBytes, pipeline/limits.h)"));
+    }
     Tensor out(t->dtype(), {height_, width_, c});
     if (t->dtype() == DT_UINT8) {
       ResizeBilinear(t->data<uint8_t>(), h, w, c, out.data<uint8_t>(), height_, width_);
@@ -112,6 +122,10 @@ absl::StatusOr<std::unique_ptr<Udf>> MakeResize(const Params& p) {
   const int64_t width = p.GetInt("width");
   if (height <= 0) return p.Invalid("height", absl::StrCat("must be positive, got ", height));
   if (width <= 0) return p.Invalid("width", absl::StrCat("must be positive, got ", width));
+  RETURN_IF_ERROR(CheckParamLimit(p, "height", height, kMaxImageSide, "kMaxImageSide"));
+  RETURN_IF_ERROR(CheckParamLimit(p, "width", width, kMaxImageSide, "kMaxImageSide"));
+  RETURN_IF_ERROR(
+      CheckParamLimit(p, "height' * 'width", height * width, kMaxImagePixels, "kMaxImagePixels"));
   return std::make_unique<Resize>(index, height, width);
 }
 

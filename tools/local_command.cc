@@ -50,10 +50,13 @@ absl::Status RunLocal() {
     if (!result.ok()) {
       return Annotate(result.status(), absl::StrCat("pipeline ", path, ": epoch ", epoch));
     }
-    std::printf("epoch %lld: %lld elements, %lld rows, %.1f MB in %.2f s: %.0f rows/s\n",
+    std::printf("epoch %lld: %lld elements, %lld rows, %.1f MB in %.2f s: %.0f rows/s%s\n",
                 static_cast<long long>(epoch), static_cast<long long>(result->elements),
                 static_cast<long long>(result->rows), result->bytes / 1e6, result->seconds,
-                result->rows / std::max(result->seconds, 1e-9));
+                result->rows / std::max(result->seconds, 1e-9),
+                result->skipped == 0
+                    ? ""
+                    : absl::StrCat(", ", result->skipped, " skipped (ignore_errors)").c_str());
     std::fflush(stdout);
     total_rows += result->rows;
     total_seconds += result->seconds;
