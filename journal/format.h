@@ -25,6 +25,8 @@ inline constexpr char kHighWaterKey[] = "h";
 inline constexpr char kRecordPrefix = 'r';
 inline constexpr char kSnapshotPrefix = 's';
 inline constexpr char kFormatMarker[] = "granary-journal-v1";
+// The high-water file beside RocksDB's files (journal/high_water_file.h).
+inline constexpr char kHighWaterFileName[] = "GRANARY-HIGH-WATER";
 inline constexpr size_t kSeqKeySize = 9;  // Prefix byte + 8-byte sequence number.
 inline constexpr size_t kChecksumSize = 8;
 

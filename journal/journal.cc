@@ -1,15 +1,19 @@
 #include "journal/journal.h"
 
+#include <filesystem>
 #include <limits>
+#include <map>
 #include <optional>
 #include <utility>
 
 #include "absl/memory/memory.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "faultinject/failpoints.h"
+#include "glog/logging.h"
 #include "journal/format.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
@@ -18,6 +22,7 @@
 #include "rocksdb/options.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/snapshot.h"
+#include "rocksdb/transaction_log.h"
 #include "rocksdb/write_batch.h"
 
 namespace granary {
@@ -126,9 +131,80 @@ Journal::Journal(std::string dir, const JournalOptions& options, std::unique_ptr
     : dir_(std::move(dir)), options_(options), env_(std::move(env)), db_(db) {}
 
 Journal::~Journal() {
+  absl::MutexLock lock(&mu_);
+  if (high_water_file_ != nullptr && failed_.ok()) {
+    // A clean close makes the mark durable (appends only wrote it to the page cache).
+    const absl::Status s = high_water_file_->Update({last_sequence_, wal_number_}, /*sync=*/true);
+    if (!s.ok()) LOG(WARNING) << "journal " << dir_ << ": " << s;
+  }
   if (db_ != nullptr) db_->Close().PermitUncheckedError();
   db_.reset();
 }
+
+namespace {
+
+// RocksDB's name for WAL `number`, e.g. "000012.log".
+std::string WalName(uint64_t number) {
+  std::string digits = absl::StrCat(number);
+  if (digits.size() < 6) digits.insert(0, 6 - digits.size(), '0');
+  return absl::StrCat(digits, ".log");
+}
+
+// The WAL files in `dir` (number -> size in bytes), as found before RocksDB opens it.
+std::map<uint64_t, uint64_t> ListWals(const std::string& dir) {
+  std::map<uint64_t, uint64_t> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    uint64_t number;
+    if (!absl::EndsWith(name, ".log") ||
+        !absl::SimpleAtoi(absl::string_view(name).substr(0, name.size() - 4), &number)) {
+      continue;
+    }
+    std::error_code size_ec;
+    const uintmax_t size = entry.file_size(size_ec);
+    out[number] = size_ec ? 0 : size;
+  }
+  return out;
+}
+
+// The number of the WAL RocksDB is writing (0 if it cannot tell).
+uint64_t CurrentWalNumber(rocksdb::DB* db) {
+  std::unique_ptr<rocksdb::LogFile> wal;
+  if (!db->GetCurrentWalFile(&wal).ok() || wal == nullptr) return 0;
+  return wal->LogNumber();
+}
+
+// Opens `dir` read-only with `mode` (changing nothing on disk) and returns its high-water key.
+absl::StatusOr<uint64_t> ReadOnlyHighWater(const rocksdb::Options& base, const std::string& dir,
+                                           rocksdb::WALRecoveryMode mode) {
+  rocksdb::Options options = base;
+  options.wal_recovery_mode = mode;
+  rocksdb::DB* raw = nullptr;
+  RETURN_IF_ERROR(FromRocks(rocksdb::DB::OpenForReadOnly(options, dir, &raw), "read-only open"));
+  std::unique_ptr<rocksdb::DB> db(raw);
+  return ReadHighWater(db.get(), rocksdb::ReadOptions(), "read-only open");
+}
+
+// "journal D: WAL 000012.log missing: records 6..10 lost (...)".
+absl::Status LossError(const std::string& dir, const HighWater& mark, uint64_t held,
+                       const std::map<uint64_t, uint64_t>& wals_before, absl::string_view detail) {
+  std::string wal;
+  if (mark.wal_number == 0) {
+    wal = "the WAL";
+  } else if (auto it = wals_before.find(mark.wal_number); it == wals_before.end()) {
+    wal = absl::StrCat("WAL ", WalName(mark.wal_number), " missing");
+  } else {
+    wal = absl::StrCat("WAL ", WalName(mark.wal_number), " truncated or damaged (", it->second,
+                       " bytes)");
+  }
+  return absl::DataLossError(absl::StrCat(
+      "journal ", dir, ": ", wal, ": records ", held + 1, "..", mark.seq, " lost (",
+      jf::kHighWaterFileName, " vouches for records 1..", mark.seq, ", RocksDB holds ",
+      held == 0 ? "none" : absl::StrCat("1..", held), ")", detail.empty() ? "" : "; ", detail));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir,
                                                        const JournalOptions& options) {
@@ -136,12 +212,15 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir,
     return absl::InvalidArgumentError(absl::StrCat(
         "journal ", dir, ": max_batch_records must be >= 1, got ", options.max_batch_records));
   }
+  const std::string context = absl::StrCat("journal ", dir);
   rocksdb::Options db_options;
   db_options.create_if_missing = true;
-  // Refuse to open on corruption inside the WAL; drop only an incomplete last record (an
-  // append that was never acknowledged). The default, kPointInTimeRecovery, would silently stop
-  // replay at the corruption and lose the acknowledged records after it.
-  db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
+  db_options.paranoid_checks = true;
+  // Any damage to the WAL, even an incomplete last record, refuses the first open attempt; an
+  // incomplete last record is then accepted only if the high-water file shows that no
+  // acknowledged record was in it (see below). The default, kPointInTimeRecovery, would
+  // silently stop replay at the damage and lose the acknowledged records after it.
+  db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
   db_options.track_and_verify_wals_in_manifest = true;
   db_options.keep_log_file_num = 4;  // RocksDB's informational LOG files, not the WAL.
   std::unique_ptr<rocksdb::Env> env;
@@ -149,24 +228,66 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir,
     env = rocksdb::NewCompositeEnv(options.file_system);
     db_options.env = env.get();
   }
+
+  // Evidence gathered before RocksDB touches the directory.
+  const std::string high_water_path = absl::StrCat(dir, "/", jf::kHighWaterFileName);
+  absl::StatusOr<std::optional<HighWater>> mark = HighWaterFile::Read(high_water_path);
+  if (!mark.ok()) return Annotate(mark.status(), context);
+  const std::map<uint64_t, uint64_t> wals_before = ListWals(dir);
+
   rocksdb::DB* db = nullptr;
-  const rocksdb::Status s = rocksdb::DB::Open(db_options, dir, &db);
-  if (!s.ok()) {
-    // RocksDB reports a held LOCK file as an IOError mentioning the LOCK file's path, both for
-    // another process ("While lock file: D/LOCK: Resource temporarily unavailable") and for
-    // this process ("lock hold by current process ... D/LOCK: No locks available").
-    if (s.IsIOError() && absl::StrContains(s.ToString(), "/LOCK")) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "journal ", dir, ": in use by another open journal (RocksDB LOCK held): ", s.ToString()));
-    }
-    return FromRocks(s, absl::StrCat("journal ", dir, ": open"));
+  rocksdb::Status s = rocksdb::DB::Open(db_options, dir, &db);
+  // RocksDB reports a held LOCK file as an IOError mentioning the LOCK file's path, both for
+  // another process ("While lock file: D/LOCK: Resource temporarily unavailable") and for this
+  // process ("lock hold by current process ... D/LOCK: No locks available").
+  if (s.IsIOError() && absl::StrContains(s.ToString(), "/LOCK")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        context, ": in use by another open journal (RocksDB LOCK held): ", s.ToString()));
   }
+  if (s.IsCorruption()) {
+    // Which records are affected? Read-only opens change nothing on disk.
+    const uint64_t vouched = mark->has_value() ? (*mark)->seq : 0;
+    absl::StatusOr<uint64_t> tail =
+        ReadOnlyHighWater(db_options, dir, rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords);
+    if (tail.ok() && *tail >= vouched) {
+      // Only an incomplete last WAL record, beyond every acknowledged record: a write a crash
+      // interrupted before it was acknowledged. Drop it.
+      LOG(WARNING) << context << ": dropping an incomplete last WAL record (never acknowledged: "
+                   << "the journal vouches for records 1.." << vouched
+                   << ", all present): " << s.ToString();
+      db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
+      s = rocksdb::DB::Open(db_options, dir, &db);
+    } else {
+      absl::StatusOr<uint64_t> intact =
+          tail.ok()
+              ? tail
+              : ReadOnlyHighWater(db_options, dir, rocksdb::WALRecoveryMode::kPointInTimeRecovery);
+      if (intact.ok() && mark->has_value() && *intact < vouched) {
+        return LossError(dir, **mark, *intact, wals_before,
+                         absl::StrCat("RocksDB: ", s.ToString()));
+      }
+      if (intact.ok()) {
+        return absl::DataLossError(absl::StrCat(context, ": RocksDB: ", s.ToString(),
+                                                ": records after ", *intact, " unreadable"));
+      }
+    }
+  }
+  if (!s.ok()) return FromRocks(s, absl::StrCat(context, ": open"));
   std::unique_ptr<Journal> journal(new Journal(dir, options, std::move(env), db));
-  RETURN_IF_ERROR(journal->LoadState());
+  RETURN_IF_ERROR(journal->LoadState(*mark, wals_before));
   return journal;
 }
 
-absl::Status Journal::LoadState() {
+absl::Status Journal::AnchorHighWater(uint64_t seq) {
+  absl::StatusOr<std::unique_ptr<HighWaterFile>> file = HighWaterFile::Anchor(
+      absl::StrCat(dir_, "/", jf::kHighWaterFileName), {seq, CurrentWalNumber(db_.get())});
+  if (!file.ok()) return Annotate(file.status(), absl::StrCat("journal ", dir_));
+  high_water_file_ = std::move(file).value();
+  return absl::OkStatus();
+}
+
+absl::Status Journal::LoadState(const std::optional<HighWater>& mark,
+                                const std::map<uint64_t, uint64_t>& wals_before) {
   const std::string context = absl::StrCat("journal ", dir_);
   const rocksdb::ReadOptions read_options;
 
@@ -178,9 +299,19 @@ absl::Status Journal::LoadState() {
     it->SeekToFirst();
     RETURN_IF_ERROR(FromRocks(it->status(), context));
     if (it->Valid()) {
+      if (mark.has_value()) {
+        // The high-water file is created before the marker: this was a Granary journal.
+        return absl::DataLossError(absl::StrCat(
+            context, ": the format marker is gone although ", jf::kHighWaterFileName,
+            " vouches for records 1..", mark->seq,
+            ": RocksDB lost files (a truncated MANIFEST, a deleted WAL or table file)"));
+      }
       return absl::FailedPreconditionError(
           absl::StrCat(context, ": not a Granary journal (RocksDB without the format marker)"));
     }
+    if (mark.has_value() && mark->seq > 0) return LossError(dir_, *mark, 0, wals_before, "");
+    // A fresh journal: the high-water file first, so that a marker never exists without it.
+    RETURN_IF_ERROR(AnchorHighWater(0));
     rocksdb::WriteOptions write_options;
     write_options.sync = options_.sync;
     RETURN_IF_ERROR(FromRocks(
@@ -201,10 +332,21 @@ absl::Status Journal::LoadState() {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read_options));
   ASSIGN_OR_RETURN(const std::optional<uint64_t> snapshot_seq,
                    SeekNewestSnapshot(it.get(), context));
+  if (high_water_file_ == nullptr) {  // Not a fresh journal.
+    if (!mark.has_value()) {
+      return absl::DataLossError(absl::StrCat(
+          context, ": ", jf::kHighWaterFileName, " missing (RocksDB holds records 1..", high_water,
+          "; without the file a lost WAL cannot be told from an idle journal)"));
+    }
+    if (mark->seq > high_water) return LossError(dir_, *mark, high_water, wals_before, "");
+    // Re-anchor: the mark as of now, with the WAL RocksDB writes next.
+    RETURN_IF_ERROR(AnchorHighWater(high_water));
+  }
   absl::MutexLock lock(&mu_);
   last_sequence_ = high_water;
   has_snapshot_ = snapshot_seq.has_value();
   snapshot_seq_ = snapshot_seq.value_or(0);
+  wal_number_ = CurrentWalNumber(db_.get());
   return absl::OkStatus();
 }
 
@@ -343,6 +485,15 @@ absl::Status Journal::Submit(Writer* w) {
       rocksdb::WriteOptions write_options;
       write_options.sync = options_.sync;
       s = db_->Write(write_options, &batch);
+    }
+    if (s.ok()) {
+      // The batch is durable: the high-water file may now vouch for it. Appends leave the
+      // update in the page cache (no second fsync per batch); a snapshot syncs it. A failed
+      // update leaves an older mark, which only weakens detection (FORMAT.md).
+      const bool snapshot = w->kind == Writer::Kind::kSnapshot;
+      if (snapshot) wal_number_ = CurrentWalNumber(db_.get());
+      const absl::Status marked = high_water_file_->Update({new_last, wal_number_}, snapshot);
+      if (!marked.ok()) LOG(WARNING) << "journal " << dir_ << ": " << marked;
     }
     if (s.ok()) {
       // An injected error: the batch is durable but reported failed (an ambiguous commit).

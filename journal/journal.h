@@ -37,15 +37,21 @@
 // contiguous and end exactly at the high-water mark written with every batch (so a lost tail is
 // detected too). Any violation is DataLoss naming the sequence number; nothing is skipped.
 //
-// RocksDB itself is opened with WALRecoveryMode::kTolerateCorruptedTailRecords (only an
-// incomplete last WAL record - an append that was never acknowledged - is dropped; corruption
-// inside the WAL refuses to open) and track_and_verify_wals_in_manifest.
+// Lost files. The high-water mark is kept a second time outside RocksDB, in the high-water file
+// (journal/high_water_file.h), updated without fsync after every batch: a deleted or truncated
+// WAL, a truncated MANIFEST, or any other loss of acknowledged records fails Open with DataLoss
+// naming the WAL and the records. RocksDB itself is opened with paranoid_checks,
+// WALRecoveryMode::kAbsoluteConsistency (an incomplete last WAL record is accepted, and dropped,
+// only when the high-water file shows it was never acknowledged) and
+// track_and_verify_wals_in_manifest. See journal/FORMAT.md, "The high-water file".
 #ifndef GRANARY_JOURNAL_JOURNAL_H_
 #define GRANARY_JOURNAL_JOURNAL_H_
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,6 +60,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "journal/high_water_file.h"
 
 namespace rocksdb {
 class DB;
@@ -84,8 +91,11 @@ class Journal {
   //   FailedPrecondition - `dir` is in use by another open Journal, in this or another process
   //     (RocksDB's LOCK file); the message names `dir` and says it is in use. Nothing is
   //     modified. Also: `dir` holds a RocksDB that is not a Granary journal of this format.
-  //   DataLoss - RocksDB reports corruption (e.g. in its WAL), or the high-water mark's
-  //     checksum does not match.
+  //   DataLoss - acknowledged records are gone or damaged: "journal D: WAL 000009.log missing:
+  //     records 6..10 lost (...)" (also "truncated or damaged"); the high-water file is missing
+  //     or damaged; the format marker is gone from a journal that has the high-water file (e.g.
+  //     a truncated MANIFEST); RocksDB reports corruption; the high-water mark's checksum does
+  //     not match. A refused open is repeatable.
   //   InvalidArgument - options.max_batch_records < 1.
   //   Other codes - I/O errors from RocksDB.
   static absl::StatusOr<std::unique_ptr<Journal>> Open(const std::string& dir,
@@ -146,13 +156,23 @@ class Journal {
   // Queues `w`, waits until it is written (as a member of some leader's batch, or as the leader
   // itself) and returns its status.
   absl::Status Submit(Writer* w) ABSL_LOCKS_EXCLUDED(mu_);
-  // Reads the high-water mark and the newest snapshot's seq into the members below.
-  absl::Status LoadState();
+  // Checks the format marker and the high-water mark against `mark` (the high-water file as
+  // found before RocksDB opened; `wals_before` the WAL files then, for messages), writes the
+  // marker into a fresh journal, reads the high-water mark and the newest snapshot's seq into
+  // the members below and anchors the high-water file.
+  absl::Status LoadState(const std::optional<HighWater>& mark,
+                         const std::map<uint64_t, uint64_t>& wals_before);
+  // Makes the high-water file durably hold `seq` and the current WAL, and opens it.
+  absl::Status AnchorHighWater(uint64_t seq);
 
   const std::string dir_;
   const JournalOptions options_;
   std::unique_ptr<rocksdb::Env> env_;  // Non-null only with options.file_system; outlives db_.
   std::unique_ptr<rocksdb::DB> db_;
+  // Updated by the leader after every batch (journal/high_water_file.h); only one leader runs
+  // at a time, so these need no lock.
+  std::unique_ptr<HighWaterFile> high_water_file_;
+  uint64_t wal_number_ = 0;  // RocksDB's WAL as of the last anchor or snapshot.
 
   mutable absl::Mutex mu_;
   std::deque<Writer*> writers_ ABSL_GUARDED_BY(mu_);  // Front = the current leader.

@@ -6,10 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -18,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -858,6 +863,276 @@ TEST_F(JournalTest, FailedSyncFailsTheAppendAndEveryLaterWrite) {
   absl::StatusOr<uint64_t> seq = journal->Append("after reopen");
   ASSERT_TRUE(seq.ok()) << seq.status();
   EXPECT_EQ(*seq, recovered->records.size() + 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lost or damaged RocksDB files (issue 13, defect 5). RocksDB alone does not notice the loss of
+// its newest WAL: the records in it, and the high-water mark written with them, simply vanish.
+
+// The RocksDB files in `dir` whose names end with `suffix` (e.g. ".log"), sorted by name (=
+// by file number, RocksDB pads them to six digits).
+std::vector<std::string> FilesEndingWith(const std::string& dir, absl::string_view suffix,
+                                         absl::string_view prefix = "") {
+  std::vector<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (absl::EndsWith(name, suffix) && absl::StartsWith(name, prefix)) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The newest WAL file's name (a test failure and "" if there is none).
+std::string NewestWal(const std::string& dir) {
+  const std::vector<std::string> wals = FilesEndingWith(dir, ".log");
+  EXPECT_FALSE(wals.empty()) << "no WAL in " << dir;
+  return wals.empty() ? "" : wals.back();
+}
+
+void TruncateFile(const std::string& path, uintmax_t size) {
+  std::error_code ec;
+  std::filesystem::resize_file(path, size, ec);
+  ASSERT_FALSE(ec) << path << ": " << ec.message();
+}
+
+// Journal::Open's error (a test failure if it opens).
+absl::Status OpenError(const std::string& dir) {
+  absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir, JournalOptions{});
+  EXPECT_FALSE(journal.ok()) << "opened";
+  return journal.status();
+}
+
+class LostFilesTest : public JournalTest {
+ protected:
+  // Session 1 appends records 1..5 and closes; session 2 reopens (RocksDB moves what session 1
+  // wrote out of its WAL into a table file), appends 6..10 and closes: records 6..10 are only
+  // in the newest WAL.
+  void WriteTwoSessions() {
+    WriteRecords(5);
+    std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+    ASSERT_NE(journal, nullptr);
+    ASSERT_EQ(journal->last_sequence(), 5u);
+    AppendAll(*journal, Payloads(5, "second"), 6);
+  }
+  void ExpectRecoversTen() {
+    std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+    ASSERT_NE(journal, nullptr);
+    absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+    ASSERT_TRUE(recovered.ok()) << recovered.status();
+    EXPECT_EQ(recovered->records.size(), 10u);
+  }
+};
+
+TEST_F(LostFilesTest, CleanReopensStayOk) {
+  WriteTwoSessions();
+  for (int i = 0; i < 3; ++i) ExpectRecoversTen();
+  {
+    std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+    ASSERT_NE(journal, nullptr);
+    ASSERT_TRUE(journal->WriteSnapshot(10, "state at 10").ok());
+    AppendAll(*journal, {"eleven"}, 11);
+  }
+  std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+  ASSERT_NE(journal, nullptr);
+  absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(recovered->snapshot_seq, 10u);
+  EXPECT_EQ(recovered->records, (Records{{11, "eleven"}}));
+}
+
+TEST_F(LostFilesTest, DeletedNewestWalIsDataLossNamingItAndTheLostRecords) {
+  WriteTwoSessions();
+  const std::string wal = NewestWal(dir_.path());
+  ASSERT_TRUE(std::filesystem::remove(dir_.Join(wal)));
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(Prefix() + "WAL " + wal + " missing"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("records 6..10 lost"));
+  // Refusing changed nothing that makes a second attempt succeed.
+  EXPECT_EQ(OpenError(dir_.path()).code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(LostFilesTest, DeletedOnlyWalOfFreshJournalIsDataLoss) {
+  WriteRecords(5);
+  const std::string wal = NewestWal(dir_.path());
+  ASSERT_TRUE(std::filesystem::remove(dir_.Join(wal)));
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("records 1..5 lost"));
+}
+
+TEST_F(LostFilesTest, WalTruncatedMidRecordIsDataLossNamingTheLostRecords) {
+  WriteTwoSessions();
+  const std::string wal = NewestWal(dir_.path());
+  const uintmax_t size = std::filesystem::file_size(dir_.Join(wal));
+  TruncateFile(dir_.Join(wal), size - 7);
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(Prefix() + "WAL " + wal));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("records 10..10 lost"));
+}
+
+TEST_F(LostFilesTest, WalTruncatedToEmptyIsDataLossNamingTheLostRecords) {
+  WriteTwoSessions();
+  const std::string wal = NewestWal(dir_.path());
+  TruncateFile(dir_.Join(wal), 0);
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(Prefix() + "WAL " + wal + " truncated"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("records 6..10 lost"));
+}
+
+TEST_F(LostFilesTest, CorruptWalRecordIsDataLossNamingTheRecordNumber) {
+  WriteTwoSessions();
+  const std::string wal = dir_.Join(NewestWal(dir_.path()));
+  // Flip one byte inside record 8's payload ("second 2"), in the middle of the WAL.
+  std::string bytes;
+  {
+    std::ifstream in(wal, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const size_t at = bytes.find("second 2");
+  ASSERT_NE(at, std::string::npos);
+  bytes[at] ^= 0x20;
+  {
+    std::ofstream out(wal, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), bytes.size());
+  }
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("records 8..10"));
+}
+
+TEST_F(LostFilesTest, TruncatedManifestIsDataLossNotForeign) {
+  WriteTwoSessions();
+  ExpectRecoversTen();  // Moves everything into table files listed by the MANIFEST.
+  const std::vector<std::string> manifests = FilesEndingWith(dir_.path(), "", "MANIFEST-");
+  ASSERT_FALSE(manifests.empty());
+  const std::string manifest = dir_.Join(manifests.back());
+  TruncateFile(manifest, std::filesystem::file_size(manifest) / 2);
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), ::testing::Not(HasSubstr("not a Granary journal")));
+}
+
+TEST_F(LostFilesTest, ManifestTruncatedToEmptyIsDataLossNotForeign) {
+  WriteTwoSessions();
+  ExpectRecoversTen();
+  const std::vector<std::string> manifests = FilesEndingWith(dir_.path(), "", "MANIFEST-");
+  ASSERT_FALSE(manifests.empty());
+  TruncateFile(dir_.Join(manifests.back()), 0);
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), ::testing::Not(HasSubstr("not a Granary journal")));
+}
+
+TEST_F(LostFilesTest, DeletedTableFilesAreDataLoss) {
+  WriteTwoSessions();
+  ExpectRecoversTen();
+  for (const std::string& sst : FilesEndingWith(dir_.path(), ".sst")) {
+    ASSERT_TRUE(std::filesystem::remove(dir_.Join(sst)));
+  }
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+}
+
+TEST_F(LostFilesTest, EverythingButTheHighWaterFileDeletedIsDataLoss) {
+  WriteTwoSessions();
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    if (entry.path().filename() != jf::kHighWaterFileName) std::filesystem::remove(entry.path());
+  }
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("records 1..10 lost"));
+}
+
+TEST_F(LostFilesTest, DeletedHighWaterFileIsDataLossNamingIt) {
+  WriteTwoSessions();
+  ASSERT_TRUE(std::filesystem::remove(dir_.Join(jf::kHighWaterFileName)));
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr(Prefix() + jf::kHighWaterFileName + " missing"));
+}
+
+// Every length the newest WAL or the MANIFEST can be truncated to either loses nothing (Open
+// and Recover return records 1..10) or is DataLoss: never fewer records, never "not a Granary
+// journal".
+class TruncationSweepTest : public LostFilesTest {
+ protected:
+  void Sweep(const std::string& victim_name, bool manifest) {
+    const std::string pristine = scratch_.Join("pristine");
+    std::filesystem::copy(dir_.path(), pristine, std::filesystem::copy_options::recursive);
+    const uintmax_t size = std::filesystem::file_size(dir_.Join(victim_name));
+    int data_loss = 0;
+    for (uintmax_t length = 0; length < size; length += 3) {
+      SCOPED_TRACE(absl::StrCat(victim_name, " truncated to ", length, " of ", size, " bytes"));
+      std::filesystem::remove_all(dir_.path());
+      std::filesystem::copy(pristine, dir_.path(), std::filesystem::copy_options::recursive);
+      TruncateFile(dir_.Join(victim_name), length);
+      absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir_.path(), {});
+      absl::Status status = journal.status();
+      if (journal.ok()) {
+        absl::StatusOr<Journal::Recovered> recovered = (*journal)->Recover();
+        status = recovered.status();
+        if (recovered.ok()) {
+          EXPECT_EQ(recovered->records.size(), 10u);
+          continue;
+        }
+      }
+      EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+      ++data_loss;
+    }
+    EXPECT_GT(data_loss, 0) << (manifest ? "MANIFEST" : "WAL") << " damage never detected";
+  }
+  testing::ScopedTempDir scratch_;
+};
+
+TEST_F(TruncationSweepTest, NewestWal) {
+  WriteTwoSessions();
+  Sweep(NewestWal(dir_.path()), /*manifest=*/false);
+}
+
+TEST_F(TruncationSweepTest, Manifest) {
+  WriteTwoSessions();
+  ExpectRecoversTen();
+  const std::vector<std::string> manifests = FilesEndingWith(dir_.path(), "", "MANIFEST-");
+  ASSERT_FALSE(manifests.empty());
+  Sweep(manifests.back(), /*manifest=*/true);
+}
+
+TEST_F(TruncationSweepTest, ManifestWithRecordsStillInTheWal) {
+  WriteTwoSessions();
+  const std::vector<std::string> manifests = FilesEndingWith(dir_.path(), "", "MANIFEST-");
+  ASSERT_FALSE(manifests.empty());
+  Sweep(manifests.back(), /*manifest=*/true);
+}
+
+// A crash while a batch was being written leaves an incomplete last WAL record that was never
+// acknowledged (the high-water file does not vouch for it): it is dropped, not DataLoss.
+TEST_F(LostFilesTest, IncompleteUnacknowledgedLastRecordIsDropped) {
+  std::string mark_before_last;
+  {
+    std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+    ASSERT_NE(journal, nullptr);
+    AppendAll(*journal, Payloads(9), 1);
+    std::ifstream in(dir_.Join(jf::kHighWaterFileName), std::ios::binary);
+    mark_before_last.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    AppendAll(*journal, {"never acknowledged"}, 10);
+  }
+  // As if the process died inside the last write: its record is torn, its mark never written.
+  {
+    std::ofstream out(dir_.Join(jf::kHighWaterFileName), std::ios::binary | std::ios::trunc);
+    out.write(mark_before_last.data(), mark_before_last.size());
+  }
+  const std::string wal = dir_.Join(NewestWal(dir_.path()));
+  TruncateFile(wal, std::filesystem::file_size(wal) - 7);
+  std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+  ASSERT_NE(journal, nullptr);
+  absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(recovered->records, Numbered(Payloads(9), 1));
+  AppendAll(*journal, {"ten"}, 10);
 }
 
 }  // namespace
