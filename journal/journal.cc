@@ -15,10 +15,12 @@
 #include "faultinject/failpoints.h"
 #include "glog/logging.h"
 #include "journal/format.h"
+#include "journal/rocksdb_logger.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
 #include "rocksdb/iterator.h"
+#include "rocksdb/listener.h"
 #include "rocksdb/options.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/snapshot.h"
@@ -48,7 +50,9 @@ absl::Status FromRocks(const rocksdb::Status& s, absl::string_view context) {
     case rocksdb::Status::kInvalidArgument:
       return absl::InvalidArgumentError(message);
     case rocksdb::Status::kIOError:
-      if (s.subcode() == rocksdb::Status::kNoSpace) return absl::ResourceExhaustedError(message);
+      if (s.IsNoSpace()) {
+        return absl::UnavailableError(absl::StrCat(context, ": out of disk space: ", s.ToString()));
+      }
       return absl::InternalError(message);
     case rocksdb::Status::kBusy:
     case rocksdb::Status::kTimedOut:
@@ -61,6 +65,18 @@ absl::Status FromRocks(const rocksdb::Status& s, absl::string_view context) {
       return absl::InternalError(message);
   }
 }
+
+// Turns off RocksDB's automatic recovery from background errors (after a full disk, RocksDB
+// would poll for free space and resume by itself): the journal resumes RocksDB itself, at the
+// next write, after checking what the failed write left behind (Journal::ResumeAfterNoSpace).
+class ManualRecoveryListener : public rocksdb::EventListener {
+ public:
+  const char* Name() const override { return "GranaryManualRecovery"; }
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason /*reason*/, rocksdb::Status /*bg_error*/,
+                            bool* auto_recovery) override {
+    *auto_recovery = false;
+  }
+};
 
 // Releases a RocksDB snapshot on scope exit.
 class ScopedDbSnapshot {
@@ -204,37 +220,32 @@ absl::Status LossError(const std::string& dir, const HighWater& mark, uint64_t h
       held == 0 ? "none" : absl::StrCat("1..", held), ")", detail.empty() ? "" : "; ", detail));
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir,
-                                                       const JournalOptions& options) {
-  if (options.max_batch_records < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "journal ", dir, ": max_batch_records must be >= 1, got ", options.max_batch_records));
-  }
-  const std::string context = absl::StrCat("journal ", dir);
+// RocksDB's options for the journal in `dir`; `env` may be null (the default).
+rocksdb::Options DbOptions(const std::string& dir, rocksdb::Env* env) {
   rocksdb::Options db_options;
   db_options.create_if_missing = true;
   db_options.paranoid_checks = true;
   // Any damage to the WAL, even an incomplete last record, refuses the first open attempt; an
   // incomplete last record is then accepted only if the high-water file shows that no
-  // acknowledged record was in it (see below). The default, kPointInTimeRecovery, would
-  // silently stop replay at the damage and lose the acknowledged records after it.
+  // acknowledged record was in it (OpenDb). The default, kPointInTimeRecovery, would silently
+  // stop replay at the damage and lose the acknowledged records after it.
   db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
   db_options.track_and_verify_wals_in_manifest = true;
-  db_options.keep_log_file_num = 4;  // RocksDB's informational LOG files, not the WAL.
-  std::unique_ptr<rocksdb::Env> env;
-  if (options.file_system != nullptr) {
-    env = rocksdb::NewCompositeEnv(options.file_system);
-    db_options.env = env.get();
-  }
+  db_options.listeners.push_back(std::make_shared<ManualRecoveryListener>());
+  // RocksDB's informational log goes to glog, not to a LOG file on the journal's disk, whose
+  // writer aborts the process after a failed write (journal/rocksdb_logger.h).
+  db_options.info_log = std::make_shared<RocksDbGlogLogger>(absl::StrCat("rocksdb ", dir, ": "));
+  if (env != nullptr) db_options.env = env;
+  return db_options;
+}
 
-  // Evidence gathered before RocksDB touches the directory.
-  const std::string high_water_path = absl::StrCat(dir, "/", jf::kHighWaterFileName);
-  absl::StatusOr<std::optional<HighWater>> mark = HighWaterFile::Read(high_water_path);
-  if (!mark.ok()) return Annotate(mark.status(), context);
-  const std::map<uint64_t, uint64_t> wals_before = ListWals(dir);
-
+// Opens RocksDB in `dir`. `mark` and `wals_before` are the high-water file and the WAL files as
+// found before (for judging and naming damage, see FORMAT.md "Opening", step 2).
+absl::StatusOr<std::unique_ptr<rocksdb::DB>> OpenDb(
+    const std::string& dir, rocksdb::Env* env, const std::optional<HighWater>& mark,
+    const std::map<uint64_t, uint64_t>& wals_before) {
+  const std::string context = absl::StrCat("journal ", dir);
+  rocksdb::Options db_options = DbOptions(dir, env);
   rocksdb::DB* db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, dir, &db);
   // RocksDB reports a held LOCK file as an IOError mentioning the LOCK file's path, both for
@@ -246,12 +257,12 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir,
   }
   if (s.IsCorruption()) {
     // Which records are affected? Read-only opens change nothing on disk.
-    const uint64_t vouched = mark->has_value() ? (*mark)->seq : 0;
+    const uint64_t vouched = mark.has_value() ? mark->seq : 0;
     absl::StatusOr<uint64_t> tail =
         ReadOnlyHighWater(db_options, dir, rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords);
     if (tail.ok() && *tail >= vouched) {
       // Only an incomplete last WAL record, beyond every acknowledged record: a write a crash
-      // interrupted before it was acknowledged. Drop it.
+      // (or a full disk) interrupted before it was acknowledged. Drop it.
       LOG(WARNING) << context << ": dropping an incomplete last WAL record (never acknowledged: "
                    << "the journal vouches for records 1.." << vouched
                    << ", all present): " << s.ToString();
@@ -262,9 +273,8 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir,
           tail.ok()
               ? tail
               : ReadOnlyHighWater(db_options, dir, rocksdb::WALRecoveryMode::kPointInTimeRecovery);
-      if (intact.ok() && mark->has_value() && *intact < vouched) {
-        return LossError(dir, **mark, *intact, wals_before,
-                         absl::StrCat("RocksDB: ", s.ToString()));
+      if (intact.ok() && mark.has_value() && *intact < vouched) {
+        return LossError(dir, *mark, *intact, wals_before, absl::StrCat("RocksDB: ", s.ToString()));
       }
       if (intact.ok()) {
         return absl::DataLossError(absl::StrCat(context, ": RocksDB: ", s.ToString(),
@@ -273,7 +283,28 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir,
     }
   }
   if (!s.ok()) return FromRocks(s, absl::StrCat(context, ": open"));
-  std::unique_ptr<Journal> journal(new Journal(dir, options, std::move(env), db));
+  return std::unique_ptr<rocksdb::DB>(db);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir,
+                                                       const JournalOptions& options) {
+  if (options.max_batch_records < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "journal ", dir, ": max_batch_records must be >= 1, got ", options.max_batch_records));
+  }
+  std::unique_ptr<rocksdb::Env> env;
+  if (options.file_system != nullptr) env = rocksdb::NewCompositeEnv(options.file_system);
+
+  // Evidence gathered before RocksDB touches the directory.
+  absl::StatusOr<std::optional<HighWater>> mark =
+      HighWaterFile::Read(absl::StrCat(dir, "/", jf::kHighWaterFileName));
+  if (!mark.ok()) return Annotate(mark.status(), absl::StrCat("journal ", dir));
+  const std::map<uint64_t, uint64_t> wals_before = ListWals(dir);
+
+  ASSIGN_OR_RETURN(std::unique_ptr<rocksdb::DB> db, OpenDb(dir, env.get(), *mark, wals_before));
+  std::unique_ptr<Journal> journal(new Journal(dir, options, std::move(env), db.release()));
   RETURN_IF_ERROR(journal->LoadState(*mark, wals_before));
   return journal;
 }
@@ -352,6 +383,11 @@ absl::Status Journal::LoadState(const std::optional<HighWater>& mark,
 
 absl::StatusOr<Journal::Recovered> Journal::Recover() const {
   const std::string context = absl::StrCat("journal ", dir_);
+  absl::ReaderMutexLock db_lock(&db_mu_);
+  if (db_ == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat(context, ": closed after a full disk, reopened at the next write"));
+  }
   const ScopedDbSnapshot db_snapshot(db_.get());
   rocksdb::ReadOptions read_options;
   read_options.snapshot = db_snapshot.get();
@@ -457,7 +493,13 @@ absl::Status Journal::Submit(Writer* w) {
   if (status.ok()) {
     // The group's writers wait until done, so their fields are stable while unlocked; writers
     // arriving meanwhile queue behind this leader.
+    const bool resume = out_of_space_;
+    const uint64_t last_acknowledged = last_sequence_;
     mu_.Unlock();
+    // After a write failed for lack of space: make sure it left nothing behind first.
+    const absl::Status resumed = resume ? ReopenAfterNoSpace(last_acknowledged) : absl::OkStatus();
+    rocksdb::Status s;
+    if (!resumed.ok()) s = rocksdb::Status::Aborted("not resumed");
     rocksdb::WriteBatch batch;
     // Puts checksum + payload under `key` without concatenating them first (the batch copies).
     auto put = [&batch](const std::string& key, absl::string_view payload) {
@@ -466,8 +508,9 @@ absl::Status Journal::Submit(Writer* w) {
       const rocksdb::Slice value_parts[2] = {rocksdb::Slice(header), ToSlice(payload)};
       return batch.Put(rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2));
     };
-    rocksdb::Status s;
-    if (w->kind == Writer::Kind::kRecord) {
+    if (!s.ok()) {
+      // Not resumed: nothing to write.
+    } else if (w->kind == Writer::Kind::kRecord) {
       for (Writer* member : group) {
         if (s.ok()) s = put(jf::RecordKey(member->seq), member->payload);
       }
@@ -501,15 +544,32 @@ absl::Status Journal::Submit(Writer* w) {
       if (!injected.ok()) s = rocksdb::Status::IOError(std::string(injected.message()));
     }
     mu_.Lock();
-    if (!s.ok()) {
+    if (!resumed.ok()) {
+      status = resumed;
+      if (!absl::IsUnavailable(resumed)) {
+        failed_ = absl::FailedPreconditionError(absl::StrCat(
+            "journal ", dir_,
+            ": unusable after failing to resume from a full disk: ", resumed.message()));
+      }
+    } else if (s.IsNoSpace()) {
+      // Nothing of this batch is (or, once resumed, ever will be) in the journal: retryable.
+      out_of_space_ = true;
+      status = absl::UnavailableError(absl::StrCat(
+          "journal ", dir_,
+          ": out of disk space: not written (retry once space is freed): ", s.ToString()));
+    } else if (!s.ok()) {
       status = FromRocks(s, absl::StrCat("journal ", dir_, ": write"));
+      // Unavailable is reserved for "not written, retry"; this batch is indeterminate.
+      if (absl::IsUnavailable(status)) status = absl::InternalError(status.message());
       failed_ = absl::FailedPreconditionError(
           absl::StrCat("journal ", dir_,
                        ": unusable after a failed write (reopen and recover): ", s.ToString()));
     } else if (w->kind == Writer::Kind::kRecord) {
+      out_of_space_ = false;
       last_sequence_ = new_last;
       ++batches_written_;
     } else {
+      out_of_space_ = false;
       has_snapshot_ = true;
       snapshot_seq_ = w->seq;
     }
@@ -524,6 +584,45 @@ absl::Status Journal::Submit(Writer* w) {
   }
   if (!writers_.empty()) writers_.front()->cv.Signal();
   return status;
+}
+
+absl::Status Journal::ReopenAfterNoSpace(uint64_t last_acknowledged) {
+  const std::string context = absl::StrCat("journal ", dir_);
+  // RocksDB cannot resume after a failed WAL write in place (DB::Resume fails to switch away
+  // from the failed WAL: "Seen error"). Reopening it can: it replays the WAL, drops what the
+  // failed write left (an incomplete last record; OpenDb checks that nothing acknowledged is
+  // affected), moves everything into a table file and starts a new WAL. Reopening needs room for
+  // that table file, so it is not tried (and RocksDB stays open for reads) while the free space
+  // is smaller than the WALs plus 1 MiB.
+  const std::map<uint64_t, uint64_t> wals_before = ListWals(dir_);
+  uint64_t needed = 1 << 20;
+  for (const auto& [number, size] : wals_before) needed += size;
+  uint64_t free_space = 0;
+  rocksdb::Env* env = env_ != nullptr ? env_.get() : rocksdb::Env::Default();
+  if (env->GetFreeSpace(dir_, &free_space).ok() && free_space < needed) {
+    return absl::UnavailableError(absl::StrCat(context, ": out of disk space: ", free_space,
+                                               " bytes free, resuming needs ", needed,
+                                               " (retry once space is freed)"));
+  }
+  const HighWater mark{last_acknowledged, wal_number_};
+  absl::WriterMutexLock lock(&db_mu_);
+  if (db_ != nullptr) {
+    db_->Close().PermitUncheckedError();
+    db_.reset();
+  }
+  high_water_file_.reset();
+  ASSIGN_OR_RETURN(db_, OpenDb(dir_, env_.get(), mark, wals_before));
+  RETURN_IF_ERROR(LoadState(mark, wals_before));
+  const uint64_t found = last_sequence();
+  if (found != last_acknowledged) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        context, ": records ", last_acknowledged + 1, "..", found,
+        " were reported failed (full disk) but are in the journal after all: restart and "
+        "recover"));
+  }
+  LOG(INFO) << context << ": writing again after a full disk, from record "
+            << last_acknowledged + 1;
+  return absl::OkStatus();
 }
 
 uint64_t Journal::last_sequence() const {

@@ -18,8 +18,17 @@
 // leader. Only the leader ever writes, so one synced RocksDB write is in flight at a time and
 // N concurrent appends cost about one fsync per batch instead of one per append.
 //
-// Fail-stop. If a write fails (e.g. the WAL fsync fails), every writer of that batch gets the
-// error and the journal records it; every later Append or WriteSnapshot fails with
+// Full disk. A write that fails for lack of space (RocksDB's NoSpace) is not fail-stop: its
+// writers get Unavailable ("out of disk space: not written"), nothing else changes, and reads
+// keep working. The next write first reopens RocksDB (RocksDB cannot resume in place after a
+// failed WAL write), which drops whatever the failed write left in the WAL, and checks that the
+// journal still ends at the last acknowledged record; it is not attempted (Unavailable again)
+// while the free space is below the WALs' size plus 1 MiB. So a record whose Append returned
+// Unavailable is not in the journal and never will be, as long as this process goes on; only
+// if it dies before the next successful write may a restart find it (as below).
+//
+// Fail-stop. If a write fails otherwise (e.g. the WAL fsync fails), every writer of that batch
+// gets the error and the journal records it; every later Append or WriteSnapshot fails with
 // FailedPrecondition without touching RocksDB. The process must reopen the journal (normally:
 // restart) and Recover(). A record whose Append failed is *indeterminate*: it may or may not be
 // present after recovery (its bytes may have reached the WAL before the fsync failed), so a
@@ -121,21 +130,24 @@ class Journal {
   // Errors: DataLoss naming the sequence number, e.g. "journal /d: record 17: checksum
   // mismatch", for: a checksum mismatch, a value shorter than its checksum, a missing record
   // (gap), a missing or extra record at the tail (compared with the high-water mark), a
-  // malformed key. Also DataLoss for RocksDB-detected corruption; other codes for I/O errors.
+  // malformed key. Also DataLoss for RocksDB-detected corruption; other codes for I/O errors;
+  // Unavailable if a reopen after a full disk failed (until the next write reopens it).
   absl::StatusOr<Recovered> Recover() const;
 
   // Appends `record` with the next sequence number and returns that number once the record is
   // durable (written with WriteOptions.sync when options.sync). Concurrent Appends are
   // group-committed (see the walkthrough above).
-  // Errors: the RocksDB write error of this record's batch (the record is then indeterminate);
-  // FailedPrecondition if an earlier write failed (fail-stop).
+  // Errors: Unavailable - out of disk space: the record was not written (see "Full disk");
+  // retry later. Any other code - the RocksDB write error of this record's batch (the record is
+  // then indeterminate); FailedPrecondition if an earlier write failed (fail-stop).
   absl::StatusOr<uint64_t> Append(std::string record);
 
   // Durably stores `snapshot` as covering every record up to and including `seq`, and deletes
   // every record <= seq and every older snapshot, atomically in one batch. Writing a snapshot
   // at the current snapshot's seq replaces it.
   // Errors: InvalidArgument unless (newest snapshot seq, or 0) <= seq <= last_sequence();
-  // otherwise as Append (the write error, then FailedPrecondition forever after).
+  // otherwise as Append (Unavailable on a full disk; else the write error, then
+  // FailedPrecondition forever after).
   absl::Status WriteSnapshot(uint64_t seq, std::string snapshot);
 
   // The sequence number of the last durable record (0 if none was ever appended).
@@ -164,10 +176,18 @@ class Journal {
                          const std::map<uint64_t, uint64_t>& wals_before);
   // Makes the high-water file durably hold `seq` and the current WAL, and opens it.
   absl::Status AnchorHighWater(uint64_t seq);
+  // Called by the leader before its write while out_of_space_: reopens RocksDB, which drops
+  // what the failed write left in the WAL, and checks that the journal still ends at
+  // `last_acknowledged`. Unavailable while the disk is still too full; FailedPrecondition if
+  // the failed records turn out to be in the journal; other errors as Open.
+  absl::Status ReopenAfterNoSpace(uint64_t last_acknowledged) ABSL_LOCKS_EXCLUDED(mu_, db_mu_);
 
   const std::string dir_;
   const JournalOptions options_;
   std::unique_ptr<rocksdb::Env> env_;  // Non-null only with options.file_system; outlives db_.
+  // Replaced only by the leader in ReopenAfterNoSpace (holding db_mu_ as a writer; it is null if
+  // that reopen failed), so the leader uses it without db_mu_; Recover holds db_mu_ as a reader.
+  mutable absl::Mutex db_mu_;
   std::unique_ptr<rocksdb::DB> db_;
   // Updated by the leader after every batch (journal/high_water_file.h); only one leader runs
   // at a time, so these need no lock.
@@ -180,6 +200,8 @@ class Journal {
   uint64_t snapshot_seq_ ABSL_GUARDED_BY(mu_) = 0;  // Meaningful if has_snapshot_.
   bool has_snapshot_ ABSL_GUARDED_BY(mu_) = false;
   int64_t batches_written_ ABSL_GUARDED_BY(mu_) = 0;
+  // A write failed for lack of disk space; the next leader resumes before writing.
+  bool out_of_space_ ABSL_GUARDED_BY(mu_) = false;
   // After a failed write: the FailedPrecondition every later write returns (fail-stop).
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
 };

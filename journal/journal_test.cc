@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -26,9 +27,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/scoped_temp_dir.h"
+#include "common/scoped_tmpfs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/fault_injection_fs.h"
@@ -1133,6 +1136,177 @@ TEST_F(LostFilesTest, IncompleteUnacknowledgedLastRecordIsDropped) {
   ASSERT_TRUE(recovered.ok()) << recovered.status();
   EXPECT_EQ(recovered->records, Numbered(Payloads(9), 1));
   AppendAll(*journal, {"ten"}, 10);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A full disk (issue 13, defect 6), for real: a 4 MiB tmpfs filled up by a file.
+
+std::string BigPayload(int i) {
+  return absl::StrCat("payload ", i, " ", std::string(16 << 10, 'p'));
+}
+
+// Appends until one fails (RocksDB may have preallocated WAL space beyond the filled disk) and
+// returns that failure; acknowledged records are added to `acked`.
+absl::Status AppendUntilFailure(Journal& journal, Records& acked) {
+  for (int i = 0; i < 2000; ++i) {
+    const std::string payload = BigPayload(static_cast<int>(acked.size()));
+    absl::StatusOr<uint64_t> seq = journal.Append(payload);
+    if (!seq.ok()) return seq.status();
+    EXPECT_EQ(*seq, acked.size() + 1);
+    acked.emplace_back(*seq, payload);
+  }
+  return absl::OkStatus();
+}
+
+// With the disk full an Append fails with Unavailable saying so, without changing the journal;
+// reads keep working; once space returns Appends (and snapshots) work again, numbered right
+// after the last acknowledged record, and every acknowledged record survives a reopen. Run
+// with 0 and 3 appends between opening (which empties RocksDB's memtable) and filling the
+// disk.
+TEST(FullDiskJournalTest, AppendFailsUntilSpaceReturnsAndNothingAcknowledgedIsLost) {
+  for (int appends_before_fill : {0, 3}) {
+    SCOPED_TRACE(absl::StrCat(appends_before_fill, " appends before the disk fills"));
+    testing::ScopedTmpfs fs(4 << 20);
+    if (!fs.ok()) GTEST_SKIP() << fs.skip_reason();
+    const std::string dir = fs.Join("journal");
+    Records acked;
+    {
+      std::unique_ptr<Journal> journal = OpenJournal(dir);
+      ASSERT_NE(journal, nullptr);
+      AppendAll(*journal, {"first"}, 1);
+      acked.emplace_back(1, "first");
+    }
+    {
+      std::unique_ptr<Journal> journal = OpenJournal(dir);
+      ASSERT_NE(journal, nullptr);
+      for (int i = 0; i < appends_before_fill; ++i) {
+        const std::string payload = absl::StrCat("before ", i);
+        AppendAll(*journal, {payload}, acked.size() + 1);
+        acked.emplace_back(acked.size() + 1, payload);
+      }
+      fs.Fill("filler");
+      const absl::Status failure = AppendUntilFailure(*journal, acked);
+      ASSERT_FALSE(failure.ok()) << "the disk never filled";
+      EXPECT_EQ(failure.code(), absl::StatusCode::kUnavailable) << failure;
+      EXPECT_THAT(std::string(failure.message()), HasSubstr("out of disk space")) << failure;
+      EXPECT_EQ(journal->last_sequence(), acked.size());
+
+      // Still full: appends and snapshots keep failing the same way; reads work.
+      EXPECT_EQ(journal->Append("while full").status().code(), absl::StatusCode::kUnavailable);
+      EXPECT_EQ(journal->WriteSnapshot(acked.size(), "while full").code(),
+                absl::StatusCode::kUnavailable);
+      absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+      ASSERT_TRUE(recovered.ok()) << recovered.status();
+      EXPECT_EQ(recovered->records, acked);
+
+      // Space returns: writing resumes right after the last acknowledged record.
+      ASSERT_TRUE(std::filesystem::remove(fs.Join("filler")));
+      absl::StatusOr<uint64_t> seq = journal->Append("after");
+      ASSERT_TRUE(seq.ok()) << seq.status();
+      EXPECT_EQ(*seq, acked.size() + 1);
+      acked.emplace_back(*seq, "after");
+      recovered = journal->Recover();
+      ASSERT_TRUE(recovered.ok()) << recovered.status();
+      EXPECT_EQ(recovered->records, acked);
+    }
+    std::unique_ptr<Journal> journal = OpenJournal(dir);
+    ASSERT_NE(journal, nullptr);
+    absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+    ASSERT_TRUE(recovered.ok()) << recovered.status();
+    EXPECT_EQ(recovered->records, acked);
+    ASSERT_TRUE(journal->WriteSnapshot(acked.size(), "state").ok());
+    AppendAll(*journal, {"last"}, acked.size() + 1);
+  }
+}
+
+// Opening a journal on a full disk fails with an error (RocksDB must write to open), and opens
+// once space returns.
+TEST(FullDiskJournalTest, OpenOnAFullDiskFailsClearly) {
+  testing::ScopedTmpfs fs(4 << 20);
+  if (!fs.ok()) GTEST_SKIP() << fs.skip_reason();
+  const std::string dir = fs.Join("journal");
+  {
+    std::unique_ptr<Journal> journal = OpenJournal(dir);
+    ASSERT_NE(journal, nullptr);
+    AppendAll(*journal, Payloads(3), 1);
+  }
+  fs.Fill("filler");
+  absl::StatusOr<std::unique_ptr<Journal>> full = Journal::Open(dir, JournalOptions{});
+  if (!full.ok()) {
+    EXPECT_EQ(full.status().code(), absl::StatusCode::kUnavailable) << full.status();
+    EXPECT_THAT(std::string(full.status().message()), HasSubstr("out of disk space"));
+  }
+  full = absl::UnavailableError("closed");
+  ASSERT_TRUE(std::filesystem::remove(fs.Join("filler")));
+  std::unique_ptr<Journal> journal = OpenJournal(dir);
+  ASSERT_NE(journal, nullptr);
+  absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(recovered->records, Numbered(Payloads(3), 1));
+}
+
+// Eight threads append while the disk fills, keep appending while it is full, and go on after
+// space returns: every acknowledged append is recovered under its sequence number after a
+// reopen, refused appends are not, and numbers stay contiguous (exactly once).
+TEST(FullDiskJournalTest, ConcurrentAppendsAcrossAFullDiskAreExactlyOnce) {
+  testing::ScopedTmpfs fs(4 << 20);
+  if (!fs.ok()) GTEST_SKIP() << fs.skip_reason();
+  const std::string dir = fs.Join("journal");
+  constexpr int kThreads = 8;
+  absl::Mutex mu;
+  std::map<uint64_t, std::string> acked;  // Guarded by mu.
+  int64_t refused = 0;                    // Guarded by mu.
+  {
+    std::unique_ptr<Journal> journal = OpenJournal(dir);
+    ASSERT_NE(journal, nullptr);
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int64_t i = 0; !stop.load(); ++i) {
+          const std::string payload =
+              absl::StrCat("thread ", t, " append ", i, " ", std::string(4096, 'p'));
+          absl::StatusOr<uint64_t> seq = journal->Append(payload);
+          if (seq.ok()) {
+            absl::MutexLock lock(&mu);
+            EXPECT_TRUE(acked.emplace(*seq, payload).second) << "seq " << *seq << " twice";
+          } else {
+            EXPECT_EQ(seq.status().code(), absl::StatusCode::kUnavailable) << seq.status();
+            absl::MutexLock lock(&mu);
+            ++refused;
+          }
+        }
+      });
+    }
+    // Waits (at most 30 s) until `done` holds under mu.
+    auto wait_for = [&](std::function<bool()> done) {
+      absl::MutexLock lock(&mu);
+      return mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(30));
+    };
+    EXPECT_TRUE(wait_for([&] { return acked.size() >= 20; }));
+    fs.Fill("filler");
+    EXPECT_TRUE(wait_for([&] { return refused >= 50; })) << "the disk never filled";
+    EXPECT_TRUE(std::filesystem::remove(fs.Join("filler")));  // (No ASSERT: join first.)
+    size_t before;
+    {
+      absl::MutexLock lock(&mu);
+      before = acked.size();
+    }
+    EXPECT_TRUE(wait_for([&] { return acked.size() >= before + 50; })) << "appends did not resume";
+    stop = true;
+    for (std::thread& thread : threads) thread.join();
+  }
+  EXPECT_GE(refused, 50);
+  std::unique_ptr<Journal> journal = OpenJournal(dir);
+  ASSERT_NE(journal, nullptr);
+  absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  ASSERT_EQ(recovered->records.size(), acked.size());
+  for (const auto& [seq, payload] : recovered->records) {
+    auto it = acked.find(seq);
+    ASSERT_NE(it, acked.end()) << "record " << seq << " was never acknowledged";
+    EXPECT_EQ(it->second, payload) << "record " << seq;
+  }
 }
 
 }  // namespace
