@@ -220,6 +220,11 @@ absl::Status LossError(const std::string& dir, const HighWater& mark, uint64_t h
       held == 0 ? "none" : absl::StrCat("1..", held), ")", detail.empty() ? "" : "; ", detail));
 }
 
+// The value stored under kHighWaterFileKey.
+std::string HighWaterFileKeyValue() {
+  return jf::EncodeValue(jf::kHighWaterFileKey, jf::kHighWaterFileName);
+}
+
 // RocksDB's options for the journal in `dir`; `env` may be null (the default).
 rocksdb::Options DbOptions(const std::string& dir, rocksdb::Env* env) {
   rocksdb::Options db_options;
@@ -343,11 +348,14 @@ absl::Status Journal::LoadState(const std::optional<HighWater>& mark,
     if (mark.has_value() && mark->seq > 0) return LossError(dir_, *mark, 0, wals_before, "");
     // A fresh journal: the high-water file first, so that a marker never exists without it.
     RETURN_IF_ERROR(AnchorHighWater(0));
+    rocksdb::WriteBatch batch;
+    rocksdb::Status put =
+        batch.Put(jf::kFormatKey, jf::EncodeValue(jf::kFormatKey, jf::kFormatMarker));
+    if (put.ok()) put = batch.Put(jf::kHighWaterFileKey, HighWaterFileKeyValue());
     rocksdb::WriteOptions write_options;
     write_options.sync = options_.sync;
-    RETURN_IF_ERROR(FromRocks(
-        db_->Put(write_options, jf::kFormatKey, jf::EncodeValue(jf::kFormatKey, jf::kFormatMarker)),
-        absl::StrCat(context, ": write format marker")));
+    if (put.ok()) put = db_->Write(write_options, &batch);
+    RETURN_IF_ERROR(FromRocks(put, absl::StrCat(context, ": write format marker")));
   } else {
     RETURN_IF_ERROR(FromRocks(s, context));
     absl::StatusOr<absl::string_view> marker = jf::DecodeValue(jf::kFormatKey, value);
@@ -364,14 +372,31 @@ absl::Status Journal::LoadState(const std::optional<HighWater>& mark,
   ASSIGN_OR_RETURN(const std::optional<uint64_t> snapshot_seq,
                    SeekNewestSnapshot(it.get(), context));
   if (high_water_file_ == nullptr) {  // Not a fresh journal.
-    if (!mark.has_value()) {
+    // Does RocksDB say the high-water file exists? (Not in journals older than the file.)
+    std::string file_key;
+    const rocksdb::Status has_file = db_->Get(read_options, jf::kHighWaterFileKey, &file_key);
+    if (!has_file.IsNotFound()) RETURN_IF_ERROR(FromRocks(has_file, context));
+    if (!mark.has_value() && has_file.ok()) {
       return absl::DataLossError(absl::StrCat(
           context, ": ", jf::kHighWaterFileName, " missing (RocksDB holds records 1..", high_water,
           "; without the file a lost WAL cannot be told from an idle journal)"));
     }
-    if (mark->seq > high_water) return LossError(dir_, *mark, high_water, wals_before, "");
+    if (mark.has_value() && mark->seq > high_water) {
+      return LossError(dir_, *mark, high_water, wals_before, "");
+    }
+    if (!mark.has_value()) {
+      LOG(WARNING) << context << ": creating " << jf::kHighWaterFileName
+                   << " (a journal written before Granary kept it)";
+    }
     // Re-anchor: the mark as of now, with the WAL RocksDB writes next.
     RETURN_IF_ERROR(AnchorHighWater(high_water));
+    if (!has_file.ok()) {
+      rocksdb::WriteOptions write_options;
+      write_options.sync = options_.sync;
+      RETURN_IF_ERROR(
+          FromRocks(db_->Put(write_options, jf::kHighWaterFileKey, HighWaterFileKeyValue()),
+                    absl::StrCat(context, ": write the high-water file key")));
+    }
   }
   absl::MutexLock lock(&mu_);
   last_sequence_ = high_water;

@@ -503,6 +503,7 @@ TEST_F(JournalTest, SnapshotThenAppendsRecoversSnapshotAndTailOnly) {
   std::vector<std::string> expected = {jf::kFormatKey, jf::kHighWaterKey};
   for (const std::string& key : RecordKeys({4, 5, 6, 7})) expected.push_back(key);
   expected.push_back(jf::SnapshotKey(3));
+  expected.push_back(jf::kHighWaterFileKey);
   EXPECT_EQ(raw.Keys(), expected);
 }
 
@@ -530,8 +531,9 @@ TEST_F(JournalTest, NewerSnapshotReplacesOlderAndCoversEveryRecord) {
     EXPECT_EQ(recovered->records, (Records{{5, "after"}}));
   }
   RawDb raw(dir_.path());
-  EXPECT_EQ(raw.Keys(), (std::vector<std::string>{jf::kFormatKey, jf::kHighWaterKey,
-                                                  jf::RecordKey(5), jf::SnapshotKey(4)}));
+  EXPECT_EQ(raw.Keys(),
+            (std::vector<std::string>{jf::kFormatKey, jf::kHighWaterKey, jf::RecordKey(5),
+                                      jf::SnapshotKey(4), jf::kHighWaterFileKey}));
 }
 
 TEST_F(JournalTest, SnapshotOutsideRecordedRangeIsInvalidArgument) {
@@ -1047,6 +1049,21 @@ TEST_F(LostFilesTest, EverythingButTheHighWaterFileDeletedIsDataLoss) {
   const absl::Status status = OpenError(dir_.path());
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr("records 1..10 lost"));
+}
+
+// A journal written before the high-water file existed (marker, records, no file, no 'w' key)
+// opens, gets the file, and from then on its loss is detected.
+TEST_F(LostFilesTest, JournalOlderThanTheHighWaterFileIsUpgraded) {
+  WriteTwoSessions();
+  ASSERT_TRUE(std::filesystem::remove(dir_.Join(jf::kHighWaterFileName)));
+  {
+    RawDb raw(dir_.path());
+    raw.Delete(jf::kHighWaterFileKey);
+  }
+  ExpectRecoversTen();
+  ASSERT_TRUE(std::filesystem::exists(dir_.Join(jf::kHighWaterFileName)));
+  ASSERT_TRUE(std::filesystem::remove(dir_.Join(jf::kHighWaterFileName)));
+  EXPECT_EQ(OpenError(dir_.path()).code(), absl::StatusCode::kDataLoss);
 }
 
 TEST_F(LostFilesTest, DeletedHighWaterFileIsDataLossNamingIt) {
