@@ -302,6 +302,10 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir,
   std::unique_ptr<rocksdb::Env> env;
   if (options.file_system != nullptr) env = rocksdb::NewCompositeEnv(options.file_system);
 
+  // Created here rather than by RocksDB, which logs an error when it finds no directory.
+  std::error_code mkdir_error;
+  std::filesystem::create_directory(dir, mkdir_error);  // RocksDB reports what went wrong.
+
   // Evidence gathered before RocksDB touches the directory.
   absl::StatusOr<std::optional<HighWater>> mark =
       HighWaterFile::Read(absl::StrCat(dir, "/", jf::kHighWaterFileName));
@@ -459,7 +463,9 @@ absl::StatusOr<Journal::Recovered> Journal::Recover() const {
     out.records.emplace_back(*seq, std::string(*payload));
     ++expected;
   }
-  RETURN_IF_ERROR(FromRocks(it->status(), context));
+  // RocksDB verifies whole blocks: the damage is in record `expected` or a later one.
+  RETURN_IF_ERROR(FromRocks(it->status(), absl::StrCat(context, ": record ", expected,
+                                                       " (or a later one in the same block)")));
 
   const uint64_t last = expected - 1;
   if (last < high_water) {

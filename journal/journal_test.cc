@@ -1031,6 +1031,40 @@ TEST_F(LostFilesTest, ManifestTruncatedToEmptyIsDataLossNotForeign) {
   EXPECT_THAT(std::string(status.message()), ::testing::Not(HasSubstr("not a Granary journal")));
 }
 
+// Damage RocksDB finds in a table file while recovery reads the records is DataLoss naming
+// the first record not read.
+TEST_F(LostFilesTest, CorruptTableFileIsDataLossNamingTheRecord) {
+  WriteTwoSessions();
+  ExpectRecoversTen();
+  std::vector<std::string> tables = FilesEndingWith(dir_.path(), ".sst");
+  ASSERT_FALSE(tables.empty());
+  // Damage every table file at the record "second 2" (record 8) or, if compression hid it, in
+  // the middle.
+  for (const std::string& table : tables) {
+    const std::string path = dir_.Join(table);
+    std::string bytes;
+    {
+      std::ifstream in(path, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    size_t at = bytes.find("second 2");
+    if (at == std::string::npos) at = bytes.size() / 4;
+    bytes[at] ^= 0x20;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), bytes.size());
+  }
+  absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir_.path(), {});
+  absl::Status status = journal.status();
+  if (journal.ok()) {
+    absl::StatusOr<Journal::Recovered> recovered = (*journal)->Recover();
+    EXPECT_FALSE(recovered.ok()) << "recovered " << recovered->records.size() << " records";
+    status = recovered.status();
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(Prefix())) << status;
+  if (journal.ok()) EXPECT_THAT(std::string(status.message()), HasSubstr("record ")) << status;
+}
+
 TEST_F(LostFilesTest, DeletedTableFilesAreDataLoss) {
   WriteTwoSessions();
   ExpectRecoversTen();
