@@ -265,5 +265,39 @@ TEST(DispatcherProcessTest, FullDiskRefusesUpdatesKeepsServingAndRecovers) {
   EXPECT_EQ(workers(*dispatcher), acknowledged);
 }
 
+// A deleted RocksDB WAL (issue 13, defect 5): the dispatcher refuses to start, naming the WAL and
+// the lost records, instead of starting with an older state.
+TEST(DispatcherProcessTest, DeletedWalRefusesToStartNamingTheLostRecords) {
+  testing::ScopedTempDir dir;
+  const std::string journal = dir.path() + "/journal";
+  {
+    DispatcherProcess dispatcher(journal);
+    for (const char* id : {"w0", "w1", "w2"}) {
+      RegisterWorkerRequest request;
+      request.set_worker_id(id);
+      request.set_address("127.0.0.1:1");
+      RegisterWorkerResponse response;
+      ASSERT_TRUE(dispatcher.stub().RegisterWorker(Context().get(), request, &response).ok());
+    }
+    dispatcher.process().Kill(SIGKILL);
+    dispatcher.process().Wait();
+  }
+  std::string newest_wal;
+  for (const auto& entry : std::filesystem::directory_iterator(journal)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 4 && name.substr(name.size() - 4) == ".log" && name > newest_wal) {
+      newest_wal = name;
+    }
+  }
+  ASSERT_FALSE(newest_wal.empty());
+  ASSERT_TRUE(std::filesystem::remove(journal + "/" + newest_wal));
+  Subprocess restarted({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal, "--port=0"},
+                       Subprocess::Stderr::kMergeIntoStdout);
+  const std::string output = restarted.ReadAll(std::chrono::seconds(20));
+  EXPECT_EQ(restarted.WaitFor(std::chrono::seconds(10)), 1) << output;  // -1: it started
+  EXPECT_NE(output.find("WAL " + newest_wal + " missing"), std::string::npos) << output;
+  EXPECT_NE(output.find("records 1..3 lost"), std::string::npos) << output;
+}
+
 }  // namespace
 }  // namespace granary
