@@ -870,6 +870,35 @@ TEST_F(JournalTest, FailedSyncFailsTheAppendAndEveryLaterWrite) {
   EXPECT_EQ(*seq, recovered->records.size() + 1);
 }
 
+// A file system that reports a full disk at fsync, after the bytes were handed over: the
+// "refused" record may be whole in the WAL. The journal answers Unavailable, but the reopen
+// before the next write finds the record and goes fail-stop instead of reusing its number; a
+// restart recovers it (an indeterminate append, as after any failed sync).
+TEST_F(JournalTest, NoSpaceAtSyncWithTheRecordInTheWalGoesFailStopNotReuse) {
+  auto fs = std::make_shared<FaultInjectionFileSystem>();
+  fs->set_wal_sync_failures_are_no_space(true);
+  JournalOptions options;
+  options.file_system = fs;
+  {
+    std::unique_ptr<Journal> journal = OpenJournal(dir_.path(), options);
+    ASSERT_NE(journal, nullptr);
+    AppendAll(*journal, {"durable"}, 1);
+    fs->set_fail_wal_syncs(true);
+    absl::StatusOr<uint64_t> refused = journal->Append("whole in the WAL");
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+    fs->set_fail_wal_syncs(false);
+    absl::StatusOr<uint64_t> next = journal->Append("next");
+    EXPECT_EQ(next.status().code(), absl::StatusCode::kFailedPrecondition) << next.status();
+    EXPECT_THAT(std::string(next.status().message()), HasSubstr("in the journal after all"));
+    EXPECT_EQ(journal->Append("later").status().code(), absl::StatusCode::kFailedPrecondition);
+  }
+  std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+  ASSERT_NE(journal, nullptr);
+  absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(recovered->records, (Records{{1, "durable"}, {2, "whole in the WAL"}}));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Lost or damaged RocksDB files (issue 13, defect 5). RocksDB alone does not notice the loss of
 // its newest WAL: the records in it, and the high-water mark written with them, simply vanish.
