@@ -24,8 +24,10 @@
 // failed WAL write), which drops whatever the failed write left in the WAL, and checks that the
 // journal still ends at the last acknowledged record; it is not attempted (Unavailable again)
 // while the free space is below the WALs' size plus 1 MiB. So a record whose Append returned
-// Unavailable is not in the journal and never will be, as long as this process goes on; only
-// if it dies before the next successful write may a restart find it (as below).
+// Unavailable is never followed by a successful write while it could still be recovered: if
+// the reopen finds it after all (a file system that reports the full disk at fsync, with the
+// bytes already written), the journal goes fail-stop instead of reusing its number, and a
+// restart recovers it; likewise if the process dies before the next write.
 //
 // Fail-stop. If a write fails otherwise (e.g. the WAL fsync fails), every writer of that batch
 // gets the error and the journal records it; every later Append or WriteSnapshot fails with
