@@ -1091,7 +1091,9 @@ TEST_F(LostFilesTest, CorruptTableFileIsDataLossNamingTheRecord) {
   }
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr(Prefix())) << status;
-  if (journal.ok()) EXPECT_THAT(std::string(status.message()), HasSubstr("record ")) << status;
+  if (journal.ok()) {
+    EXPECT_THAT(std::string(status.message()), HasSubstr("record ")) << status;
+  }
 }
 
 TEST_F(LostFilesTest, DeletedTableFilesAreDataLoss) {
