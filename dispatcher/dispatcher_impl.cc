@@ -145,6 +145,12 @@ absl::Status DispatcherImpl::JournalAndApply(const Update& update, const Answer&
     RETURN_IF_ERROR(CheckUsable());
   }
   absl::StatusOr<uint64_t> seq = journal_->Append(SerializeDeterministically(update));
+  if (absl::IsUnavailable(seq.status())) {
+    // Not written (a full disk), and the journal makes sure it never will be: nothing to apply,
+    // no fail-stop. The client retries; the journal resumes once space is freed.
+    LOG_EVERY_N(WARNING, 100) << "journal append refused, state unchanged: " << seq.status();
+    return seq.status();
+  }
   // An injected error here is an apply that cannot happen: like a failed append, it stops the
   // dispatcher (the record is durable; a restart replays it).
   if (seq.ok()) {
@@ -199,6 +205,12 @@ absl::Status DispatcherImpl::WriteSnapshot(const Snapshot& snapshot) {
   const absl::Status status = journal_->WriteSnapshot(snapshot.seq, snapshot.bytes);
   absl::MutexLock lock(&mu_);
   snapshot_in_flight_ = false;
+  if (absl::IsUnavailable(status)) {
+    // Not written (a full disk): the records stay in the journal; retried after the next one.
+    LOG_EVERY_N(WARNING, 100) << "journal snapshot postponed: " << status;
+    records_since_snapshot_ = options_.snapshot_every;
+    return absl::OkStatus();
+  }
   if (!status.ok()) {
     if (journal_failure_.ok()) journal_failure_ = status;
     LOG(ERROR) << "journal snapshot failed; the dispatcher stops changing state: " << status;

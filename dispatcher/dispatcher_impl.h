@@ -12,7 +12,11 @@
 // dropped, bounding restart time.
 //
 // If the journal fails, the dispatcher stops changing state and answers Unavailable until it is
-// restarted (fail-stop): its memory may no longer match what is durable.
+// restarted (fail-stop): its memory may no longer match what is durable. Except on a full disk:
+// an update the journal refuses with Unavailable was not written, so it is not applied, the RPC
+// answers Unavailable, reads go on, and updates work again once space is freed (a snapshot
+// refused that way is retried after the next record). Should the journal find such a record
+// durable after all, it fails the next write and the dispatcher stops as above.
 //
 // Caching jobs (JobOptions.cache_policy): when an epoch starts, the dispatcher decides how it
 // uses the job's cache — PUT (no cache with the job's key yet: the tasks run the pipeline with

@@ -15,17 +15,17 @@ class FailableWalFile : public rocksdb::FSWritableFileOwnerWrapper {
       : FSWritableFileOwnerWrapper(std::move(file)), state_(std::move(state)) {}
 
   rocksdb::IOStatus Sync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
-    if (ShouldFail()) return Injected();
+    if (ShouldFail()) return Injected(*state_);
     return FSWritableFileOwnerWrapper::Sync(options, dbg);
   }
   rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options,
                           rocksdb::IODebugContext* dbg) override {
-    if (ShouldFail()) return Injected();
+    if (ShouldFail()) return Injected(*state_);
     return FSWritableFileOwnerWrapper::Fsync(options, dbg);
   }
   rocksdb::IOStatus RangeSync(uint64_t offset, uint64_t nbytes, const rocksdb::IOOptions& options,
                               rocksdb::IODebugContext* dbg) override {
-    if (ShouldFail()) return Injected();
+    if (ShouldFail()) return Injected(*state_);
     return FSWritableFileOwnerWrapper::RangeSync(offset, nbytes, options, dbg);
   }
 
@@ -35,7 +35,8 @@ class FailableWalFile : public rocksdb::FSWritableFileOwnerWrapper {
     state_->wal_syncs_failed.fetch_add(1);
     return true;
   }
-  static rocksdb::IOStatus Injected() {
+  static rocksdb::IOStatus Injected(const FaultInjectionFileSystem::State& state) {
+    if (state.no_space.load()) return rocksdb::IOStatus::NoSpace("injected WAL sync failure");
     return rocksdb::IOStatus::IOError("injected WAL sync failure");
   }
 

@@ -27,6 +27,9 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   const char* Name() const override { return "GranaryFaultInjectionFileSystem"; }
 
   void set_fail_wal_syncs(bool fail) { state_->fail_wal_syncs.store(fail); }
+  // With true, the injected sync failures are "No space left on device" (IOError, subcode
+  // kNoSpace), as a file system that allocates at writeback reports a full disk at fsync.
+  void set_wal_sync_failures_are_no_space(bool no_space) { state_->no_space.store(no_space); }
   // How many WAL syncs were failed so far.
   int64_t wal_syncs_failed() const { return state_->wal_syncs_failed.load(); }
 
@@ -46,6 +49,7 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   struct State {
     std::atomic<bool> fail_wal_syncs{false};
     std::atomic<int64_t> wal_syncs_failed{0};
+    std::atomic<bool> no_space{false};
   };
 
  private:

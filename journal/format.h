@@ -5,6 +5,7 @@
 //   'h'                          high-water mark; payload = 8-byte big-endian last sequence number
 //   'r' + 8-byte big-endian seq  record `seq` (seq >= 1); payload = the caller's bytes
 //   's' + 8-byte big-endian seq  snapshot covering records 1..seq; payload = the caller's bytes
+//   'w'                          the high-water file exists; payload kHighWaterFileName
 // Values: 8-byte big-endian XXH64(key bytes followed by payload bytes, seed 0), then payload.
 //
 // Pure functions, thread-safe.
@@ -25,6 +26,10 @@ inline constexpr char kHighWaterKey[] = "h";
 inline constexpr char kRecordPrefix = 'r';
 inline constexpr char kSnapshotPrefix = 's';
 inline constexpr char kFormatMarker[] = "granary-journal-v1";
+// The high-water file beside RocksDB's files (journal/high_water_file.h), and the key saying
+// that it exists (payload: the file's name); journals older than the file have neither.
+inline constexpr char kHighWaterFileName[] = "GRANARY-HIGH-WATER";
+inline constexpr char kHighWaterFileKey[] = "w";
 inline constexpr size_t kSeqKeySize = 9;  // Prefix byte + 8-byte sequence number.
 inline constexpr size_t kChecksumSize = 8;
 

@@ -18,8 +18,19 @@
 // leader. Only the leader ever writes, so one synced RocksDB write is in flight at a time and
 // N concurrent appends cost about one fsync per batch instead of one per append.
 //
-// Fail-stop. If a write fails (e.g. the WAL fsync fails), every writer of that batch gets the
-// error and the journal records it; every later Append or WriteSnapshot fails with
+// Full disk. A write that fails for lack of space (RocksDB's NoSpace) is not fail-stop: its
+// writers get Unavailable ("out of disk space: not written"), nothing else changes, and reads
+// keep working. The next write first reopens RocksDB (RocksDB cannot resume in place after a
+// failed WAL write), which drops whatever the failed write left in the WAL, and checks that the
+// journal still ends at the last acknowledged record; it is not attempted (Unavailable again)
+// while the free space is below the WALs' size plus 1 MiB. So a record whose Append returned
+// Unavailable is never followed by a successful write while it could still be recovered: if
+// the reopen finds it after all (a file system that reports the full disk at fsync, with the
+// bytes already written), the journal goes fail-stop instead of reusing its number, and a
+// restart recovers it; likewise if the process dies before the next write.
+//
+// Fail-stop. If a write fails otherwise (e.g. the WAL fsync fails), every writer of that batch
+// gets the error and the journal records it; every later Append or WriteSnapshot fails with
 // FailedPrecondition without touching RocksDB. The process must reopen the journal (normally:
 // restart) and Recover(). A record whose Append failed is *indeterminate*: it may or may not be
 // present after recovery (its bytes may have reached the WAL before the fsync failed), so a
@@ -37,15 +48,21 @@
 // contiguous and end exactly at the high-water mark written with every batch (so a lost tail is
 // detected too). Any violation is DataLoss naming the sequence number; nothing is skipped.
 //
-// RocksDB itself is opened with WALRecoveryMode::kTolerateCorruptedTailRecords (only an
-// incomplete last WAL record - an append that was never acknowledged - is dropped; corruption
-// inside the WAL refuses to open) and track_and_verify_wals_in_manifest.
+// Lost files. The high-water mark is kept a second time outside RocksDB, in the high-water file
+// (journal/high_water_file.h), updated without fsync after every batch: a deleted or truncated
+// WAL, a truncated MANIFEST, or any other loss of acknowledged records fails Open with DataLoss
+// naming the WAL and the records. RocksDB itself is opened with paranoid_checks,
+// WALRecoveryMode::kAbsoluteConsistency (an incomplete last WAL record is accepted, and dropped,
+// only when the high-water file shows it was never acknowledged) and
+// track_and_verify_wals_in_manifest. See journal/FORMAT.md, "The high-water file".
 #ifndef GRANARY_JOURNAL_JOURNAL_H_
 #define GRANARY_JOURNAL_JOURNAL_H_
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,6 +71,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "journal/high_water_file.h"
 
 namespace rocksdb {
 class DB;
@@ -84,8 +102,11 @@ class Journal {
   //   FailedPrecondition - `dir` is in use by another open Journal, in this or another process
   //     (RocksDB's LOCK file); the message names `dir` and says it is in use. Nothing is
   //     modified. Also: `dir` holds a RocksDB that is not a Granary journal of this format.
-  //   DataLoss - RocksDB reports corruption (e.g. in its WAL), or the high-water mark's
-  //     checksum does not match.
+  //   DataLoss - acknowledged records are gone or damaged: "journal D: WAL 000009.log missing:
+  //     records 6..10 lost (...)" (also "truncated or damaged"); the high-water file is missing
+  //     or damaged; the format marker is gone from a journal that has the high-water file (e.g.
+  //     a truncated MANIFEST); RocksDB reports corruption; the high-water mark's checksum does
+  //     not match. A refused open is repeatable.
   //   InvalidArgument - options.max_batch_records < 1.
   //   Other codes - I/O errors from RocksDB.
   static absl::StatusOr<std::unique_ptr<Journal>> Open(const std::string& dir,
@@ -111,21 +132,24 @@ class Journal {
   // Errors: DataLoss naming the sequence number, e.g. "journal /d: record 17: checksum
   // mismatch", for: a checksum mismatch, a value shorter than its checksum, a missing record
   // (gap), a missing or extra record at the tail (compared with the high-water mark), a
-  // malformed key. Also DataLoss for RocksDB-detected corruption; other codes for I/O errors.
+  // malformed key. Also DataLoss for RocksDB-detected corruption; other codes for I/O errors;
+  // Unavailable if a reopen after a full disk failed (until the next write reopens it).
   absl::StatusOr<Recovered> Recover() const;
 
   // Appends `record` with the next sequence number and returns that number once the record is
   // durable (written with WriteOptions.sync when options.sync). Concurrent Appends are
   // group-committed (see the walkthrough above).
-  // Errors: the RocksDB write error of this record's batch (the record is then indeterminate);
-  // FailedPrecondition if an earlier write failed (fail-stop).
+  // Errors: Unavailable - out of disk space: the record was not written (see "Full disk");
+  // retry later. Any other code - the RocksDB write error of this record's batch (the record is
+  // then indeterminate); FailedPrecondition if an earlier write failed (fail-stop).
   absl::StatusOr<uint64_t> Append(std::string record);
 
   // Durably stores `snapshot` as covering every record up to and including `seq`, and deletes
   // every record <= seq and every older snapshot, atomically in one batch. Writing a snapshot
   // at the current snapshot's seq replaces it.
   // Errors: InvalidArgument unless (newest snapshot seq, or 0) <= seq <= last_sequence();
-  // otherwise as Append (the write error, then FailedPrecondition forever after).
+  // otherwise as Append (Unavailable on a full disk; else the write error, then
+  // FailedPrecondition forever after).
   absl::Status WriteSnapshot(uint64_t seq, std::string snapshot);
 
   // The sequence number of the last durable record (0 if none was ever appended).
@@ -146,13 +170,31 @@ class Journal {
   // Queues `w`, waits until it is written (as a member of some leader's batch, or as the leader
   // itself) and returns its status.
   absl::Status Submit(Writer* w) ABSL_LOCKS_EXCLUDED(mu_);
-  // Reads the high-water mark and the newest snapshot's seq into the members below.
-  absl::Status LoadState();
+  // Checks the format marker and the high-water mark against `mark` (the high-water file as
+  // found before RocksDB opened; `wals_before` the WAL files then, for messages), writes the
+  // marker into a fresh journal, reads the high-water mark and the newest snapshot's seq into
+  // the members below and anchors the high-water file.
+  absl::Status LoadState(const std::optional<HighWater>& mark,
+                         const std::map<uint64_t, uint64_t>& wals_before);
+  // Makes the high-water file durably hold `seq` and the current WAL, and opens it.
+  absl::Status AnchorHighWater(uint64_t seq);
+  // Called by the leader before its write while out_of_space_: reopens RocksDB, which drops
+  // what the failed write left in the WAL, and checks that the journal still ends at
+  // `last_acknowledged`. Unavailable while the disk is still too full; FailedPrecondition if
+  // the failed records turn out to be in the journal; other errors as Open.
+  absl::Status ReopenAfterNoSpace(uint64_t last_acknowledged) ABSL_LOCKS_EXCLUDED(mu_, db_mu_);
 
   const std::string dir_;
   const JournalOptions options_;
   std::unique_ptr<rocksdb::Env> env_;  // Non-null only with options.file_system; outlives db_.
+  // Replaced only by the leader in ReopenAfterNoSpace (holding db_mu_ as a writer; it is null if
+  // that reopen failed), so the leader uses it without db_mu_; Recover holds db_mu_ as a reader.
+  mutable absl::Mutex db_mu_;
   std::unique_ptr<rocksdb::DB> db_;
+  // Updated by the leader after every batch (journal/high_water_file.h); only one leader runs
+  // at a time, so these need no lock.
+  std::unique_ptr<HighWaterFile> high_water_file_;
+  uint64_t wal_number_ = 0;  // RocksDB's WAL as of the last anchor or snapshot.
 
   mutable absl::Mutex mu_;
   std::deque<Writer*> writers_ ABSL_GUARDED_BY(mu_);  // Front = the current leader.
@@ -160,6 +202,8 @@ class Journal {
   uint64_t snapshot_seq_ ABSL_GUARDED_BY(mu_) = 0;  // Meaningful if has_snapshot_.
   bool has_snapshot_ ABSL_GUARDED_BY(mu_) = false;
   int64_t batches_written_ ABSL_GUARDED_BY(mu_) = 0;
+  // A write failed for lack of disk space; the next leader resumes before writing.
+  bool out_of_space_ ABSL_GUARDED_BY(mu_) = false;
   // After a failed write: the FailedPrecondition every later write returns (fail-stop).
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
 };

@@ -6,10 +6,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -18,12 +23,15 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/scoped_temp_dir.h"
+#include "common/scoped_tmpfs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/fault_injection_fs.h"
@@ -495,6 +503,7 @@ TEST_F(JournalTest, SnapshotThenAppendsRecoversSnapshotAndTailOnly) {
   std::vector<std::string> expected = {jf::kFormatKey, jf::kHighWaterKey};
   for (const std::string& key : RecordKeys({4, 5, 6, 7})) expected.push_back(key);
   expected.push_back(jf::SnapshotKey(3));
+  expected.push_back(jf::kHighWaterFileKey);
   EXPECT_EQ(raw.Keys(), expected);
 }
 
@@ -522,8 +531,9 @@ TEST_F(JournalTest, NewerSnapshotReplacesOlderAndCoversEveryRecord) {
     EXPECT_EQ(recovered->records, (Records{{5, "after"}}));
   }
   RawDb raw(dir_.path());
-  EXPECT_EQ(raw.Keys(), (std::vector<std::string>{jf::kFormatKey, jf::kHighWaterKey,
-                                                  jf::RecordKey(5), jf::SnapshotKey(4)}));
+  EXPECT_EQ(raw.Keys(),
+            (std::vector<std::string>{jf::kFormatKey, jf::kHighWaterKey, jf::RecordKey(5),
+                                      jf::SnapshotKey(4), jf::kHighWaterFileKey}));
 }
 
 TEST_F(JournalTest, SnapshotOutsideRecordedRangeIsInvalidArgument) {
@@ -858,6 +868,527 @@ TEST_F(JournalTest, FailedSyncFailsTheAppendAndEveryLaterWrite) {
   absl::StatusOr<uint64_t> seq = journal->Append("after reopen");
   ASSERT_TRUE(seq.ok()) << seq.status();
   EXPECT_EQ(*seq, recovered->records.size() + 1);
+}
+
+// A file system that reports a full disk at fsync, after the bytes were handed over: the
+// "refused" record may be whole in the WAL. The journal answers Unavailable, but the reopen
+// before the next write finds the record and goes fail-stop instead of reusing its number; a
+// restart recovers it (an indeterminate append, as after any failed sync).
+TEST_F(JournalTest, NoSpaceAtSyncWithTheRecordInTheWalGoesFailStopNotReuse) {
+  auto fs = std::make_shared<FaultInjectionFileSystem>();
+  fs->set_wal_sync_failures_are_no_space(true);
+  JournalOptions options;
+  options.file_system = fs;
+  {
+    std::unique_ptr<Journal> journal = OpenJournal(dir_.path(), options);
+    ASSERT_NE(journal, nullptr);
+    AppendAll(*journal, {"durable"}, 1);
+    fs->set_fail_wal_syncs(true);
+    absl::StatusOr<uint64_t> refused = journal->Append("whole in the WAL");
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+    fs->set_fail_wal_syncs(false);
+    absl::StatusOr<uint64_t> next = journal->Append("next");
+    EXPECT_EQ(next.status().code(), absl::StatusCode::kFailedPrecondition) << next.status();
+    EXPECT_THAT(std::string(next.status().message()), HasSubstr("in the journal after all"));
+    EXPECT_EQ(journal->Append("later").status().code(), absl::StatusCode::kFailedPrecondition);
+  }
+  std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+  ASSERT_NE(journal, nullptr);
+  absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(recovered->records, (Records{{1, "durable"}, {2, "whole in the WAL"}}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lost or damaged RocksDB files (issue 13, defect 5). RocksDB alone does not notice the loss of
+// its newest WAL: the records in it, and the high-water mark written with them, simply vanish.
+
+// The RocksDB files in `dir` whose names end with `suffix` (e.g. ".log"), sorted by name (=
+// by file number, RocksDB pads them to six digits).
+std::vector<std::string> FilesEndingWith(const std::string& dir, absl::string_view suffix,
+                                         absl::string_view prefix = "") {
+  std::vector<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (absl::EndsWith(name, suffix) && absl::StartsWith(name, prefix)) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The newest WAL file's name (a test failure and "" if there is none).
+std::string NewestWal(const std::string& dir) {
+  const std::vector<std::string> wals = FilesEndingWith(dir, ".log");
+  EXPECT_FALSE(wals.empty()) << "no WAL in " << dir;
+  return wals.empty() ? "" : wals.back();
+}
+
+void TruncateFile(const std::string& path, uintmax_t size) {
+  std::error_code ec;
+  std::filesystem::resize_file(path, size, ec);
+  ASSERT_FALSE(ec) << path << ": " << ec.message();
+}
+
+// Journal::Open's error (a test failure if it opens).
+absl::Status OpenError(const std::string& dir) {
+  absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir, JournalOptions{});
+  EXPECT_FALSE(journal.ok()) << "opened";
+  return journal.status();
+}
+
+class LostFilesTest : public JournalTest {
+ protected:
+  // Session 1 appends records 1..5 and closes; session 2 reopens (RocksDB moves what session 1
+  // wrote out of its WAL into a table file), appends 6..10 and closes: records 6..10 are only
+  // in the newest WAL.
+  void WriteTwoSessions() {
+    WriteRecords(5);
+    std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+    ASSERT_NE(journal, nullptr);
+    ASSERT_EQ(journal->last_sequence(), 5u);
+    AppendAll(*journal, Payloads(5, "second"), 6);
+  }
+  void ExpectRecoversTen() {
+    std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+    ASSERT_NE(journal, nullptr);
+    absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+    ASSERT_TRUE(recovered.ok()) << recovered.status();
+    EXPECT_EQ(recovered->records.size(), 10u);
+  }
+};
+
+TEST_F(LostFilesTest, CleanReopensStayOk) {
+  WriteTwoSessions();
+  for (int i = 0; i < 3; ++i) ExpectRecoversTen();
+  {
+    std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+    ASSERT_NE(journal, nullptr);
+    ASSERT_TRUE(journal->WriteSnapshot(10, "state at 10").ok());
+    AppendAll(*journal, {"eleven"}, 11);
+  }
+  std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+  ASSERT_NE(journal, nullptr);
+  absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(recovered->snapshot_seq, 10u);
+  EXPECT_EQ(recovered->records, (Records{{11, "eleven"}}));
+}
+
+TEST_F(LostFilesTest, DeletedNewestWalIsDataLossNamingItAndTheLostRecords) {
+  WriteTwoSessions();
+  const std::string wal = NewestWal(dir_.path());
+  ASSERT_TRUE(std::filesystem::remove(dir_.Join(wal)));
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(Prefix() + "WAL " + wal + " missing"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("records 6..10 lost"));
+  // Refusing changed nothing that makes a second attempt succeed.
+  EXPECT_EQ(OpenError(dir_.path()).code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(LostFilesTest, DeletedOnlyWalOfFreshJournalIsDataLoss) {
+  WriteRecords(5);
+  const std::string wal = NewestWal(dir_.path());
+  ASSERT_TRUE(std::filesystem::remove(dir_.Join(wal)));
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("records 1..5 lost"));
+}
+
+TEST_F(LostFilesTest, WalTruncatedMidRecordIsDataLossNamingTheLostRecords) {
+  WriteTwoSessions();
+  const std::string wal = NewestWal(dir_.path());
+  const uintmax_t size = std::filesystem::file_size(dir_.Join(wal));
+  TruncateFile(dir_.Join(wal), size - 7);
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(Prefix() + "WAL " + wal));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("records 10..10 lost"));
+}
+
+TEST_F(LostFilesTest, WalTruncatedToEmptyIsDataLossNamingTheLostRecords) {
+  WriteTwoSessions();
+  const std::string wal = NewestWal(dir_.path());
+  TruncateFile(dir_.Join(wal), 0);
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(Prefix() + "WAL " + wal + " truncated"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("records 6..10 lost"));
+}
+
+TEST_F(LostFilesTest, CorruptWalRecordIsDataLossNamingTheRecordNumber) {
+  WriteTwoSessions();
+  const std::string wal = dir_.Join(NewestWal(dir_.path()));
+  // Flip one byte inside record 8's payload ("second 2"), in the middle of the WAL.
+  std::string bytes;
+  {
+    std::ifstream in(wal, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const size_t at = bytes.find("second 2");
+  ASSERT_NE(at, std::string::npos);
+  bytes[at] ^= 0x20;
+  {
+    std::ofstream out(wal, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), bytes.size());
+  }
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("records 8..10"));
+}
+
+TEST_F(LostFilesTest, TruncatedManifestIsDataLossNotForeign) {
+  WriteTwoSessions();
+  ExpectRecoversTen();  // Moves everything into table files listed by the MANIFEST.
+  const std::vector<std::string> manifests = FilesEndingWith(dir_.path(), "", "MANIFEST-");
+  ASSERT_FALSE(manifests.empty());
+  const std::string manifest = dir_.Join(manifests.back());
+  TruncateFile(manifest, std::filesystem::file_size(manifest) / 2);
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), ::testing::Not(HasSubstr("not a Granary journal")));
+}
+
+TEST_F(LostFilesTest, ManifestTruncatedToEmptyIsDataLossNotForeign) {
+  WriteTwoSessions();
+  ExpectRecoversTen();
+  const std::vector<std::string> manifests = FilesEndingWith(dir_.path(), "", "MANIFEST-");
+  ASSERT_FALSE(manifests.empty());
+  TruncateFile(dir_.Join(manifests.back()), 0);
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), ::testing::Not(HasSubstr("not a Granary journal")));
+}
+
+// Damage RocksDB finds in a table file while recovery reads the records is DataLoss naming
+// the first record not read.
+TEST_F(LostFilesTest, CorruptTableFileIsDataLossNamingTheRecord) {
+  WriteTwoSessions();
+  ExpectRecoversTen();
+  std::vector<std::string> tables = FilesEndingWith(dir_.path(), ".sst");
+  ASSERT_FALSE(tables.empty());
+  // Damage every table file at the record "second 2" (record 8) or, if compression hid it, in
+  // the middle.
+  for (const std::string& table : tables) {
+    const std::string path = dir_.Join(table);
+    std::string bytes;
+    {
+      std::ifstream in(path, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    size_t at = bytes.find("second 2");
+    if (at == std::string::npos) at = bytes.size() / 4;
+    bytes[at] ^= 0x20;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), bytes.size());
+  }
+  absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir_.path(), {});
+  absl::Status status = journal.status();
+  if (journal.ok()) {
+    absl::StatusOr<Journal::Recovered> recovered = (*journal)->Recover();
+    EXPECT_FALSE(recovered.ok()) << "recovered " << recovered->records.size() << " records";
+    status = recovered.status();
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(Prefix())) << status;
+  if (journal.ok()) {
+    EXPECT_THAT(std::string(status.message()), HasSubstr("record ")) << status;
+  }
+}
+
+TEST_F(LostFilesTest, DeletedTableFilesAreDataLoss) {
+  WriteTwoSessions();
+  ExpectRecoversTen();
+  for (const std::string& sst : FilesEndingWith(dir_.path(), ".sst")) {
+    ASSERT_TRUE(std::filesystem::remove(dir_.Join(sst)));
+  }
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+}
+
+TEST_F(LostFilesTest, EverythingButTheHighWaterFileDeletedIsDataLoss) {
+  WriteTwoSessions();
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    if (entry.path().filename() != jf::kHighWaterFileName) std::filesystem::remove(entry.path());
+  }
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("records 1..10 lost"));
+}
+
+// A journal written before the high-water file existed (marker, records, no file, no 'w' key)
+// opens, gets the file, and from then on its loss is detected.
+TEST_F(LostFilesTest, JournalOlderThanTheHighWaterFileIsUpgraded) {
+  WriteTwoSessions();
+  ASSERT_TRUE(std::filesystem::remove(dir_.Join(jf::kHighWaterFileName)));
+  {
+    RawDb raw(dir_.path());
+    raw.Delete(jf::kHighWaterFileKey);
+  }
+  ExpectRecoversTen();
+  ASSERT_TRUE(std::filesystem::exists(dir_.Join(jf::kHighWaterFileName)));
+  ASSERT_TRUE(std::filesystem::remove(dir_.Join(jf::kHighWaterFileName)));
+  EXPECT_EQ(OpenError(dir_.path()).code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(LostFilesTest, DeletedHighWaterFileIsDataLossNamingIt) {
+  WriteTwoSessions();
+  ASSERT_TRUE(std::filesystem::remove(dir_.Join(jf::kHighWaterFileName)));
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr(Prefix() + jf::kHighWaterFileName + " missing"));
+}
+
+// Every length the newest WAL or the MANIFEST can be truncated to either loses nothing (Open
+// and Recover return records 1..10) or is DataLoss: never fewer records, never "not a Granary
+// journal".
+class TruncationSweepTest : public LostFilesTest {
+ protected:
+  void Sweep(const std::string& victim_name, bool manifest) {
+    const std::string pristine = scratch_.Join("pristine");
+    std::filesystem::copy(dir_.path(), pristine, std::filesystem::copy_options::recursive);
+    const uintmax_t size = std::filesystem::file_size(dir_.Join(victim_name));
+    int data_loss = 0;
+    for (uintmax_t length = 0; length < size; length += 3) {
+      SCOPED_TRACE(absl::StrCat(victim_name, " truncated to ", length, " of ", size, " bytes"));
+      std::filesystem::remove_all(dir_.path());
+      std::filesystem::copy(pristine, dir_.path(), std::filesystem::copy_options::recursive);
+      TruncateFile(dir_.Join(victim_name), length);
+      absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(dir_.path(), {});
+      absl::Status status = journal.status();
+      if (journal.ok()) {
+        absl::StatusOr<Journal::Recovered> recovered = (*journal)->Recover();
+        status = recovered.status();
+        if (recovered.ok()) {
+          EXPECT_EQ(recovered->records.size(), 10u);
+          continue;
+        }
+      }
+      EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+      ++data_loss;
+    }
+    EXPECT_GT(data_loss, 0) << (manifest ? "MANIFEST" : "WAL") << " damage never detected";
+  }
+  testing::ScopedTempDir scratch_;
+};
+
+TEST_F(TruncationSweepTest, NewestWal) {
+  WriteTwoSessions();
+  Sweep(NewestWal(dir_.path()), /*manifest=*/false);
+}
+
+TEST_F(TruncationSweepTest, Manifest) {
+  WriteTwoSessions();
+  ExpectRecoversTen();
+  const std::vector<std::string> manifests = FilesEndingWith(dir_.path(), "", "MANIFEST-");
+  ASSERT_FALSE(manifests.empty());
+  Sweep(manifests.back(), /*manifest=*/true);
+}
+
+TEST_F(TruncationSweepTest, ManifestWithRecordsStillInTheWal) {
+  WriteTwoSessions();
+  const std::vector<std::string> manifests = FilesEndingWith(dir_.path(), "", "MANIFEST-");
+  ASSERT_FALSE(manifests.empty());
+  Sweep(manifests.back(), /*manifest=*/true);
+}
+
+// A crash while a batch was being written leaves an incomplete last WAL record that was never
+// acknowledged (the high-water file does not vouch for it): it is dropped, not DataLoss.
+TEST_F(LostFilesTest, IncompleteUnacknowledgedLastRecordIsDropped) {
+  std::string mark_before_last;
+  {
+    std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+    ASSERT_NE(journal, nullptr);
+    AppendAll(*journal, Payloads(9), 1);
+    std::ifstream in(dir_.Join(jf::kHighWaterFileName), std::ios::binary);
+    mark_before_last.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    AppendAll(*journal, {"never acknowledged"}, 10);
+  }
+  // As if the process died inside the last write: its record is torn, its mark never written.
+  {
+    std::ofstream out(dir_.Join(jf::kHighWaterFileName), std::ios::binary | std::ios::trunc);
+    out.write(mark_before_last.data(), mark_before_last.size());
+  }
+  const std::string wal = dir_.Join(NewestWal(dir_.path()));
+  TruncateFile(wal, std::filesystem::file_size(wal) - 7);
+  std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+  ASSERT_NE(journal, nullptr);
+  absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(recovered->records, Numbered(Payloads(9), 1));
+  AppendAll(*journal, {"ten"}, 10);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A full disk (issue 13, defect 6), for real: a 4 MiB tmpfs filled up by a file.
+
+std::string BigPayload(int i) {
+  return absl::StrCat("payload ", i, " ", std::string(16 << 10, 'p'));
+}
+
+// Appends until one fails (RocksDB may have preallocated WAL space beyond the filled disk) and
+// returns that failure; acknowledged records are added to `acked`.
+absl::Status AppendUntilFailure(Journal& journal, Records& acked) {
+  for (int i = 0; i < 2000; ++i) {
+    const std::string payload = BigPayload(static_cast<int>(acked.size()));
+    absl::StatusOr<uint64_t> seq = journal.Append(payload);
+    if (!seq.ok()) return seq.status();
+    EXPECT_EQ(*seq, acked.size() + 1);
+    acked.emplace_back(*seq, payload);
+  }
+  return absl::OkStatus();
+}
+
+// With the disk full an Append fails with Unavailable saying so, without changing the journal;
+// reads keep working; once space returns Appends (and snapshots) work again, numbered right
+// after the last acknowledged record, and every acknowledged record survives a reopen. Run
+// with 0 and 3 appends between opening (which empties RocksDB's memtable) and filling the
+// disk.
+TEST(FullDiskJournalTest, AppendFailsUntilSpaceReturnsAndNothingAcknowledgedIsLost) {
+  for (int appends_before_fill : {0, 3}) {
+    SCOPED_TRACE(absl::StrCat(appends_before_fill, " appends before the disk fills"));
+    testing::ScopedTmpfs fs(4 << 20);
+    if (!fs.ok()) GTEST_SKIP() << fs.skip_reason();
+    const std::string dir = fs.Join("journal");
+    Records acked;
+    {
+      std::unique_ptr<Journal> journal = OpenJournal(dir);
+      ASSERT_NE(journal, nullptr);
+      AppendAll(*journal, {"first"}, 1);
+      acked.emplace_back(1, "first");
+    }
+    {
+      std::unique_ptr<Journal> journal = OpenJournal(dir);
+      ASSERT_NE(journal, nullptr);
+      for (int i = 0; i < appends_before_fill; ++i) {
+        const std::string payload = absl::StrCat("before ", i);
+        AppendAll(*journal, {payload}, acked.size() + 1);
+        acked.emplace_back(acked.size() + 1, payload);
+      }
+      fs.Fill("filler");
+      const absl::Status failure = AppendUntilFailure(*journal, acked);
+      ASSERT_FALSE(failure.ok()) << "the disk never filled";
+      EXPECT_EQ(failure.code(), absl::StatusCode::kUnavailable) << failure;
+      EXPECT_THAT(std::string(failure.message()), HasSubstr("out of disk space")) << failure;
+      EXPECT_EQ(journal->last_sequence(), acked.size());
+
+      // Still full: appends and snapshots keep failing the same way; reads work.
+      EXPECT_EQ(journal->Append("while full").status().code(), absl::StatusCode::kUnavailable);
+      EXPECT_EQ(journal->WriteSnapshot(acked.size(), "while full").code(),
+                absl::StatusCode::kUnavailable);
+      absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+      ASSERT_TRUE(recovered.ok()) << recovered.status();
+      EXPECT_EQ(recovered->records, acked);
+
+      // Space returns: writing resumes right after the last acknowledged record.
+      ASSERT_TRUE(std::filesystem::remove(fs.Join("filler")));
+      absl::StatusOr<uint64_t> seq = journal->Append("after");
+      ASSERT_TRUE(seq.ok()) << seq.status();
+      EXPECT_EQ(*seq, acked.size() + 1);
+      acked.emplace_back(*seq, "after");
+      recovered = journal->Recover();
+      ASSERT_TRUE(recovered.ok()) << recovered.status();
+      EXPECT_EQ(recovered->records, acked);
+    }
+    std::unique_ptr<Journal> journal = OpenJournal(dir);
+    ASSERT_NE(journal, nullptr);
+    absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+    ASSERT_TRUE(recovered.ok()) << recovered.status();
+    EXPECT_EQ(recovered->records, acked);
+    ASSERT_TRUE(journal->WriteSnapshot(acked.size(), "state").ok());
+    AppendAll(*journal, {"last"}, acked.size() + 1);
+  }
+}
+
+// Opening a journal on a full disk fails with an error (RocksDB must write to open), and opens
+// once space returns.
+TEST(FullDiskJournalTest, OpenOnAFullDiskFailsClearly) {
+  testing::ScopedTmpfs fs(4 << 20);
+  if (!fs.ok()) GTEST_SKIP() << fs.skip_reason();
+  const std::string dir = fs.Join("journal");
+  {
+    std::unique_ptr<Journal> journal = OpenJournal(dir);
+    ASSERT_NE(journal, nullptr);
+    AppendAll(*journal, Payloads(3), 1);
+  }
+  fs.Fill("filler");
+  absl::StatusOr<std::unique_ptr<Journal>> full = Journal::Open(dir, JournalOptions{});
+  if (!full.ok()) {
+    EXPECT_EQ(full.status().code(), absl::StatusCode::kUnavailable) << full.status();
+    EXPECT_THAT(std::string(full.status().message()), HasSubstr("out of disk space"));
+  }
+  full = absl::UnavailableError("closed");
+  ASSERT_TRUE(std::filesystem::remove(fs.Join("filler")));
+  std::unique_ptr<Journal> journal = OpenJournal(dir);
+  ASSERT_NE(journal, nullptr);
+  absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(recovered->records, Numbered(Payloads(3), 1));
+}
+
+// Eight threads append while the disk fills, keep appending while it is full, and go on after
+// space returns: every acknowledged append is recovered under its sequence number after a
+// reopen, refused appends are not, and numbers stay contiguous (exactly once).
+TEST(FullDiskJournalTest, ConcurrentAppendsAcrossAFullDiskAreExactlyOnce) {
+  testing::ScopedTmpfs fs(4 << 20);
+  if (!fs.ok()) GTEST_SKIP() << fs.skip_reason();
+  const std::string dir = fs.Join("journal");
+  constexpr int kThreads = 8;
+  absl::Mutex mu;
+  std::map<uint64_t, std::string> acked;  // Guarded by mu.
+  int64_t refused = 0;                    // Guarded by mu.
+  {
+    std::unique_ptr<Journal> journal = OpenJournal(dir);
+    ASSERT_NE(journal, nullptr);
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int64_t i = 0; !stop.load(); ++i) {
+          const std::string payload =
+              absl::StrCat("thread ", t, " append ", i, " ", std::string(4096, 'p'));
+          absl::StatusOr<uint64_t> seq = journal->Append(payload);
+          if (seq.ok()) {
+            absl::MutexLock lock(&mu);
+            EXPECT_TRUE(acked.emplace(*seq, payload).second) << "seq " << *seq << " twice";
+          } else {
+            EXPECT_EQ(seq.status().code(), absl::StatusCode::kUnavailable) << seq.status();
+            absl::MutexLock lock(&mu);
+            ++refused;
+          }
+        }
+      });
+    }
+    // Waits (at most 30 s) until `done` holds under mu.
+    auto wait_for = [&](std::function<bool()> done) {
+      absl::MutexLock lock(&mu);
+      return mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(30));
+    };
+    EXPECT_TRUE(wait_for([&] { return acked.size() >= 20; }));
+    fs.Fill("filler");
+    EXPECT_TRUE(wait_for([&] { return refused >= 50; })) << "the disk never filled";
+    EXPECT_TRUE(std::filesystem::remove(fs.Join("filler")));  // (No ASSERT: join first.)
+    size_t before;
+    {
+      absl::MutexLock lock(&mu);
+      before = acked.size();
+    }
+    EXPECT_TRUE(wait_for([&] { return acked.size() >= before + 50; })) << "appends did not resume";
+    stop = true;
+    for (std::thread& thread : threads) thread.join();
+  }
+  EXPECT_GE(refused, 50);
+  std::unique_ptr<Journal> journal = OpenJournal(dir);
+  ASSERT_NE(journal, nullptr);
+  absl::StatusOr<Journal::Recovered> recovered = journal->Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  ASSERT_EQ(recovered->records.size(), acked.size());
+  for (const auto& [seq, payload] : recovered->records) {
+    auto it = acked.find(seq);
+    ASSERT_NE(it, acked.end()) << "record " << seq << " was never acknowledged";
+    EXPECT_EQ(it->second, payload) << "record " << seq;
+  }
 }
 
 }  // namespace

@@ -3,18 +3,21 @@
 // intact: each acknowledged incarnation and each acknowledged (task, seq) -> split is answered
 // the same way by the restarted process.
 #include <atomic>
+#include <filesystem>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/scoped_temp_dir.h"
-#include "gtest/gtest.h"
+#include "common/scoped_tmpfs.h"
+#include "common/subprocess.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
 #include "pipeline/pipeline_loader.h"
 #include "proto/dispatcher.grpc.pb.h"
-#include "common/subprocess.h"
 
 namespace granary {
 namespace {
@@ -147,9 +150,8 @@ TEST(DispatcherProcessTest, SecondDispatcherOnTheSameJournalFailsClearly) {
   testing::ScopedTempDir dir;
   const std::string journal = dir.path() + "/journal";
   DispatcherProcess first(journal);
-  Subprocess second(
-      {GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal, "--port=0"},
-      Subprocess::Stderr::kMergeIntoStdout);
+  Subprocess second({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal, "--port=0"},
+                    Subprocess::Stderr::kMergeIntoStdout);
   const std::string output = second.ReadAll(std::chrono::seconds(10));
   EXPECT_EQ(second.Wait(), 1);
   EXPECT_NE(output.find(journal), std::string::npos) << output;
@@ -170,7 +172,7 @@ TEST(DispatcherProcessTest, StatusAndJournalDumpShowTheState) {
   ASSERT_TRUE(dispatcher->stub().RegisterWorker(Context().get(), worker, &registered).ok());
 
   Subprocess status({GRANARY_BINARY, "status", "--dispatcher=" + dispatcher->address()},
-                               Subprocess::Stderr::kMergeIntoStdout);
+                    Subprocess::Stderr::kMergeIntoStdout);
   std::string output = status.ReadAll(std::chrono::seconds(10));
   EXPECT_EQ(status.Wait(), 0) << output;
   EXPECT_NE(output.find("worker-7"), std::string::npos) << output;
@@ -184,6 +186,117 @@ TEST(DispatcherProcessTest, StatusAndJournalDumpShowTheState) {
   EXPECT_NE(output.find(R"({"seq":1,"update":{"register_worker":{"worker_id":"worker-7")"),
             std::string::npos)
       << output;
+}
+
+// A full disk (issue 13, defect 6) on a 4 MiB tmpfs holding the journal: an update that cannot
+// be journaled is refused with Unavailable while the process keeps running and answering reads;
+// once space is freed updates work again, and a restart finds exactly the acknowledged ones.
+// A dispatcher started on a full disk exits with an error (no abort) and starts once space
+// returns.
+TEST(DispatcherProcessTest, FullDiskRefusesUpdatesKeepsServingAndRecovers) {
+  testing::ScopedTmpfs fs(4 << 20);
+  if (!fs.ok()) GTEST_SKIP() << fs.skip_reason();
+  const std::string journal = fs.Join("journal");
+  auto register_worker = [](DispatcherProcess& dispatcher, const std::string& id) {
+    RegisterWorkerRequest request;
+    request.set_worker_id(id);
+    request.set_address("127.0.0.1:1");
+    RegisterWorkerResponse response;
+    return dispatcher.stub().RegisterWorker(Context().get(), request, &response);
+  };
+  // The ids of the registered workers GetStatus lists (a test failure if it does not answer).
+  auto workers = [](DispatcherProcess& dispatcher) {
+    GetStatusResponse status;
+    const grpc::Status rpc = dispatcher.stub().GetStatus(Context().get(), {}, &status);
+    EXPECT_TRUE(rpc.ok()) << rpc.error_message();
+    std::set<std::string> ids;
+    for (const auto& worker : status.state().workers()) ids.insert(worker.worker_id());
+    return ids;
+  };
+
+  std::set<std::string> acknowledged;
+  auto dispatcher = std::make_unique<DispatcherProcess>(journal);
+  ASSERT_TRUE(register_worker(*dispatcher, "before").ok());
+  acknowledged.insert("before");
+
+  fs.Fill("filler");
+  grpc::Status refused;
+  for (int i = 0; i < 100 && refused.ok(); ++i) {
+    const std::string id = absl::StrCat("while-full-", i);
+    refused = register_worker(*dispatcher, id);
+    if (refused.ok()) acknowledged.insert(id);
+  }
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("out of disk space"), std::string::npos)
+      << refused.error_message();
+  EXPECT_EQ(register_worker(*dispatcher, "refused").error_code(), grpc::StatusCode::UNAVAILABLE);
+  ASSERT_EQ(dispatcher->process().WaitFor(std::chrono::milliseconds(0)), -1) << "it died";
+  EXPECT_EQ(workers(*dispatcher), acknowledged);
+
+  ASSERT_TRUE(std::filesystem::remove(fs.Join("filler")));
+  const grpc::Status after = register_worker(*dispatcher, "after");
+  ASSERT_TRUE(after.ok()) << after.error_message();
+  acknowledged.insert("after");
+  EXPECT_EQ(workers(*dispatcher), acknowledged);
+  ASSERT_EQ(dispatcher->process().WaitFor(std::chrono::milliseconds(0)), -1) << "it died";
+
+  // A clean restart finds exactly the acknowledged updates.
+  dispatcher->process().Kill(SIGTERM);
+  EXPECT_EQ(dispatcher->process().Wait(), 0);
+  dispatcher = std::make_unique<DispatcherProcess>(journal);
+  EXPECT_EQ(workers(*dispatcher), acknowledged);
+  dispatcher->process().Kill(SIGTERM);
+  EXPECT_EQ(dispatcher->process().Wait(), 0);
+  dispatcher.reset();
+
+  // Starting on a full disk: an error exit, not an abort.
+  fs.Fill("filler");
+  {
+    Subprocess full({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal, "--port=0"},
+                    Subprocess::Stderr::kMergeIntoStdout);
+    const std::string output = full.ReadAll(std::chrono::seconds(20));
+    if (output.find("listening on") == std::string::npos) {
+      EXPECT_EQ(full.Wait(), 1) << output;
+      EXPECT_NE(output.find("out of disk space"), std::string::npos) << output;
+    }
+  }
+  ASSERT_TRUE(std::filesystem::remove(fs.Join("filler")));
+  dispatcher = std::make_unique<DispatcherProcess>(journal);
+  EXPECT_EQ(workers(*dispatcher), acknowledged);
+}
+
+// A deleted RocksDB WAL (issue 13, defect 5): the dispatcher refuses to start, naming the WAL and
+// the lost records, instead of starting with an older state.
+TEST(DispatcherProcessTest, DeletedWalRefusesToStartNamingTheLostRecords) {
+  testing::ScopedTempDir dir;
+  const std::string journal = dir.path() + "/journal";
+  {
+    DispatcherProcess dispatcher(journal);
+    for (const char* id : {"w0", "w1", "w2"}) {
+      RegisterWorkerRequest request;
+      request.set_worker_id(id);
+      request.set_address("127.0.0.1:1");
+      RegisterWorkerResponse response;
+      ASSERT_TRUE(dispatcher.stub().RegisterWorker(Context().get(), request, &response).ok());
+    }
+    dispatcher.process().Kill(SIGKILL);
+    dispatcher.process().Wait();
+  }
+  std::string newest_wal;
+  for (const auto& entry : std::filesystem::directory_iterator(journal)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 4 && name.substr(name.size() - 4) == ".log" && name > newest_wal) {
+      newest_wal = name;
+    }
+  }
+  ASSERT_FALSE(newest_wal.empty());
+  ASSERT_TRUE(std::filesystem::remove(journal + "/" + newest_wal));
+  Subprocess restarted({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal, "--port=0"},
+                       Subprocess::Stderr::kMergeIntoStdout);
+  const std::string output = restarted.ReadAll(std::chrono::seconds(20));
+  EXPECT_EQ(restarted.WaitFor(std::chrono::seconds(10)), 1) << output;  // -1: it started
+  EXPECT_NE(output.find("WAL " + newest_wal + " missing"), std::string::npos) << output;
+  EXPECT_NE(output.find("records 1..3 lost"), std::string::npos) << output;
 }
 
 }  // namespace
