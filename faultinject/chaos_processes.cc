@@ -87,7 +87,9 @@ absl::Status ChaosProcesses::Start() {
                                   "--cache_root=" + dir + "/cache",
                                   "--port=0",
                                   "--worker_timeout_ms=1000",
-                                  "--snapshot_every=50"};
+                                  "--snapshot_every=50",
+                                  // A violation aborts the dispatcher: the run fails loudly.
+                                  "--check_invariants"};
   Launch(kDispatcher, true);
   while (true) {
     absl::StatusOr<bool> serving = Serving(kDispatcher);

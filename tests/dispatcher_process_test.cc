@@ -48,6 +48,31 @@ std::unique_ptr<grpc::ClientContext> Context() {
   return context;
 }
 
+TEST(DispatcherProcessTest, StatusPrintsAStateLargerThanAGrpcMessage) {
+  // Issue 13, defect 3: `granary status` failed past gRPC's default 4 MiB message limit.
+  testing::ScopedTempDir dir;
+  DispatcherProcess dispatcher(dir.path() + "/journal");
+  for (char c : {'x', 'y'}) {
+    // 3 MB pipelines: each fits a request; together the state does not fit 4 MiB.
+    auto def = ParsePipelineJson(
+        absl::StrCat(R"({"source": {"type": "range", "params": {"stop": 10}}, "ops": [)",
+                     R"({"op": "mark", "params": {"name": ")", std::string(3 << 20, c),
+                     R"("}}]})"),
+        "big.json");
+    ASSERT_TRUE(def.ok()) << def.status();
+    RegisterDatasetRequest request;
+    *request.mutable_pipeline() = *def;
+    RegisterDatasetResponse response;
+    const grpc::Status status = dispatcher.stub().RegisterDataset(Context().get(), request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  Subprocess status({GRANARY_BINARY, "status", "--dispatcher=" + dispatcher.address()},
+                    Subprocess::Stderr::kMergeIntoStdout);
+  const std::string output = status.ReadAll(std::chrono::seconds(60));
+  EXPECT_EQ(status.Wait(), 0) << output;
+  EXPECT_NE(output.find("journal: 2 records applied"), std::string::npos) << output;
+}
+
 TEST(DispatcherProcessTest, SigkillMidStreamLosesNoAcknowledgedUpdate) {
   testing::ScopedTempDir dir;
   const std::string journal = dir.path() + "/journal";

@@ -23,13 +23,20 @@ ABSL_FLAG(int64_t, worker_timeout_ms, 5000, "Declare a worker lost after this mu
 ABSL_FLAG(std::string, cache_root, "",
           "Directory of the Put/Get caches (a filesystem every worker mounts at the same path). "
           "Jobs with a cache policy need it.");
+ABSL_FLAG(int64_t, job_retention_ms, 10 * 60 * 1000,
+          "Retire a job whose epochs are all finished once no client has asked about it for "
+          "this long (its state is dropped; its name then opens a new job).");
+ABSL_FLAG(bool, check_invariants, false,
+          "Check the state's invariants after every journal record and abort on a violation "
+          "(for tests and chaos runs: the check walks the whole state).");
 
 namespace granary {
 
 int DispatcherCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N] "
-      "[--worker_timeout_ms T] [--cache_root C] [--plugin lib.so]");
+      "[--worker_timeout_ms T] [--cache_root C] [--job_retention_ms R] [--check_invariants] "
+      "[--plugin lib.so]");
   absl::ParseCommandLine(argc, argv);
   BlockTerminationSignals();
   const auto fail = [](const absl::Status& status) {
@@ -47,6 +54,8 @@ int DispatcherCommand(int argc, char** argv) {
   options.worker_timeout_ms = absl::GetFlag(FLAGS_worker_timeout_ms);
   options.udfs = &*udfs;
   options.cache_root = absl::GetFlag(FLAGS_cache_root);
+  options.job_retention_ms = absl::GetFlag(FLAGS_job_retention_ms);
+  options.check_invariants = absl::GetFlag(FLAGS_check_invariants);
   // Recover before listening: nothing is served until replay is complete.
   auto impl = DispatcherImpl::Open(options);
   if (!impl.ok()) return fail(impl.status());

@@ -25,7 +25,11 @@ int StatusCommand(int argc, char** argv) {
     std::fprintf(stderr, "granary status: --dispatcher is required\n");
     return 2;
   }
-  auto stub = Dispatcher::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  // The whole state, however large: no 4 MiB message limit.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  auto stub = Dispatcher::NewStub(
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   GetStatusResponse status;
