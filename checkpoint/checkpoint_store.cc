@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -20,11 +21,11 @@
 namespace granary {
 namespace {
 
-// File layout (checkpoint/FORMAT.md): magic | task_id | generation | index | state_length |
-// state | masked CRC-32C of everything before it. Integers are 8-byte little-endian, the CRC
-// 4-byte little-endian.
-constexpr absl::string_view kMagic = "GRNCKPT1";
-constexpr size_t kHeaderSize = 8 + 4 * 8;
+// File layout (checkpoint/FORMAT.md): magic | task_id | generation | index | owner_length |
+// state_length | owner | state | masked CRC-32C of everything before it. Integers are 8-byte
+// little-endian, the CRC 4-byte little-endian.
+constexpr absl::string_view kMagic = "GRNCKPT2";
+constexpr size_t kHeaderSize = 8 + 5 * 8;
 constexpr size_t kCrcSize = 4;
 
 void PutFixed64(std::string* out, uint64_t v) {
@@ -44,14 +45,17 @@ uint32_t GetFixed32(const char* p) {
   return v;
 }
 
-std::string Encode(int64_t task_id, int64_t generation, int64_t index, absl::string_view state) {
+std::string Encode(int64_t task_id, int64_t generation, int64_t index, absl::string_view owner,
+                   absl::string_view state) {
   std::string out;
-  out.reserve(kHeaderSize + state.size() + kCrcSize);
+  out.reserve(kHeaderSize + owner.size() + state.size() + kCrcSize);
   out.append(kMagic.data(), kMagic.size());
   PutFixed64(&out, static_cast<uint64_t>(task_id));
   PutFixed64(&out, static_cast<uint64_t>(generation));
   PutFixed64(&out, static_cast<uint64_t>(index));
+  PutFixed64(&out, owner.size());
   PutFixed64(&out, state.size());
+  out.append(owner.data(), owner.size());
   out.append(state.data(), state.size());
   PutFixed32(&out, crc32c::Mask(crc32c::Value(out)));
   return out;
@@ -142,7 +146,7 @@ absl::StatusOr<Checkpoint> CheckpointStore::Read(const Entry& entry, int64_t tas
   };
   const size_t magic_bytes = std::min(data.size(), kMagic.size());
   if (data.compare(0, magic_bytes, kMagic.data(), magic_bytes) != 0) {
-    return corrupt("bad magic (not a GRNCKPT1 file)");
+    return corrupt("bad magic (not a GRNCKPT2 file)");
   }
   if (data.size() < kHeaderSize) {
     return corrupt(absl::StrCat("truncated at byte ", data.size(), " (the header is ", kHeaderSize,
@@ -151,14 +155,17 @@ absl::StatusOr<Checkpoint> CheckpointStore::Read(const Entry& entry, int64_t tas
   const int64_t header_task = static_cast<int64_t>(GetFixed64(data.data() + 8));
   const int64_t header_generation = static_cast<int64_t>(GetFixed64(data.data() + 16));
   const int64_t header_index = static_cast<int64_t>(GetFixed64(data.data() + 24));
-  const uint64_t state_length = GetFixed64(data.data() + 32);
+  const uint64_t owner_length = GetFixed64(data.data() + 32);
+  const uint64_t state_length = GetFixed64(data.data() + 40);
   const uint64_t body = data.size() - kHeaderSize;
-  if (state_length > body || body - state_length < kCrcSize) {
-    return corrupt(absl::StrCat("truncated at byte ", data.size(), " (header says ", state_length,
+  if (owner_length > body || state_length > body - owner_length ||
+      body - owner_length - state_length < kCrcSize) {
+    return corrupt(absl::StrCat("truncated at byte ", data.size(), " (header says ", owner_length,
+                                " owner and ", state_length,
                                 " state bytes, so the file should be ",
-                                kHeaderSize + state_length + kCrcSize, " bytes)"));
+                                kHeaderSize + owner_length + state_length + kCrcSize, " bytes)"));
   }
-  const size_t crc_offset = kHeaderSize + state_length;
+  const size_t crc_offset = kHeaderSize + owner_length + state_length;
   if (data.size() != crc_offset + kCrcSize) {
     return corrupt(absl::StrCat(data.size() - crc_offset - kCrcSize,
                                 " trailing bytes after the CRC at byte ", crc_offset));
@@ -176,11 +183,17 @@ absl::StatusOr<Checkpoint> CheckpointStore::Read(const Entry& entry, int64_t tas
                                 ") disagrees with the file name (task ", task_id, ", index ",
                                 entry.index, ", generation ", entry.generation, ")"));
   }
+  const absl::string_view owner(data.data() + kHeaderSize, owner_length);
+  if (owner != options_.owner) {
+    return corrupt(absl::StrCat("written for '", absl::CHexEscape(owner), "', not for '",
+                                absl::CHexEscape(options_.owner),
+                                "' (another cluster's journal, or a file copied by hand)"));
+  }
   Checkpoint checkpoint;
   checkpoint.task_id = header_task;
   checkpoint.generation = header_generation;
   checkpoint.index = header_index;
-  checkpoint.state = data.substr(kHeaderSize, state_length);
+  checkpoint.state = data.substr(kHeaderSize + owner_length, state_length);
   checkpoint.path = entry.path;
   return checkpoint;
 }
@@ -193,7 +206,7 @@ absl::StatusOr<int64_t> CheckpointStore::Write(int64_t task_id, int64_t generati
                                                    generation, " index ", index,
                                                    ": task, generation and index must be >= 0"));
   }
-  const std::string contents = Encode(task_id, generation, index, state);
+  const std::string contents = Encode(task_id, generation, index, options_.owner, state);
   static std::atomic<uint64_t> next_temp{0};
   const std::string temp = absl::StrCat(path, ".tmp-", ::getpid(), "-", next_temp++);
   const std::string context = absl::StrCat("writing checkpoint ", path);

@@ -1,6 +1,7 @@
 // CheckpointStore: a worker's local store of task checkpoints (DESIGN.md §5), one file per
 // checkpoint in one directory. A checkpoint is (task id, generation, element index, the
-// serialized iterator state after that many elements); the state is opaque here. The file
+// serialized iterator state after that many elements), written for an owner (the cluster); the
+// state is opaque here. The file
 // format and naming are documented in checkpoint/FORMAT.md.
 //
 // Write protocol walkthrough
@@ -49,6 +50,11 @@ namespace granary {
 struct CheckpointOptions {
   // The newest `keep` checkpoints of each task are kept by Write. REQUIRES: >= 1.
   int keep = 3;
+  // Whose checkpoints these are: written into every file and required on read (a file of
+  // another owner is skipped like a corrupt one). A worker uses its dispatcher's cluster id:
+  // task ids are unique within a cluster's journal but start at 1 again in a new one, so the
+  // owner is what keeps a task from restoring another cluster's checkpoint.
+  std::string owner;
 };
 
 struct Checkpoint {

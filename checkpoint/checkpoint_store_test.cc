@@ -77,7 +77,7 @@ TEST_F(CheckpointStoreTest, WriteThenNewestRoundTripsAndReturnsFileSize) {
   const std::string state("\0binary\xff state", 14);
   absl::StatusOr<int64_t> bytes = store_->Write(7, 2, 100, state);
   ASSERT_TRUE(bytes.ok()) << bytes.status();
-  EXPECT_EQ(*bytes, 8 + 32 + static_cast<int64_t>(state.size()) + 4);
+  EXPECT_EQ(*bytes, 8 + 40 + static_cast<int64_t>(state.size()) + 4);
   EXPECT_THAT(Files(), ElementsAre(Name(7, 100, 2)));
   EXPECT_EQ(*Env::Default()->GetFileSize(Path(Name(7, 100, 2))), static_cast<uint64_t>(*bytes));
 
@@ -204,11 +204,30 @@ TEST_F(CheckpointStoreTest, DeleteAllRemovesOnlyThatTaskIncludingTemporaries) {
 
 // --- Corruption: one test per case ---
 
+TEST_F(CheckpointStoreTest, AnotherOwnersCheckpointIsNeverRestored) {
+  // Issue 13, defect 4: task ids start at 1 again with a fresh journal, and a restarted worker
+  // restored another cluster's checkpoint of "its" task: the client got the wrong rows.
+  CheckpointOptions old_cluster;
+  old_cluster.owner = "cluster-old";
+  store_ = OpenStore(env_, old_cluster);
+  Write(1, 1, 10);
+  Write(1, 1, 20);
+  CheckpointOptions new_cluster;
+  new_cluster.owner = "cluster-new";
+  store_ = OpenStore(env_, new_cluster);
+  std::vector<std::string> skipped;
+  const absl::StatusOr<Checkpoint> restored = store_->Newest(1, 1000, &skipped);
+  EXPECT_TRUE(absl::IsNotFound(restored.status())) << restored.status();
+  EXPECT_EQ(skipped.size(), 2u);
+  Write(1, 1, 5);
+  ExpectNewest(1, 1000, 5, 1);
+}
+
 TEST_F(CheckpointStoreTest, FlippedByteIsSkippedForTheOlderOne) {
   Write(1, 0, 10);
   Write(1, 0, 20);
   std::string data = ReadRaw(Name(1, 20, 0));
-  data[45] ^= 0x40;  // inside the state
+  data[50] ^= 0x40;  // inside the state
   WriteRaw(Name(1, 20, 0), data);
   std::vector<std::string> skipped;
   ExpectNewest(1, 1000, 10, 0, &skipped);
@@ -350,7 +369,7 @@ TEST_F(CheckpointStoreFaultTest, WriteInterruptedBeforeRenameIsIgnored) {
   {
     absl::StatusOr<std::unique_ptr<WritableFile>> file = env_->NewWritableFile(Path(temp));
     ASSERT_TRUE(file.ok()) << file.status();
-    ASSERT_TRUE((*file)->Append("GRNCKPT1 partial").ok());
+    ASSERT_TRUE((*file)->Append("GRNCKPT2 partial").ok());
     ASSERT_TRUE((*file)->Close().ok());
   }
   std::vector<std::string> skipped;

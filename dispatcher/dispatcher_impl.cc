@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <optional>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/deterministic_serialization.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
@@ -51,6 +53,7 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Open(
   ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal, Journal::Open(options.journal_dir, {}));
   std::unique_ptr<DispatcherImpl> impl(new DispatcherImpl(options, std::move(journal)));
   RETURN_IF_ERROR(impl->Recover());
+  RETURN_IF_ERROR(impl->NameCluster());
   impl->liveness_thread_ = std::thread([d = impl.get()] { d->LivenessLoop(); });
   return impl;
 }
@@ -129,6 +132,22 @@ void DispatcherImpl::TrackUnread(const TaskState& task) {
 void DispatcherImpl::CheckInvariantsOrDie(uint64_t seq) const {
   const absl::Status status = CheckStateInvariants(state_);
   CHECK(status.ok()) << "after journal record " << seq << ": " << status;
+}
+
+absl::Status DispatcherImpl::NameCluster() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!state_.cluster_id().empty()) return absl::OkStatus();
+  }
+  absl::BitGen random;
+  Update update;
+  update.mutable_set_cluster_id()->set_cluster_id(
+      absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(random),
+                      absl::Uniform<uint64_t>(random)));
+  RETURN_IF_ERROR(JournalAndApply(update, [](const absl::Status&) { return absl::OkStatus(); }));
+  absl::MutexLock lock(&mu_);
+  LOG(INFO) << "new journal: cluster id " << state_.cluster_id();
+  return absl::OkStatus();
 }
 
 absl::Status DispatcherImpl::CheckUsable() const {
@@ -415,6 +434,7 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
       update, [&](const absl::Status& applied) ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
         RETURN_IF_ERROR(applied);
         response->set_incarnation(state_.FindWorker(request.worker_id())->incarnation());
+    response->set_cluster_id(state_.cluster_id());
         last_seen_[request.worker_id()] = options_.env->NowMicros();
         return absl::OkStatus();
       });

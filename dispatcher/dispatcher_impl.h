@@ -114,6 +114,8 @@ class DispatcherImpl {
 
   DispatcherImpl(const DispatcherOptions& options, std::unique_ptr<Journal> journal);
   absl::Status Recover();
+  // Journals a random cluster id if the recovered state has none (a new journal).
+  absl::Status NameCluster();
   // Journals `update`, waits until it is durable and every earlier record is applied, applies
   // it and returns answer(apply status) — all of the last three under mu_.
   absl::Status JournalAndApply(const Update& update, const Answer& answer) ABSL_LOCKS_EXCLUDED(mu_);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <random>
@@ -572,6 +573,28 @@ TEST_F(DispatcherImplTest, RegisterDatasetRefusesOutOfRangeParamsAndMissingFiles
   EXPECT_TRUE(register_json(text_json).ok());
   ASSERT_TRUE(Env::Default()->RenameFile(lines, lines + ".moved").ok());
   EXPECT_TRUE(register_json(text_json).ok());
+}
+
+TEST_F(DispatcherImplTest, AJournalNamesItsClusterOnceAndWorkersLearnIt) {
+  // Issue 13, defect 4: task ids start at 1 again in a new journal, so workers need the
+  // journal's identity to keep one cluster's checkpoints from another's tasks.
+  Open();
+  RegisterWorkerRequest request;
+  request.set_worker_id("a");
+  request.set_address("a:1");
+  RegisterWorkerResponse first;
+  ASSERT_TRUE(impl_->RegisterWorker(request, &first).ok());
+  EXPECT_EQ(first.cluster_id().size(), 32u) << first.cluster_id();
+  Open();
+  RegisterWorkerResponse after_restart;
+  ASSERT_TRUE(impl_->RegisterWorker(request, &after_restart).ok());
+  EXPECT_EQ(after_restart.cluster_id(), first.cluster_id()) << "journaled: kept across restarts";
+  impl_.reset();
+  std::filesystem::remove_all(dir_.path() + "/journal");
+  Open();
+  RegisterWorkerResponse fresh;
+  ASSERT_TRUE(impl_->RegisterWorker(request, &fresh).ok());
+  EXPECT_NE(fresh.cluster_id(), first.cluster_id()) << "a new journal is a new cluster";
 }
 
 TEST_F(DispatcherImplTest, NamedJobsAreSharedAndDatasetsDeduplicated) {

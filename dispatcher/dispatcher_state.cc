@@ -14,6 +14,7 @@ absl::StatusOr<DispatcherState> DispatcherState::FromProto(const DispatcherState
   s.applied_seq_ = proto.applied_seq();
   s.next_job_id_ = proto.next_job_id();
   s.next_task_id_ = proto.next_task_id();
+  s.cluster_id_ = proto.cluster_id();
   const auto duplicate = [](absl::string_view what, const auto& id) {
     return absl::InvalidArgumentError(absl::StrCat("snapshot lists ", what, " ", id, " twice"));
   };
@@ -51,6 +52,7 @@ DispatcherStateProto DispatcherState::ToProto() const {
   proto.set_applied_seq(applied_seq_);
   proto.set_next_job_id(next_job_id_);
   proto.set_next_task_id(next_task_id_);
+  proto.set_cluster_id(cluster_id_);
   for (const auto& [id, d] : datasets_) *proto.add_datasets() = d;
   for (const auto& [id, j] : jobs_) *proto.add_jobs() = j;
   for (const auto& [id, e] : epochs_) *proto.add_epochs() = e;
@@ -83,6 +85,8 @@ absl::Status DispatcherState::Apply(uint64_t seq, const Update& update) {
       return ApplyWorkerLost(update.worker_lost());
     case Update::kRetireJob:
       return ApplyRetireJob(update.retire_job());
+    case Update::kSetClusterId:
+      return ApplySetClusterId(update.set_cluster_id());
     case Update::KIND_NOT_SET:
       break;
   }
@@ -295,6 +299,15 @@ absl::Status DispatcherState::ApplyWorkerLost(const WorkerLostUpdate& u) {
     Reassign(task, target);
     if (!target.empty() && !task.finished()) ++loads[target];
   }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplySetClusterId(const SetClusterIdUpdate& u) {
+  if (!cluster_id_.empty()) {
+    return absl::AlreadyExistsError(absl::StrCat("the cluster is ", cluster_id_, " already"));
+  }
+  RETURN_IF_ERROR(ValidateName("cluster id", u.cluster_id()));
+  cluster_id_ = u.cluster_id();
   return absl::OkStatus();
 }
 

@@ -68,6 +68,7 @@ class DispatcherState {
   const std::map<std::string, CacheState>& caches() const { return caches_; }
   int64_t next_job_id() const { return next_job_id_; }
   int64_t next_task_id() const { return next_task_id_; }
+  const std::string& cluster_id() const { return cluster_id_; }
 
  private:
   absl::Status ApplyRegisterDataset(const RegisterDatasetUpdate& u);
@@ -78,6 +79,7 @@ class DispatcherState {
   absl::Status ApplyTaskFinished(const TaskFinishedUpdate& u);
   absl::Status ApplyWorkerLost(const WorkerLostUpdate& u);
   absl::Status ApplyRetireJob(const RetireJobUpdate& u);
+  absl::Status ApplySetClusterId(const SetClusterIdUpdate& u);
 
   // Adds `task` to (removes it from) the indices by worker.
   void IndexTask(const TaskState& task);
@@ -91,6 +93,7 @@ class DispatcherState {
   std::map<std::string, int64_t> LiveWorkerLoads() const;
 
   uint64_t applied_seq_ = 0;
+  std::string cluster_id_;
   int64_t next_job_id_ = 1;
   int64_t next_task_id_ = 1;
   std::map<std::string, DatasetState> datasets_;

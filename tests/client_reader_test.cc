@@ -551,13 +551,13 @@ TEST(ClientConnectTest, UnreachableDispatcherIsUnavailableNamingIt) {
 }
 
 TEST(ClientDispatcherRetryTest, ADispatcherDyingMidCallIsAskedAgainAfterItsRestart) {
-  // The dispatcher crashes at its first journal write — inside RegisterDataset, after the
-  // record is durable, before it answers — and comes back at the same address: the client's
+  // The dispatcher crashes at its second journal write (the first names the cluster) — inside
+  // RegisterDataset, after the record is durable, before it answers — and comes back at the same address: the client's
   // RegisterPipeline and OpenJob still succeed (found by `granary chaos --soak`).
   testing::ScopedTempDir dir;
   const std::string journal = "--journal_dir=" + dir.Join("journal");
   Subprocess first({GRANARY_BINARY, "dispatcher", journal, "--port=0"}, Subprocess::Stderr::kInherit,
-                   "", {"GRANARY_FAILPOINTS=journal.after_write_before_apply=after(1):crash"});
+                   "", {"GRANARY_FAILPOINTS=journal.after_write_before_apply=after(2):crash"});
   const std::string address = first.ReadListenAddress();
   ASSERT_FALSE(address.empty());
   ClientOptions options;

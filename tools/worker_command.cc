@@ -75,15 +75,9 @@ int WorkerCommand(int argc, char** argv) {
       absl::GetFlag(FLAGS_testonly_skip_element_after_restore);
   options.parallel_map_threads = absl::GetFlag(FLAGS_threads);
   options.udfs = &*udfs;
-  std::unique_ptr<CheckpointStore> checkpoints;
-  if (!absl::GetFlag(FLAGS_checkpoint_dir).empty()) {
-    auto store = CheckpointStore::Open(Env::Default(), absl::GetFlag(FLAGS_checkpoint_dir),
-                                       {.keep = absl::GetFlag(FLAGS_checkpoints_kept)});
-    if (!store.ok()) return fail(store.status());
-    checkpoints = std::move(store).value();
-    options.runner.checkpoints = checkpoints.get();
-    options.runner.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
-  }
+  options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  options.checkpoints_kept = absl::GetFlag(FLAGS_checkpoints_kept);
+  options.runner.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
   auto started = WorkerImpl::Start(
       options, NewGrpcDispatcherConnection(absl::GetFlag(FLAGS_dispatcher), 10000));
   if (!started.ok()) return fail(started.status());

@@ -64,7 +64,28 @@ absl::Status WorkerImpl::Register() {
   request.set_address(options_.address);
   request.set_standby(options_.standby);
   ASSIGN_OR_RETURN(RegisterWorkerResponse response, dispatcher_->RegisterWorker(request));
+  // Destroyed outside mu_, the runners before the store they use.
+  std::unique_ptr<CheckpointStore> old_checkpoints;
+  std::map<int64_t, std::shared_ptr<TaskRunner>> old_runners;
   absl::MutexLock lock(&mu_);
+  if (response.cluster_id() != cluster_id_) {
+    // A new cluster (or the first): its task ids are not the previous one's, so nothing of
+    // the previous one may be served or restored under them.
+    if (!cluster_id_.empty()) {
+      LOG(WARNING) << "the dispatcher is now cluster " << response.cluster_id() << ", not "
+                   << cluster_id_ << ": dropping " << runners_.size() << " tasks";
+    }
+    old_runners.swap(runners_);
+    pipelines_.clear();
+    old_checkpoints = std::move(checkpoints_);
+    if (!options_.checkpoint_dir.empty()) {
+      ASSIGN_OR_RETURN(checkpoints_, CheckpointStore::Open(options_.runner.env,
+                                                           options_.checkpoint_dir,
+                                                           {.keep = options_.checkpoints_kept,
+                                                            .owner = response.cluster_id()}));
+    }
+    cluster_id_ = response.cluster_id();
+  }
   incarnation_ = response.incarnation();
   LOG(INFO) << "worker " << options_.worker_id << " registered at " << options_.address
             << " as incarnation " << incarnation_ << (options_.standby ? " (standby)" : "");
@@ -147,7 +168,7 @@ absl::Status WorkerImpl::Heartbeat() {
   }
   RETURN_IF_ERROR(response.status());
   std::vector<std::shared_ptr<TaskRunner>> retired;  // Destroyed outside mu_.
-  absl::MutexLock lock(&mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   const std::set<int64_t> assigned(response->assigned_task_ids().begin(),
                                    response->assigned_task_ids().end());
   more_tasks_ = response->more();
@@ -163,16 +184,21 @@ absl::Status WorkerImpl::Heartbeat() {
     LOG(INFO) << "worker " << options_.worker_id << ": running task " << def.task_id()
               << " (job " << def.job_id() << " epoch " << def.epoch() << ") generation "
               << def.generation();
+    TaskRunnerOptions runner_options = options_.runner;
+    runner_options.checkpoints = checkpoints_.get();
     runners_[def.task_id()] = std::make_shared<TaskRunner>(
-        def, pipeline, dispatcher_.get(), options_.runner,
+        def, pipeline, dispatcher_.get(), runner_options,
         [this, def](int64_t n, const std::vector<CacheChunk>& chunks) {
           ReportFinished(def, n, chunks);
         });
   }
+  std::vector<int64_t> done;  // Ended and read to the end: their checkpoints go.
   for (auto it = runners_.begin(); it != runners_.end();) {
     // Drop a task moved elsewhere (or read to its end: the dispatcher lists it no more), and the
     // buffers of one whose client has everything (if listed again, it restarts lazily).
-    if (!assigned.count(it->first) || it->second->FullyAcknowledged()) {
+    const bool fully_acknowledged = it->second->FullyAcknowledged();
+    if (fully_acknowledged) done.push_back(it->first);
+    if (!assigned.count(it->first) || fully_acknowledged) {
       AddCheckpointCounters(it->second->Status(), &retired_totals_);
       retired.push_back(std::move(it->second));
       it = runners_.erase(it);
@@ -186,7 +212,17 @@ absl::Status WorkerImpl::Heartbeat() {
   for (auto it = pipelines_.begin(); it != pipelines_.end();) {
     it = in_use.count(it->first) ? std::next(it) : pipelines_.erase(it);
   }
-  return absl::OkStatus();  // `retired` is destroyed after mu_ is released.
+  // The store is replaced only by Register, which heartbeats serialize with this.
+  CheckpointStore* const checkpoints = checkpoints_.get();
+  lock.Release();
+  retired.clear();
+  // A task moved elsewhere keeps its checkpoints (its new worker may read this directory).
+  for (int64_t task_id : done) {
+    if (checkpoints == nullptr) break;
+    const absl::Status deleted = checkpoints->DeleteAll(task_id);
+    if (!deleted.ok()) LOG(WARNING) << "task " << task_id << " is done: " << deleted;
+  }
+  return absl::OkStatus();
 }
 
 void WorkerImpl::HeartbeatLoop() {

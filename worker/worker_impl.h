@@ -42,6 +42,10 @@ struct WorkerOptions {
   int heartbeat_interval_ms = 200;
   // If > 0, every parallel_map of the pipelines this worker runs uses this many threads.
   int parallel_map_threads = 0;
+  // Where tasks' checkpoints go; empty = none. The worker opens the store when it registers,
+  // for the dispatcher's cluster (CheckpointOptions.owner): runner.checkpoints is its to set.
+  std::string checkpoint_dir;
+  int checkpoints_kept = 3;
   TaskRunnerOptions runner;
   // Must outlive the worker.
   const UdfRegistry* udfs = nullptr;
@@ -89,6 +93,10 @@ class WorkerImpl {
 
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(heartbeat_mu_);
   int64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
+  // The dispatcher's cluster, from the last registration. Declared before runners_: the
+  // runners use the store.
+  std::string cluster_id_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<CheckpointStore> checkpoints_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners_ ABSL_GUARDED_BY(mu_);
   // Checkpoint counters of the runners already dropped (GetStatus adds the live ones).
   GetWorkerStatusResponse retired_totals_ ABSL_GUARDED_BY(mu_);
