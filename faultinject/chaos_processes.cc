@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/env.h"
 #include "faultinject/failpoint.h"
+#include "glog/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "proto/worker.grpc.pb.h"
@@ -91,11 +92,21 @@ absl::Status ChaosProcesses::Start() {
                                   // A violation aborts the dispatcher: the run fails loudly.
                                   "--check_invariants"};
   Launch(kDispatcher, true);
+  bool restarted = false;
   while (true) {
     absl::StatusOr<bool> serving = Serving(kDispatcher);
     if (!serving.ok()) return serving.status();
     if (*serving) break;
-    if (!running(kDispatcher)) {
+    // Reaps it if it exited (running() is true until then).
+    if (processes_[kDispatcher].subprocess->WaitFor(std::chrono::milliseconds(0)) >= 0) {
+      if (!restarted) {
+        // A failpoint may fire before the dispatcher serves (its first journal record names the
+        // cluster): restart it as a supervisor would, once.
+        restarted = true;
+        LOG(WARNING) << "the dispatcher exited at its start; restarting it";
+        Launch(kDispatcher, false);
+        continue;
+      }
       return absl::UnavailableError(
           absl::StrCat("the dispatcher exited at its start (see ", log_path(kDispatcher), ")"));
     }
