@@ -612,6 +612,17 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
       return absl::InvalidArgumentError(absl::StrCat("task ", request.task_id(), " finished with ",
                                                      request.num_elements(), " elements"));
     }
+    // A report that cannot change the state is not journaled (a flood of them would grow the
+    // journal): a repeated one is acknowledged, one at another generation refused.
+    if (task->finished()) {
+      TrackUnread(*task);
+      return absl::OkStatus();
+    }
+    if (request.generation() != task->generation()) {
+      return absl::FailedPreconditionError(absl::StrCat("task ", request.task_id(),
+                                                        " is at generation ", task->generation(),
+                                                        ", not ", request.generation()));
+    }
     {
       const EpochState* epoch = state_.FindEpoch(task->job_id(), task->epoch());
       const bool whole_output =

@@ -17,11 +17,16 @@ std::unique_ptr<grpc::ClientContext> RpcContext() {
 
 LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& options) : dir_(dir) {
   if (!Env::Default()->CreateDirs(dir + "/logs").ok()) return;
-  dispatcher_.argv = {GRANARY_BINARY, "dispatcher", "--journal_dir=" + dir + "/journal",
-                      "--cache_root=" + cache_root(), "--port=0",
+  dispatcher_.argv = {GRANARY_BINARY,
+                      "dispatcher",
+                      "--journal_dir=" + dir + "/journal",
+                      "--cache_root=" + cache_root(),
+                      "--port=0",
                       absl::StrCat("--worker_timeout_ms=", options.worker_timeout_ms)};
   if (!Launch(dispatcher_, dir + "/logs/dispatcher.log")) return;
   dispatcher_address_ = dispatcher_.address;
+  // A restart must come back at the same address.
+  dispatcher_.argv[4] = "--port=" + dispatcher_address_.substr(dispatcher_address_.rfind(':') + 1);
   dispatcher_stub_ = Dispatcher::NewStub(
       grpc::CreateChannel(dispatcher_address_, grpc::InsecureChannelCredentials()));
   for (int i = 0; i < options.workers + options.standby; ++i) {
@@ -61,6 +66,16 @@ bool LocalCluster::Launch(Process& p, const std::string& log) {
 std::unique_ptr<Worker::Stub> LocalCluster::WorkerStub(int i) const {
   return Worker::NewStub(
       grpc::CreateChannel(workers_[i].address, grpc::InsecureChannelCredentials()));
+}
+
+void LocalCluster::StopDispatcher(int signal) {
+  dispatcher_.process->Kill(signal);
+  dispatcher_.process->Wait();
+}
+
+bool LocalCluster::RestartDispatcher() {
+  if (!Launch(dispatcher_, dir_ + "/logs/dispatcher.log")) return false;
+  return dispatcher_.address == dispatcher_address_;
 }
 
 void LocalCluster::KillWorker(int i) {

@@ -38,6 +38,11 @@ class LocalCluster {
   pid_t worker_pid(int i) const { return workers_[i].process->pid(); }
   std::unique_ptr<Worker::Stub> WorkerStub(int i) const;
 
+  // Sends `signal` to the dispatcher and reaps it.
+  void StopDispatcher(int signal);
+  // Starts the dispatcher again on the same journal and address; false if it did not come up.
+  bool RestartDispatcher();
+
   // SIGKILLs worker i and reaps it.
   void KillWorker(int i);
   // Starts worker i again with the same id and address; false if it did not come up.
