@@ -161,8 +161,7 @@ absl::StatusOr<Checkpoint> DecodeCheckpointFile(absl::string_view data, const st
   if (owner_length > body || state_length > body - owner_length ||
       body - owner_length - state_length < kCrcSize) {
     return corrupt(absl::StrCat("truncated at byte ", data.size(), " (header says ", owner_length,
-                                " owner and ", state_length,
-                                " state bytes, so the file should be ",
+                                " owner and ", state_length, " state bytes, so the file should be ",
                                 kHeaderSize + owner_length + state_length + kCrcSize, " bytes)"));
   }
   const size_t crc_offset = kHeaderSize + owner_length + state_length;

@@ -28,8 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   // The store over a private directory holding the bytes under the name of task 1, index 0,
-  // generation 0 (checkpoint/FORMAT.md), for the empty owner. Newest never fails but with NotFound here: a file that
-  // does not verify is skipped.
+  // generation 0 (checkpoint/FORMAT.md), for the empty owner. Newest never fails but with NotFound
+  // here: a file that does not verify is skipped.
   static granary::CheckpointStore* const store = [] {
     FLAGS_minloglevel = 2;  // The store logs every file it skips.
     static char dir[] = "/tmp/granary-checkpoint-fuzz-XXXXXX";
