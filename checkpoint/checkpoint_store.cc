@@ -139,13 +139,13 @@ absl::StatusOr<CheckpointStore::Listing> CheckpointStore::List(int64_t task_id) 
   return listing;
 }
 
-absl::StatusOr<Checkpoint> CheckpointStore::Read(const Entry& entry, int64_t task_id) const {
-  ASSIGN_OR_RETURN(std::string data, ReadFileToString(env_, entry.path));
+absl::StatusOr<Checkpoint> DecodeCheckpointFile(absl::string_view data, const std::string& path,
+                                                std::string* owner) {
   auto corrupt = [&](absl::string_view problem) {
-    return absl::DataLossError(absl::StrCat("checkpoint ", entry.path, ": ", problem));
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, ": ", problem));
   };
   const size_t magic_bytes = std::min(data.size(), kMagic.size());
-  if (data.compare(0, magic_bytes, kMagic.data(), magic_bytes) != 0) {
+  if (data.compare(0, magic_bytes, kMagic.substr(0, magic_bytes)) != 0) {
     return corrupt("bad magic (not a GRNCKPT2 file)");
   }
   if (data.size() < kHeaderSize) {
@@ -161,8 +161,7 @@ absl::StatusOr<Checkpoint> CheckpointStore::Read(const Entry& entry, int64_t tas
   if (owner_length > body || state_length > body - owner_length ||
       body - owner_length - state_length < kCrcSize) {
     return corrupt(absl::StrCat("truncated at byte ", data.size(), " (header says ", owner_length,
-                                " owner and ", state_length,
-                                " state bytes, so the file should be ",
+                                " owner and ", state_length, " state bytes, so the file should be ",
                                 kHeaderSize + owner_length + state_length + kCrcSize, " bytes)"));
   }
   const size_t crc_offset = kHeaderSize + owner_length + state_length;
@@ -176,25 +175,37 @@ absl::StatusOr<Checkpoint> CheckpointStore::Read(const Entry& entry, int64_t tas
     return corrupt(
         absl::StrFormat("CRC mismatch (stored 0x%08x, computed 0x%08x)", stored, actual));
   }
-  if (header_task != task_id || header_index != entry.index ||
-      header_generation != entry.generation) {
-    return corrupt(absl::StrCat("header (task ", header_task, ", index ", header_index,
-                                ", generation ", header_generation,
-                                ") disagrees with the file name (task ", task_id, ", index ",
-                                entry.index, ", generation ", entry.generation, ")"));
-  }
-  const absl::string_view owner(data.data() + kHeaderSize, owner_length);
-  if (owner != options_.owner) {
-    return corrupt(absl::StrCat("written for '", absl::CHexEscape(owner), "', not for '",
-                                absl::CHexEscape(options_.owner),
-                                "' (another cluster's journal, or a file copied by hand)"));
+  if (owner != nullptr) {
+    *owner = std::string(data.substr(kHeaderSize, owner_length));
   }
   Checkpoint checkpoint;
   checkpoint.task_id = header_task;
   checkpoint.generation = header_generation;
   checkpoint.index = header_index;
-  checkpoint.state = data.substr(kHeaderSize + owner_length, state_length);
-  checkpoint.path = entry.path;
+  checkpoint.state = std::string(data.substr(kHeaderSize + owner_length, state_length));
+  checkpoint.path = path;
+  return checkpoint;
+}
+
+absl::StatusOr<Checkpoint> CheckpointStore::Read(const Entry& entry, int64_t task_id) const {
+  ASSIGN_OR_RETURN(std::string data, ReadFileToString(env_, entry.path));
+  std::string owner;
+  ASSIGN_OR_RETURN(Checkpoint checkpoint, DecodeCheckpointFile(data, entry.path, &owner));
+  auto corrupt = [&](absl::string_view problem) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", entry.path, ": ", problem));
+  };
+  if (checkpoint.task_id != task_id || checkpoint.index != entry.index ||
+      checkpoint.generation != entry.generation) {
+    return corrupt(absl::StrCat("header (task ", checkpoint.task_id, ", index ", checkpoint.index,
+                                ", generation ", checkpoint.generation,
+                                ") disagrees with the file name (task ", task_id, ", index ",
+                                entry.index, ", generation ", entry.generation, ")"));
+  }
+  if (owner != options_.owner) {
+    return corrupt(absl::StrCat("written for '", absl::CHexEscape(owner), "', not for '",
+                                absl::CHexEscape(options_.owner),
+                                "' (another cluster's journal, or a file copied by hand)"));
+  }
   return checkpoint;
 }
 

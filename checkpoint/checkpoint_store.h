@@ -65,6 +65,15 @@ struct Checkpoint {
   std::string path;   // the file it was read from
 };
 
+// Decodes the bytes of a checkpoint file (checkpoint/FORMAT.md): magic, header, owner, state and
+// CRC, with nothing before or after, and sets *owner (if non-null) to the owner it was written
+// for. Does not compare the header with a file name or the owner with a store's (the store
+// does). DataLoss "checkpoint <path>: <problem>" naming what does not verify: bad magic,
+// truncated, trailing bytes, CRC mismatch. Pure; `path` is only used in errors and copied into
+// the result.
+absl::StatusOr<Checkpoint> DecodeCheckpointFile(absl::string_view data, const std::string& path,
+                                                std::string* owner = nullptr);
+
 class CheckpointStore {
  public:
   // Opens the store over `dir`, creating it (and its parents) if missing. Does not read or

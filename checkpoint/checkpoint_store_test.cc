@@ -97,6 +97,35 @@ TEST_F(CheckpointStoreTest, EmptyStateRoundTrips) {
   EXPECT_EQ(c->state, "");
 }
 
+TEST_F(CheckpointStoreTest, DecodeCheckpointFileDecodesWhatWriteWroteAndNamesWhatIsWrong) {
+  ASSERT_TRUE(store_->Write(7, 2, 100, "the state").ok());
+  const std::string bytes = ReadRaw(Name(7, 100, 2));
+  absl::StatusOr<Checkpoint> c = DecodeCheckpointFile(bytes, "f.ckpt");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->task_id, 7);
+  EXPECT_EQ(c->generation, 2);
+  EXPECT_EQ(c->index, 100);
+  EXPECT_EQ(c->state, "the state");
+  EXPECT_EQ(c->path, "f.ckpt");
+
+  EXPECT_THAT(DecodeCheckpointFile("", "f.ckpt").status().message(),
+              HasSubstr("checkpoint f.ckpt: truncated at byte 0"));
+  EXPECT_THAT(DecodeCheckpointFile("GRNCKPT9", "f.ckpt").status().message(),
+              HasSubstr("bad magic"));
+  EXPECT_THAT(DecodeCheckpointFile(bytes.substr(0, bytes.size() - 1), "f.ckpt").status().message(),
+              HasSubstr("truncated"));
+  EXPECT_THAT(DecodeCheckpointFile(bytes + "x", "f.ckpt").status().message(),
+              HasSubstr("1 trailing bytes"));
+  std::string flipped = bytes;
+  flipped[50] ^= 1;  // a byte of the state: a CRC mismatch
+  EXPECT_THAT(DecodeCheckpointFile(flipped, "f.ckpt").status().message(),
+              HasSubstr("CRC mismatch"));
+  // A state length near 2^64 is "truncated", not an overflow.
+  std::string huge = bytes;
+  for (int i = 32; i < 40; ++i) huge[i] = '\xff';
+  EXPECT_THAT(DecodeCheckpointFile(huge, "f.ckpt").status().message(), HasSubstr("truncated"));
+}
+
 TEST_F(CheckpointStoreTest, OpenCreatesMissingDirectoriesAndRejectsKeepBelowOne) {
   const std::string nested = dir_.Join("a/b/c");
   ASSERT_TRUE(CheckpointStore::Open(env_, nested).ok());

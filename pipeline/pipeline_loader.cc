@@ -14,6 +14,10 @@ absl::StatusOr<std::string> ExpandEnvPlaceholders(absl::string_view text,
   std::string out;
   out.reserve(text.size());
   size_t pos = 0;
+  // The line of `counted` (1-based), advanced as placeholders are found: counting from the
+  // start for each one would make expansion quadratic in the text's size.
+  size_t line = 1;
+  size_t counted = 0;
   while (pos < text.size()) {
     const size_t start = text.find("${", pos);
     if (start == absl::string_view::npos) {
@@ -21,7 +25,8 @@ absl::StatusOr<std::string> ExpandEnvPlaceholders(absl::string_view text,
       break;
     }
     absl::StrAppend(&out, text.substr(pos, start - pos));
-    const size_t line = 1 + std::count(text.begin(), text.begin() + start, '\n');
+    line += std::count(text.begin() + counted, text.begin() + start, '\n');
+    counted = start;
     const size_t close = text.find('}', start + 2);
     if (close == absl::string_view::npos) {
       return absl::InvalidArgumentError(
@@ -33,9 +38,8 @@ absl::StatusOr<std::string> ExpandEnvPlaceholders(absl::string_view text,
     }
     const char* value = std::getenv(name.c_str());
     if (value == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(origin, ": line ", line,
-                                                     ": environment variable ", name,
-                                                     " is not set"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": line ", line, ": environment variable ", name, " is not set"));
     }
     out.append(value);
     pos = close + 1;

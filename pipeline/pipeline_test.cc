@@ -5,6 +5,8 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/test_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -194,6 +196,26 @@ TEST(PipelineLoaderTest, UnsetPlaceholderIsNamedWithItsLine) {
   ASSERT_FALSE(def.ok());
   EXPECT_THAT(def.status().message(),
               HasSubstr("p.json: line 2: environment variable GRANARY_TEST_UNSET is not set"));
+}
+
+// Found by pipeline_json_fuzzer: each placeholder counted the lines from the start of the text,
+// so expansion took time quadratic in the file's size (16 s for a 1 MB file of placeholders).
+TEST(PipelineLoaderTest, ManyPlaceholdersExpandInLinearTimeWithRightLineNumbers) {
+  ::setenv("GRANARY_TEST_EMPTY", "", 1);
+  ::unsetenv("GRANARY_TEST_UNSET");
+  std::string text;
+  for (int i = 0; i < 50000; ++i) absl::StrAppend(&text, "${GRANARY_TEST_EMPTY}\n");
+  const std::string with_error = absl::StrCat(text, "${GRANARY_TEST_UNSET}");
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::string> out = ExpandEnvPlaceholders(text, "p.json");
+  const absl::Status error = ExpandEnvPlaceholders(with_error, "p.json").status();
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, std::string(50000, '\n'));
+  EXPECT_THAT(error.message(), HasSubstr("p.json: line 50001: environment variable"));
+  // Linear, this takes a few ms; quadratic it took seconds. The bound leaves room for slow
+  // (sanitized) builds.
+  EXPECT_LT(took, absl::Seconds(2)) << "expanding 2 x 50 000 placeholders took " << took;
 }
 
 TEST(PipelineLoaderTest, MissingPipelineFileIsNamed) {

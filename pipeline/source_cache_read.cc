@@ -64,19 +64,22 @@ class CacheChunkReader : public SplitReader {
       }
       return CheckChecksum();
     }
-    CachedElement cached;
-    if (!cached.ParseFromString(record)) {
-      return absl::DataLossError(absl::StrCat("cache chunk ", split_.file(), ": record at offset ",
-                                              at, " is not a cached element"));
+    int64_t index = 0;
+    Element element;
+    const absl::Status decoded = DecodeCachedElement(record, &index, &element);
+    if (!decoded.ok()) {
+      return absl::Status(decoded.code(),
+                          absl::StrCat("cache chunk ", split_.file(), ": record at offset ", at,
+                                       ": ", decoded.message()));
     }
-    if (last_index_ >= 0 && cached.index() != last_index_ + 1) {
+    if (last_index_ >= 0 && index != last_index_ + 1) {
       return absl::DataLossError(absl::StrCat("cache chunk ", split_.file(), ": record at offset ",
-                                              at, " holds element ", cached.index(), " after ",
+                                              at, " holds element ", index, " after ",
                                               last_index_));
     }
-    last_index_ = cached.index();
+    last_index_ = index;
     checksum_ = ChainChunkChecksum(checksum_, record);
-    ASSIGN_OR_RETURN(*out, Element::FromProto(cached.element()));
+    *out = std::move(element);
     if (records_left_ > 0) --records_left_;
     return records_left_ != 0 ? HitFailpoint(kGetMidChunk) : absl::OkStatus();
   }

@@ -12,6 +12,10 @@ packages=(
   libjpeg-dev libpng-dev zlib1g-dev libgoogle-glog-dev
   # The benchmark suite: the PyTorch DataLoader peer (bench/pytorch_peer.py) and the plots.
   python3 python3-torch python3-pil python3-numpy python3-matplotlib
+  # The safety nets (README "Safety nets"): clang for the libFuzzer build (scripts/fuzz.sh),
+  # the sanitizer build (scripts/sanitize.sh) and -Wthread-safety; libclang-rt-14-dev holds
+  # clang's runtimes: libFuzzer and the ASan/UBSan libraries.
+  clang libclang-rt-14-dev
 )
 
 if [[ "${GRANARY_SKIP_APT:-0}" == 1 ]]; then
