@@ -512,25 +512,23 @@ TEST_F(DispatcherImplTest, HeartbeatsSendEachPipelineOnceAndOnlyNewTaskDefinitio
   EXPECT_FALSE(first.tasks(1).has_pipeline()) << "sent once per answer";
   EXPECT_EQ(first.tasks(0).pipeline_key(), first.tasks(1).pipeline_key());
   EXPECT_LT(first.ByteSizeLong(), 11u << 20);
-  // The worker now holds that pipeline and runs those tasks.
-  request.add_pipeline_keys(first.tasks(0).pipeline_key());
-  for (const TaskDef& def : first.tasks()) {
-    RunningTask* running = request.add_running();
-    running->set_task_id(def.task_id());
-    running->set_generation(def.generation());
-  }
+  // What a worker does with an answer: hold its pipeline and run its tasks.
+  const auto hold_and_run = [&request](const WorkerHeartbeatResponse& answer) {
+    request.add_pipeline_keys(answer.tasks(0).pipeline_key());
+    for (const TaskDef& def : answer.tasks()) {
+      RunningTask* running = request.add_running();
+      running->set_task_id(def.task_id());
+      running->set_generation(def.generation());
+    }
+  };
+  hold_and_run(first);
   WorkerHeartbeatResponse second;
   ASSERT_TRUE(impl_->WorkerHeartbeat(request, &second).ok());
   EXPECT_FALSE(second.more());
   ASSERT_EQ(second.tasks_size(), 2) << "only the definitions the worker lacks";
   EXPECT_TRUE(second.tasks(0).has_pipeline());
   EXPECT_NE(second.tasks(0).pipeline_key(), first.tasks(0).pipeline_key());
-  request.add_pipeline_keys(second.tasks(0).pipeline_key());
-  for (const TaskDef& def : second.tasks()) {
-    RunningTask* running = request.add_running();
-    running->set_task_id(def.task_id());
-    running->set_generation(def.generation());
-  }
+  hold_and_run(second);
   WorkerHeartbeatResponse steady;
   ASSERT_TRUE(impl_->WorkerHeartbeat(request, &steady).ok());
   EXPECT_EQ(steady.tasks_size(), 0);
