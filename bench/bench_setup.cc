@@ -5,7 +5,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "pipeline/pipeline_loader.h"
-#include "tools/synthetic_imagenet.h"
+#include "pipeline/synthetic_imagenet.h"
 
 namespace granary {
 

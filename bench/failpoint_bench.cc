@@ -16,7 +16,7 @@
 #include "bench/bench_report.h"
 #include "bench/sample_stats.h"
 #include "common/status_macros.h"
-#include "faultinject/failpoints.h"
+#include "common/failpoints.h"
 
 ABSL_FLAG(int64_t, hits, 20000000, "Failpoint hits per measurement.");
 ABSL_FLAG(int, repetitions, 5, "Measurements per mode.");

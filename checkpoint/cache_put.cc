@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "common/deterministic_serialization.h"
 #include "common/status_macros.h"
-#include "faultinject/failpoints.h"
+#include "common/failpoints.h"
 #include "pipeline/cache_chunk_format.h"
 
 namespace granary {

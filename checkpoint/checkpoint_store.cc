@@ -15,7 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "common/crc32c.h"
 #include "common/status_macros.h"
-#include "faultinject/failpoints.h"
+#include "common/failpoints.h"
 #include "glog/logging.h"
 
 namespace granary {

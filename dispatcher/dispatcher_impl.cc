@@ -11,7 +11,7 @@
 #include "common/status_macros.h"
 #include "dispatcher/request_limits.h"
 #include "dispatcher/state_invariants.h"
-#include "faultinject/failpoints.h"
+#include "common/failpoints.h"
 #include "glog/logging.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/pipeline.h"

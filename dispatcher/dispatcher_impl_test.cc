@@ -16,7 +16,7 @@
 #include "common/deterministic_serialization.h"
 #include "common/manual_clock_env.h"
 #include "common/scoped_temp_dir.h"
-#include "faultinject/failpoint.h"
+#include "common/failpoint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/cache_policy.h"

@@ -18,11 +18,11 @@
 #include "common/subprocess.h"
 #include "faultinject/chaos_plan.h"
 #include "faultinject/chaos_processes.h"
-#include "faultinject/failpoint.h"
+#include "common/failpoint.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/digest_file.h"
-#include "tools/run_position.h"
-#include "tools/synthetic_imagenet.h"
+#include "client/run_position.h"
+#include "pipeline/synthetic_imagenet.h"
 
 namespace granary {
 namespace {

@@ -1,6 +1,6 @@
 // Fuzz target: the client's saved positions. The same bytes are decoded as the blob of
 // EpochReader::SavePosition (client/position.h) and parsed as the text of `granary run`'s
-// position file (tools/run_position.h), whose `reader` line holds such a blob in base64; a
+// position file (client/run_position.h), whose `reader` line holds such a blob in base64; a
 // position file that parses is decoded further the way `granary run` resumes from it.
 #include <cstddef>
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 #include "client/position.h"
 #include "fuzz/fuzz_util.h"
-#include "tools/run_position.h"
+#include "client/run_position.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "faultinject/failpoints.h"
+#include "common/failpoints.h"
 #include "glog/logging.h"
 #include "journal/format.h"
 #include "journal/rocksdb_logger.h"

@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
-#include "faultinject/failpoints.h"
+#include "common/failpoints.h"
 #include "pipeline/cache_chunk_format.h"
 #include "pipeline/source.h"
 #include "pipeline/source_files.h"

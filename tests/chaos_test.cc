@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/scoped_temp_dir.h"
-#include "faultinject/failpoints.h"
+#include "common/failpoints.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/run_command.h"

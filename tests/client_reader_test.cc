@@ -21,7 +21,7 @@
 #include "common/hash.h"
 #include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
-#include "faultinject/failpoint.h"
+#include "common/failpoint.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
 #include "grpcpp/create_channel.h"

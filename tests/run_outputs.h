@@ -1,5 +1,5 @@
 // Reading what `granary run` and `granary local` write, for the multi-process tests: digest
-// files (pipeline/digest_file.h) and run position files (tools/run_position.h). The digest
+// files (pipeline/digest_file.h) and run position files (client/run_position.h). The digest
 // reader records a gtest failure for an unreadable file.
 #ifndef GRANARY_TESTS_RUN_OUTPUTS_H_
 #define GRANARY_TESTS_RUN_OUTPUTS_H_
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "pipeline/digest_file.h"
-#include "tools/run_position.h"
+#include "client/run_position.h"
 
 namespace granary::testing {
 

@@ -19,7 +19,7 @@
 #include "common/subprocess.h"
 #include "faultinject/chaos_harness.h"
 #include "faultinject/chaos_plan.h"
-#include "faultinject/failpoints.h"
+#include "common/failpoints.h"
 #include "tools/commands.h"
 
 ABSL_DECLARE_FLAG(uint64_t, seed);

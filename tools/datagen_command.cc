@@ -6,7 +6,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "tools/commands.h"
-#include "tools/synthetic_imagenet.h"
+#include "pipeline/synthetic_imagenet.h"
 
 ABSL_FLAG(std::string, out, "", "Directory to write the dataset into.");
 ABSL_FLAG(int64_t, images, 1000, "Number of images.");

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/large_allocations.h"
-#include "faultinject/failpoint.h"
+#include "common/failpoint.h"
 #include "glog/logging.h"
 #include "tools/commands.h"
 

@@ -3,7 +3,7 @@
 // file of DESIGN.md §6, which must equal `granary local`'s for the same pipeline and seed.
 //
 // With --position_file F the run can be killed (even SIGKILLed) and started again with the same
-// flags: it resumes exactly where the file says (tools/run_position.h), and each element of the
+// flags: it resumes exactly where the file says (client/run_position.h), and each element of the
 // epoch is delivered exactly once across both processes. The digest line of a resumed epoch
 // covers the whole epoch: both processes' rows ("elements") and multiset digest; its ordered
 // digest covers only the rows this process delivered. The digest file is rewritten atomically
@@ -43,7 +43,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
 #include "tools/commands.h"
-#include "tools/run_position.h"
+#include "client/run_position.h"
 #include "tools/udf_flags.h"
 
 ABSL_DECLARE_FLAG(std::string, dispatcher);

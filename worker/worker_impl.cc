@@ -9,7 +9,7 @@
 #include "common/deterministic_serialization.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
-#include "faultinject/failpoints.h"
+#include "common/failpoints.h"
 #include "glog/logging.h"
 
 namespace granary {

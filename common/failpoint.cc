@@ -1,4 +1,4 @@
-#include "faultinject/failpoint.h"
+#include "common/failpoint.h"
 
 #include <unistd.h>
 
@@ -17,7 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "faultinject/failpoints.h"
+#include "common/failpoints.h"
 
 namespace granary {
 namespace failpoint_internal {

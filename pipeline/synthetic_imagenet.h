@@ -5,8 +5,8 @@
 // Images are smooth colour fields with shapes and noise, so their JPEGs have realistic sizes
 // and decode cost. Output is a pure function of the options: the same seed writes identical
 // bytes.
-#ifndef GRANARY_TOOLS_SYNTHETIC_IMAGENET_H_
-#define GRANARY_TOOLS_SYNTHETIC_IMAGENET_H_
+#ifndef GRANARY_PIPELINE_SYNTHETIC_IMAGENET_H_
+#define GRANARY_PIPELINE_SYNTHETIC_IMAGENET_H_
 
 #include <cstdint>
 #include <string>
@@ -35,4 +35,4 @@ absl::StatusOr<std::vector<std::string>> WriteSyntheticImagenet(
 
 }  // namespace granary
 
-#endif  // GRANARY_TOOLS_SYNTHETIC_IMAGENET_H_
+#endif  // GRANARY_PIPELINE_SYNTHETIC_IMAGENET_H_

@@ -10,8 +10,8 @@
 //   reader <base64>               EpochReader::SavePosition(), empty at an epoch's start
 // Rows, multiset digest and reader position are written together and describe exactly the same
 // delivered elements. `granary chaos` reads it to time its faults by the client's progress.
-#ifndef GRANARY_TOOLS_RUN_POSITION_H_
-#define GRANARY_TOOLS_RUN_POSITION_H_
+#ifndef GRANARY_CLIENT_RUN_POSITION_H_
+#define GRANARY_CLIENT_RUN_POSITION_H_
 
 #include <cstdint>
 #include <string>
@@ -36,4 +36,4 @@ absl::StatusOr<RunPosition> ReadRunPositionFile(Env* env, const std::string& pat
 
 }  // namespace granary
 
-#endif  // GRANARY_TOOLS_RUN_POSITION_H_
+#endif  // GRANARY_CLIENT_RUN_POSITION_H_

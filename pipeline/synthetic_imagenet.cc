@@ -1,4 +1,4 @@
-#include "tools/synthetic_imagenet.h"
+#include "pipeline/synthetic_imagenet.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Failpoints: named places in Granary's code where a fault can be injected at run time
-// (DESIGN.md §6). The catalogue of places is faultinject/failpoints.h.
+// (DESIGN.md §6). The catalogue of places is common/failpoints.h.
 //
 // A process arms them from its environment at start (granary's main calls
 // ConfigureFailpointsFromEnvironment):
@@ -15,8 +15,8 @@
 // as "granary failpoint NAME fired: …", so a harness can count them in the process's log.
 //
 // Cost when no failpoint is armed: one relaxed atomic load per hit. Thread-safe.
-#ifndef GRANARY_FAULTINJECT_FAILPOINT_H_
-#define GRANARY_FAULTINJECT_FAILPOINT_H_
+#ifndef GRANARY_COMMON_FAILPOINT_H_
+#define GRANARY_COMMON_FAILPOINT_H_
 
 #include <atomic>
 
@@ -63,4 +63,4 @@ absl::Status ConfigureFailpointsFromEnvironment();
 
 }  // namespace granary
 
-#endif  // GRANARY_FAULTINJECT_FAILPOINT_H_
+#endif  // GRANARY_COMMON_FAILPOINT_H_

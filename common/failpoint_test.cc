@@ -1,4 +1,4 @@
-#include "faultinject/failpoint.h"
+#include "common/failpoint.h"
 
 #include <cstdlib>
 #include <set>
@@ -7,7 +7,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "faultinject/failpoints.h"
+#include "common/failpoints.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

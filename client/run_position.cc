@@ -1,4 +1,4 @@
-#include "tools/run_position.h"
+#include "client/run_position.h"
 
 #include <vector>
 

@@ -1,10 +1,10 @@
-// The catalogue of failpoints (faultinject/failpoint.h): every place in Granary where a fault
+// The catalogue of failpoints (common/failpoint.h): every place in Granary where a fault
 // can be injected, named `component.place`. A site passes its constant to HitFailpoint; only
 // names listed in kAllFailpoints can be armed, and `granary chaos --failpoints` prints them.
-#ifndef GRANARY_FAULTINJECT_FAILPOINTS_H_
-#define GRANARY_FAULTINJECT_FAILPOINTS_H_
+#ifndef GRANARY_COMMON_FAILPOINTS_H_
+#define GRANARY_COMMON_FAILPOINTS_H_
 
-#include "faultinject/failpoint.h"
+#include "common/failpoint.h"
 
 namespace granary {
 
@@ -41,4 +41,4 @@ inline constexpr const Failpoint* kAllFailpoints[] = {
 
 }  // namespace granary
 
-#endif  // GRANARY_FAULTINJECT_FAILPOINTS_H_
+#endif  // GRANARY_COMMON_FAILPOINTS_H_
