@@ -84,5 +84,29 @@ TEST(HashTest, UpdateU64HashesTheValuesLittleEndianBytes) {
   EXPECT_EQ(h.Digest(), Hash64(std::string(bytes, 8)));
 }
 
+// The XXH3-64 known answer for empty input (xxhash's own test vectors), and a value that must
+// differ from XXH64's: the data plane's checksums are XXH3, not XXH64.
+TEST(HashTest, Hash3_64MatchesXxh3KnownAnswerAndDiffersFromXxh64) {
+  EXPECT_EQ(Hash3_64(""), 0x2d06800538d394c2ULL);
+  EXPECT_NE(Hash3_64("abc"), Hash64("abc"));
+  EXPECT_NE(Hash3_64("abc"), Hash3_64("abd"));
+}
+
+// Streaming over pieces of every size class XXH3 treats differently (<= 16, <= 128, <= 240
+// bytes, and long inputs across its 1 KiB stripes) equals the one-shot hash.
+TEST(HashTest, StreamingHash3EqualsOneShotOverConcatenation) {
+  std::string data(5000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131 + 7);
+  for (size_t size : {0, 1, 16, 17, 128, 129, 240, 241, 1024, 1025, 5000}) {
+    const std::string prefix = data.substr(0, size);
+    for (size_t cut : {size_t{0}, size / 3, size}) {
+      StreamingHash3 h;
+      h.Update(absl::string_view(prefix).substr(0, cut));
+      h.Update(absl::string_view(prefix).substr(cut));
+      EXPECT_EQ(h.Digest(), Hash3_64(prefix)) << "size " << size << " cut " << cut;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace granary

@@ -1,10 +1,12 @@
 #include "pipeline/element.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/wire_format_lite.h"
+#include "transport/element_image.h"
 
 namespace granary {
 
@@ -27,54 +29,68 @@ void Element::ToProto(ElementProto* proto) const {
   proto->set_record(record);
 }
 
-std::string Element::SerializeAsProto() const {
-  using google::protobuf::io::CodedOutputStream;
-  using WireFormat = google::protobuf::internal::WireFormatLite;
-  // Each tensor but its numeric content, serialized as protobuf would (fields 1, 2 and 4), and
-  // the tensor's whole serialized size: content is field 3, so for a numeric tensor (no field 4)
-  // it follows the header.
-  struct Header {
-    std::string bytes;
-    size_t tensor_size;
-  };
-  std::vector<Header> headers(tensors.size());
-  size_t total = 0;
+bool Element::IsImageCurrent() const {
+  if (image == nullptr) return false;
+  absl::StatusOr<ImageView> view = ParseImage(image->bytes());
+  if (!view.ok() || view->split_id != split_id || view->record != record ||
+      view->tensors.size() != tensors.size()) {
+    return false;
+  }
   for (size_t i = 0; i < tensors.size(); ++i) {
-    TensorProto header;
-    tensors[i].ToProtoWithoutContent(&header);
-    headers[i].bytes = header.SerializeAsString();
-    headers[i].tensor_size = headers[i].bytes.size();
-    if (const size_t content = tensors[i].content().size(); content > 0) {
-      headers[i].tensor_size += 1 + WireFormat::LengthDelimitedSize(content);
+    const Tensor& t = tensors[i];
+    const TensorView& v = view->tensors[i];
+    if (t.dtype() != v.dtype || t.shape() != v.shape) return false;
+    if (t.dtype() == DT_STRING) {
+      if (!std::equal(t.strings().begin(), t.strings().end(), v.strings.begin())) return false;
+    } else if (t.content().data() != v.data && !t.content().empty()) {
+      return false;
     }
-    total += 1 + WireFormat::LengthDelimitedSize(headers[i].tensor_size);
   }
-  ElementProto provenance;
-  provenance.set_split_id(split_id);
-  provenance.set_record(record);
-  const std::string trailer = provenance.SerializeAsString();
-  total += trailer.size();
+  return true;
+}
 
-  // Appends a length-delimited field's tag and length.
-  const auto append_field_start = [](int field, size_t length, std::string* out) {
-    uint8_t buffer[16];
-    uint8_t* end =
-        WireFormat::WriteTagToArray(field, WireFormat::WIRETYPE_LENGTH_DELIMITED, buffer);
-    end = CodedOutputStream::WriteVarint64ToArray(length, end);
-    out->append(reinterpret_cast<const char*>(buffer), end - buffer);
-  };
-  std::string out;
-  out.reserve(total);  // Appended, not zero-filled first: the contents are written once.
+absl::StatusOr<BufferRef> Element::Serialize(BufferPool* pool) const {
+  if (IsImageCurrent()) return image;
+  std::vector<ImageTensorSpec> specs(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
-    append_field_start(ElementProto::kTensorsFieldNumber, headers[i].tensor_size, &out);
-    out.append(headers[i].bytes);
-    const absl::string_view content = tensors[i].content();
-    if (content.empty()) continue;
-    append_field_start(TensorProto::kContentFieldNumber, content.size(), &out);
-    out.append(content.data(), content.size());
+    specs[i] = {tensors[i].dtype(), tensors[i].shape(), &tensors[i].strings()};
   }
-  out.append(trailer);
+  const ImageLayout layout(specs, split_id, record);
+  ASSIGN_OR_RETURN(BufferRef out, pool->Allocate(layout.size()));
+  layout.WriteFraming(out->data());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const absl::string_view content = tensors[i].content();
+    if (!content.empty()) {
+      std::memcpy(out->data() + layout.content_offset(i), content.data(), content.size());
+    }
+  }
   return out;
+}
+
+absl::StatusOr<Element> Element::FromImage(BufferRef image) {
+  ASSIGN_OR_RETURN(ImageView view, ParseImage(image->bytes()));
+  const bool aligned = ContentsAligned(view);
+  Element element;
+  element.split_id = view.split_id;
+  element.record = view.record;
+  element.tensors.reserve(view.tensors.size());
+  for (TensorView& v : view.tensors) {
+    if (v.dtype == DT_STRING) {
+      element.tensors.push_back(Tensor::Strings(
+          std::move(v.shape), std::vector<std::string>(v.strings.begin(), v.strings.end())));
+    } else if (aligned) {
+      // The element owns the image: an op changing a view in place changes the image with
+      // it, which keeps the image current.
+      element.tensors.push_back(
+          Tensor::View(v.dtype, std::move(v.shape), const_cast<char*>(v.data), image));
+    } else {
+      Tensor copy = Tensor::Uninitialized(v.dtype, std::move(v.shape));
+      std::memcpy(copy.mutable_bytes(), v.data, v.size);
+      element.tensors.push_back(std::move(copy));
+    }
+  }
+  if (aligned) element.image = std::move(image);
+  return element;
 }
 
 absl::StatusOr<Element> Element::FromProto(const ElementProto& proto) {

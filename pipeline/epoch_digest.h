@@ -1,7 +1,9 @@
 // EpochDigest: the exactly-once fingerprint of one epoch's output (DESIGN.md §6).
 //
 // Every row (an element, or one row of a batch in a batched pipeline) is hashed with XXH64 over
-// its canonical bytes. The multiset digest is the wrapping sum of the row hashes: independent of
+// its canonical bytes: per tensor, its dtype, the row's rank and dimensions (u64 each), then the
+// row's values (numeric: the raw bytes; strings: each as a u64 length and its bytes), streamed
+// from where they lie. The multiset digest is the wrapping sum of the row hashes: independent of
 // order, and changed by any missing or duplicated row. The ordered digest is a streaming XXH64
 // over the row hashes in delivery order. Line() is the epoch's line of the digest file
 // (pipeline/digest_file.h). Thread-compatible.
@@ -10,10 +12,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/hash.h"
 #include "pipeline/digest_file.h"
 #include "pipeline/element.h"
+#include "transport/tensor_view.h"
 
 namespace granary {
 
@@ -23,6 +27,8 @@ class EpochDigest {
   explicit EpochDigest(bool batched) : batched_(batched) {}
 
   void Add(const Element& element);
+  // The same for an element's tensors as views (a trainer's received element).
+  void Add(const std::vector<TensorView>& tensors);
 
   int64_t rows() const { return rows_; }
   uint64_t multiset() const { return multiset_; }
@@ -38,7 +44,7 @@ class EpochDigest {
   int64_t rows_ = 0;
   uint64_t multiset_ = 0;
   StreamingHash64 ordered_;
-  std::string scratch_;
+  StreamingHash64 row_;
 };
 
 }  // namespace granary

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "pipeline/batch_placement.h"
 #include "pipeline/iterator.h"
 #include "pipeline/params.h"
 #include "pipeline/udf.h"
@@ -25,6 +26,9 @@ struct OpBuildArgs {
   // "op 3 (map, udf 'decode_jpeg')": prefix for every error the op reports.
   std::string label;
   IteratorContext ctx;
+  // Shared by a parallel_map and the batch op right after it (batch_placement.h); null
+  // otherwise.
+  std::shared_ptr<BatchPlacement> placement;
 };
 
 struct OpInfo {
@@ -75,9 +79,11 @@ std::vector<std::string> OpNames();
 // A stage on the calling thread.
 std::unique_ptr<Iterator> NewMapIterator(std::unique_ptr<Iterator> input,
                                          std::vector<OpBuildArgs> chain);
-// A stage on `num_threads` threads, order-preserving.
+// A stage on `num_threads` threads, order-preserving. With `placement` (a batch op follows),
+// each thread places the rows it makes into their batch (batch_placement.h).
 std::unique_ptr<Iterator> NewParallelMapIterator(std::unique_ptr<Iterator> input,
-                                                 std::vector<OpBuildArgs> chain, int num_threads);
+                                                 std::vector<OpBuildArgs> chain, int num_threads,
+                                                 std::shared_ptr<BatchPlacement> placement = nullptr);
 // parallel_map's validated num_threads param (default: the number of cores).
 absl::StatusOr<int> ParallelMapThreads(const Params& params);
 

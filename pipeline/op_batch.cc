@@ -6,11 +6,14 @@
 // within one GetNext).
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "pipeline/limits.h"
 #include "pipeline/op.h"
+#include "transport/buffer_pool.h"
+#include "transport/element_image.h"
 
 namespace granary {
 namespace {
@@ -33,30 +36,77 @@ absl::Status CheckCompatible(const Element& first, const Element& e, const std::
   return absl::OkStatus();
 }
 
-Element Stack(std::vector<Element>& rows) {
+// Lays the batch out as a wire image (transport/element_image.h) and copies each row straight
+// into its place there: the batch's tensors are views into the image, so the batch is
+// serialized by construction. The image comes from the process's buffer pool, which hands the
+// previous batch's memory out again instead of faulting in fresh pages for each batch.
+absl::StatusOr<Element> Stack(std::vector<Element>& rows) {
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const size_t num_tensors = rows[0].tensors.size();
+  std::vector<std::vector<std::string>> strings(num_tensors);
+  std::vector<ImageTensorSpec> specs(num_tensors);
+  for (size_t t = 0; t < num_tensors; ++t) {
+    const Tensor& first = rows[0].tensors[t];
+    specs[t].dtype = first.dtype();
+    specs[t].shape = {n};
+    specs[t].shape.insert(specs[t].shape.end(), first.shape().begin(), first.shape().end());
+    if (first.dtype() == DT_STRING) {
+      for (Element& row : rows) {
+        for (std::string& value : row.tensors[t].mutable_strings()) {
+          strings[t].push_back(std::move(value));
+        }
+      }
+      specs[t].strings = &strings[t];
+    }
+  }
   Element batch;
   batch.split_id = rows[0].split_id;
   batch.record = rows[0].record;
-  const int64_t n = static_cast<int64_t>(rows.size());
-  for (size_t t = 0; t < rows[0].tensors.size(); ++t) {
-    const Tensor& proto = rows[0].tensors[t];
-    std::vector<int64_t> shape = {n};
-    shape.insert(shape.end(), proto.shape().begin(), proto.shape().end());
-    Tensor stacked = Tensor::Uninitialized(proto.dtype(), std::move(shape));
-    if (proto.dtype() == DT_STRING) {
-      auto& out = stacked.mutable_strings();
-      out.clear();
-      for (Element& row : rows) {
-        for (std::string& s : row.tensors[t].mutable_strings()) out.push_back(std::move(s));
-      }
-    } else {
-      const size_t row_bytes = proto.content().size();
-      char* dst = stacked.mutable_bytes();
-      for (int64_t i = 0; i < n; ++i) {
-        std::memcpy(dst + i * row_bytes, rows[i].tensors[t].content().data(), row_bytes);
-      }
+  const ImageLayout layout(specs, batch.split_id, batch.record);
+  ASSIGN_OR_RETURN(batch.image, BufferPool::Default()->Allocate(layout.size()));
+  char* const image = batch.image->data();
+  layout.WriteFraming(image);
+  for (size_t t = 0; t < num_tensors; ++t) {
+    if (specs[t].dtype == DT_STRING) {
+      batch.tensors.push_back(Tensor::Strings(std::move(specs[t].shape), std::move(strings[t])));
+      continue;
     }
-    batch.tensors.push_back(std::move(stacked));
+    char* const dst = image + layout.content_offset(t);
+    const size_t row_bytes = layout.content_size(t) / std::max<int64_t>(n, 1);
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(dst + i * row_bytes, rows[i].tensors[t].content().data(), row_bytes);
+    }
+    batch.tensors.push_back(Tensor::View(specs[t].dtype, std::move(specs[t].shape), dst,
+                                         batch.image));
+  }
+  return batch;
+}
+
+// The batch the placement's threads already wrote `rows` into (batch_placement.h), if every
+// row is in its place there; the image gets the batch's provenance and its final size.
+std::optional<Element> FromPlaced(const std::vector<Element>& rows,
+                                  const BatchPlacement::Placed& placed) {
+  const ImageLayout layout(placed.specs, rows[0].split_id, rows[0].record);
+  if (layout.size() > placed.image->size()) return std::nullopt;
+  const int64_t n = static_cast<int64_t>(rows.size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (rows[i].tensors.size() != placed.specs.size()) return std::nullopt;
+    for (size_t t = 0; t < placed.specs.size(); ++t) {
+      const size_t row_bytes = layout.content_size(t) / n;
+      const char* const slot = placed.image->data() + layout.content_offset(t) + i * row_bytes;
+      if (row_bytes > 0 && rows[i].tensors[t].content().data() != slot) return std::nullopt;
+    }
+  }
+  layout.WriteFraming(placed.image->data());
+  placed.image->Truncate(layout.size());
+  Element batch;
+  batch.split_id = rows[0].split_id;
+  batch.record = rows[0].record;
+  batch.image = placed.image;
+  for (size_t t = 0; t < placed.specs.size(); ++t) {
+    batch.tensors.push_back(Tensor::View(placed.specs[t].dtype, placed.specs[t].shape,
+                                         placed.image->data() + layout.content_offset(t),
+                                         placed.image));
   }
   return batch;
 }
@@ -64,21 +114,28 @@ Element Stack(std::vector<Element>& rows) {
 class BatchIterator : public UnaryOpIterator {
  public:
   BatchIterator(std::unique_ptr<Iterator> input, int64_t batch_size, bool drop_remainder,
-                std::string label)
+                std::string label, std::shared_ptr<BatchPlacement> placement)
       : UnaryOpIterator(std::move(input)),
         batch_size_(batch_size),
         drop_remainder_(drop_remainder),
-        label_(std::move(label)) {}
+        label_(std::move(label)),
+        placement_(std::move(placement)) {}
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
     std::vector<Element> rows;
     rows.reserve(std::min<int64_t>(batch_size_, 1024));
+    const int64_t first_seq = next_seq_;
     int64_t bytes = 0;
     while (static_cast<int64_t>(rows.size()) < batch_size_) {
       Element e;
       bool end = false;
-      RETURN_IF_ERROR(input_->GetNext(&e, &end));
+      const absl::Status status = input_->GetNext(&e, &end);
+      if (!status.ok()) {
+        ++next_seq_;  // A failed element had its place in the input's output too.
+        return status;
+      }
       if (end) break;
+      ++next_seq_;
       if (!rows.empty()) RETURN_IF_ERROR(CheckCompatible(rows[0], e, label_));
       bytes += static_cast<int64_t>(e.ByteSize());
       if (bytes > kMaxElementBytes) {
@@ -95,17 +152,36 @@ class BatchIterator : public UnaryOpIterator {
       *end_of_sequence = true;
       return absl::OkStatus();
     }
-    *out = Stack(rows);
+    if (placement_ != nullptr) {
+      // The image of the batch the last row was placed in, dropping every earlier one; usable
+      // when this batch is exactly that placement's batch.
+      const int64_t placed_batch = (first_seq + n - 1) / batch_size_;
+      std::optional<BatchPlacement::Placed> placed = placement_->Take(placed_batch);
+      if (placed.has_value() && n == batch_size_ && first_seq == placed_batch * batch_size_) {
+        if (std::optional<Element> batch = FromPlaced(rows, *placed)) {
+          *out = *std::move(batch);
+          *end_of_sequence = false;
+          return absl::OkStatus();
+        }
+      }
+    }
+    ASSIGN_OR_RETURN(*out, Stack(rows));
     *end_of_sequence = false;
     return absl::OkStatus();
   }
   absl::Status Save(StateWriter& writer) override { return SaveInput(writer); }
-  absl::Status Restore(const StateReader& reader) override { return RestoreInput(reader); }
+  absl::Status Restore(const StateReader& reader) override {
+    next_seq_ = 0;  // The input's output numbers count from its restored position too.
+    return RestoreInput(reader);
+  }
 
  private:
   const int64_t batch_size_;
   const bool drop_remainder_;
   const std::string label_;
+  const std::shared_ptr<BatchPlacement> placement_;
+  // The input's output sequence number of the next row (batch_placement.h).
+  int64_t next_seq_ = 0;
 };
 
 }  // namespace
@@ -124,7 +200,8 @@ OpInfo BatchOp() {
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t batch_size = args.params.GetInt("batch_size");
     return std::make_unique<BatchIterator>(std::move(input), batch_size,
-                                           args.params.GetBool("drop_remainder"), args.label);
+                                           args.params.GetBool("drop_remainder"), args.label,
+                                           args.placement);
   };
   return info;
 }

@@ -28,10 +28,11 @@ namespace {
 class ParallelMapIterator : public UnaryOpIterator {
  public:
   ParallelMapIterator(std::unique_ptr<Iterator> input, std::vector<OpBuildArgs> chain,
-                      int num_threads)
+                      int num_threads, std::shared_ptr<BatchPlacement> placement)
       : UnaryOpIterator(std::move(input)),
         chain_(std::move(chain)),
         max_in_flight_(2 * num_threads),
+        placement_(std::move(placement)),
         pool_(num_threads) {}
 
   ~ParallelMapIterator() override {
@@ -124,6 +125,8 @@ class ParallelMapIterator : public UnaryOpIterator {
     }
     ASSIGN_OR_RETURN(int64_t input_done, reader.ReadInt("input_done"));
     input_done_ = input_done != 0;
+    // Output sequence numbers count from the restored position (batch_placement.h).
+    next_seq_ = static_cast<int64_t>(slots_.size());
     return RestoreInput(reader);
   }
 
@@ -158,8 +161,19 @@ class ParallelMapIterator : public UnaryOpIterator {
         continue;
       }
       slots_.push_back(slot);
-      pool_.Schedule([this, slot] {
-        absl::Status udf_status = InvokeMapUdfs(chain_, slot->element);
+      pool_.Schedule([this, slot, seq = next_seq_++] {
+        absl::Status udf_status;
+        if (placement_ == nullptr) {
+          udf_status = InvokeMapUdfs(chain_, slot->element);
+        } else {
+          // The row is made in, or else copied to, its place in its batch.
+          std::vector<RowDestination> destinations = placement_->Destinations(seq);
+          {
+            ScopedRowDestinations scope(&destinations);
+            udf_status = InvokeMapUdfs(chain_, slot->element);
+          }
+          if (udf_status.ok()) placement_->Place(seq, slot->element);
+        }
         absl::MutexLock lock(&mu_);
         slot->status = std::move(udf_status);
         slot->done = true;
@@ -169,6 +183,7 @@ class ParallelMapIterator : public UnaryOpIterator {
 
   const std::vector<OpBuildArgs> chain_;
   const int max_in_flight_;
+  const std::shared_ptr<BatchPlacement> placement_;
   // Held by the runner across pulling one input element and scheduling it; by Save and
   // Restore. Acquired before mu_.
   absl::Mutex input_mu_;
@@ -178,6 +193,8 @@ class ParallelMapIterator : public UnaryOpIterator {
   // The input's error, delivered after every element pulled before it.
   absl::Status input_status_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The output sequence number of the next element pulled.
+  int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread runner_;
   // Last member: destroyed first, finishing its closures while everything above is alive.
   ThreadPool pool_;
@@ -186,8 +203,10 @@ class ParallelMapIterator : public UnaryOpIterator {
 }  // namespace
 
 std::unique_ptr<Iterator> NewParallelMapIterator(std::unique_ptr<Iterator> input,
-                                                 std::vector<OpBuildArgs> chain, int num_threads) {
-  return std::make_unique<ParallelMapIterator>(std::move(input), std::move(chain), num_threads);
+                                                 std::vector<OpBuildArgs> chain, int num_threads,
+                                                 std::shared_ptr<BatchPlacement> placement) {
+  return std::make_unique<ParallelMapIterator>(std::move(input), std::move(chain), num_threads,
+                                               std::move(placement));
 }
 
 absl::StatusOr<int> ParallelMapThreads(const Params& params) {

@@ -145,9 +145,22 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
       }
       chain.push_back(args_for(i));
     }
-    it = num_threads == 0 ? NewMapIterator(std::move(it), std::move(chain))
-                          : NewParallelMapIterator(std::move(it), std::move(chain), num_threads);
+    // A batch right after a parallel stage has its rows placed by the stage's threads.
+    std::shared_ptr<BatchPlacement> placement;
+    if (num_threads > 0 && i < ops_.size() && ops_[i].info->name == "batch") {
+      placement = std::make_shared<BatchPlacement>(ops_[i].params.GetInt("batch_size"));
+    }
+    it = num_threads == 0
+             ? NewMapIterator(std::move(it), std::move(chain))
+             : NewParallelMapIterator(std::move(it), std::move(chain), num_threads, placement);
     it = GuardAllocations(std::move(it), label);
+    if (placement != nullptr) {
+      OpBuildArgs args = args_for(i);
+      args.placement = std::move(placement);
+      ASSIGN_OR_RETURN(it, ops_[i].info->factory(std::move(it), args));
+      it = GuardAllocations(std::move(it), ops_[i].label);
+      ++i;
+    }
   }
   return it;
 }

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/test_paths.h"
@@ -277,6 +278,41 @@ TEST(PipelineDeterminismTest, FusedMapsYieldTheSameElementsAsUnfused) {
   }
   ASSERT_EQ(outputs[0].size(), 2u);
   EXPECT_TRUE(outputs[0] == outputs[1]) << "seed 11, epoch 2";
+}
+
+// A batch right after a parallel stage has its rows made in, or copied to, their place by the
+// stage's threads (batch_placement.h): the batches are exactly those of the unfused pipeline,
+// the last smaller one included.
+TEST(PipelineDeterminismTest, BatchesPlacedByTheParallelStageEqualUnfusedBatches) {
+  for (const char* json : {
+           R"({"source": {"type": "range", "params": {"stop": 50}}, "ops": [
+               {"op": "parallel_map", "params": {"num_threads": 3}, "udf": "cast",
+                "udfParams": {"dtype": "float32"}},
+               {"op": "batch", "params": {"batch_size": 4}}]})",
+           R"({"source": {"type": "tfrecord", "params": {"files": ["${DATA}/tutorial_images.tfrecord"]}},
+               "ops": [
+               {"op": "map", "udf": "parse_example", "udfParams": {"keys": ["image_raw"], "dtypes": ["bytes"]}},
+               {"op": "parallel_map", "params": {"num_threads": 2}, "udf": "decode_image", "udfParams": {"channels": 3}},
+               {"op": "parallel_map", "params": {"num_threads": 2}, "udf": "random_crop", "udfParams": {"height": 16, "width": 16}},
+               {"op": "parallel_map", "params": {"num_threads": 2}, "udf": "normalize",
+                "udfParams": {"mean": [0.5, 0.5, 0.5], "std": [0.2, 0.2, 0.2]}},
+               {"op": "batch", "params": {"batch_size": 1}}]})"}) {
+    auto def = ParsePipelineJson(
+        absl::StrReplaceAll(json, {{"${DATA}", testing::TfRecordTestDataDir()}}), "p.json");
+    ASSERT_TRUE(def.ok()) << def.status();
+    std::vector<Element> outputs[2];
+    for (int i = 0; i < 2; ++i) {
+      PipelineOptions pipeline_options;
+      pipeline_options.fuse_maps = i == 0;  // Unfused: no placement.
+      auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins(), pipeline_options);
+      ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+      EpochRunOptions options;
+      options.on_element = [&outputs, i](const Element& e) { outputs[i].push_back(e); };
+      ASSERT_TRUE(RunEpochInProcess(**pipeline, 5, 1, Env::Default(), options).ok());
+    }
+    ASSERT_FALSE(outputs[0].empty()) << json;
+    EXPECT_TRUE(outputs[0] == outputs[1]) << json;
+  }
 }
 
 TEST(PipelineDeterminismTest, SameSeedSameDigestOtherSeedSameMultiset) {

@@ -1,27 +1,14 @@
 #include "pipeline/tensor.h"
 
 #include <cstring>
+#include <new>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "pipeline/row_destination.h"
 
 namespace granary {
-
-size_t DataTypeSize(DataType dtype) {
-  switch (dtype) {
-    case DT_UINT8:
-    case DT_BOOL:
-      return 1;
-    case DT_INT32:
-    case DT_FLOAT:
-      return 4;
-    case DT_INT64:
-    case DT_DOUBLE:
-      return 8;
-    default:
-      return 0;
-  }
-}
 
 absl::string_view DataTypeName(DataType dtype) {
   switch (dtype) {
@@ -62,24 +49,55 @@ int64_t NumElements(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
+void Tensor::AllocateContent(size_t size) {
+  content_size_ = size;
+  if (size < kPooledBytes) {
+    owned_.reset(new char[size]);
+    content_ = owned_.get();
+    return;
+  }
+  // Large values (decoded images, crops) come from the buffer pool: freed on another thread
+  // than the one that made them (a parallel_map's thread, then batch's), malloc's per-thread
+  // arenas would unmap and map them again, a page fault per 4 KiB (transport/buffer_pool.h).
+  absl::StatusOr<BufferRef> buffer = BufferPool::Default()->Allocate(size);
+  if (!buffer.ok()) throw std::bad_alloc();  // What `new` does: allocation_guard.h reports it.
+  content_ = (*buffer)->data();
+  keeper_ = *std::move(buffer);
+}
+
 Tensor::Tensor(DataType dtype, std::vector<int64_t> shape)
     : dtype_(dtype), shape_(std::move(shape)), num_elements_(NumElements(shape_)) {
   if (dtype_ == DT_STRING) {
     strings_.resize(num_elements_);
   } else {
-    content_size_ = num_elements_ * DataTypeSize(dtype_);
-    content_.reset(new char[content_size_]());
+    AllocateContent(num_elements_ * DtypeSize(dtype_));
+    std::memset(content_, 0, content_size_);
   }
 }
 
 Tensor Tensor::Uninitialized(DataType dtype, std::vector<int64_t> shape) {
   if (dtype == DT_STRING) return Tensor(dtype, std::move(shape));
+  // A row's tensor made straight into its batch (row_destination.h).
+  if (RowDestination* d = ScopedRowDestinations::Claim(dtype, shape)) {
+    return View(dtype, std::move(shape), d->data, d->keeper);
+  }
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.num_elements_ = NumElements(t.shape_);
-  t.content_size_ = t.num_elements_ * DataTypeSize(dtype);
-  t.content_.reset(new char[t.content_size_]);
+  t.AllocateContent(t.num_elements_ * DtypeSize(dtype));
+  return t;
+}
+
+Tensor Tensor::View(DataType dtype, std::vector<int64_t> shape, char* data,
+                    std::shared_ptr<const void> keeper) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = NumElements(t.shape_);
+  t.content_size_ = t.num_elements_ * DtypeSize(dtype);
+  t.content_ = data;
+  t.keeper_ = std::move(keeper);
   return t;
 }
 
@@ -87,16 +105,39 @@ Tensor::Tensor(const Tensor& other)
     : dtype_(other.dtype_),
       shape_(other.shape_),
       num_elements_(other.num_elements_),
-      content_size_(other.content_size_),
       strings_(other.strings_) {
   if (other.content_ != nullptr) {
-    content_.reset(new char[content_size_]);
-    std::memcpy(content_.get(), other.content_.get(), content_size_);
+    AllocateContent(other.content_size_);
+    std::memcpy(content_, other.content_, content_size_);
   }
 }
 
 Tensor& Tensor::operator=(const Tensor& other) {
   if (this != &other) *this = Tensor(other);
+  return *this;
+}
+
+Tensor::Tensor(Tensor&& other) noexcept
+    : dtype_(other.dtype_),
+      shape_(std::move(other.shape_)),
+      num_elements_(other.num_elements_),
+      content_(std::exchange(other.content_, nullptr)),
+      content_size_(std::exchange(other.content_size_, 0)),
+      owned_(std::move(other.owned_)),
+      keeper_(std::move(other.keeper_)),
+      strings_(std::move(other.strings_)) {}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this != &other) {
+    dtype_ = other.dtype_;
+    shape_ = std::move(other.shape_);
+    num_elements_ = other.num_elements_;
+    content_ = std::exchange(other.content_, nullptr);
+    content_size_ = std::exchange(other.content_size_, 0);
+    owned_ = std::move(other.owned_);
+    keeper_ = std::move(other.keeper_);
+    strings_ = std::move(other.strings_);
+  }
   return *this;
 }
 
@@ -119,36 +160,23 @@ size_t Tensor::ByteSize() const {
   return size;
 }
 
-void Tensor::AppendCanonical(int64_t row, std::string* out) const {
-  const auto append_u64 = [out](uint64_t v) { out->append(reinterpret_cast<char*>(&v), 8); };
-  append_u64(dtype_);
-  const size_t first_dim = row < 0 ? 0 : 1;
-  append_u64(shape_.size() - first_dim);
-  for (size_t d = first_dim; d < shape_.size(); ++d) append_u64(shape_[d]);
-  const int64_t rows = row < 0 || shape_.empty() || shape_[0] == 0 ? 1 : shape_[0];
-  const int64_t per_row = row < 0 ? num_elements_ : num_elements_ / rows;
-  const int64_t begin = row < 0 ? 0 : row * per_row;
-  if (dtype_ == DT_STRING) {
-    for (int64_t i = begin; i < begin + per_row; ++i) {
-      append_u64(strings_[i].size());
-      out->append(strings_[i]);
-    }
-  } else {
-    const size_t width = DataTypeSize(dtype_);
-    out->append(content_.get() + begin * width, per_row * width);
-  }
+TensorView Tensor::view() const {
+  TensorView view;
+  view.dtype = dtype_;
+  view.shape = shape_;
+  view.data = content_;
+  view.size = content_size_;
+  view.strings.assign(strings_.begin(), strings_.end());
+  return view;
 }
 
 void Tensor::ToProto(TensorProto* proto) const {
-  ToProtoWithoutContent(proto);
-  if (dtype_ != DT_STRING) proto->set_content(content_.get(), content_size_);
-}
-
-void Tensor::ToProtoWithoutContent(TensorProto* proto) const {
   proto->set_dtype(dtype_);
   proto->mutable_shape()->Assign(shape_.begin(), shape_.end());
   if (dtype_ == DT_STRING) {
     proto->mutable_string_values()->Assign(strings_.begin(), strings_.end());
+  } else {
+    proto->set_content(content_, content_size_);
   }
 }
 
@@ -170,13 +198,12 @@ absl::StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
     }
     t.strings_.assign(proto.string_values().begin(), proto.string_values().end());
   } else {
-    if (proto.content().size() != t.num_elements_ * DataTypeSize(t.dtype_)) {
+    if (proto.content().size() != t.num_elements_ * DtypeSize(t.dtype_)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "tensor ", t.DebugString(), " has ", proto.content().size(), " content bytes"));
     }
-    t.content_size_ = proto.content().size();
-    t.content_.reset(new char[t.content_size_]);
-    std::memcpy(t.content_.get(), proto.content().data(), t.content_size_);
+    t.AllocateContent(proto.content().size());
+    std::memcpy(t.content_, proto.content().data(), t.content_size_);
   }
   return t;
 }

@@ -1,24 +1,27 @@
 // Tensor: a dtype, a shape and contiguous row-major values (DESIGN.md §2).
 //
-// Numeric tensors keep their values in one byte buffer; DT_STRING tensors keep one std::string
-// per value. Value semantics (copyable, movable). Thread-compatible.
+// Numeric tensors keep their values in one byte buffer — their own, or a region of a buffer they
+// share (a view: the batch op's tensors live inside the element's wire image, so that the
+// image is serialized by construction, transport/element_image.h); DT_STRING tensors keep one
+// std::string per value. Value semantics (copyable, movable): a copy owns a copy of the values.
+// Thread-compatible.
 #ifndef GRANARY_PIPELINE_TENSOR_H_
 #define GRANARY_PIPELINE_TENSOR_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/pipeline.pb.h"
+#include "transport/buffer_pool.h"
+#include "transport/element_image.h"
+#include "transport/tensor_view.h"
 
 namespace granary {
 
-// Bytes per value; 0 for DT_STRING and DT_INVALID.
-size_t DataTypeSize(DataType dtype);
 // "uint8", "int32", "int64", "float32", "float64", "bool", "string".
 absl::string_view DataTypeName(DataType dtype);
 // Inverse of DataTypeName; InvalidArgument naming `name` otherwise.
@@ -41,12 +44,19 @@ class Tensor {
   Tensor(DataType dtype, std::vector<int64_t> shape);
   // Like the constructor, but numeric values are left uninitialized: for producers that
   // overwrite every value (decoders, crops, batching), sparing a memset of the whole buffer.
+  // Inside a ScopedRowDestinations it may be a view of the row's place in its batch
+  // (row_destination.h).
   static Tensor Uninitialized(DataType dtype, std::vector<int64_t> shape);
+
+  // A numeric tensor whose values are the `DtypeSize(dtype) * elements` bytes at `data`,
+  // which `keeper` keeps alive (and no one else writes). REQUIRES: dtype numeric.
+  static Tensor View(DataType dtype, std::vector<int64_t> shape, char* data,
+                     std::shared_ptr<const void> keeper);
 
   Tensor(const Tensor& other);
   Tensor& operator=(const Tensor& other);
-  Tensor(Tensor&&) noexcept = default;
-  Tensor& operator=(Tensor&&) noexcept = default;
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(Tensor&& other) noexcept;
 
   template <typename T>
   static Tensor Scalar(T value) {
@@ -68,15 +78,18 @@ class Tensor {
   // Numeric values. REQUIRES: dtype() == DataTypeOf<T>::value.
   template <typename T>
   T* data() {
-    return reinterpret_cast<T*>(content_.get());
+    return reinterpret_cast<T*>(content_);
   }
   template <typename T>
   const T* data() const {
-    return reinterpret_cast<const T*>(content_.get());
+    return reinterpret_cast<const T*>(content_);
   }
   // The raw row-major bytes of a numeric tensor.
-  absl::string_view content() const { return absl::string_view(content_.get(), content_size_); }
-  char* mutable_bytes() { return content_.get(); }
+  absl::string_view content() const { return absl::string_view(content_, content_size_); }
+  char* mutable_bytes() { return content_; }
+
+  // The tensor as a view of its values (valid while the tensor is alive and unchanged).
+  TensorView view() const;
 
   // DT_STRING values.
   const std::vector<std::string>& strings() const { return strings_; }
@@ -85,14 +98,7 @@ class Tensor {
   // Approximate memory held by the values.
   size_t ByteSize() const;
 
-  // Appends a canonical encoding of row `row` (index along dimension 0) of the tensor, or of
-  // the whole tensor when `row` is -1, to `out`: dtype, row shape, values. Used for digests.
-  void AppendCanonical(int64_t row, std::string* out) const;
-
   void ToProto(TensorProto* proto) const;
-  // ToProto without the numeric content (dtype, shape and, for DT_STRING, the values): what
-  // Element::SerializeAsProto writes before appending the content itself.
-  void ToProtoWithoutContent(TensorProto* proto) const;
   // InvalidArgument when the content size disagrees with dtype and shape.
   static absl::StatusOr<Tensor> FromProto(const TensorProto& proto);
 
@@ -109,9 +115,17 @@ class Tensor {
   DataType dtype_ = DT_INVALID;
   std::vector<int64_t> shape_;
   int64_t num_elements_ = 0;
-  // Numeric values: content_size_ bytes (malloc-aligned, so any DataType's values are aligned).
-  std::unique_ptr<char[]> content_;
+  // Sets content_ to `size` uninitialized bytes of its own (throws std::bad_alloc, as `new`
+  // does, when there are none).
+  void AllocateContent(size_t size);
+
+  // Numeric values: content_size_ bytes, in owned_ (malloc-aligned; small values) or in a
+  // buffer keeper_ keeps alive: a pooled one of its own (large values) or, for a view, a
+  // shared one (aligned to at least the dtype's size).
+  char* content_ = nullptr;
   size_t content_size_ = 0;
+  std::unique_ptr<char[]> owned_;
+  std::shared_ptr<const void> keeper_;
   std::vector<std::string> strings_;
 };
 

@@ -49,7 +49,7 @@ class RandomCrop : public Udf {
     const int64_t x = static_cast<int64_t>(rng.Uniform(w - crop_w + 1));
     if (crop_h == h && crop_w == w) return absl::OkStatus();
 
-    const size_t pixel_bytes = c * DataTypeSize(t->dtype());
+    const size_t pixel_bytes = c * DtypeSize(t->dtype());
     const size_t src_stride = w * pixel_bytes;
     const size_t row_bytes = crop_w * pixel_bytes;
     Tensor out = Tensor::Uninitialized(t->dtype(), {crop_h, crop_w, c});

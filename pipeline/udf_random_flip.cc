@@ -46,7 +46,7 @@ void FlipLeftRight(Tensor* image) {
   const int64_t h = image->shape()[0];
   const int64_t w = image->shape()[1];
   if (h == 0 || w < 2) return;
-  const size_t pixel_bytes = image->shape()[2] * DataTypeSize(image->dtype());
+  const size_t pixel_bytes = image->shape()[2] * DtypeSize(image->dtype());
   char* data = image->mutable_bytes();
   switch (pixel_bytes) {
     case 1:  // uint8 gray

@@ -93,7 +93,7 @@ class Resize : public Udf {
       return absl::InvalidArgumentError(
           absl::StrCat(kName, ": cannot resize the empty image ", t->DebugString()));
     }
-    const int64_t out_bytes = height_ * width_ * c * DataTypeSize(t->dtype());
+    const int64_t out_bytes = height_ * width_ * c * DtypeSize(t->dtype());
     if (out_bytes > kMaxElementBytes) {
       return absl::ResourceExhaustedError(absl::StrCat(
           kName, ": resizing ", t->DebugString(), " to ", DataTypeName(t->dtype()), "[", height_,

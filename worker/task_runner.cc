@@ -103,8 +103,13 @@ void TaskRunner::Produce(int64_t run_id) {
     absl::Status status = run->it->GetNext(&element, &end);
     IndexedElement indexed;
     if (status.ok() && !end) {
-      indexed.set_payload(element.SerializeAsProto());
-      indexed.set_checksum(Hash64(indexed.payload()));
+      absl::StatusOr<BufferRef> image = element.Serialize();
+      if (image.ok()) {
+        indexed.set_payload(std::string((*image)->bytes()));
+        indexed.set_checksum(Hash64(indexed.payload()));
+      } else {
+        status = image.status();
+      }
     }
     int64_t finished_count = -1;
     {

@@ -1,0 +1,28 @@
+#include "pipeline/row_destination.h"
+
+namespace granary {
+namespace {
+
+thread_local std::vector<RowDestination>* current_destinations = nullptr;
+
+}  // namespace
+
+ScopedRowDestinations::ScopedRowDestinations(std::vector<RowDestination>* destinations)
+    : previous_(current_destinations) {
+  current_destinations = destinations;
+}
+
+ScopedRowDestinations::~ScopedRowDestinations() { current_destinations = previous_; }
+
+RowDestination* ScopedRowDestinations::Claim(DataType dtype, const std::vector<int64_t>& shape) {
+  if (current_destinations == nullptr) return nullptr;
+  for (RowDestination& d : *current_destinations) {
+    if (!d.claimed && d.dtype == dtype && d.shape == shape) {
+      d.claimed = true;
+      return &d;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace granary
