@@ -27,12 +27,13 @@ absl::StatusOr<ServiceEpoch> ReadServiceEpoch(Job& job, int64_t epoch) {
   const absl::Time start = absl::Now();
   ASSIGN_OR_RETURN(std::unique_ptr<EpochReader> reader, job.ReadEpoch(epoch));
   ServiceEpoch read;
-  ElementProto element;
+  ReceivedElement element;
   bool end = false;
   while (true) {
     RETURN_IF_ERROR(reader->Next(&element, &end));
     if (end) break;
-    read.rows += element.tensors(0).shape_size() > 0 ? element.tensors(0).shape(0) : 1;
+    const std::vector<int64_t>& shape = element.tensor(0).shape;
+    read.rows += shape.empty() ? 1 : shape[0];
   }
   read.bytes = reader->stats().payload_bytes;
   read.seconds = absl::ToDoubleSeconds(absl::Now() - start);

@@ -79,8 +79,10 @@ absl::Status Run() {
 
   for (const int64_t mib : {1, 16}) {
     const int64_t count = std::max<int64_t>(2, (QuickBench() ? 64 : 1024) / mib);  // MiB/epoch.
-    PipelineDef trivial =
-        PipelineBuilder::Range(count).Map("fill_bytes", {{"bytes", mib << 20}}).Build();
+    PipelineDef trivial = PipelineBuilder::Range(count)
+                              .ParallelMap("fill_bytes", 1, {{"bytes", mib << 20}})
+                              .Batch(1)
+                              .Build();
     auto ds = client.RegisterPipeline(trivial);
     if (!ds.ok()) return ds.status();
     auto job = client.OpenJob(*ds, {.name = absl::StrCat("transport", mib), .num_worker_slots = 1});

@@ -111,6 +111,13 @@ class ClientImpl final : public Client {
 
 }  // namespace
 
+absl::Status EpochReader::Next(ElementProto* element, bool* end) {
+  ReceivedElement received;
+  RETURN_IF_ERROR(Next(&received, end));
+  if (!*end) *element = received.ToProto();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   ASSIGN_OR_RETURN(std::shared_ptr<Connection> connection, Connection::Open(options));
   return std::unique_ptr<Client>(new ClientImpl(std::move(connection)));

@@ -4,8 +4,6 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
@@ -22,13 +20,15 @@ grpc::ChannelArguments ClientChannelArguments() {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
+  args.SetInt(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 16 << 20);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   return args;
 }
 
-absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions& options) {
+absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions& options,
+                                                            Env* env) {
   if (options.dispatcher_address.empty()) {
     return absl::InvalidArgumentError("ClientOptions.dispatcher_address is empty");
   }
@@ -44,7 +44,7 @@ absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions
         "ClientOptions: heartbeat_interval_ms, rpc_timeout_ms and stall_timeout_ms must be "
         "positive");
   }
-  std::shared_ptr<Connection> connection(new Connection(options));
+  std::shared_ptr<Connection> connection(new Connection(options, env));
   std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
       options.dispatcher_address, grpc::InsecureChannelCredentials(), ClientChannelArguments());
   if (!channel->WaitForConnected(DeadlineAfter(options.rpc_timeout_ms))) {
@@ -56,14 +56,14 @@ absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions
   return connection;
 }
 
-std::shared_ptr<Worker::Stub> Connection::WorkerStub(const std::string& address) {
+std::shared_ptr<grpc::Channel> Connection::WorkerChannel(const std::string& address) {
   absl::MutexLock lock(&mu_);
-  std::shared_ptr<Worker::Stub>& stub = workers_[address];
-  if (stub == nullptr) {
-    stub = Worker::NewStub(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                                     ClientChannelArguments()));
+  std::shared_ptr<grpc::Channel>& channel = workers_[address];
+  if (channel == nullptr) {
+    channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+                                        ClientChannelArguments());
   }
-  return stub;
+  return channel;
 }
 
 std::unique_ptr<grpc::ClientContext> Connection::DispatcherContext() const {
@@ -75,15 +75,16 @@ std::unique_ptr<grpc::ClientContext> Connection::DispatcherContext() const {
 
 grpc::Status Connection::CallDispatcher(
     const std::function<grpc::Status(grpc::ClientContext* context)>& call) const {
-  const absl::Time give_up = absl::Now() + absl::Milliseconds(options_.stall_timeout_ms);
-  absl::Duration backoff = absl::Milliseconds(50);
+  const uint64_t give_up = env_->NowMicros() + static_cast<uint64_t>(options_.stall_timeout_ms) * 1000;
+  uint64_t backoff_us = 50'000;
   while (true) {
     const grpc::Status status = call(DispatcherContext().get());
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE || absl::Now() + backoff > give_up) {
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
+        env_->NowMicros() + backoff_us > give_up) {
       return status;
     }
-    absl::SleepFor(backoff);
-    backoff = std::min(backoff * 2, absl::Seconds(1));
+    env_->SleepForMicros(backoff_us);
+    backoff_us = std::min<uint64_t>(backoff_us * 2, 1'000'000);
   }
 }
 

@@ -15,14 +15,15 @@
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "common/env.h"
 #include "proto/dispatcher.grpc.pb.h"
-#include "proto/worker.grpc.pb.h"
 
 namespace granary {
 
 // The channel arguments of every channel the client opens: no message size limit (a
 // GetElements response carries up to max_bytes_per_request of payload, and at least one
-// element however large), and a reconnect backoff capped at one second so that a worker or
+// element however large), receive reads of up to 16 MiB (fewer, larger slices for large
+// elements to arrive in), and a reconnect backoff capped at one second so that a worker or
 // dispatcher restarted at the same address is found again quickly (gRPC's default cap is two
 // minutes).
 grpc::ChannelArguments ClientChannelArguments();
@@ -32,15 +33,18 @@ grpc::ChannelArguments ClientChannelArguments();
 class Connection {
  public:
   // Opens the dispatcher channel and waits up to options.rpc_timeout_ms for it to connect.
-  // Unavailable naming the address if it does not; InvalidArgument for bad options.
-  static absl::StatusOr<std::shared_ptr<Connection>> Open(const ClientOptions& options);
+  // Unavailable naming the address if it does not; InvalidArgument for bad options. Every timer
+  // of the client (stall timeouts, heartbeat intervals, back-offs) runs on `env`'s clock.
+  static absl::StatusOr<std::shared_ptr<Connection>> Open(const ClientOptions& options,
+                                                          Env* env = Env::Default());
 
   const ClientOptions& options() const { return options_; }
+  Env* env() const { return env_; }
   Dispatcher::Stub& dispatcher() { return *dispatcher_; }
 
-  // The stub of the worker at `address` (host:port); its channel is created on first use and
-  // kept for the life of the Connection.
-  std::shared_ptr<Worker::Stub> WorkerStub(const std::string& address);
+  // The channel to the worker at `address` (host:port), created on first use and kept for the
+  // life of the Connection.
+  std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& address);
 
   // A context for a dispatcher call: deadline rpc_timeout_ms, and wait_for_ready so that a
   // call made while the dispatcher restarts waits for it (up to the deadline) instead of
@@ -57,12 +61,13 @@ class Connection {
   std::unique_ptr<grpc::ClientContext> WorkerContext() const;
 
  private:
-  explicit Connection(const ClientOptions& options) : options_(options) {}
+  Connection(const ClientOptions& options, Env* env) : options_(options), env_(env) {}
 
   const ClientOptions options_;
+  Env* const env_;
   std::unique_ptr<Dispatcher::Stub> dispatcher_;
   absl::Mutex mu_;
-  std::map<std::string, std::shared_ptr<Worker::Stub>> workers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<grpc::Channel>> workers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace granary

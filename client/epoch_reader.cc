@@ -9,12 +9,15 @@
 #include "common/grpc_status.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "transport/element_image.h"
 
 namespace granary {
 namespace {
 
-constexpr absl::Duration kInitialBackoff = absl::Milliseconds(20);
-constexpr absl::Duration kMaxBackoff = absl::Milliseconds(500);
+constexpr uint64_t kInitialBackoffUs = 20'000;
+constexpr uint64_t kMaxBackoffUs = 500'000;
+// Waits on the Env clock look at it at least this often (real time).
+constexpr absl::Duration kClockPoll = absl::Milliseconds(50);
 // A payload that fails its checksum this many times in a row is DataLoss.
 constexpr int kMaxChecksumFailures = 3;
 
@@ -23,6 +26,32 @@ constexpr int kMaxChecksumFailures = 3;
 bool IsPermanent(absl::StatusCode code) {
   return code == absl::StatusCode::kOutOfRange || code == absl::StatusCode::kInvalidArgument ||
          code == absl::StatusCode::kUnimplemented || code == absl::StatusCode::kDataLoss;
+}
+
+// The payload of an accepted element as a ReceivedElement, and whether its XXH3-64 matches
+// `checksum` (*matches; the element is only made when it does). The element views the one
+// receive slice the payload lies in when it lies whole in one with its tensors aligned;
+// otherwise the payload is copied — and hashed while copied — into one buffer, the only copy an
+// element's bytes see on the client.
+absl::StatusOr<ReceivedElement> Receive(const ReceivedBytes& payload, uint64_t checksum,
+                                        bool* matches) {
+  if (const absl::string_view single = payload.Single(); !single.empty()) {
+    absl::StatusOr<ImageView> view = ParseImage(single);
+    if (view.ok() && ContentsAligned(*view)) {
+      *matches = Hash3_64(single) == checksum;
+      if (!*matches) return ReceivedElement();
+      return ReceivedElement::View(std::make_shared<ReceivedBytes>(payload), single);
+    }
+  }
+  ASSIGN_OR_RETURN(BufferRef buffer, BufferPool::Default()->Allocate(payload.size()));
+  *matches = payload.CopyAndHash(buffer->data()) == checksum;
+  if (!*matches) return ReceivedElement();
+  ASSIGN_OR_RETURN(ImageView view, ParseImage(buffer->bytes()));
+  // An image from another writer, whose contents are not aligned: laid out anew.
+  if (!ContentsAligned(view)) {
+    ASSIGN_OR_RETURN(buffer, WriteAlignedImage(view, BufferPool::Default()));
+  }
+  return ReceivedElement::View(buffer, buffer->bytes());
 }
 
 }  // namespace
@@ -65,7 +94,7 @@ absl::StatusOr<std::unique_ptr<GrpcEpochReader>> GrpcEpochReader::Start(
         task.next_fetch = task.next_deliver = index;
       }
     }
-    reader->last_answer_ = absl::Now();
+    reader->last_answer_us_ = reader->connection_->env()->NowMicros();
     for (auto& entry : reader->tasks_) tasks.push_back(entry.second.get());
   }
   GrpcEpochReader* r = reader.get();
@@ -86,18 +115,28 @@ GrpcEpochReader::~GrpcEpochReader() {
   for (std::thread& thread : threads_) thread.join();
 }
 
-absl::Status GrpcEpochReader::Next(ElementProto* element, bool* end) {
+bool GrpcEpochReader::AwaitUntil(const absl::Condition& condition, uint64_t deadline_us) {
+  Env* const env = connection_->env();
+  while (!condition.Eval()) {
+    const uint64_t now = env->NowMicros();
+    if (now >= deadline_us) return false;
+    mu_.AwaitWithTimeout(condition,
+                         std::min(absl::Microseconds(deadline_us - now), kClockPoll));
+  }
+  return true;
+}
+
+absl::Status GrpcEpochReader::Next(ReceivedElement* element, bool* end) {
   *end = false;
   absl::MutexLock lock(&mu_);
-  const absl::Time start = absl::Now();
-  const absl::Duration stall = absl::Milliseconds(options_.stall_timeout_ms);
-  const auto ready = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return !queue_.empty() || !error_.ok() || AllDone();
-  };
-  while (!ready()) {
-    const absl::Time deadline = std::max(start, last_answer_) + stall;
-    if (absl::Now() >= deadline) return absl::UnavailableError(StallMessage());
-    mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+  const uint64_t start = connection_->env()->NowMicros();
+  const uint64_t stall_us = static_cast<uint64_t>(options_.stall_timeout_ms) * 1000;
+  const absl::Condition ready(this, &GrpcEpochReader::ReadyToDeliver);
+  // A worker's answer moves the deadline on: wait again until then.
+  while (!AwaitUntil(ready, std::max(start, last_answer_us_) + stall_us)) {
+    if (connection_->env()->NowMicros() >= std::max(start, last_answer_us_) + stall_us) {
+      return absl::UnavailableError(StallMessage());
+    }
   }
   if (!queue_.empty()) {
     Queued& front = queue_.front();
@@ -201,11 +240,11 @@ absl::Status GrpcEpochReader::Heartbeat(bool first) {
 }
 
 void GrpcEpochReader::HeartbeatLoop() {
-  const absl::Duration interval = absl::Milliseconds(options_.heartbeat_interval_ms);
+  const uint64_t interval_us = static_cast<uint64_t>(options_.heartbeat_interval_ms) * 1000;
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      mu_.AwaitWithTimeout(absl::Condition(&stop_), interval);
+      AwaitUntil(absl::Condition(&stop_), connection_->env()->NowMicros() + interval_us);
       if (stop_) return;
     }
     // A failure is recorded in heartbeat_error_; the fetch threads keep using the addresses
@@ -216,38 +255,49 @@ void GrpcEpochReader::HeartbeatLoop() {
 
 GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t from_index,
                                                       const std::string& address,
-                                                      GetElementsResponse* response) {
+                                                      const ReceivedReply& reply) {
   Checked checked;
+  if (!reply.malformed.ok()) {
+    checked.problem = absl::StrCat("worker ", address, ": ", reply.malformed.message());
+    return checked;
+  }
   int64_t next = from_index;
-  for (IndexedElement& e : *response->mutable_elements()) {
-    if (e.index() < next) {
+  for (const ReceivedPayload& e : reply.elements) {
+    if (e.index < next) {
       ++checked.duplicates;
       continue;
     }
-    if (e.index() > next) {
-      checked.problem = absl::StrCat("worker ", address, " answered index ", e.index(), " of task ",
+    if (e.index > next) {
+      checked.problem = absl::StrCat("worker ", address, " answered index ", e.index, " of task ",
                                      task_id, " when index ", next, " was due");
       break;
     }
-    const uint64_t hash = Hash64(e.payload());
-    if (hash != e.checksum()) {
+    bool matches = false;
+    absl::StatusOr<granary::ReceivedElement> element = Receive(e.payload, e.checksum, &matches);
+    if (!element.ok() && absl::IsResourceExhausted(element.status())) {
+      checked.problem = absl::StrCat("task ", task_id, " element ", next, ": ",
+                                     element.status().message());
+      break;
+    }
+    if (!matches) {
       checked.checksum_mismatch = true;
       checked.problem = absl::StrCat("task ", task_id, " element ", next, " from worker ", address,
-                                     ": payload checksum mismatch (XXH64 ", HashToHex(hash),
-                                     ", expected ", HashToHex(e.checksum()), ")");
+                                     ": payload checksum mismatch (expected XXH3 ",
+                                     HashToHex(e.checksum), ")");
+      break;
+    }
+    if (!element.ok()) {
+      checked.permanent = absl::DataLossError(absl::StrCat(
+          "task ", task_id, " element ", next, " from worker ", address, ": payload of ",
+          e.payload.size(), " bytes matches its checksum but is not an element: ",
+          element.status().message()));
       break;
     }
     Queued queued;
     queued.task_id = task_id;
     queued.index = next;
-    queued.bytes = static_cast<int64_t>(e.payload().size());
-    if (!queued.element.ParseFromString(e.payload())) {
-      checked.permanent = absl::DataLossError(absl::StrCat(
-          "task ", task_id, " element ", next, " from worker ", address, ": payload of ",
-          e.payload().size(), " bytes matches its checksum but is not an ElementProto"));
-      break;
-    }
-    e.clear_payload();
+    queued.bytes = static_cast<int64_t>(e.payload.size());
+    queued.element = *std::move(element);
     checked.accepted.push_back(std::move(queued));
     ++next;
   }
@@ -255,14 +305,14 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
 }
 
 void GrpcEpochReader::FetchLoop(Task* task) {
-  absl::Duration backoff = kInitialBackoff;
+  uint64_t backoff_us = kInitialBackoffUs;
   while (true) {
     GetElementsRequest request;
     std::string address;
     std::unique_ptr<grpc::ClientContext> context = connection_->WorkerContext();
     {
       absl::MutexLock lock(&mu_);
-      const auto ready = [this, task]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      const auto ready = [this, task]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         if (stop_ || !error_.ok() || task->done) return true;
         if (task->finished && task->next_fetch >= task->num_elements) return true;
         return !task->address.empty() && queued_bytes_ < queue_bound_;
@@ -282,7 +332,7 @@ void GrpcEpochReader::FetchLoop(Task* task) {
       // Take a permit for a call, first come first served: a task that has just had one must
       // not starve the others (its thread would otherwise tend to win the mutex again).
       permit_queue_.push_back(task->id);
-      const auto my_turn = [this, task]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      const auto my_turn = [this, task]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return stop_ || !error_.ok() ||
                (permit_queue_.front() == task->id &&
                 in_flight_ < options_.max_outstanding_requests);
@@ -302,11 +352,11 @@ void GrpcEpochReader::FetchLoop(Task* task) {
       // or has set stop_ before we got here (checked above).
       task->call = context.get();
     }
-    std::shared_ptr<Worker::Stub> stub = connection_->WorkerStub(address);
-    GetElementsResponse response;
-    const grpc::Status rpc = stub->GetElements(context.get(), request, &response);
+    std::shared_ptr<grpc::Channel> channel = connection_->WorkerChannel(address);
+    ReceivedReply reply;
+    const grpc::Status rpc = CallGetElements(channel.get(), context.get(), request, &reply);
     Checked checked;
-    if (rpc.ok()) checked = CheckAnswer(task->id, request.from_index(), address, &response);
+    if (rpc.ok()) checked = CheckAnswer(task->id, request.from_index(), address, reply);
 
     absl::MutexLock lock(&mu_);
     --in_flight_;
@@ -326,8 +376,8 @@ void GrpcEpochReader::FetchLoop(Task* task) {
       ++stats_.retries;
       retry = true;
     } else {
-      last_answer_ = absl::Now();
-      stats_.recomputed_dropped += response.recomputed();
+      last_answer_us_ = connection_->env()->NowMicros();
+      stats_.recomputed_dropped += reply.recomputed;
       stats_.duplicates_dropped += checked.duplicates;
       task->next_fetch += static_cast<int64_t>(checked.accepted.size());
       for (Queued& queued : checked.accepted) {
@@ -353,15 +403,15 @@ void GrpcEpochReader::FetchLoop(Task* task) {
         task->last_error = checked.problem;
         ++stats_.retries;
         retry = true;
-      } else if (response.end_of_task()) {
-        if (response.num_elements() == task->next_fetch) {
+      } else if (reply.end_of_task) {
+        if (reply.num_elements == task->next_fetch) {
           task->done = true;
           return;
         }
         const std::string problem = absl::StrCat(
-            "worker ", address, " says task ", task->id, " ends with ", response.num_elements(),
+            "worker ", address, " says task ", task->id, " ends with ", reply.num_elements,
             " elements; the reader is at index ", task->next_fetch);
-        if (response.num_elements() < task->next_fetch) {
+        if (reply.num_elements < task->next_fetch) {
           SetPermanentError(absl::OutOfRangeError(problem));
           return;
         }
@@ -370,17 +420,19 @@ void GrpcEpochReader::FetchLoop(Task* task) {
         retry = true;
       } else {
         task->last_error.clear();
-        backoff = kInitialBackoff;
+        backoff_us = kInitialBackoffUs;
       }
     }
     if (retry) {
       // Back off, but wake as soon as a heartbeat names another worker or generation.
       const int64_t generation = request.generation();
-      const auto changed = [this, task, &address, generation]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return stop_ || task->address != address || task->generation != generation;
-      };
-      mu_.AwaitWithTimeout(absl::Condition(&changed), backoff);
-      backoff = std::min(backoff * 2, kMaxBackoff);
+      const auto changed = [this, task, &address, generation]()
+                               ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                                 return stop_ || task->address != address ||
+                                        task->generation != generation;
+                               };
+      AwaitUntil(absl::Condition(&changed), connection_->env()->NowMicros() + backoff_us);
+      backoff_us = std::min(backoff_us * 2, kMaxBackoffUs);
     }
   }
 }

@@ -16,12 +16,15 @@
 //    calls are in flight across all tasks (permits go first come, first served, so no task
 //    starves); then it calls GetElements(task, generation,
 //    from_index = next, max_bytes) on the worker the dispatcher names (from_index also
-//    acknowledges everything before it). In the answer it accepts only index == next: a lower
-//    index is a duplicate (dropped, counted), a higher one a protocol error (the rest of the
-//    answer is dropped and the call retried); each accepted payload must hash (XXH64) to its
-//    checksum, else the rest of the answer is dropped and the call retried, and a payload still
-//    wrong on the third try in a row is DataLoss naming task and index. Accepted elements go to
-//    the queue in index order.
+//    acknowledges everything before it). The answer arrives as gRPC's receive slices
+//    (transport/elements_reply.h). In it the reader accepts only index == next: a lower index is
+//    a duplicate (dropped, counted), a higher one a protocol error (the rest of the answer is
+//    dropped and the call retried); each accepted payload must hash (XXH3-64, over the slices)
+//    to its checksum, else the rest of the answer is dropped and the call retried, and a payload
+//    still wrong on the third try in a row is DataLoss naming task and index. An accepted
+//    payload becomes a ReceivedElement: a view of the slice it lies in when it lies whole and
+//    aligned in one, else of the one buffer it is copied into (hashed as it is copied). Accepted
+//    elements go to the queue in index order.
 //  * Any failed call (UNAVAILABLE: worker down; NOT_FOUND: the task is not there yet;
 //    FAILED_PRECONDITION: another generation; anything else but the permanent errors below)
 //    is retried after a backoff of 20 ms doubling to 500 ms, cut short when a heartbeat brings
@@ -38,6 +41,9 @@
 //
 // Memory: the queue holds at most its bound plus one answer per in-flight call (a fetch thread
 // checks the bound before asking, not after).
+//
+// Time: stall timeouts, heartbeat intervals and back-offs run on the connection's Env clock, so
+// tests can move it (waits poll it at least every 50 ms of real time).
 #ifndef GRANARY_CLIENT_EPOCH_READER_H_
 #define GRANARY_CLIENT_EPOCH_READER_H_
 
@@ -53,10 +59,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "client/connection.h"
 #include "granary/client.h"
 #include "proto/client.pb.h"
+#include "transport/elements_reply.h"
 
 namespace granary {
 
@@ -77,7 +83,8 @@ class GrpcEpochReader final : public EpochReader {
   GrpcEpochReader(const GrpcEpochReader&) = delete;
   GrpcEpochReader& operator=(const GrpcEpochReader&) = delete;
 
-  absl::Status Next(ElementProto* element, bool* end) override;
+  using EpochReader::Next;
+  absl::Status Next(ReceivedElement* element, bool* end) override;
   std::string SavePosition() const override;
   EpochStats stats() const override;
 
@@ -107,7 +114,7 @@ class GrpcEpochReader final : public EpochReader {
     int64_t task_id;
     int64_t index;
     int64_t bytes;
-    ElementProto element;
+    ReceivedElement element;
   };
 
   // The outcome of one GetElements answer, checked outside the lock.
@@ -128,12 +135,19 @@ class GrpcEpochReader final : public EpochReader {
   absl::Status Heartbeat(bool first);
   void HeartbeatLoop();
   void FetchLoop(Task* task);
-  // Checks an answer to GetElements(task_id, from_index) from the worker at `address`; moves
-  // the accepted payloads out of `response`. Needs no lock.
+  // Checks an answer to GetElements(task_id, from_index) from the worker at `address` and makes
+  // the accepted payloads elements. Needs no lock.
   static Checked CheckAnswer(int64_t task_id, int64_t from_index, const std::string& address,
-                             GetElementsResponse* response);
+                             const ReceivedReply& reply);
+  // Waits until `condition` holds or the Env clock reaches `deadline_us`; whether it holds.
+  bool AwaitUntil(const absl::Condition& condition, uint64_t deadline_us)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   bool AllDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What Next() waits for: an element, an error, or the end.
+  bool ReadyToDeliver() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !queue_.empty() || !error_.ok() || AllDone();
+  }
   std::string StallMessage() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetPermanentError(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -156,8 +170,8 @@ class GrpcEpochReader final : public EpochReader {
   // A permanent error: Next() returns it once the queue is drained.
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   EpochStats stats_ ABSL_GUARDED_BY(mu_);
-  // When a worker last answered a GetElements call.
-  absl::Time last_answer_ ABSL_GUARDED_BY(mu_);
+  // When a worker last answered a GetElements call (Env clock).
+  uint64_t last_answer_us_ ABSL_GUARDED_BY(mu_) = 0;
   std::string heartbeat_error_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* heartbeat_call_ ABSL_GUARDED_BY(mu_) = nullptr;
 

@@ -55,7 +55,8 @@ def encode(message, text):
     """`text` (protobuf text format) encoded as `message` of the repository's protos."""
     return subprocess.run(
         ["protoc", "-I", os.path.join(ROOT, "proto"), "-I", "/usr/include",
-         "--encode=granary." + message, "journal.proto", "client.proto", "cache.proto"],
+         "--encode=granary." + message, "journal.proto", "client.proto", "cache.proto",
+         "worker.proto"],
         input=text.encode(), stdout=subprocess.PIPE, check=True).stdout
 
 
@@ -365,6 +366,25 @@ workers { worker_id: "w1" address: "localhost:1" incarnation: 1 }
         b"duplicates 0\nreader @@@\n")
     put("file_overflow", b"granary-run-position 1\nepoch 99999999999999999999\nrows -1\n")
     put("empty", b"")
+
+    # Element images (transport/FORMAT.md) and GetElements answers, encoded from text format;
+    # the first image has an alignment_padding field, as Granary's writer lays it out.
+    put = w.target("element_image_fuzzer")
+    image = encode("ElementProto",
+                   'tensors { dtype: DT_FLOAT shape: [2, 3] alignment_padding: "\\0\\0\\0" '
+                   'content: "' + "\\000" * 24 + '" } '
+                   'tensors { dtype: DT_INT64 content: "\\373\\377\\377\\377\\377\\377\\377\\377" } '
+                   'tensors { dtype: DT_STRING shape: 2 string_values: "granary" string_values: "" } '
+                   "split_id: 77 record: -3")
+    put("image", image)
+    put("empty", b"")
+    put("truncated", image[:len(image) // 2])
+    put("wrong_content_size", encode("ElementProto",
+                                     'tensors { dtype: DT_FLOAT shape: 3 content: "12345678" }'))
+    put("response", encode("GetElementsResponse",
+                           "elements { index: 5 checksum: 4660 payload: '%s' } "
+                           "elements { index: 6 } end_of_task: true num_elements: 9 recomputed: 2"
+                           % "".join("\\%03o" % b for b in image)))
 
     print("wrote %d bytes of seeds under %s" % (w.total, CORPUS))
     return 0

@@ -9,12 +9,21 @@ namespace granary {
 BatchPlacement::Batch* BatchPlacement::FindOrLayOut(int64_t batch, const Element* row) {
   auto it = batches_.find(batch);
   if (it != batches_.end()) return &it->second;
-  if (row == nullptr || batch <= taken_through_) return nullptr;  // Too late: batch made.
+  if (batch <= taken_through_) return nullptr;  // Too late: the batch is made.
   Batch laid;
-  for (const Tensor& t : row->tensors) {
-    std::vector<int64_t> shape = {batch_size_};
-    shape.insert(shape.end(), t.shape().begin(), t.shape().end());
-    laid.placed.specs.push_back({t.dtype(), std::move(shape)});
+  if (row != nullptr) {
+    for (const Tensor& t : row->tensors) {
+      std::vector<int64_t> shape = {batch_size_};
+      shape.insert(shape.end(), t.shape().begin(), t.shape().end());
+      laid.placed.specs.push_back({t.dtype(), std::move(shape)});
+    }
+    last_specs_ = laid.placed.specs;
+  } else if (!last_specs_.empty()) {
+    // No row of this batch has finished yet: guess it is shaped as the last batch was, so that
+    // even its first rows are made in place.
+    laid.placed.specs = last_specs_;
+  } else {
+    return nullptr;
   }
   // The longest provenance (ten-byte varints): the batch op writes the real one, which moves no
   // content region, and truncates the image to it.

@@ -14,7 +14,7 @@
 // Placement is a guess made before the batch exists: the row that is output n-th (its sequence
 // number in the parallel_map's output, counted from the iterator's start or its Restore) goes
 // to slot n % batch_size of batch n / batch_size, in an image laid out from the first row of
-// that batch to finish. Whenever the guess is wrong — an element failed its UDF and the rows
+// that batch to finish (or, for rows started before that, shaped like the previous batch). Whenever the guess is wrong — an element failed its UDF and the rows
 // after it moved up, a row's shape differs, a row holds strings, the last batch is smaller, a
 // row was restored from a checkpoint — the batch op sees rows not in place and copies them into
 // a new image as it would without placement. Correctness never depends on placement.
@@ -42,9 +42,10 @@ class BatchPlacement {
  public:
   explicit BatchPlacement(int64_t batch_size) : batch_size_(batch_size) {}
 
-  // Where the tensors of the row with output sequence number `seq` go, once its batch's image
-  // exists (the first row of a batch to finish lays it out): for ScopedRowDestinations around
-  // the UDFs that make the row, so that they write it there directly. Empty before that.
+  // Where the tensors of the row with output sequence number `seq` go: for
+  // ScopedRowDestinations around the UDFs that make the row, so that they write it there
+  // directly. The batch's image is laid out by the first of its rows to finish or, before that,
+  // as the previous batch was (a guess Place checks). Empty before any row finished.
   std::vector<RowDestination> Destinations(int64_t seq);
 
   // Puts `row`'s numeric tensors in their place for output sequence number `seq`: those a UDF
@@ -75,6 +76,8 @@ class BatchPlacement {
   const int64_t batch_size_;
   absl::Mutex mu_;
   std::map<int64_t, Batch> batches_ ABSL_GUARDED_BY(mu_);
+  // The layout of the last batch laid out from a row: the guess for the next ones.
+  std::vector<ImageTensorSpec> last_specs_ ABSL_GUARDED_BY(mu_);
   // Batches up to this one were taken (or given up).
   int64_t taken_through_ ABSL_GUARDED_BY(mu_) = -1;
 };

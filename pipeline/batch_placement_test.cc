@@ -58,6 +58,24 @@ TEST(BatchPlacementTest, FirstRowLaysOutLaterRowsAreMadeInTheirPlace) {
   EXPECT_FALSE(placement.Take(1).has_value()) << "taken once";
 }
 
+// Before any row of a batch has finished, its rows are made in place on the guess that it is
+// shaped like the batch before; a row that proves the guess wrong is left to the batch op.
+TEST(BatchPlacementTest, LaterBatchesAreLaidOutLikeThePreviousOne) {
+  BatchPlacement placement(2);
+  Element first = FloatRow({1, 1});
+  placement.Place(0, first);
+  std::vector<RowDestination> guessed = placement.Destinations(2);  // Batch 1: nothing finished.
+  ASSERT_EQ(guessed.size(), 2u);
+  EXPECT_EQ(guessed[0].shape, std::vector<int64_t>{2});
+  Element wider = FloatRow({1, 2, 3});
+  const char* wider_at = wider.tensors[0].content().data();
+  placement.Place(3, wider);  // Batch 1, laid out for rows of 2 floats.
+  EXPECT_EQ(wider.tensors[0].content().data(), wider_at);
+  Element fits = FloatRow({5, 6});
+  placement.Place(2, fits);
+  EXPECT_EQ(fits.tensors[0].content().data(), guessed[0].data);
+}
+
 TEST(BatchPlacementTest, RowsThatCannotBePlacedAreLeftAsTheyAre) {
   BatchPlacement placement(2);
   Element first = FloatRow({1, 1});

@@ -22,7 +22,8 @@ class RangeReader : public SplitReader {
   absl::Status Next(Element* out, bool* end) override {
     *end = next_ >= end_;
     if (*end) return absl::OkStatus();
-    out->tensors.assign(1, Tensor::Scalar<int64_t>(start_ + next_ * step_));
+    out->tensors.clear();
+    out->tensors.push_back(Tensor::Scalar<int64_t>(start_ + next_ * step_));
     ++next_;
     return absl::OkStatus();
   }

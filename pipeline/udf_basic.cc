@@ -86,7 +86,8 @@ class FillBytes : public Udf {
   absl::Status Map(Element& element, const UdfCall&) const override {
     Tensor t = Tensor::Uninitialized(DT_UINT8, {bytes_});
     std::memset(t.mutable_bytes(), static_cast<int>(element.record & 0xff), bytes_);
-    element.tensors.assign(1, std::move(t));
+    element.tensors.clear();  // Not assign(1, t): that copies the tensor.
+    element.tensors.push_back(std::move(t));
     return absl::OkStatus();
   }
 

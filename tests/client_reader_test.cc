@@ -17,8 +17,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "client/connection.h"
+#include "client/epoch_reader.h"
 #include "client/position.h"
 #include "common/hash.h"
+#include "common/manual_clock_env.h"
 #include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
 #include "common/failpoint.h"
@@ -209,7 +212,7 @@ class FakeWorker final : public Worker::Service {
     IndexedElement* e = response->add_elements();
     e->set_index(index);
     e->set_payload(Payload(ValueOf(task, index)));
-    e->set_checksum(Hash64(e->payload()));
+    e->set_checksum(Hash3_64(e->payload()));
     if (corrupt_always_.count(index) > 0 || corrupt_once_.erase(index) > 0) {
       e->set_checksum(e->checksum() ^ 1);
     }
@@ -525,6 +528,37 @@ TEST_F(ClientReaderTest, StalledWorkerMakesNextUnavailableThenRecovers) {
   Delivered delivered;
   ASSERT_TRUE(Read(**reader, &delivered).ok());
   ExpectExactlyOnce(delivered, 1);
+}
+
+// Issue 13, layering: the stall timeout runs on the connection's Env clock. With an hour's
+// timeout on a clock the test moves, Next gives up as soon as the hour has "passed".
+TEST_F(ClientReaderTest, StallTimeoutRunsOnTheEnvClock) {
+  FakeWorker a(dispatcher_.address(), "a");
+  a.SetUnavailable(true);
+  auto client = Connect();
+  auto job = OpenJob(*client);
+  ASSERT_TRUE(job->ReadEpoch(0).ok());  // Starts the epoch.
+
+  ManualClockEnv clock(Env::Default());
+  ClientOptions options;
+  options.dispatcher_address = dispatcher_.address();
+  options.stall_timeout_ms = 3'600'000;
+  auto connection = Connection::Open(options, &clock);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  auto reader = GrpcEpochReader::Start(*connection, job->job_id(), 0, 0, nullptr);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::thread mover([&clock] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    clock.AdvanceMicros(3'601'000'000);
+  });
+  ReceivedElement element;
+  bool end = false;
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status status = (*reader)->Next(&element, &end);
+  mover.join();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_THAT(status.message(), HasSubstr("no worker answered for 3600000 ms"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
 TEST_F(ClientReaderTest, DestructorCancelsCallsInFlight) {

@@ -182,18 +182,16 @@ absl::Status Run() {
     };
     const absl::Time begin = absl::Now();
     absl::Time last_save = begin;
-    ElementProto proto;
+    ReceivedElement element;
     bool end = false;
     while (true) {
-      const absl::Status status = (*reader)->Next(&proto, &end);
+      const absl::Status status = (*reader)->Next(&element, &end);
       if (!status.ok()) {
         save(/*sync=*/true).IgnoreError();
         return Annotate(status, absl::StrCat("epoch ", epoch));
       }
       if (end) break;
-      auto element = Element::FromProto(proto);
-      if (!element.ok()) return Annotate(element.status(), absl::StrCat("epoch ", epoch));
-      digest.Add(*element);
+      digest.Add(element.tensors());
       if (step > absl::ZeroDuration()) absl::SleepFor(step);
       if (absl::Now() - last_save >= kPositionInterval) {
         RETURN_IF_ERROR(save(/*sync=*/false));

@@ -4,39 +4,26 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "transport/wire_format.h"
 
 namespace granary {
 namespace {
 
-// Protobuf wire types and the tags of the fields an image holds (proto/pipeline.proto).
-constexpr int kVarint = 0;
-constexpr int kFixed64 = 1;
-constexpr int kLengthDelimited = 2;
-constexpr int kFixed32 = 5;
-constexpr uint8_t Tag(int field, int wire_type) { return static_cast<uint8_t>(field << 3 | wire_type); }
+using wire::AppendVarint;
+using wire::kFixed32;
+using wire::kFixed64;
+using wire::kLengthDelimited;
+using wire::kVarint;
+using wire::Tag;
+using wire::VarintSize;
+
+// The fields an image holds (proto/pipeline.proto).
 constexpr int kElementTensors = 1, kElementSplitId = 2, kElementRecord = 3;
 constexpr int kTensorDtype = 1, kTensorShape = 2, kTensorContent = 3, kTensorStrings = 4,
               kTensorPadding = 5;
 
-size_t VarintSize(uint64_t value) {
-  size_t size = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++size;
-  }
-  return size;
-}
-
-void AppendVarint(uint64_t value, std::string* out) {
-  while (value >= 0x80) {
-    out->push_back(static_cast<char>(value | 0x80));
-    value >>= 7;
-  }
-  out->push_back(static_cast<char>(value));
-}
-
 void AppendLengthField(int field, absl::string_view bytes, std::string* out) {
-  out->push_back(static_cast<char>(Tag(field, kLengthDelimited)));
+  out->push_back(Tag(field, kLengthDelimited));
   AppendVarint(bytes.size(), out);
   out->append(bytes.data(), bytes.size());
 }
@@ -201,7 +188,7 @@ ImageLayout::ImageLayout(const std::vector<ImageTensorSpec>& tensors, uint64_t s
     Laid& laid = tensors_[i];
     // The TensorProto's fields before its content, in protobuf's field order.
     std::string header;
-    header.push_back(static_cast<char>(Tag(kTensorDtype, kVarint)));
+    header.push_back(Tag(kTensorDtype, kVarint));
     AppendVarint(spec.dtype, &header);
     if (!spec.shape.empty()) {
       std::string packed;
@@ -217,7 +204,7 @@ ImageLayout::ImageLayout(const std::vector<ImageTensorSpec>& tensors, uint64_t s
     }
     laid.framing_offset = pos;
     if (laid.content_size == 0) {
-      laid.framing.push_back(static_cast<char>(Tag(kElementTensors, kLengthDelimited)));
+      laid.framing.push_back(Tag(kElementTensors, kLengthDelimited));
       AppendVarint(header.size(), &laid.framing);
       laid.framing += header;
       laid.content_offset = pos + laid.framing.size();
@@ -237,23 +224,23 @@ ImageLayout::ImageLayout(const std::vector<ImageTensorSpec>& tensors, uint64_t s
                                 content_prefix;
       if (content_at % kImageAlignment == 0) break;
     }
-    laid.framing.push_back(static_cast<char>(Tag(kElementTensors, kLengthDelimited)));
+    laid.framing.push_back(Tag(kElementTensors, kLengthDelimited));
     AppendVarint(body, &laid.framing);
     laid.framing += header;
-    laid.framing.push_back(static_cast<char>(Tag(kTensorPadding, kLengthDelimited)));
+    laid.framing.push_back(Tag(kTensorPadding, kLengthDelimited));
     laid.framing.push_back(static_cast<char>(pad));
     laid.framing.append(pad, '\0');
-    laid.framing.push_back(static_cast<char>(Tag(kTensorContent, kLengthDelimited)));
+    laid.framing.push_back(Tag(kTensorContent, kLengthDelimited));
     AppendVarint(laid.content_size, &laid.framing);
     laid.content_offset = pos + laid.framing.size();
     pos = laid.content_offset + laid.content_size;
   }
   if (split_id != 0) {
-    trailer_.push_back(static_cast<char>(Tag(kElementSplitId, kVarint)));
+    trailer_.push_back(Tag(kElementSplitId, kVarint));
     AppendVarint(split_id, &trailer_);
   }
   if (record != 0) {
-    trailer_.push_back(static_cast<char>(Tag(kElementRecord, kVarint)));
+    trailer_.push_back(Tag(kElementRecord, kVarint));
     AppendVarint(static_cast<uint64_t>(record), &trailer_);
   }
   size_ = pos + trailer_.size();
@@ -295,6 +282,27 @@ absl::StatusOr<ImageView> ParseImage(absl::string_view image) {
     if (!s.ok()) return s;
   }
   return view;
+}
+
+absl::StatusOr<BufferRef> WriteAlignedImage(const ImageView& view, BufferPool* pool) {
+  std::vector<std::vector<std::string>> strings(view.tensors.size());
+  std::vector<ImageTensorSpec> specs(view.tensors.size());
+  for (size_t i = 0; i < view.tensors.size(); ++i) {
+    const TensorView& t = view.tensors[i];
+    for (absl::string_view value : t.strings) strings[i].emplace_back(value);
+    specs[i] = {t.dtype, t.shape, &strings[i]};
+  }
+  const ImageLayout layout(specs, view.split_id, view.record);
+  absl::StatusOr<BufferRef> out = pool->Allocate(layout.size());
+  if (!out.ok()) return out.status();
+  layout.WriteFraming((*out)->data());
+  for (size_t i = 0; i < view.tensors.size(); ++i) {
+    if (view.tensors[i].size > 0) {
+      std::memcpy((*out)->data() + layout.content_offset(i), view.tensors[i].data,
+                  view.tensors[i].size);
+    }
+  }
+  return out;
 }
 
 bool ContentsAligned(const ImageView& view) {

@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/pipeline.pb.h"
+#include "transport/buffer_pool.h"
 #include "transport/tensor_view.h"
 
 namespace granary {
@@ -85,6 +86,10 @@ struct ImageView {
 // encoding of an inconsistent tensor (an invalid dtype, a negative dimension, content size not
 // matching dtype and shape, a string count not matching the shape).
 absl::StatusOr<ImageView> ParseImage(absl::string_view image);
+
+// A new image of the element `view` describes, written by ImageLayout into a buffer from
+// `pool`: its contents aligned whatever the writer of `view`'s image did.
+absl::StatusOr<BufferRef> WriteAlignedImage(const ImageView& view, BufferPool* pool);
 
 // Whether every numeric tensor of `view` is aligned to its dtype's size in memory (true for
 // images Granary writes into aligned buffers; a reader copies other images before viewing them).

@@ -1,24 +1,34 @@
 // The gRPC face of the worker: forwards to WorkerImpl and translates the status.
+//
+// It is the Worker service of proto/worker.proto, registered by hand rather than through the
+// generated Worker::Service, so that GetElements answers with an ElementsReply — the same
+// GetElementsResponse on the wire, its payloads slices of the window's element images
+// (transport/elements_reply.h) — instead of a message its payloads would be copied into.
 #ifndef GRANARY_WORKER_GRPC_WORKER_SERVICE_H_
 #define GRANARY_WORKER_GRPC_WORKER_SERVICE_H_
 
 #include <atomic>
 
-#include "proto/worker.grpc.pb.h"
+#include "grpcpp/impl/service_type.h"
+#include "grpcpp/server_context.h"
+#include "proto/worker.pb.h"
+#include "transport/elements_reply.h"
 #include "worker/worker_impl.h"
 
 namespace granary {
 
 // Thread-safe. Answers UNAVAILABLE until set_impl: a worker listens before it registers (the
 // address it registers must already answer). The impl must outlive its use here.
-class GrpcWorkerService final : public Worker::Service {
+class GrpcWorkerService final : public grpc::Service {
  public:
+  GrpcWorkerService();
+
   void set_impl(WorkerImpl* impl) { impl_ = impl; }
 
   grpc::Status GetElements(grpc::ServerContext*, const GetElementsRequest* request,
-                           GetElementsResponse* response) override;
+                           ElementsReply* reply);
   grpc::Status GetWorkerStatus(grpc::ServerContext*, const GetWorkerStatusRequest* request,
-                               GetWorkerStatusResponse* response) override;
+                               GetWorkerStatusResponse* response);
 
  private:
   std::atomic<WorkerImpl*> impl_{nullptr};

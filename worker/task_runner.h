@@ -1,42 +1,32 @@
 // TaskRunner: runs one task's pipeline on a worker and serves its elements by index
-// (DESIGN.md §4).
+// (DESIGN.md §4). It coordinates three parts, as tf.data service's worker does: the task's
+// ElementWindow (element_window.h), the producer thread that owns the current TaskRun
+// (task_run.h: the iterator, its checkpoints and RunHooks), and the GetElements requests.
 //
-// On the first request (DESIGN.md §4.3: tasks are restored lazily), a producer thread pulls
-// elements from the task's iterator (splits leased from the
-// dispatcher), numbers them 0, 1, 2, ..., serializes each with its XXH64 and appends it to the
-// window: the elements produced but not yet acknowledged. GetElements(from_index) acknowledges
-// everything before from_index (dropping it from the window) and answers elements from_index,
-// from_index + 1, ... The producer stops while the window holds `window_bytes` or more
-// (backpressure from a slow client), so memory stays bounded by about one window plus one
-// element.
+// On the first request (DESIGN.md §4.3: tasks are restored lazily), a producer thread starts a
+// run and pulls its elements (splits leased from the dispatcher), numbers them 0, 1, 2, ..., and
+// appends each — its wire image, written once (transport/element_image.h), and its XXH3 — to
+// the window. GetElements(from_index) acknowledges everything before from_index (dropping it
+// from the window) and answers elements from_index, from_index + 1, ... by reference: the
+// answer's payloads are the window's images (transport/elements_reply.h). The producer stops
+// while the window holds `window_bytes` or more (backpressure from a slow client), so memory
+// stays bounded by about one window plus one element.
 //
 // Resuming (§4.3): a request past what has been produced (a restarted worker, a takeover) makes
 // the producer compute and discard elements up to from_index, counted as recomputed. A request
 // below the window (a client resuming from an older position) restarts the task from index 0 —
 // the stream is a pure function of the pipeline, the seed and the task's journaled split
-// sequence, so the recomputed elements are identical — and discards up to from_index.
+// sequence, so the recomputed elements are identical — and discards up to from_index. A run
+// starts from its newest checkpoint at or before the index it must reach (TaskRun).
 //
-// Checkpoints (DESIGN.md §5, with a CheckpointStore): every `checkpoint_interval_ms` the producer
-// saves the iterator's state between two elements — the pipeline is quiet there, no lock is
-// held — and hands it to a writer thread, so the pipeline is held up only for the Save itself
-// (reported as checkpoint_stall_us). A runner starting for a request at from_index restores the
-// newest checkpoint with index <= from_index (any generation: the stream does not depend on who
-// computes it) and recomputes only from there; a corrupt checkpoint is skipped for an older
-// one or index 0. Checkpoints only make recovery faster; correctness never depends on one.
-//
-// Cache-writing tasks (TaskDef.cache_dir set, DESIGN.md §5): each run of the iterator gets a
-// CachePut (checkpoint/cache_put.h) behind its cache_write op. A checkpoint syncs the chunks
-// its Save sealed, is written, and then commits them; a restore rolls that commit forward and
-// drops what was written after. At the end the runner seals and commits the rest before
-// reporting the task finished with its chunks.
-//
-// When the iterator ends, `on_finished(num_elements, cache_chunks)` is called once from the
-// producer thread. Thread-safe.
+// Every `checkpoint_interval_ms` (on the Env's clock) the producer has the run checkpoint
+// itself between two elements. When the iterator ends, the run's hooks finish (a cache-writing
+// task commits its chunks) and `on_finished(num_elements, cache_chunks)` is called once from
+// the producer thread. Thread-safe.
 #ifndef GRANARY_WORKER_TASK_RUNNER_H_
 #define GRANARY_WORKER_TASK_RUNNER_H_
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -44,13 +34,17 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "checkpoint/cache_put.h"
 #include "checkpoint/checkpoint_store.h"
 #include "common/env.h"
 #include "pipeline/pipeline.h"
 #include "proto/dispatcher.pb.h"
 #include "proto/worker.pb.h"
+#include "transport/buffer_pool.h"
+#include "transport/elements_reply.h"
 #include "worker/dispatcher_connection.h"
+#include "worker/element_window.h"
+#include "worker/run_hooks.h"
+#include "worker/task_run.h"
 
 namespace granary {
 
@@ -67,6 +61,8 @@ struct TaskRunnerOptions {
   // Where checkpoints go; null = no checkpoints. Must outlive the runner.
   CheckpointStore* checkpoints = nullptr;
   int64_t checkpoint_interval_ms = 1000;
+  // Where element images are allocated. Must outlive the runner.
+  BufferPool* pool = BufferPool::Default();
   // A deliberately broken worker, for proving that the chaos harness can fail: a run that starts
   // at from_index > 0 (a restore, or a recompute after a restart) silently drops the first
   // element it would serve. Never set outside tests (`--testonly_skip_element_after_restore`).
@@ -76,53 +72,40 @@ struct TaskRunnerOptions {
 class TaskRunner {
  public:
   // Produces nothing until the first GetElements. `pipeline` and `dispatcher` must outlive the
-  // runner.
+  // runner; `hooks` makes each run's RunHooks (null: none).
   using OnFinished =
       std::function<void(int64_t num_elements, const std::vector<CacheChunk>& cache_chunks)>;
 
   TaskRunner(const TaskDef& def, std::shared_ptr<const Pipeline> pipeline,
              DispatcherConnection* dispatcher, const TaskRunnerOptions& options,
-             OnFinished on_finished);
+             OnFinished on_finished, RunHooksFactory hooks = nullptr);
   ~TaskRunner();
   TaskRunner(const TaskRunner&) = delete;
   TaskRunner& operator=(const TaskRunner&) = delete;
 
-  const TaskDef& def() const { return def_; }
+  const TaskDef& def() const { return spec_.def; }
 
   // REQUIRES: request.generation() == def().generation() (WorkerImpl checks it).
-  absl::Status GetElements(const GetElementsRequest& request, GetElementsResponse* response)
+  absl::Status GetElements(const GetElementsRequest& request, ElementsReply* reply)
       ABSL_LOCKS_EXCLUDED(mu_);
   TaskStatus Status() const ABSL_LOCKS_EXCLUDED(mu_);
   // Whether the task has ended and the client acknowledged every element.
   bool FullyAcknowledged() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  // One run of the task's pipeline: its iterator and, in a cache-writing task, the sink of its
-  // cache_write op (declared first: the iterator uses it until destroyed).
-  struct Run {
-    std::unique_ptr<CachePut> cache;
-    std::unique_ptr<Iterator> it;
-  };
-
   void StartProducer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StopProducer() ABSL_LOCKS_EXCLUDED(mu_);
-  void Produce(int64_t run);
-  absl::StatusOr<Run> MakeRun(std::function<bool()> cancelled) const;
-  // Restores `run` from the newest checkpoint at or before discard_below_, if any; returns the
-  // index it restored (0 when it starts fresh, -1 when a checkpoint failed to restore and `run`
-  // must be rebuilt).
-  int64_t RestoreFromCheckpoint(Run& run);
-  // Saves `run` (positioned after `index` elements) and starts writing it in the background.
-  void TakeCheckpoint(Run& run, int64_t index);
-  // At the iterator's end: commits a cache-writing run's chunks and reports the task finished.
-  void Finish(Run& run, int64_t num_elements);
-  void JoinCheckpointWriter();
-  // Drops window elements before `index`.
+  // The producer thread of run `run_id`.
+  void Produce(int64_t run_id);
+  bool IsCurrent(int64_t run_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return run_ == run_id && !stopping_;
+  }
+  // At the iterator's end: the run's hooks finish, then the task is reported finished.
+  void Finish(TaskRun& run, int64_t num_elements);
   void Acknowledge(int64_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const TaskDef def_;
+  const TaskRunSpec spec_;
   const std::shared_ptr<const Pipeline> pipeline_;
-  DispatcherConnection* const dispatcher_;
   const TaskRunnerOptions options_;
   const OnFinished on_finished_;
 
@@ -132,8 +115,7 @@ class TaskRunner {
   // Incremented for each fresh start of the producer; a producer of an older run exits.
   int64_t run_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<IndexedElement> window_ ABSL_GUARDED_BY(mu_);
-  int64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  ElementWindow window_ ABSL_GUARDED_BY(mu_);
   // Index of the next element the producer makes.
   int64_t produced_ ABSL_GUARDED_BY(mu_) = 0;
   // The producer discards (as recomputed) elements below this index.
@@ -151,8 +133,6 @@ class TaskRunner {
   int64_t checkpoint_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_checkpoint_index_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t checkpoint_stall_us_ ABSL_GUARDED_BY(mu_) = 0;
-  // Used by the producer thread only.
-  std::thread checkpoint_writer_;
   std::thread producer_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "common/env_wrapper.h"
+#include "common/hash.h"
 #include "common/scoped_temp_dir.h"
 #include "gtest/gtest.h"
 #include "pipeline/pipeline_loader.h"
@@ -71,11 +72,24 @@ class TaskRunnerTest : public ::testing::Test {
     request.set_generation(task_.generation());
     request.set_from_index(from);
     request.set_max_bytes(1);
-    GetElementsResponse response;
-    const absl::Status status = runner.GetElements(request, &response);
+    ElementsReply reply;
+    const absl::Status status = runner.GetElements(request, &reply);
     ASSERT_TRUE(status.ok()) << status;
-    ASSERT_EQ(response.elements_size(), 1);
-    EXPECT_EQ(response.elements(0).index(), from);
+    ASSERT_EQ(reply.elements.size(), 1u);
+    EXPECT_EQ(reply.elements[0].index, from);
+  }
+
+  // One GetElements call.
+  ElementsReply Get(TaskRunner& runner, int64_t from, int64_t max_bytes = 1 << 20) {
+    GetElementsRequest request;
+    request.set_task_id(task_.task_id());
+    request.set_generation(task_.generation());
+    request.set_from_index(from);
+    request.set_max_bytes(max_bytes);
+    ElementsReply reply;
+    const absl::Status status = runner.GetElements(request, &reply);
+    EXPECT_TRUE(status.ok()) << status;
+    return reply;
   }
 
   // Waits until the runner's current run has ended (the whole task fits the default window).
@@ -96,13 +110,13 @@ class TaskRunnerTest : public ::testing::Test {
       request.set_generation(task_.generation());
       request.set_from_index(from);
       request.set_max_bytes(1 << 20);
-      GetElementsResponse response;
-      const absl::Status status = runner.GetElements(request, &response);
+      ElementsReply reply;
+      const absl::Status status = runner.GetElements(request, &reply);
       EXPECT_TRUE(status.ok()) << status;
       if (!status.ok()) return -1;
-      if (response.end_of_task()) return response.num_elements();
-      for (const IndexedElement& e : response.elements()) {
-        EXPECT_EQ(e.index(), from);
+      if (reply.end_of_task) return reply.num_elements;
+      for (const ReplyElement& e : reply.elements) {
+        EXPECT_EQ(e.index, from);
         ++from;
       }
     }
@@ -112,6 +126,48 @@ class TaskRunnerTest : public ::testing::Test {
   std::unique_ptr<FakeDispatcher> dispatcher_;
   TaskDef task_;
 };
+
+// The answer's elements are the window's images themselves (no copy per request), each with
+// the XXH3 of its bytes, and decode to the task's stream in order.
+TEST_F(TaskRunnerTest, AnswersShareTheWindowsImagesWithTheirChecksums) {
+  std::unique_ptr<TaskRunner> runner = NewRunner();
+  const ElementsReply first = Get(*runner, 0);
+  ASSERT_FALSE(first.elements.empty());
+  const ElementsReply again = Get(*runner, 0);
+  ASSERT_FALSE(again.elements.empty());
+  EXPECT_EQ(first.elements[0].image.get(), again.elements[0].image.get());
+  for (size_t i = 0; i < again.elements.size(); ++i) {
+    const ReplyElement& e = again.elements[i];
+    EXPECT_EQ(e.index, static_cast<int64_t>(i));
+    EXPECT_EQ(e.checksum, Hash3_64(e.image->bytes()));
+    absl::StatusOr<Element> element = Element::FromImage(e.image);
+    ASSERT_TRUE(element.ok()) << element.status();
+    EXPECT_EQ(element->tensors[0].data<int64_t>()[0], static_cast<int64_t>(i));
+  }
+}
+
+// A window of one byte holds one element: the producer waits for the client.
+TEST_F(TaskRunnerTest, TheProducerWaitsWhileTheWindowIsFull) {
+  TaskRunnerOptions options;
+  options.window_bytes = 1;
+  std::unique_ptr<TaskRunner> runner = NewRunner(options);
+  ASSERT_EQ(Get(*runner, 0).elements.size(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(runner->Status().produced(), 1) << "the window held element 0: no room for 1";
+  ASSERT_EQ(Get(*runner, 1).elements.size(), 1u);
+  EXPECT_LE(runner->Status().produced(), 2);
+}
+
+// A runner asked first for element 6 (a restarted worker) computes and discards 0..5, and says
+// so once.
+TEST_F(TaskRunnerTest, AFirstRequestPastTheStartRecomputesUpToIt) {
+  std::unique_ptr<TaskRunner> runner = NewRunner();
+  const ElementsReply reply = Get(*runner, 6);
+  ASSERT_FALSE(reply.elements.empty());
+  EXPECT_EQ(reply.elements[0].index, 6);
+  EXPECT_EQ(reply.recomputed, 6);
+  EXPECT_EQ(Get(*runner, 7).recomputed, 0);
+}
 
 TEST_F(TaskRunnerTest, FullyAcknowledgedOnlyAfterTheClientReadEverything) {
   std::unique_ptr<TaskRunner> runner = NewRunner();

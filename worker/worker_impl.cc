@@ -8,9 +8,10 @@
 #include "absl/time/time.h"
 #include "common/deterministic_serialization.h"
 #include "common/hash.h"
-#include "common/status_macros.h"
 #include "common/failpoints.h"
+#include "common/status_macros.h"
 #include "glog/logging.h"
+#include "worker/cache_run_hooks.h"
 
 namespace granary {
 
@@ -186,11 +187,22 @@ absl::Status WorkerImpl::Heartbeat() {
               << def.generation();
     TaskRunnerOptions runner_options = options_.runner;
     runner_options.checkpoints = checkpoints_.get();
+    // A cache-writing task's runs write the elements at its cache point into chunk files.
+    RunHooksFactory hooks;
+    if (!def.cache_dir().empty()) {
+      CachePutOptions cache;
+      cache.env = options_.runner.env;
+      cache.dir = def.cache_dir();
+      cache.task_id = def.task_id();
+      cache.generation = def.generation();
+      hooks = [cache] { return std::make_unique<CacheRunHooks>(cache); };
+    }
     runners_[def.task_id()] = std::make_shared<TaskRunner>(
         def, pipeline, dispatcher_.get(), runner_options,
         [this, def](int64_t n, const std::vector<CacheChunk>& chunks) {
           ReportFinished(def, n, chunks);
-        });
+        },
+        std::move(hooks));
   }
   std::vector<int64_t> done;  // Ended and read to the end: their checkpoints go.
   for (auto it = runners_.begin(); it != runners_.end();) {
@@ -246,8 +258,7 @@ std::shared_ptr<TaskRunner> WorkerImpl::FindRunner(int64_t task_id) const {
   return it == runners_.end() ? nullptr : it->second;
 }
 
-absl::Status WorkerImpl::GetElements(const GetElementsRequest& request,
-                                     GetElementsResponse* response) {
+absl::Status WorkerImpl::GetElements(const GetElementsRequest& request, ElementsReply* reply) {
   std::shared_ptr<TaskRunner> runner = FindRunner(request.task_id());
   if (runner == nullptr) {
     // A client may learn of a new task (a new epoch, a takeover) before this worker's next
@@ -266,9 +277,9 @@ absl::Status WorkerImpl::GetElements(const GetElementsRequest& request,
                      " at generation ", runner->def().generation(), ", not ",
                      request.generation()));
   }
-  RETURN_IF_ERROR(runner->GetElements(request, response));
-  return response->elements_size() > 0 ? HitFailpoint(kWorkerAfterProduceBeforeSend)
-                                       : absl::OkStatus();
+  RETURN_IF_ERROR(runner->GetElements(request, reply));
+  return !reply->elements.empty() ? HitFailpoint(kWorkerAfterProduceBeforeSend)
+                                  : absl::OkStatus();
 }
 
 absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response) const {
@@ -276,6 +287,11 @@ absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response) const {
   *response = retired_totals_;
   response->set_worker_id(options_.worker_id);
   response->set_incarnation(incarnation_);
+  const BufferPool::Stats pool = options_.runner.pool->stats();
+  response->set_pool_maps(pool.maps);
+  response->set_pool_reuses(pool.reuses);
+  response->set_pool_cached_bytes(static_cast<int64_t>(pool.cached_bytes));
+  response->set_pool_live_bytes(static_cast<int64_t>(pool.live_bytes));
   for (const auto& [id, runner] : runners_) {
     *response->add_tasks() = runner->Status();
     AddCheckpointCounters(response->tasks(response->tasks_size() - 1), response);

@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "pipeline/udf.h"
 #include "proto/worker.pb.h"
+#include "transport/elements_reply.h"
 #include "worker/dispatcher_connection.h"
 #include "worker/task_runner.h"
 
@@ -64,7 +65,7 @@ class WorkerImpl {
   ~WorkerImpl();
 
   //   NotFound: the task does not run here; FailedPrecondition: it runs at another generation.
-  absl::Status GetElements(const GetElementsRequest& request, GetElementsResponse* response);
+  absl::Status GetElements(const GetElementsRequest& request, ElementsReply* reply);
   absl::Status GetStatus(GetWorkerStatusResponse* response) const;
 
   int64_t incarnation() const;

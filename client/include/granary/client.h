@@ -7,17 +7,24 @@
 //   auto job = (*client)->OpenJob(*dataset, {.name = "resnet", .seed = 7});
 //   for (int64_t epoch = 0; epoch < 3; ++epoch) {
 //     auto reader = (*job)->ReadEpoch(epoch);
-//     granary::ElementProto batch;
+//     granary::ReceivedElement batch;
 //     bool end = false;
-//     while ((*reader)->Next(&batch, &end).ok() && !end) Train(batch);
+//     while ((*reader)->Next(&batch, &end).ok() && !end) {
+//       const granary::TensorView& images = batch.tensor(0);  // float32 [32, 224, 224, 3]
+//       Train(images.values<float>(), images.shape);            // no copy: a view
+//     }
 //   }
 //
 // Exactly once (DESIGN.md §4): each task numbers its elements 0, 1, 2, ...; the reader keeps,
 // per task, the index of the next element it needs and accepts only that one (an element it
-// already has is dropped and counted), verifies each payload's XXH64, and asks again — of the
+// already has is dropped and counted), verifies each element's XXH3-64, and asks again — of the
 // worker the dispatcher currently names for the task — after any failure. SavePosition() exports
 // those per-task indices; a reader opened with them after a trainer restart resumes the epoch
 // exactly where the saved one stood.
+//
+// The bytes of an element are written once, by the worker's batch op, and read in place: the
+// worker sends them from where the batch op wrote them, and the reader hands them to the trainer
+// as views into the buffer they arrived in (received_element.h).
 #ifndef GRANARY_CLIENT_INCLUDE_GRANARY_CLIENT_H_
 #define GRANARY_CLIENT_INCLUDE_GRANARY_CLIENT_H_
 
@@ -30,6 +37,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "granary/received_element.h"
 #include "proto/pipeline.pb.h"
 
 namespace granary {
@@ -82,7 +90,7 @@ struct EpochStats {
   int64_t recomputed_dropped = 0;
   // GetElements calls that failed and were retried.
   int64_t retries = 0;
-  // Payloads whose XXH64 did not match their checksum (dropped, and asked for again).
+  // Payloads whose XXH3-64 did not match their checksum (dropped, and asked for again).
   int64_t checksum_mismatches = 0;
 };
 
@@ -95,7 +103,10 @@ class EpochReader {
   // payload whose checksum does not match after retries; Unavailable when no worker answers
   // for ClientOptions.stall_timeout_ms (the reader keeps its position: calling Next again
   // retries); OutOfRange when a worker says a task ends before the reader's position.
-  virtual absl::Status Next(ElementProto* element, bool* end) = 0;
+  virtual absl::Status Next(ReceivedElement* element, bool* end) = 0;
+  // The same, as a copy into an ElementProto, for code written against it: a parse and a copy
+  // of every value that Next(ReceivedElement*) does not make.
+  absl::Status Next(ElementProto* element, bool* end);
   // The reader's position: per task, the index of the next element it has not delivered.
   virtual std::string SavePosition() const = 0;
   virtual EpochStats stats() const = 0;

@@ -1,0 +1,117 @@
+// The GetElements answer (proto/worker.proto GetElementsResponse) on the wire, without copying
+// an element's bytes on either side.
+//
+// Worker side: an ElementsReply holds each element's wire image by reference (the BufferRef the
+// worker's window holds). gRPC serializes it through the SerializationTraits below into
+// GetElementsResponse's protobuf encoding, in which each payload is a gRPC slice pointing at
+// the image itself — released, dropping the reference, once gRPC has sent it. The window can
+// acknowledge and drop an element while it is still being sent.
+//
+// Client side: a ReceivedReply keeps the slices gRPC received the response in, and each payload
+// as the pieces of those slices it spans (ReceivedBytes). The payload's XXH3 is computed over the
+// pieces; the bytes are made contiguous only once, into the buffer the trainer's tensor views
+// point into (or not at all, when the payload lies whole and aligned in one slice).
+//
+// Any protobuf GetElementsResponse parses as a ReceivedReply and any ElementsReply as a
+// GetElementsResponse: clients and tools using the generated stubs interoperate.
+#ifndef GRANARY_TRANSPORT_ELEMENTS_REPLY_H_
+#define GRANARY_TRANSPORT_ELEMENTS_REPLY_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/impl/channel_interface.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/impl/serialization_traits.h"
+#include "grpcpp/support/slice.h"
+#include "grpcpp/support/status.h"
+#include "proto/worker.pb.h"
+#include "transport/buffer_pool.h"
+
+namespace granary {
+
+struct ReplyElement {
+  int64_t index = 0;
+  // XXH3-64 of the image's bytes.
+  uint64_t checksum = 0;
+  BufferRef image;
+};
+
+struct ElementsReply {
+  std::vector<ReplyElement> elements;
+  bool end_of_task = false;
+  int64_t num_elements = 0;
+  int64_t recomputed = 0;
+};
+
+// Bytes received in pieces of gRPC slices. Copyable (copies share the slices).
+class ReceivedBytes {
+ public:
+  // Bytes `size` long starting `offset` into slice `slice`, possibly running on into the next.
+  struct Piece {
+    size_t slice;
+    size_t offset;
+    size_t size;
+  };
+  ReceivedBytes() = default;
+  ReceivedBytes(std::shared_ptr<const std::vector<grpc::Slice>> slices, std::vector<Piece> pieces);
+
+  size_t size() const { return size_; }
+  // XXH3-64 over the pieces, as if they were contiguous.
+  uint64_t Hash() const;
+  // The bytes in one piece, when they lie in a single slice (empty view otherwise).
+  absl::string_view Single() const;
+  // Copies the bytes into `out` (size() bytes) and returns their XXH3-64, hashing each stretch
+  // right after copying it, while it is in cache: one pass over memory, not two.
+  uint64_t CopyAndHash(char* out) const;
+
+ private:
+  std::shared_ptr<const std::vector<grpc::Slice>> slices_;
+  std::vector<Piece> pieces_;
+  size_t size_ = 0;
+};
+
+struct ReceivedPayload {
+  int64_t index = 0;
+  uint64_t checksum = 0;
+  ReceivedBytes payload;
+};
+
+struct ReceivedReply {
+  std::vector<ReceivedPayload> elements;
+  bool end_of_task = false;
+  int64_t num_elements = 0;
+  int64_t recomputed = 0;
+  // What a malformed response was (the client retries it like a failed call); OK otherwise.
+  absl::Status malformed;
+};
+
+// Calls Worker.GetElements on `channel` and receives the answer as a ReceivedReply.
+grpc::Status CallGetElements(grpc::ChannelInterface* channel, grpc::ClientContext* context,
+                             const GetElementsRequest& request, ReceivedReply* reply);
+
+}  // namespace granary
+
+namespace grpc {
+
+template <>
+class SerializationTraits<granary::ElementsReply> {
+ public:
+  static Status Serialize(const granary::ElementsReply& reply, ByteBuffer* buffer,
+                          bool* own_buffer);
+};
+
+template <>
+class SerializationTraits<granary::ReceivedReply> {
+ public:
+  // Never fails: a response that does not parse is reported in reply->malformed.
+  static Status Deserialize(ByteBuffer* buffer, granary::ReceivedReply* reply);
+};
+
+}  // namespace grpc
+
+#endif  // GRANARY_TRANSPORT_ELEMENTS_REPLY_H_

@@ -1,0 +1,29 @@
+// CacheRunHooks: the run hooks of a cache-writing task (TaskDef.cache_dir set, DESIGN.md §5):
+// a CachePut behind the run's cache_write op, whose sealed chunks are synced before each
+// checkpoint is written and committed after it, and all committed at the run's end
+// (checkpoint/cache_put.h has the protocol). Thread-compatible as RunHooks.
+#ifndef GRANARY_WORKER_CACHE_RUN_HOOKS_H_
+#define GRANARY_WORKER_CACHE_RUN_HOOKS_H_
+
+#include "checkpoint/cache_put.h"
+#include "worker/run_hooks.h"
+
+namespace granary {
+
+class CacheRunHooks final : public RunHooks {
+ public:
+  explicit CacheRunHooks(const CachePutOptions& options) : put_(options) {}
+
+  CacheSink* cache_sink() override { return &put_; }
+  int64_t Saved() override { return put_.sealed(); }
+  absl::Status BeforeCheckpointWrite(int64_t sealed) override { return put_.SyncSealed(sealed); }
+  absl::Status AfterCheckpointWrite(int64_t sealed) override { return put_.CommitSealed(sealed); }
+  absl::StatusOr<std::vector<CacheChunk>> Finish() override { return put_.Finish(); }
+
+ private:
+  CachePut put_;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_WORKER_CACHE_RUN_HOOKS_H_
