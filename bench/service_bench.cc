@@ -1,18 +1,13 @@
-// The service against the in-process baseline, and the raw transport against memcpy.
+// The service against the in-process baseline (the raw transport is transport_bench.cc).
 //
 // Starts a real dispatcher and 2 workers (processes on 127.0.0.1) and, interleaved over
-// --repetitions rounds:
-//   1. the ResNet-style example pipeline for one epoch of a generated dataset: in-process
-//      (granary local's runner), through the service with 1 task on 1 worker, and with 2 tasks
-//      on 2 workers; images/s and the ratio to in-process. All share the same 2 cores.
-//   2. raw transport, 1 worker -> 1 client: a trivial pipeline (range -> fill_bytes) of 1 MiB
-//      and 16 MiB elements read through the client library (fetch, checksum, parse), in GB/s,
-//      against a plain memcpy of the same bytes in this process (the physical ceiling).
+// --repetitions rounds, the ResNet-style example pipeline for one epoch of a generated dataset:
+// in-process (granary local's runner), through the service with 1 task on 1 worker, and with 2
+// tasks on 2 workers; images/s and the ratio to in-process. All share the same 2 cores.
 //
 //   bench/service_bench [--images N] [--size S] [--repetitions R] [--dir D]
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,7 +49,7 @@ absl::Status Run() {
   std::vector<double> local_rates, one_rates, two_rates;
   const int reps = absl::GetFlag(FLAGS_repetitions);
   BenchReport report(
-      "service", "Service vs in-process (ResNet-style pipeline), raw transport vs memcpy", reps);
+      "service", "Service vs in-process (ResNet-style pipeline)", reps);
   for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up.
     EpochRunOptions options;
     options.digest = false;
@@ -77,36 +72,6 @@ absl::Status Run() {
   report.AddHeadline("service 2 workers / in-process", Median(two_rates) / Median(local_rates), "x",
                      BenchTarget::AtLeast(0.9));
 
-  for (const int64_t mib : {1, 16}) {
-    const int64_t count = std::max<int64_t>(2, (QuickBench() ? 64 : 1024) / mib);  // MiB/epoch.
-    PipelineDef trivial = PipelineBuilder::Range(count)
-                              .ParallelMap("fill_bytes", 1, {{"bytes", mib << 20}})
-                              .Batch(1)
-                              .Build();
-    auto ds = client.RegisterPipeline(trivial);
-    if (!ds.ok()) return ds.status();
-    auto job = client.OpenJob(*ds, {.name = absl::StrCat("transport", mib), .num_worker_slots = 1});
-    if (!job.ok()) return job.status();
-    std::vector<char> src(mib << 20, 1), dst(mib << 20);
-    std::vector<double> service_rates, memcpy_rates;
-    for (int rep = -1; rep < reps; ++rep) {
-      auto r = ReadServiceEpoch(**job, rep + 1);
-      if (!r.ok()) return r.status();
-      const absl::Time start = absl::Now();
-      for (int64_t i = 0; i < count; ++i) {
-        src[i % src.size()] = static_cast<char>(i);
-        std::memcpy(dst.data(), src.data(), src.size());
-      }
-      const double memcpy_seconds = absl::ToDoubleSeconds(absl::Now() - start);
-      if (rep < 0) continue;
-      service_rates.push_back(r->bytes / r->seconds / 1e9);
-      memcpy_rates.push_back(count * (mib << 20) / memcpy_seconds / 1e9);
-    }
-    report.AddSeries(absl::StrCat("transport, ", mib, " MiB elements"), "GB/s", service_rates);
-    report.AddSeries(absl::StrCat("memcpy, ", mib, " MiB"), "GB/s", memcpy_rates);
-    report.AddHeadline(absl::StrCat("transport ", mib, " MiB elements"), Median(service_rates),
-                       "GB/s", mib == 16 ? BenchTarget::AtLeast(1.0) : BenchTarget());
-  }
   return report.Finish();
 }
 

@@ -20,7 +20,6 @@ grpc::ChannelArguments ClientChannelArguments() {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  args.SetInt(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 16 << 20);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
@@ -64,6 +63,18 @@ std::shared_ptr<grpc::Channel> Connection::WorkerChannel(const std::string& addr
                                         ClientChannelArguments());
   }
   return channel;
+}
+
+std::shared_ptr<ShmClient> Connection::WorkerShm(const std::string& address) {
+  if (!options_.shared_memory) return nullptr;
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<ShmClient>& shm = shm_[address];
+  if (shm == nullptr || shm->broken()) {
+    // A worker elsewhere refuses at once (no such abstract socket here): cheap to ask again.
+    absl::StatusOr<std::shared_ptr<ShmClient>> connected = ShmClient::Connect(address);
+    shm = connected.ok() ? *std::move(connected) : nullptr;
+  }
+  return shm;
 }
 
 std::unique_ptr<grpc::ClientContext> Connection::DispatcherContext() const {

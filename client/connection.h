@@ -17,13 +17,13 @@
 #include "grpcpp/support/channel_arguments.h"
 #include "common/env.h"
 #include "proto/dispatcher.grpc.pb.h"
+#include "transport/shm_client.h"
 
 namespace granary {
 
 // The channel arguments of every channel the client opens: no message size limit (a
 // GetElements response carries up to max_bytes_per_request of payload, and at least one
-// element however large), receive reads of up to 16 MiB (fewer, larger slices for large
-// elements to arrive in), and a reconnect backoff capped at one second so that a worker or
+// element however large), and a reconnect backoff capped at one second so that a worker or
 // dispatcher restarted at the same address is found again quickly (gRPC's default cap is two
 // minutes).
 grpc::ChannelArguments ClientChannelArguments();
@@ -45,6 +45,10 @@ class Connection {
   // The channel to the worker at `address` (host:port), created on first use and kept for the
   // life of the Connection.
   std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& address);
+  // The shared-memory channel to the worker at `address` when options.shared_memory is set and
+  // the worker serves one on this host; null otherwise (read it over TCP). Kept while it works;
+  // a broken one (the worker restarted) is replaced by a new connection.
+  std::shared_ptr<ShmClient> WorkerShm(const std::string& address);
 
   // A context for a dispatcher call: deadline rpc_timeout_ms, and wait_for_ready so that a
   // call made while the dispatcher restarts waits for it (up to the deadline) instead of
@@ -68,6 +72,7 @@ class Connection {
   std::unique_ptr<Dispatcher::Stub> dispatcher_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> workers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<ShmClient>> shm_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace granary

@@ -15,6 +15,8 @@ namespace granary {
 namespace {
 
 constexpr uint64_t kInitialBackoffUs = 20'000;
+// An answer carrying at least this much has the next call made while it is checked.
+constexpr int64_t kCallAheadBytes = 256 << 10;
 constexpr uint64_t kMaxBackoffUs = 500'000;
 // Waits on the Env clock look at it at least this often (real time).
 constexpr absl::Duration kClockPoll = absl::Milliseconds(50);
@@ -52,6 +54,21 @@ absl::StatusOr<ReceivedElement> Receive(const ReceivedBytes& payload, uint64_t c
     ASSIGN_OR_RETURN(buffer, WriteAlignedImage(view, BufferPool::Default()));
   }
   return ReceivedElement::View(buffer, buffer->bytes());
+}
+
+// The element in the first `size` bytes of shared-memory segment `segment`, viewed where the
+// worker wrote it.
+absl::StatusOr<ReceivedElement> MapShared(ShmClient& shm, uint64_t segment, int64_t size) {
+  if (size < 0) return absl::DataLossError(absl::StrCat("negative element size ", size));
+  absl::string_view bytes;
+  ASSIGN_OR_RETURN(std::shared_ptr<const void> owner,
+                   shm.Take(segment, static_cast<size_t>(size), &bytes));
+  ASSIGN_OR_RETURN(ImageView view, ParseImage(bytes));
+  if (!ContentsAligned(view)) {
+    ASSIGN_OR_RETURN(BufferRef aligned, WriteAlignedImage(view, BufferPool::Default()));
+    return ReceivedElement::View(aligned, aligned->bytes());
+  }
+  return ReceivedElement::View(std::move(owner), bytes);
 }
 
 }  // namespace
@@ -109,6 +126,7 @@ GrpcEpochReader::~GrpcEpochReader() {
     stop_ = true;
     for (auto& entry : tasks_) {
       if (entry.second->call != nullptr) entry.second->call->TryCancel();
+      if (entry.second->ahead_call != nullptr) entry.second->ahead_call->TryCancel();
     }
     if (heartbeat_call_ != nullptr) heartbeat_call_->TryCancel();
   }
@@ -255,7 +273,7 @@ void GrpcEpochReader::HeartbeatLoop() {
 
 GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t from_index,
                                                       const std::string& address,
-                                                      const ReceivedReply& reply) {
+                                                      const ReceivedReply& reply, ShmClient* shm) {
   Checked checked;
   if (!reply.malformed.ok()) {
     checked.problem = absl::StrCat("worker ", address, ": ", reply.malformed.message());
@@ -273,7 +291,21 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
       break;
     }
     bool matches = false;
-    absl::StatusOr<granary::ReceivedElement> element = Receive(e.payload, e.checksum, &matches);
+    absl::StatusOr<granary::ReceivedElement> element;
+    if (e.shm_segment != 0) {
+      absl::StatusOr<granary::ReceivedElement> mapped =
+          shm == nullptr ? absl::UnavailableError("answered by shared memory to a TCP request")
+                         : MapShared(*shm, e.shm_segment, e.shm_size);
+      if (!mapped.ok()) {
+        checked.problem = absl::StrCat("task ", task_id, " element ", next, " from worker ",
+                                       address, ": ", mapped.status().ToString());
+        break;
+      }
+      element = *std::move(mapped);
+      matches = true;
+    } else {
+      element = Receive(e.payload, e.checksum, &matches);
+    }
     if (!element.ok() && absl::IsResourceExhausted(element.status())) {
       checked.problem = absl::StrCat("task ", task_id, " element ", next, ": ",
                                      element.status().message());
@@ -296,7 +328,7 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
     Queued queued;
     queued.task_id = task_id;
     queued.index = next;
-    queued.bytes = static_cast<int64_t>(e.payload.size());
+    queued.bytes = static_cast<int64_t>(element->bytes().size());
     queued.element = *std::move(element);
     checked.accepted.push_back(std::move(queued));
     ++next;
@@ -304,13 +336,80 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
   return checked;
 }
 
+std::unique_ptr<GrpcEpochReader::Lookahead> GrpcEpochReader::MaybeCallAhead(
+    Task* task, const GetElementsRequest& request, const std::string& address,
+    const ReceivedReply& reply) {
+  if (!reply.malformed.ok() || reply.end_of_task) return nullptr;
+  // Where the task will stand once this answer's elements are accepted.
+  int64_t next = request.from_index();
+  int64_t bytes = 0;
+  for (const ReceivedPayload& e : reply.elements) {
+    if (e.index < next) continue;
+    if (e.index > next) break;
+    ++next;
+    bytes += e.shm_segment != 0 ? e.shm_size : static_cast<int64_t>(e.payload.size());
+  }
+  if (next == request.from_index() || bytes < kCallAheadBytes) return nullptr;
+  auto ahead = std::make_unique<Lookahead>();
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop_ || !error_.ok() || task->address != address ||
+        task->generation != request.generation() ||
+        in_flight_ >= options_.max_outstanding_requests ||
+        queued_bytes_ + bytes >= queue_bound_) {
+      return nullptr;
+    }
+    ++in_flight_;
+    ahead->context = connection_->WorkerContext();
+    task->ahead_call = ahead->context.get();
+  }
+  ahead->request = request;
+  ahead->request.set_from_index(next);
+  ahead->address = address;
+  ahead->thread = std::thread([this, a = ahead.get()] {
+    std::shared_ptr<grpc::Channel> channel = connection_->WorkerChannel(a->address);
+    a->shm = connection_->WorkerShm(a->address);
+    a->request.set_shm_session(a->shm != nullptr ? a->shm->session() : 0);
+    a->rpc = CallGetElements(channel.get(), a->context.get(), a->request, &a->reply);
+  });
+  return ahead;
+}
+
 void GrpcEpochReader::FetchLoop(Task* task) {
   uint64_t backoff_us = kInitialBackoffUs;
+  // The next call, made while the answer before it is checked (see MaybeCallAhead).
+  std::unique_ptr<Lookahead> ahead;
   while (true) {
     GetElementsRequest request;
     std::string address;
-    std::unique_ptr<grpc::ClientContext> context = connection_->WorkerContext();
-    {
+    std::unique_ptr<grpc::ClientContext> context;
+    std::shared_ptr<ShmClient> shm;
+    grpc::Status rpc;
+    ReceivedReply reply;
+    const bool made_ahead = ahead != nullptr;
+    if (made_ahead) {
+      ahead->thread.join();
+      bool usable;
+      {
+        absl::MutexLock lock(&mu_);
+        --in_flight_;
+        task->ahead_call = nullptr;
+        if (stop_) return;
+        // The answer before it was accepted whole: this call asked from where the task stands.
+        usable = error_.ok() && ahead->request.from_index() == task->next_fetch &&
+                 ahead->address == task->address &&
+                 ahead->request.generation() == task->generation;
+      }
+      std::unique_ptr<Lookahead> made = std::move(ahead);
+      if (!usable) continue;
+      request = std::move(made->request);
+      address = std::move(made->address);
+      context = std::move(made->context);
+      shm = std::move(made->shm);
+      rpc = std::move(made->rpc);
+      reply = std::move(made->reply);
+    } else {
+      context = connection_->WorkerContext();
       absl::MutexLock lock(&mu_);
       const auto ready = [this, task]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         if (stop_ || !error_.ok() || task->done) return true;
@@ -352,15 +451,20 @@ void GrpcEpochReader::FetchLoop(Task* task) {
       // or has set stop_ before we got here (checked above).
       task->call = context.get();
     }
-    std::shared_ptr<grpc::Channel> channel = connection_->WorkerChannel(address);
-    ReceivedReply reply;
-    const grpc::Status rpc = CallGetElements(channel.get(), context.get(), request, &reply);
+    if (!made_ahead) {
+      std::shared_ptr<grpc::Channel> channel = connection_->WorkerChannel(address);
+      shm = connection_->WorkerShm(address);
+      if (shm != nullptr) request.set_shm_session(shm->session());
+      rpc = CallGetElements(channel.get(), context.get(), request, &reply);
+      absl::MutexLock lock(&mu_);
+      --in_flight_;
+      task->call = nullptr;
+    }
+    if (rpc.ok()) ahead = MaybeCallAhead(task, request, address, reply);
     Checked checked;
-    if (rpc.ok()) checked = CheckAnswer(task->id, request.from_index(), address, reply);
+    if (rpc.ok()) checked = CheckAnswer(task->id, request.from_index(), address, reply, shm.get());
 
     absl::MutexLock lock(&mu_);
-    --in_flight_;
-    task->call = nullptr;
     if (stop_) return;
     bool retry = false;
     if (!rpc.ok()) {

@@ -25,6 +25,12 @@
 //    payload becomes a ReceivedElement: a view of the slice it lies in when it lies whole and
 //    aligned in one, else of the one buffer it is copied into (hashed as it is copied). Accepted
 //    elements go to the queue in index order.
+//  * Shared memory: when the worker runs on this host and serves it (Connection::WorkerShm),
+//    the request names the reader's session and the worker answers its large elements by
+//    segment; the reader maps the segment read-only and the element views it there, holding it
+//    (and so the worker's segment) until the trainer drops the element. No bytes travel, so no
+//    checksum is computed: the worker and the reader read the same memory. Failing to map a
+//    segment (the worker died meanwhile) is retried like a failed call.
 //  * Any failed call (UNAVAILABLE: worker down; NOT_FOUND: the task is not there yet;
 //    FAILED_PRECONDITION: another generation; anything else but the permanent errors below)
 //    is retried after a backoff of 20 ms doubling to 500 ms, cut short when a heartbeat brings
@@ -106,8 +112,24 @@ class GrpcEpochReader final : public EpochReader {
     int64_t checksum_index = -1;
     // The last failure, for the Unavailable message of a stalled Next().
     std::string last_error;
-    // The call in flight, so that the destructor can cancel it.
+    // The calls in flight, so that the destructor can cancel them.
     grpc::ClientContext* call = nullptr;
+    grpc::ClientContext* ahead_call = nullptr;
+  };
+
+  // A GetElements call made ahead on a thread of its own (MaybeCallAhead); the thread is joined
+  // when the Lookahead goes.
+  struct Lookahead {
+    GetElementsRequest request;
+    std::string address;
+    std::unique_ptr<grpc::ClientContext> context;
+    std::shared_ptr<ShmClient> shm;
+    grpc::Status rpc;
+    ReceivedReply reply;
+    std::thread thread;
+    ~Lookahead() {
+      if (thread.joinable()) thread.join();
+    }
   };
 
   struct Queued {
@@ -135,10 +157,20 @@ class GrpcEpochReader final : public EpochReader {
   absl::Status Heartbeat(bool first);
   void HeartbeatLoop();
   void FetchLoop(Task* task);
+  // When `reply` (to `request`, from the worker at `address`) is large, the next call — from
+  // where the task will stand once the reply's elements are accepted — is made now, on a thread
+  // of its own, so that the worker sends while this reader checks and copies (or maps) the
+  // reply. Only within the call permits and the queue bound. If the reply then turns out not
+  // to be accepted whole (a checksum mismatch), that call's answer is dropped and the task
+  // asked again from where it stands: its from_index acknowledged elements the reader does not
+  // have, which the worker recomputes (a request below its window restarts the task).
+  std::unique_ptr<Lookahead> MaybeCallAhead(Task* task, const GetElementsRequest& request,
+                                            const std::string& address, const ReceivedReply& reply)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Checks an answer to GetElements(task_id, from_index) from the worker at `address` and makes
   // the accepted payloads elements. Needs no lock.
   static Checked CheckAnswer(int64_t task_id, int64_t from_index, const std::string& address,
-                             const ReceivedReply& reply);
+                             const ReceivedReply& reply, ShmClient* shm);
   // Waits until `condition` holds or the Env clock reaches `deadline_us`; whether it holds.
   bool AwaitUntil(const absl::Condition& condition, uint64_t deadline_us)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -28,7 +28,7 @@ BatchPlacement::Batch* BatchPlacement::FindOrLayOut(int64_t batch, const Element
   // The longest provenance (ten-byte varints): the batch op writes the real one, which moves no
   // content region, and truncates the image to it.
   laid.layout = std::make_unique<ImageLayout>(laid.placed.specs, UINT64_MAX, -1);
-  absl::StatusOr<BufferRef> buffer = BufferPool::Default()->Allocate(laid.layout->size());
+  absl::StatusOr<BufferRef> buffer = pool_->Allocate(laid.layout->size());
   if (!buffer.ok()) return nullptr;  // The batch op allocates (and reports) when it copies.
   laid.placed.image = *std::move(buffer);
   return &batches_.emplace(batch, std::move(laid)).first->second;

@@ -40,7 +40,8 @@ namespace granary {
 
 class BatchPlacement {
  public:
-  explicit BatchPlacement(int64_t batch_size) : batch_size_(batch_size) {}
+  // Images come from `pool` (must outlive the placement).
+  BatchPlacement(int64_t batch_size, BufferPool* pool) : batch_size_(batch_size), pool_(pool) {}
 
   // Where the tensors of the row with output sequence number `seq` go: for
   // ScopedRowDestinations around the UDFs that make the row, so that they write it there
@@ -74,6 +75,7 @@ class BatchPlacement {
   Batch* FindOrLayOut(int64_t batch, const Element* row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int64_t batch_size_;
+  BufferPool* const pool_;
   absl::Mutex mu_;
   std::map<int64_t, Batch> batches_ ABSL_GUARDED_BY(mu_);
   // The layout of the last batch laid out from a row: the guess for the next ones.

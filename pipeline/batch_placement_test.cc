@@ -17,7 +17,7 @@ Element FloatRow(std::vector<float> values) {
 // a later row's UDF makes its tensor in its slot (through the destinations) and is not copied;
 // the batch op takes the image with every row in place.
 TEST(BatchPlacementTest, FirstRowLaysOutLaterRowsAreMadeInTheirPlace) {
-  BatchPlacement placement(3);
+  BatchPlacement placement(3, BufferPool::Default());
   EXPECT_TRUE(placement.Destinations(4).empty()) << "no row of batch 1 finished yet";
   Element first = FloatRow({4, 4.5});
   placement.Place(4, first);  // Slot 1 of batch 1.
@@ -61,7 +61,7 @@ TEST(BatchPlacementTest, FirstRowLaysOutLaterRowsAreMadeInTheirPlace) {
 // Before any row of a batch has finished, its rows are made in place on the guess that it is
 // shaped like the batch before; a row that proves the guess wrong is left to the batch op.
 TEST(BatchPlacementTest, LaterBatchesAreLaidOutLikeThePreviousOne) {
-  BatchPlacement placement(2);
+  BatchPlacement placement(2, BufferPool::Default());
   Element first = FloatRow({1, 1});
   placement.Place(0, first);
   std::vector<RowDestination> guessed = placement.Destinations(2);  // Batch 1: nothing finished.
@@ -77,7 +77,7 @@ TEST(BatchPlacementTest, LaterBatchesAreLaidOutLikeThePreviousOne) {
 }
 
 TEST(BatchPlacementTest, RowsThatCannotBePlacedAreLeftAsTheyAre) {
-  BatchPlacement placement(2);
+  BatchPlacement placement(2, BufferPool::Default());
   Element first = FloatRow({1, 1});
   placement.Place(0, first);
   // Another shape, strings, and a row of a batch already taken.
@@ -100,7 +100,7 @@ TEST(BatchPlacementTest, RowsThatCannotBePlacedAreLeftAsTheyAre) {
 // A UDF that put one tensor in another tensor's place: copying one would overwrite the other,
 // so the row is left to the batch op's copy.
 TEST(BatchPlacementTest, TensorsInEachOthersPlaceAreLeftAsTheyAre) {
-  BatchPlacement placement(2);
+  BatchPlacement placement(2, BufferPool::Default());
   Element first;
   first.tensors.push_back(Tensor::FromVector<float>({2}, {1, 2}));
   first.tensors.push_back(Tensor::FromVector<float>({2}, {3, 4}));

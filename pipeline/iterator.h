@@ -18,6 +18,7 @@
 #include "common/env.h"
 #include "pipeline/element.h"
 #include "pipeline/iterator_state.h"
+#include "transport/buffer_pool.h"
 
 namespace granary {
 
@@ -44,6 +45,9 @@ struct IteratorContext {
   CacheSink* cache_sink = nullptr;
   // Where the run's counters go; null: not counted. Not owned.
   IteratorStats* stats = nullptr;
+  // Where the batch op allocates its batches' wire images (a worker serving clients on its host
+  // passes its shared-memory pool, transport/shm_backing.h). Not owned.
+  BufferPool* pool = BufferPool::Default();
 };
 
 class Iterator {

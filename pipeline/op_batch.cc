@@ -38,9 +38,9 @@ absl::Status CheckCompatible(const Element& first, const Element& e, const std::
 
 // Lays the batch out as a wire image (transport/element_image.h) and copies each row straight
 // into its place there: the batch's tensors are views into the image, so the batch is
-// serialized by construction. The image comes from the process's buffer pool, which hands the
+// serialized by construction. The image comes from the run's buffer pool, which hands the
 // previous batch's memory out again instead of faulting in fresh pages for each batch.
-absl::StatusOr<Element> Stack(std::vector<Element>& rows) {
+absl::StatusOr<Element> Stack(std::vector<Element>& rows, BufferPool* pool) {
   const int64_t n = static_cast<int64_t>(rows.size());
   const size_t num_tensors = rows[0].tensors.size();
   std::vector<std::vector<std::string>> strings(num_tensors);
@@ -63,7 +63,7 @@ absl::StatusOr<Element> Stack(std::vector<Element>& rows) {
   batch.split_id = rows[0].split_id;
   batch.record = rows[0].record;
   const ImageLayout layout(specs, batch.split_id, batch.record);
-  ASSIGN_OR_RETURN(batch.image, BufferPool::Default()->Allocate(layout.size()));
+  ASSIGN_OR_RETURN(batch.image, pool->Allocate(layout.size()));
   char* const image = batch.image->data();
   layout.WriteFraming(image);
   for (size_t t = 0; t < num_tensors; ++t) {
@@ -114,12 +114,13 @@ std::optional<Element> FromPlaced(const std::vector<Element>& rows,
 class BatchIterator : public UnaryOpIterator {
  public:
   BatchIterator(std::unique_ptr<Iterator> input, int64_t batch_size, bool drop_remainder,
-                std::string label, std::shared_ptr<BatchPlacement> placement)
+                std::string label, std::shared_ptr<BatchPlacement> placement, BufferPool* pool)
       : UnaryOpIterator(std::move(input)),
         batch_size_(batch_size),
         drop_remainder_(drop_remainder),
         label_(std::move(label)),
-        placement_(std::move(placement)) {}
+        placement_(std::move(placement)),
+        pool_(pool) {}
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
     std::vector<Element> rows;
@@ -165,7 +166,7 @@ class BatchIterator : public UnaryOpIterator {
         }
       }
     }
-    ASSIGN_OR_RETURN(*out, Stack(rows));
+    ASSIGN_OR_RETURN(*out, Stack(rows, pool_));
     *end_of_sequence = false;
     return absl::OkStatus();
   }
@@ -180,6 +181,7 @@ class BatchIterator : public UnaryOpIterator {
   const bool drop_remainder_;
   const std::string label_;
   const std::shared_ptr<BatchPlacement> placement_;
+  BufferPool* const pool_;
   // The input's output sequence number of the next row (batch_placement.h).
   int64_t next_seq_ = 0;
 };
@@ -201,7 +203,7 @@ OpInfo BatchOp() {
     const int64_t batch_size = args.params.GetInt("batch_size");
     return std::make_unique<BatchIterator>(std::move(input), batch_size,
                                            args.params.GetBool("drop_remainder"), args.label,
-                                           args.placement);
+                                           args.placement, args.ctx.pool);
   };
   return info;
 }

@@ -148,7 +148,8 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
     // A batch right after a parallel stage has its rows placed by the stage's threads.
     std::shared_ptr<BatchPlacement> placement;
     if (num_threads > 0 && i < ops_.size() && ops_[i].info->name == "batch") {
-      placement = std::make_shared<BatchPlacement>(ops_[i].params.GetInt("batch_size"));
+      placement =
+          std::make_shared<BatchPlacement>(ops_[i].params.GetInt("batch_size"), ctx.pool);
     }
     it = num_threads == 0
              ? NewMapIterator(std::move(it), std::move(chain))

@@ -41,6 +41,7 @@ cd "$root"
 benchmarks=(
   "pipeline_throughput:pipeline_throughput"
   "service_bench:service"
+  "transport_bench:transport"
   "peer_bench:peer memory"
   "scaling_bench:scaling"
   "checkpoint_bench:checkpoint"

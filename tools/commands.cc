@@ -26,7 +26,7 @@ const std::vector<Command>& Commands() {
        WorkerCommand,
        {"dispatcher", "worker_id", "standby", "window_bytes", "threads", "heartbeat_interval_ms",
         "checkpoint_dir", "checkpoint_interval_ms", "checkpoints_kept",
-        "testonly_skip_element_after_restore", "host", "port", "plugin"}},
+        "testonly_skip_element_after_restore", "local_transport", "host", "port", "plugin"}},
       // --standby M is renamed --cluster_standby by the command.
       {"cluster",
        ClusterCommand,
@@ -37,7 +37,8 @@ const std::vector<Command>& Commands() {
        RunCommand,
        {"dispatcher", "pipeline", "epochs", "seed", "job_name", "consumer", "num_consumers",
         "num_worker_slots", "digest_out", "position_file", "stall_timeout_ms", "rpc_timeout_ms",
-        "max_outstanding_requests", "max_request_bytes", "step_ms", "cache_policy", "plugin"}},
+        "max_outstanding_requests", "max_request_bytes", "step_ms", "cache_policy",
+        "shared_memory", "plugin"}},
       {"status", StatusCommand, {"dispatcher"}},
       {"journal", JournalCommand, {"journal_dir"}},
       {"chaos",

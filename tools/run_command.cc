@@ -66,6 +66,9 @@ ABSL_FLAG(int32_t, stall_timeout_ms, 60000, "Fail after this long without any wo
 ABSL_FLAG(int32_t, rpc_timeout_ms, 10000,
           "Deadline of each RPC, and how long to wait for the dispatcher at start.");
 ABSL_FLAG(int32_t, max_outstanding_requests, 4, "GetElements calls in flight at once.");
+ABSL_FLAG(bool, shared_memory, true,
+          "Read elements of workers on this host through shared memory when they offer it "
+          "(--noshared_memory: always over TCP).");
 ABSL_FLAG(int64_t, max_request_bytes, 64 << 20, "Payload bytes asked for per GetElements call.");
 ABSL_FLAG(int32_t, step_ms, 0,
           "Simulated training step: sleep this long after each element (0: read as fast as "
@@ -140,6 +143,7 @@ absl::Status Run() {
   options.stall_timeout_ms = absl::GetFlag(FLAGS_stall_timeout_ms);
   options.rpc_timeout_ms = absl::GetFlag(FLAGS_rpc_timeout_ms);
   options.max_outstanding_requests = absl::GetFlag(FLAGS_max_outstanding_requests);
+  options.shared_memory = absl::GetFlag(FLAGS_shared_memory);
   options.max_bytes_per_request = absl::GetFlag(FLAGS_max_request_bytes);
   ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Connect(options));
   ASSIGN_OR_RETURN(std::string dataset, client->RegisterPipeline(def));
@@ -233,7 +237,7 @@ int RunCommand(int argc, char** argv) {
       "granary run --dispatcher HOST:PORT --pipeline P.json --epochs N [--job_name J] [--seed S] "
       "[--consumer C --num_consumers K] [--num_worker_slots T] [--cache_policy C] [--digest_out F] "
       "[--position_file F] [--stall_timeout_ms T] [--rpc_timeout_ms T] [--max_request_bytes B] "
-      "[--max_outstanding_requests N] [--step_ms T] [--plugin lib.so]");
+      "[--max_outstanding_requests N] [--noshared_memory] [--step_ms T] [--plugin lib.so]");
   absl::ParseCommandLine(argc, argv);
   const absl::Status status = Run();
   if (!status.ok()) {

@@ -7,6 +7,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "glog/logging.h"
 #include "grpcpp/security/server_credentials.h"
@@ -34,6 +35,10 @@ ABSL_FLAG(bool, testonly_skip_element_after_restore, false,
           "TEST ONLY, breaks exactly-once on purpose: a task resumed past its start drops one "
           "element (proves the chaos harness can fail).");
 ABSL_FLAG(int, checkpoints_kept, 3, "Checkpoints kept per task (the newest).");
+ABSL_FLAG(std::string, local_transport, "auto",
+          "How clients on this host get elements: auto (shared memory where the host offers it, "
+          "else TCP), shm (shared memory, or fail to start) or tcp. Remote clients always use "
+          "TCP.");
 
 namespace granary {
 
@@ -41,7 +46,7 @@ int WorkerCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary worker --dispatcher HOST:PORT --worker_id ID [--port P] [--host H] [--standby] "
       "[--window_bytes B] [--threads N] [--checkpoint_dir D] [--checkpoint_interval_ms T] "
-      "[--plugin lib.so]");
+      "[--local_transport auto|shm|tcp] [--plugin lib.so]");
   absl::ParseCommandLine(argc, argv);
   BlockTerminationSignals();
   const auto fail = [](const absl::Status& status) {
@@ -53,6 +58,9 @@ int WorkerCommand(int argc, char** argv) {
   }
   auto udfs = UdfRegistryFromFlags();
   if (!udfs.ok()) return fail(udfs.status());
+  const absl::StatusOr<LocalTransport> local_transport =
+      ParseLocalTransport(absl::GetFlag(FLAGS_local_transport));
+  if (!local_transport.ok()) return fail(Annotate(local_transport.status(), "--local_transport"));
 
   // Listen first: the address registered with the dispatcher must already answer.
   GrpcWorkerService service;
@@ -69,6 +77,7 @@ int WorkerCommand(int argc, char** argv) {
   options.worker_id = absl::GetFlag(FLAGS_worker_id);
   options.address = absl::StrCat(absl::GetFlag(FLAGS_host), ":", port);
   options.standby = absl::GetFlag(FLAGS_standby);
+  options.local_transport = *local_transport;
   options.heartbeat_interval_ms = absl::GetFlag(FLAGS_heartbeat_interval_ms);
   options.runner.window_bytes = absl::GetFlag(FLAGS_window_bytes);
   options.runner.testonly_skip_element_after_restore =

@@ -18,7 +18,8 @@ namespace {
 // GetElementsResponse's and IndexedElement's fields (proto/worker.proto).
 constexpr int kResponseElements = 1, kResponseEndOfTask = 2, kResponseNumElements = 3,
               kResponseRecomputed = 4;
-constexpr int kElementIndex = 1, kElementPayload = 2, kElementChecksum = 3;
+constexpr int kElementIndex = 1, kElementPayload = 2, kElementChecksum = 3,
+              kElementShmSegment = 4, kElementShmSize = 5;
 
 // Reads protobuf wire bytes spread over slices, without copying them.
 class SliceCursor {
@@ -122,6 +123,11 @@ bool ParseElement(SliceCursor& in, size_t end, ReceivedPayload* element,
       }
     } else if (field == kElementChecksum && wire_type == wire::kFixed64) {
       if (!in.Fixed(8, &element->checksum)) return false;
+    } else if (field == kElementShmSegment && wire_type == wire::kFixed64) {
+      if (!in.Fixed(8, &element->shm_segment)) return false;
+    } else if (field == kElementShmSize && wire_type == wire::kVarint) {
+      if (!in.Varint(&value)) return false;
+      element->shm_size = static_cast<int64_t>(value);
     } else if (!in.Skip(wire_type)) {
       return false;
     }
@@ -190,6 +196,21 @@ Status SerializationTraits<granary::ElementsReply>::Serialize(const granary::Ele
   // The framing between payloads, copied into small slices; each payload a slice of its image.
   std::string framing;
   for (const granary::ReplyElement& e : reply.elements) {
+    if (e.in_shm) {  // By segment: no bytes.
+      std::string body;
+      if (e.index != 0) {
+        body.push_back(Tag(granary::kElementIndex, kVarint));
+        AppendVarint(static_cast<uint64_t>(e.index), &body);
+      }
+      body.push_back(Tag(granary::kElementShmSegment, kFixed64));
+      AppendFixed64(e.image->segment_id(), &body);
+      body.push_back(Tag(granary::kElementShmSize, kVarint));
+      AppendVarint(e.image->size(), &body);
+      framing.push_back(Tag(granary::kResponseElements, kLengthDelimited));
+      AppendVarint(body.size(), &framing);
+      framing += body;
+      continue;
+    }
     const size_t payload = e.image->size();
     size_t body = 1 + VarintSize(payload) + payload;
     if (e.index != 0) body += 1 + VarintSize(static_cast<uint64_t>(e.index));

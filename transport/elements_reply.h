@@ -36,9 +36,14 @@ namespace granary {
 
 struct ReplyElement {
   int64_t index = 0;
-  // XXH3-64 of the image's bytes.
+  // XXH3-64 of the image's bytes, when `hashed` (an image in shared memory is hashed only if
+  // it travels over TCP).
   uint64_t checksum = 0;
+  bool hashed = false;
   BufferRef image;
+  // Sent by segment rather than by bytes: the client's session holds the image
+  // (transport/shm_server.h).
+  bool in_shm = false;
 };
 
 struct ElementsReply {
@@ -79,6 +84,9 @@ struct ReceivedPayload {
   int64_t index = 0;
   uint64_t checksum = 0;
   ReceivedBytes payload;
+  // Non-zero: the element is the first shm_size bytes of this shared-memory segment.
+  uint64_t shm_segment = 0;
+  int64_t shm_size = 0;
 };
 
 struct ReceivedReply {

@@ -20,10 +20,10 @@ BufferRef Image(size_t size, char fill) {
 
 ElementsReply Reply() {
   ElementsReply reply;
-  reply.elements.push_back({0, 0, Image(10, 'a')});  // index and checksum 0: fields omitted
+  reply.elements.push_back({0, 0, true, Image(10, 'a')});  // index, checksum 0: fields omitted
   const BufferRef big = Image(3 << 20, 'b');
-  reply.elements.push_back({7, Hash3_64(big->bytes()), big});
-  reply.elements.push_back({8, 99, Image(0, 'c')});  // an empty payload
+  reply.elements.push_back({7, Hash3_64(big->bytes()), true, big});
+  reply.elements.push_back({8, 99, true, Image(0, 'c')});  // an empty payload
   reply.end_of_task = true;
   reply.num_elements = 9;
   reply.recomputed = 4;

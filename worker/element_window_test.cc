@@ -10,7 +10,7 @@ namespace {
 ReplyElement Make(int64_t index, size_t bytes) {
   auto image = BufferPool::Default()->Allocate(bytes);
   EXPECT_TRUE(image.ok());
-  return {index, static_cast<uint64_t>(index) * 7, *image};
+  return {index, static_cast<uint64_t>(index) * 7, true, *image};
 }
 
 std::vector<int64_t> Indices(const std::vector<ReplyElement>& elements) {

@@ -35,6 +35,7 @@ absl::Status TaskRun::Build() {
   IteratorContext ctx{spec_.env, spec_.def.seed(), spec_.def.epoch()};
   ctx.cached_prefix_ops = spec_.def.cached_prefix_ops();
   ctx.cache_sink = hooks_->cache_sink();
+  ctx.pool = spec_.pool;
   ASSIGN_OR_RETURN(it_, spec_.pipeline->MakeIterator(
                             ctx, std::make_unique<LeasedSplitProvider>(
                                      spec_.dispatcher, spec_.env, spec_.def.task_id(),
@@ -72,7 +73,11 @@ absl::Status TaskRun::Next(ReplyElement* element, bool* end) {
   if (*end) return absl::OkStatus();
   // A batch is its image already; anything else is written into one here, once.
   ASSIGN_OR_RETURN(element->image, e.Serialize(spec_.pool));
-  element->checksum = Hash3_64(element->image->bytes());
+  // An image in shared memory is hashed only if it is ever sent over TCP (WorkerImpl).
+  if (element->image->segment_fd() < 0) {
+    element->checksum = Hash3_64(element->image->bytes());
+    element->hashed = true;
+  }
   return absl::OkStatus();
 }
 

@@ -80,8 +80,9 @@ class TaskRun {
   // The index the run was restored to (0: a fresh start).
   int64_t restored_index() const { return restored_index_; }
 
-  // The next element as the wire carries it: its image and XXH3 (index left to the caller), or
-  // *end. Errors are the pipeline's, or ResourceExhausted when no buffer can be had.
+  // The next element as the wire carries it: its image and, unless it is in shared memory, its
+  // XXH3 (index left to the caller), or *end. Errors are the pipeline's, or ResourceExhausted
+  // when no buffer can be had.
   absl::Status Next(ReplyElement* element, bool* end);
 
   // Saves the run, positioned after `index` elements, and writes it in the background. Returns

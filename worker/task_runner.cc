@@ -226,7 +226,13 @@ TaskStatus TaskRunner::Status() const {
   status.set_checkpoint_bytes(checkpoint_bytes_);
   status.set_last_checkpoint_index(last_checkpoint_index_);
   status.set_checkpoint_stall_us(checkpoint_stall_us_);
+  status.set_transport(transport_);
   return status;
+}
+
+void TaskRunner::NoteTransport(const char* transport) {
+  absl::MutexLock lock(&mu_);
+  transport_ = transport;
 }
 
 bool TaskRunner::FullyAcknowledged() const {

@@ -91,6 +91,8 @@ class TaskRunner {
   TaskStatus Status() const ABSL_LOCKS_EXCLUDED(mu_);
   // Whether the task has ended and the client acknowledged every element.
   bool FullyAcknowledged() const ABSL_LOCKS_EXCLUDED(mu_);
+  // How the last answer went ("shm" or "tcp"), for Status().
+  void NoteTransport(const char* transport) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void StartProducer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -133,6 +135,7 @@ class TaskRunner {
   int64_t checkpoint_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_checkpoint_index_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t checkpoint_stall_us_ ABSL_GUARDED_BY(mu_) = 0;
+  const char* transport_ ABSL_GUARDED_BY(mu_) = "";
   std::thread producer_;
 };
 

@@ -11,6 +11,7 @@
 #include "common/failpoints.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
+#include "transport/shm_backing.h"
 #include "worker/cache_run_hooks.h"
 
 namespace granary {
@@ -25,11 +26,37 @@ void AddCheckpointCounters(const TaskStatus& task, GetWorkerStatusResponse* tota
 
 }  // namespace
 
+absl::StatusOr<LocalTransport> ParseLocalTransport(absl::string_view name) {
+  if (name == "auto") return LocalTransport::kAuto;
+  if (name == "shm") return LocalTransport::kShm;
+  if (name == "tcp") return LocalTransport::kTcp;
+  return absl::InvalidArgumentError(
+      absl::StrCat("local transport '", name, "' is none of auto, shm, tcp"));
+}
+
 absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Start(
     const WorkerOptions& options, std::unique_ptr<DispatcherConnection> dispatcher,
     int64_t register_timeout_ms) {
   if (options.udfs == nullptr) return absl::InvalidArgumentError("WorkerOptions.udfs unset");
   std::unique_ptr<WorkerImpl> worker(new WorkerImpl(options, std::move(dispatcher)));
+  if (options.local_transport != LocalTransport::kTcp) {
+    absl::StatusOr<std::unique_ptr<ShmServer>> server =
+        MemfdBacking::Available()
+            ? ShmServer::Start(options.address)
+            : absl::UnavailableError("this kernel has no memfd_create");
+    if (server.ok()) {
+      worker->shm_server_ = *std::move(server);
+      BufferPoolOptions pool;
+      pool.backing = std::make_shared<MemfdBacking>();
+      worker->shm_pool_ = std::make_unique<BufferPool>(pool);
+    } else if (options.local_transport == LocalTransport::kShm) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--local_transport=shm: no shared memory on this host: ", server.status().message()));
+    } else {
+      LOG(WARNING) << "worker " << options.worker_id
+                   << ": serving local clients over TCP: " << server.status();
+    }
+  }
   Env* const env = options.runner.env;
   const uint64_t deadline = env->NowMicros() + static_cast<uint64_t>(register_timeout_ms) * 1000;
   absl::Status status;
@@ -187,6 +214,7 @@ absl::Status WorkerImpl::Heartbeat() {
               << def.generation();
     TaskRunnerOptions runner_options = options_.runner;
     runner_options.checkpoints = checkpoints_.get();
+    if (shm_pool_ != nullptr) runner_options.pool = shm_pool_.get();
     // A cache-writing task's runs write the elements at its cache point into chunk files.
     RunHooksFactory hooks;
     if (!def.cache_dir().empty()) {
@@ -278,8 +306,21 @@ absl::Status WorkerImpl::GetElements(const GetElementsRequest& request, Elements
                      request.generation()));
   }
   RETURN_IF_ERROR(runner->GetElements(request, reply));
-  return !reply->elements.empty() ? HitFailpoint(kWorkerAfterProduceBeforeSend)
-                                  : absl::OkStatus();
+  if (reply->elements.empty()) return absl::OkStatus();
+  // An element in shared memory goes by segment to a client of this host, which the session
+  // then holds; anything else goes by bytes, hashed if it was not yet.
+  bool by_segment = false;
+  for (ReplyElement& e : reply->elements) {
+    if (shm_server_ != nullptr && request.shm_session() != 0 &&
+        shm_server_->Hold(request.shm_session(), e.image)) {
+      e.in_shm = by_segment = true;
+    } else if (!e.hashed) {
+      e.checksum = Hash3_64(e.image->bytes());
+      e.hashed = true;
+    }
+  }
+  runner->NoteTransport(by_segment ? "shm" : "tcp");
+  return HitFailpoint(kWorkerAfterProduceBeforeSend);
 }
 
 absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response) const {
@@ -287,11 +328,14 @@ absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response) const {
   *response = retired_totals_;
   response->set_worker_id(options_.worker_id);
   response->set_incarnation(incarnation_);
-  const BufferPool::Stats pool = options_.runner.pool->stats();
+  const BufferPool::Stats pool =
+      (shm_pool_ != nullptr ? shm_pool_.get() : options_.runner.pool)->stats();
   response->set_pool_maps(pool.maps);
   response->set_pool_reuses(pool.reuses);
   response->set_pool_cached_bytes(static_cast<int64_t>(pool.cached_bytes));
   response->set_pool_live_bytes(static_cast<int64_t>(pool.live_bytes));
+  response->set_shared_memory(shm_server_ != nullptr);
+  if (shm_server_ != nullptr) response->set_shm_sessions(shm_server_->stats().sessions);
   for (const auto& [id, runner] : runners_) {
     *response->add_tasks() = runner->Status();
     AddCheckpointCounters(response->tasks(response->tasks_size() - 1), response);

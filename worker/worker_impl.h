@@ -28,15 +28,29 @@
 #include "pipeline/udf.h"
 #include "proto/worker.pb.h"
 #include "transport/elements_reply.h"
+#include "transport/shm_server.h"
 #include "worker/dispatcher_connection.h"
 #include "worker/task_runner.h"
 
 namespace granary {
 
+// How a worker serves clients on its own host (Pecan's "local" workers, DESIGN.md §9).
+enum class LocalTransport {
+  kAuto,  // shared memory when this host offers it (memfd, Unix sockets), else TCP
+  kShm,   // shared memory, or the worker does not start
+  kTcp,   // every client over TCP
+};
+
+// Parses "auto" | "shm" | "tcp"; InvalidArgument naming the value otherwise.
+absl::StatusOr<LocalTransport> ParseLocalTransport(absl::string_view name);
+
 struct WorkerOptions {
   std::string worker_id;
   // The address clients reach this worker at, as registered with the dispatcher.
   std::string address;
+  // With shared memory, element images live in memfd segments and a client on this host maps
+  // them instead of receiving their bytes (transport/shm_server.h); remote clients get TCP.
+  LocalTransport local_transport = LocalTransport::kAuto;
   bool standby = false;
   // A real-time wait between heartbeats (it ends early when the worker stops); the worker's
   // other timers (registration deadline, back-offs) run on runner.env's clock.
@@ -57,8 +71,9 @@ inline constexpr int64_t kMinHeartbeatIntervalMs = 10;
 
 class WorkerImpl {
  public:
-  // Registers (retrying while the dispatcher is unreachable, up to `register_timeout_ms`) and
-  // starts heartbeating.
+  // Starts serving shared memory (per options.local_transport; FailedPrecondition when kShm and
+  // this host cannot), registers (retrying while the dispatcher is unreachable, up to
+  // `register_timeout_ms`) and starts heartbeating.
   static absl::StatusOr<std::unique_ptr<WorkerImpl>> Start(
       const WorkerOptions& options, std::unique_ptr<DispatcherConnection> dispatcher,
       int64_t register_timeout_ms = 30000);
@@ -91,6 +106,12 @@ class WorkerImpl {
   absl::Mutex heartbeat_mu_;
   // On options_.runner.env's clock; none before the first heartbeat.
   std::optional<uint64_t> last_heartbeat_micros_ ABSL_GUARDED_BY(heartbeat_mu_);
+
+  // Shared-memory transport: the pool element images are allocated from and the side channel
+  // to clients on this host; both null when serving TCP only. Set by Start; declared before
+  // runners_, which hold their images.
+  std::unique_ptr<BufferPool> shm_pool_;
+  std::unique_ptr<ShmServer> shm_server_;
 
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(heartbeat_mu_);
   int64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;

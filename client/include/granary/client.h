@@ -57,6 +57,10 @@ struct ClientOptions {
   // RegisterPipeline, OpenJob and ReadEpoch retry a dispatcher that is Unavailable (restarting,
   // or lost while it answered) for this long too.
   int stall_timeout_ms = 60000;
+  // Whether elements from a worker on this host come through shared memory (mapped, not
+  // copied; transport/shm_server.h) when the worker offers it. Workers elsewhere are read over
+  // TCP either way.
+  bool shared_memory = true;
 };
 
 // Which epochs of a job write and read the dispatcher's Put/Get cache (the dispatcher needs

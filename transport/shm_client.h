@@ -1,0 +1,60 @@
+// ShmClient: the client's end of the shared-memory transport with one worker (shm_server.h has
+// the walkthrough). Connect() succeeds only when the worker runs on this host (its abstract
+// socket is reachable here); otherwise the reader uses TCP.
+//
+// Take(segment, size) maps the named segment read-only and returns an owner of the mapping: the
+// element's views point into it, and when the last copy of the owner goes (the trainer dropped
+// the element) the mapping is unmapped and the worker told that this session no longer holds
+// the segment. The owner keeps the session (this ShmClient) alive, so the worker keeps the
+// segment for it; if the worker dies the mapping stays valid (the memory lives while mapped) and
+// the release is moot.
+//
+// Thread-safe.
+#ifndef GRANARY_TRANSPORT_SHM_CLIENT_H_
+#define GRANARY_TRANSPORT_SHM_CLIENT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+
+namespace granary {
+
+class ShmClient : public std::enable_shared_from_this<ShmClient> {
+ public:
+  // Unavailable when the worker at `worker_address` does not serve shared memory on this host.
+  static absl::StatusOr<std::shared_ptr<ShmClient>> Connect(const std::string& worker_address);
+  ~ShmClient();
+  ShmClient(const ShmClient&) = delete;
+  ShmClient& operator=(const ShmClient&) = delete;
+
+  uint64_t session() const { return session_; }
+  // Whether the channel to the worker failed (the worker died or restarted): connect anew.
+  bool broken() const { return broken_.load(); }
+
+  // The first `size` bytes of segment `segment`, which the worker named in an answer to this
+  // session, mapped read-only; the owner keeps them mapped (and held by the worker). Unavailable
+  // when the channel is broken, NotFound when the worker holds no such segment for us, DataLoss
+  // when `size` exceeds the segment.
+  absl::StatusOr<std::shared_ptr<const void>> Take(uint64_t segment, size_t size,
+                                                   absl::string_view* bytes);
+
+ private:
+  ShmClient(int socket, uint64_t session) : socket_(socket), session_(session) {}
+  void Release(uint64_t segment);
+
+  const int socket_;
+  const uint64_t session_;
+  std::atomic<bool> broken_{false};
+  // One kFetch / kSegment exchange at a time.
+  absl::Mutex fetch_mu_;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_TRANSPORT_SHM_CLIENT_H_
