@@ -161,6 +161,7 @@ absl::Status GrpcEpochReader::Next(ReceivedElement* element, bool* end) {
     tasks_.at(front.task_id)->next_deliver = front.index + 1;
     ++stats_.elements;
     stats_.payload_bytes += front.bytes;
+    if (front.shared_memory) ++stats_.shared_memory_elements;
     queued_bytes_ -= front.bytes;
     *element = std::move(front.element);
     queue_.pop_front();
@@ -329,6 +330,7 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
     queued.task_id = task_id;
     queued.index = next;
     queued.bytes = static_cast<int64_t>(element->bytes().size());
+    queued.shared_memory = e.shm_segment != 0;
     queued.element = *std::move(element);
     checked.accepted.push_back(std::move(queued));
     ++next;

@@ -136,6 +136,7 @@ class GrpcEpochReader final : public EpochReader {
     int64_t task_id;
     int64_t index;
     int64_t bytes;
+    bool shared_memory;
     ReceivedElement element;
   };
 

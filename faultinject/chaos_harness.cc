@@ -155,6 +155,13 @@ class ChaosRun {
     if (options_.testonly_break_workers) {
       p.extra_worker_flags.push_back("--testonly_skip_element_after_restore");
     }
+    if (options_.transport == "shm") {
+      p.extra_worker_flags.push_back("--local_transport=shm");
+      p.extra_worker_flags.push_back("--shm_min_bytes=0");
+    } else {
+      p.extra_worker_flags.push_back("--local_transport=tcp");
+      p.client_flags.push_back("--noshared_memory");
+    }
     p.failpoint_process = options_.failpoint_process;
     p.failpoints = options_.failpoints;
     ChaosProcesses processes(p);
@@ -312,6 +319,9 @@ std::string ChaosCommandLine(const ChaosOptions& options) {
   if (options.images != defaults.images) absl::StrAppend(&line, " --images ", options.images);
   if (options.step_ms != defaults.step_ms) absl::StrAppend(&line, " --step_ms ", options.step_ms);
   if (options.testonly_break_workers) absl::StrAppend(&line, " --testonly_break_workers");
+  if (options.transport != defaults.transport) {
+    absl::StrAppend(&line, " --transport ", options.transport);
+  }
   return line;
 }
 

@@ -35,6 +35,9 @@ struct ChaosOptions {
   // Starts workers with --testonly_skip_element_after_restore: a broken build the harness must
   // catch.
   bool testonly_break_workers = false;
+  // How the client reads the workers' elements: "tcp", or "shm" (shared memory, every element
+  // by segment: the workers run with --local_transport=shm --shm_min_bytes=0).
+  std::string transport = "tcp";
   int64_t timeout_seconds = 180;
 };
 

@@ -63,6 +63,22 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, ChaosScenarioTest,
                          ::testing::Values("nofail", "recover", "failover", "killall",
                                            "dispatcher", "putfail", "getfail", "random"));
 
+// The kill, restart and takeover scenarios over shared memory: every element by segment,
+// mapped by the client while workers die under it (issue 14).
+class ChaosSharedMemoryTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ChaosSharedMemoryTest, EveryEpochExactlyOnce) {
+  const std::string args = absl::StrCat("--scenario ", GetParam(), " --seed 12 --transport shm");
+  const CommandResult r = Chaos(args);
+  EXPECT_EQ(r.exit_code, 0) << "granary chaos " << args << ":\n" << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--transport shm: 3 epochs, 1536 rows verified")) << r.output;
+  const Counts counts = ParseCounts(r.output);
+  EXPECT_EQ(counts.injected, counts.planned) << "granary chaos " << args << ":\n" << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, ChaosSharedMemoryTest,
+                         ::testing::Values("recover", "failover", "killall", "random"));
+
 // One failpoint armed in one process; it must fire and the run must still be exactly once.
 struct FailpointCase {
   const char* failpoint;

@@ -37,6 +37,9 @@ ABSL_FLAG(std::string, inject, "",
           "worker-N, workers or client), e.g. 'workers:put.mid_chunk_write=after(20):crash'.");
 ABSL_FLAG(std::string, cache, "",
           "Override the scenario's cache policy: compute, full or at_mark.");
+ABSL_FLAG(std::string, transport, "tcp",
+          "How the client reads the workers' elements: tcp, or shm (shared memory; every element "
+          "by segment). A soak draws it for each run.");
 ABSL_FLAG(bool, soak, false, "Loop random scenarios and seeds until --minutes pass or one fails.");
 ABSL_FLAG(double, minutes, 10, "How long --soak runs.");
 ABSL_FLAG(bool, testonly_break_workers, false,
@@ -107,6 +110,7 @@ int Soak(ChaosOptions base, const std::string& dir) {
     ChaosOptions options = base;
     options.scenario = scenarios[draws() % scenarios.size()];
     options.seed = draws() % 1000000;
+    options.transport = draws() % 2 == 0 ? "tcp" : "shm";
     MaybeArmRandomFailpoint(draws, options);
     options.dir = absl::StrCat(dir, "/run-", runs);
     const std::string output = options.dir + ".out";
@@ -155,7 +159,8 @@ int Soak(ChaosOptions base, const std::string& dir) {
 int ChaosCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary chaos --scenario S --seed N [--workers W] [--epochs E] [--dir D] [--cache C] "
-      "[--inject PROCESS:SPEC] [--images N] [--step_ms T] | granary chaos --soak --minutes M "
+      "[--inject PROCESS:SPEC] [--images N] [--step_ms T] [--transport tcp|shm] | "
+      "granary chaos --soak --minutes M "
       "[--seed N] | granary chaos --failpoints");
   // This command's defaults for flags it shares with other commands.
   absl::SetFlag(&FLAGS_epochs, 3);
@@ -174,6 +179,12 @@ int ChaosCommand(int argc, char** argv) {
   options.step_ms = absl::GetFlag(FLAGS_step_ms);
   options.cache_policy = absl::GetFlag(FLAGS_cache);
   options.testonly_break_workers = absl::GetFlag(FLAGS_testonly_break_workers);
+  options.transport = absl::GetFlag(FLAGS_transport);
+  if (options.transport != "tcp" && options.transport != "shm") {
+    std::fprintf(stderr, "granary chaos: --transport '%s': expected tcp or shm\n",
+                 options.transport.c_str());
+    return 2;
+  }
   const std::string inject = absl::GetFlag(FLAGS_inject);
   if (!inject.empty()) {
     const size_t colon = inject.find(':');

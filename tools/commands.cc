@@ -26,7 +26,8 @@ const std::vector<Command>& Commands() {
        WorkerCommand,
        {"dispatcher", "worker_id", "standby", "window_bytes", "threads", "heartbeat_interval_ms",
         "checkpoint_dir", "checkpoint_interval_ms", "checkpoints_kept",
-        "testonly_skip_element_after_restore", "local_transport", "host", "port", "plugin"}},
+        "testonly_skip_element_after_restore", "local_transport", "shm_min_bytes", "host", "port",
+        "plugin"}},
       // --standby M is renamed --cluster_standby by the command.
       {"cluster",
        ClusterCommand,
@@ -44,7 +45,7 @@ const std::vector<Command>& Commands() {
       {"chaos",
        ChaosCommand,
        {"scenario", "seed", "workers", "epochs", "dir", "images", "step_ms", "cache", "inject",
-        "soak", "minutes", "failpoints", "testonly_break_workers"}},
+        "soak", "minutes", "failpoints", "testonly_break_workers", "transport"}},
   };
   return *commands;
 }

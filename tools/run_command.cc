@@ -207,11 +207,12 @@ absl::Status Run() {
     const int64_t dropped = stats.duplicates_dropped + stats.recomputed_dropped;
     std::printf(
         "epoch %lld: %lld elements, %lld rows in %.2f s: %.1f batches/s, %.1f MB/s; dropped "
-        "%lld duplicates and %lld recomputed; %lld retries\n",
+        "%lld duplicates and %lld recomputed; %lld retries; %lld by shared memory\n",
         static_cast<long long>(epoch), static_cast<long long>(stats.elements),
         static_cast<long long>(digest.rows()), seconds, stats.elements / seconds,
         stats.payload_bytes / seconds / 1e6, static_cast<long long>(stats.duplicates_dropped),
-        static_cast<long long>(stats.recomputed_dropped), static_cast<long long>(stats.retries));
+        static_cast<long long>(stats.recomputed_dropped), static_cast<long long>(stats.retries),
+        static_cast<long long>(stats.shared_memory_elements));
     std::fflush(stdout);
     absl::StrAppend(&digests,
                     (resumed.reader.empty() ? digest.Line(epoch, dropped)

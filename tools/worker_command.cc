@@ -39,6 +39,9 @@ ABSL_FLAG(std::string, local_transport, "auto",
           "How clients on this host get elements: auto (shared memory where the host offers it, "
           "else TCP), shm (shared memory, or fail to start) or tcp. Remote clients always use "
           "TCP.");
+ABSL_FLAG(int64_t, shm_min_bytes, 256 << 10,
+          "With shared memory: elements at least this large go by segment, smaller ones by "
+          "bytes (each pooled segment is a file descriptor).");
 
 namespace granary {
 
@@ -78,6 +81,7 @@ int WorkerCommand(int argc, char** argv) {
   options.address = absl::StrCat(absl::GetFlag(FLAGS_host), ":", port);
   options.standby = absl::GetFlag(FLAGS_standby);
   options.local_transport = *local_transport;
+  options.shm_min_bytes = absl::GetFlag(FLAGS_shm_min_bytes);
   options.heartbeat_interval_ms = absl::GetFlag(FLAGS_heartbeat_interval_ms);
   options.runner.window_bytes = absl::GetFlag(FLAGS_window_bytes);
   options.runner.testonly_skip_element_after_restore =

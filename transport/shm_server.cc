@@ -120,16 +120,20 @@ void ShmServer::Accept() {
   const int socket = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
   if (socket < 0) return;
   const uint64_t id = session_base_ | next_session_++;
+  {
+    // Open before the client learns its id: its first request may come at once.
+    absl::MutexLock lock(&mu_);
+    sessions_[id].socket = socket;
+  }
   ShmMessage hello;
   hello.type = ShmMessage::kHello;
   hello.a = id;
   hello.b = static_cast<uint64_t>(::getpid());
   if (!SendShmMessage(socket, hello).ok()) {
+    absl::MutexLock lock(&mu_);
+    sessions_.erase(id);
     ::close(socket);
-    return;
   }
-  absl::MutexLock lock(&mu_);
-  sessions_[id].socket = socket;
 }
 
 bool ShmServer::Handle(uint64_t session) {

@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Start(
       worker->shm_server_ = *std::move(server);
       BufferPoolOptions pool;
       pool.backing = std::make_shared<MemfdBacking>();
+      pool.pooled_bytes = static_cast<size_t>(std::max<int64_t>(options.shm_min_bytes, 0));
       worker->shm_pool_ = std::make_unique<BufferPool>(pool);
     } else if (options.local_transport == LocalTransport::kShm) {
       return absl::FailedPreconditionError(absl::StrCat(

@@ -51,6 +51,9 @@ struct WorkerOptions {
   // With shared memory, element images live in memfd segments and a client on this host maps
   // them instead of receiving their bytes (transport/shm_server.h); remote clients get TCP.
   LocalTransport local_transport = LocalTransport::kAuto;
+  // With shared memory: elements at least this large go by segment (smaller ones by bytes:
+  // each pooled segment is a memfd, a file descriptor of the worker's).
+  int64_t shm_min_bytes = kPooledBytes;
   bool standby = false;
   // A real-time wait between heartbeats (it ends early when the worker stops); the worker's
   // other timers (registration deadline, back-offs) run on runner.env's clock.

@@ -96,6 +96,9 @@ struct EpochStats {
   int64_t retries = 0;
   // Payloads whose XXH3-64 did not match their checksum (dropped, and asked for again).
   int64_t checksum_mismatches = 0;
+  // Elements Next() returned that came through shared memory (mapped, not copied) rather than
+  // over TCP.
+  int64_t shared_memory_elements = 0;
 };
 
 // Reads one epoch for one consumer. Thread-compatible (one trainer thread calls Next).

@@ -1,0 +1,251 @@
+// The data plane's transports end to end (issue 14), against real dispatcher and worker
+// processes on 127.0.0.1:
+//  * every transport delivers exactly `granary local`'s bytes: the ResNet-style example (batches
+//    of float32 crops, over a megabyte each) with 1 and 2 workers and 2 consumers, over TCP and
+//    over shared memory (which must then carry every batch);
+//  * a trainer's element outlives its reader, its client and its worker (killed and restarted):
+//    its views still hold the same bytes (under AddressSanitizer, also valid memory);
+//  * SIGKILLed clients and workers leave nothing behind: no /dev/shm file at any point, and a
+//    worker whose client died drops that client's session and its holds.
+#include <dirent.h>
+
+#include <chrono>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "common/env.h"
+#include "common/scoped_temp_dir.h"
+#include "common/subprocess.h"
+#include "gmock/gmock.h"
+#include "granary/client.h"
+#include "gtest/gtest.h"
+#include "pipeline/epoch_digest.h"
+#include "pipeline/pipeline_loader.h"
+#include "pipeline/synthetic_imagenet.h"
+#include "tests/local_cluster.h"
+#include "tests/run_outputs.h"
+
+namespace granary {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ReadDigests;
+
+constexpr int64_t kImages = 256;
+
+std::set<std::string> DevShm() {
+  std::set<std::string> names;
+  if (DIR* dir = ::opendir("/dev/shm")) {
+    while (dirent* e = ::readdir(dir)) names.insert(e->d_name);
+    ::closedir(dir);
+  }
+  return names;
+}
+
+class TransportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SyntheticImagenetOptions data;
+    data.out_dir = dir_.Join("data");
+    data.images = kImages;
+    data.files = 4;
+    data.size = 48;
+    ASSERT_TRUE(WriteSyntheticImagenet(Env::Default(), data).ok());
+    ::setenv("GRANARY_DATA", data.out_dir.c_str(), 1);
+    pipeline_ = std::string(std::getenv("GRANARY_SOURCE_DIR")) + "/examples/imagenet_resnet.json";
+    Subprocess local({GRANARY_BINARY, "local", "--pipeline=" + pipeline_, "--epochs=2",
+                      "--seed=3", "--digest_out=" + dir_.Join("local.digest")},
+                     Subprocess::Stderr::kMergeIntoStdout);
+    const std::string output = local.ReadAll();
+    ASSERT_EQ(local.Wait(), 0) << output;
+    local_ = ReadDigests(dir_.Join("local.digest"));
+  }
+
+  testing::ScopedTempDir dir_;
+  std::string pipeline_;
+  std::map<int64_t, DigestLine> local_;
+};
+
+class TransportMatrixTest : public TransportTest,
+                            public ::testing::WithParamInterface<std::tuple<std::string, int>> {};
+
+TEST_P(TransportMatrixTest, TwoConsumersTogetherGetLocalsBytes) {
+  const auto [transport, workers] = GetParam();
+  const bool shm = transport == "shm";
+  testing::LocalCluster cluster(
+      dir_.Join("cluster"),
+      {.workers = workers, .worker_flags = {"--local_transport=" + transport}});
+  ASSERT_TRUE(cluster.ok());
+  std::vector<std::unique_ptr<Subprocess>> runs;
+  for (int c = 0; c < 2; ++c) {
+    std::vector<std::string> argv = {GRANARY_BINARY, "run",
+                                     "--dispatcher=" + cluster.dispatcher_address(),
+                                     "--pipeline=" + pipeline_, "--epochs=2", "--seed=3",
+                                     "--job_name=j", "--num_consumers=2",
+                                     absl::StrCat("--consumer=", c),
+                                     "--digest_out=" + dir_.Join(absl::StrCat("run", c, ".digest"))};
+    if (!shm) argv.push_back("--noshared_memory");
+    runs.push_back(std::make_unique<Subprocess>(argv, Subprocess::Stderr::kMergeIntoStdout));
+  }
+  int64_t elements = 0;
+  for (auto& run : runs) {
+    const std::string output = run->ReadAll();
+    ASSERT_EQ(run->Wait(), 0) << output;
+    // Every batch by segment over shared memory, none over TCP.
+    const std::regex line(R"(: (\d+) elements, .*; (\d+) by shared memory)");
+    for (std::sregex_iterator m(output.begin(), output.end(), line), end; m != end; ++m) {
+      const int64_t n = std::stoll((*m)[1]);
+      EXPECT_EQ(std::stoll((*m)[2]), shm ? n : 0) << output;
+      elements += n;
+    }
+  }
+  EXPECT_GT(elements, 0);
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    int64_t rows = 0;
+    uint64_t multiset = 0;
+    for (int c = 0; c < 2; ++c) {
+      const auto d = ReadDigests(dir_.Join(absl::StrCat("run", c, ".digest")));
+      ASSERT_TRUE(d.count(epoch)) << "consumer " << c << " epoch " << epoch;
+      rows += d.at(epoch).rows;
+      multiset += d.at(epoch).multiset;
+    }
+    EXPECT_EQ(rows, kImages) << transport << ", epoch " << epoch;
+    EXPECT_EQ(multiset, local_[epoch].multiset) << transport << ", epoch " << epoch;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, TransportMatrixTest,
+                         ::testing::Combine(::testing::Values("tcp", "shm"),
+                                            ::testing::Values(1, 2)),
+                         [](const auto& info) {
+                           return absl::StrCat(std::get<0>(info.param), "_",
+                                               std::get<1>(info.param), "workers");
+                         });
+
+// Reads the first batch of epoch 0 through a client of its own, then lets the reader, the job
+// and the client go.
+ReceivedElement FirstBatch(const std::string& dispatcher, const std::string& pipeline,
+                           bool shared_memory) {
+  ClientOptions options;
+  options.dispatcher_address = dispatcher;
+  options.shared_memory = shared_memory;
+  auto client = Client::Connect(options);
+  EXPECT_TRUE(client.ok()) << client.status();
+  auto def = LoadPipelineFile(Env::Default(), pipeline);
+  EXPECT_TRUE(def.ok()) << def.status();
+  auto dataset = (*client)->RegisterPipeline(*def);
+  EXPECT_TRUE(dataset.ok()) << dataset.status();
+  auto job = (*client)->OpenJob(*dataset, {.seed = 3});
+  EXPECT_TRUE(job.ok()) << job.status();
+  auto reader = (*job)->ReadEpoch(0);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  ReceivedElement batch;
+  bool end = true;
+  const absl::Status status = (*reader)->Next(&batch, &end);
+  EXPECT_TRUE(status.ok() && !end) << status;
+  EXPECT_EQ((*reader)->stats().shared_memory_elements, shared_memory ? 1 : 0);
+  return batch;
+}
+
+uint64_t Digest(const ReceivedElement& batch) {
+  EpochDigest digest(/*batched=*/true);
+  digest.Add(batch.tensors());
+  return digest.multiset();
+}
+
+TEST_F(TransportTest, AnElementOutlivesItsReaderClientAndWorker) {
+  for (const bool shared_memory : {true, false}) {
+    testing::LocalCluster cluster(dir_.Join(shared_memory ? "shm" : "tcp"), {.workers = 1});
+    ASSERT_TRUE(cluster.ok());
+    const ReceivedElement batch = FirstBatch(cluster.dispatcher_address(), pipeline_, shared_memory);
+    ASSERT_FALSE(batch.tensors().empty());
+    const uint64_t before = Digest(batch);
+    cluster.KillWorker(0);
+    ASSERT_TRUE(cluster.RestartWorker(0));
+    EXPECT_EQ(Digest(batch), before) << (shared_memory ? "shared memory" : "tcp");
+    // A copy shares the bytes and outlives the original.
+    ReceivedElement copy = batch;
+    {
+      ReceivedElement gone = std::move(copy);
+      copy = gone;
+    }
+    EXPECT_EQ(Digest(copy), before);
+  }
+}
+
+// SIGKILL the client mid-epoch, then the worker, then both: never a file in /dev/shm, the
+// worker drops a dead client's session, and a run that outlives a worker kill is exactly once.
+TEST_F(TransportTest, KilledClientsAndWorkersLeaveNothingBehind) {
+  const std::set<std::string> before = DevShm();
+  testing::LocalCluster cluster(dir_.Join("cluster"),
+                                {.workers = 1, .worker_flags = {"--local_transport=shm"}});
+  ASSERT_TRUE(cluster.ok());
+  const auto sessions = [&cluster]() -> int64_t {
+    GetWorkerStatusResponse status;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    if (!cluster.WorkerStub(0)->GetWorkerStatus(&context, {}, &status).ok()) return -1;
+    EXPECT_TRUE(status.shared_memory());
+    return status.shm_sessions();
+  };
+  const auto run_argv = [&](const std::string& name) {
+    return std::vector<std::string>{GRANARY_BINARY, "run",
+                                    "--dispatcher=" + cluster.dispatcher_address(),
+                                    "--pipeline=" + pipeline_, "--epochs=2", "--seed=3",
+                                    "--job_name=" + name, "--step_ms=20",
+                                    "--position_file=" + dir_.Join(name + ".position"),
+                                    "--digest_out=" + dir_.Join(name + ".digest")};
+  };
+  const auto wait_for_rows = [&](const std::string& name) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (testing::PositionRows(dir_.Join(name + ".position")) < 64) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  };
+
+  {  // The client dies: its session and holds go.
+    Subprocess run(run_argv("a"), Subprocess::Stderr::kMergeIntoStdout);
+    wait_for_rows("a");
+    EXPECT_EQ(sessions(), 1);
+    EXPECT_EQ(DevShm(), before);
+    run.Kill(SIGKILL);
+    run.Wait();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (sessions() != 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(sessions(), 0) << "the dead client's session is still open";
+  }
+  {  // The worker dies mid-epoch and comes back: the run finishes exactly once.
+    Subprocess run(run_argv("b"), Subprocess::Stderr::kMergeIntoStdout);
+    wait_for_rows("b");
+    cluster.KillWorker(0);
+    EXPECT_EQ(DevShm(), before);
+    ASSERT_TRUE(cluster.RestartWorker(0));
+    const std::string output = run.ReadAll(std::chrono::seconds(120));
+    ASSERT_EQ(run.Wait(), 0) << output;
+    const auto digests = ReadDigests(dir_.Join("b.digest"));
+    ASSERT_EQ(digests.size(), 2u);
+    for (const auto& [epoch, d] : digests) {
+      EXPECT_EQ(d.rows, kImages) << "epoch " << epoch;
+      EXPECT_EQ(d.multiset, local_.at(epoch).multiset) << "epoch " << epoch;
+    }
+  }
+  {  // Both die.
+    Subprocess run(run_argv("c"), Subprocess::Stderr::kMergeIntoStdout);
+    wait_for_rows("c");
+    cluster.KillWorker(0);
+    run.Kill(SIGKILL);
+    run.Wait();
+    EXPECT_EQ(DevShm(), before);
+  }
+  EXPECT_EQ(DevShm(), before);
+}
+
+}  // namespace
+}  // namespace granary

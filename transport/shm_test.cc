@@ -1,0 +1,163 @@
+// The shared-memory transport's two ends in one process: a worker's pool of memfd segments and
+// its ShmServer, and a client's ShmClient.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "transport/buffer_pool.h"
+#include "transport/shm_backing.h"
+#include "transport/shm_client.h"
+#include "transport/shm_server.h"
+
+namespace granary {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A distinct worker address per test, so that abstract socket names never collide.
+std::string Address() {
+  static int n = 0;
+  return absl::StrCat("127.0.0.1:shm-test-", ::getpid(), "-", n++);
+}
+
+std::set<std::string> DevShm() {
+  std::set<std::string> names;
+  if (DIR* dir = ::opendir("/dev/shm")) {
+    while (dirent* e = ::readdir(dir)) names.insert(e->d_name);
+    ::closedir(dir);
+  }
+  return names;
+}
+
+class ShmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!MemfdBacking::Available()) GTEST_SKIP() << "no memfd_create on this kernel";
+    address_ = Address();
+    auto server = ShmServer::Start(address_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    BufferPoolOptions options;
+    options.backing = std::make_shared<MemfdBacking>();
+    pool_ = std::make_unique<BufferPool>(options);
+  }
+
+  BufferRef Image(size_t size, char fill) {
+    auto image = pool_->Allocate(size);
+    EXPECT_TRUE(image.ok()) << image.status();
+    std::memset((*image)->data(), fill, size);
+    return *image;
+  }
+
+  std::string address_;
+  std::unique_ptr<ShmServer> server_;
+  std::unique_ptr<BufferPool> pool_;
+};
+
+// A client maps what the worker holds for its session, sees the worker's bytes in place, and
+// releasing its view releases the worker's hold, so the segment is reused.
+TEST_F(ShmTest, AClientMapsAHeldSegmentAndReleasesIt) {
+  auto client = ShmClient::Connect(address_);
+  ASSERT_TRUE(client.ok()) << client.status();
+  BufferRef image = Image(1 << 20, 'x');
+  const uint64_t segment = image->segment_id();
+  ASSERT_NE(segment, 0u);
+  ASSERT_TRUE(server_->Hold((*client)->session(), image));
+  EXPECT_EQ(server_->stats().holds, 1);
+  image.reset();  // The worker's window moved on: only the session holds it now.
+  EXPECT_EQ(pool_->stats().live_bytes, BufferPool::SizeClass(1 << 20));
+
+  absl::string_view bytes;
+  auto owner = (*client)->Take(segment, 1 << 20, &bytes);
+  ASSERT_TRUE(owner.ok()) << owner.status();
+  EXPECT_EQ(bytes.size(), 1u << 20);
+  EXPECT_EQ(bytes[0], 'x');
+  EXPECT_EQ(bytes[(1 << 20) - 1], 'x');
+  owner->reset();
+  // The release is processed by the server's thread.
+  for (int i = 0; i < 500 && server_->stats().holds > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(server_->stats().holds, 0);
+  EXPECT_EQ(pool_->stats().live_bytes, 0u) << "back in the pool for the next element";
+}
+
+TEST_F(ShmTest, ASegmentTheSessionDoesNotHoldIsNotFound) {
+  auto client = ShmClient::Connect(address_);
+  ASSERT_TRUE(client.ok());
+  BufferRef image = Image(1 << 20, 'x');
+  absl::string_view bytes;
+  auto owner = (*client)->Take(image->segment_id(), 10, &bytes);
+  EXPECT_TRUE(absl::IsNotFound(owner.status())) << owner.status();
+  // Another session's hold is not ours either.
+  auto other = ShmClient::Connect(address_);
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(server_->Hold((*other)->session(), image));
+  EXPECT_TRUE(absl::IsNotFound((*client)->Take(image->segment_id(), 10, &bytes).status()));
+  EXPECT_FALSE(server_->Hold(12345, image)) << "an unknown session holds nothing";
+  EXPECT_FALSE((*client)->broken());
+}
+
+TEST_F(ShmTest, ASizePastTheSegmentIsDataLoss) {
+  auto client = ShmClient::Connect(address_);
+  ASSERT_TRUE(client.ok());
+  BufferRef image = Image(1 << 20, 'x');
+  ASSERT_TRUE(server_->Hold((*client)->session(), image));
+  absl::string_view bytes;
+  auto owner = (*client)->Take(image->segment_id(), size_t{1} << 40, &bytes);
+  EXPECT_TRUE(absl::IsDataLoss(owner.status())) << owner.status();
+}
+
+// A client that dies (its socket closes) takes its session's holds with it.
+TEST_F(ShmTest, AClosedSessionReleasesItsHolds) {
+  BufferRef image = Image(1 << 20, 'x');
+  {
+    auto client = ShmClient::Connect(address_);
+    ASSERT_TRUE(client.ok());
+    ASSERT_TRUE(server_->Hold((*client)->session(), image));
+    ASSERT_TRUE(server_->Hold((*client)->session(), image));
+    EXPECT_EQ(image.use_count(), 3);
+  }
+  for (int i = 0; i < 500 && server_->stats().sessions > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(server_->stats().sessions, 0);
+  EXPECT_EQ(image.use_count(), 1);
+}
+
+// A mapping stays valid after the worker is gone (its server and its pool), and nothing of the
+// transport is left in /dev/shm at any point.
+TEST_F(ShmTest, AViewOutlivesTheWorkerAndNothingIsLeftInDevShm) {
+  const std::set<std::string> before = DevShm();
+  auto client = ShmClient::Connect(address_);
+  ASSERT_TRUE(client.ok());
+  BufferRef image = Image(3 << 20, 'q');
+  ASSERT_TRUE(server_->Hold((*client)->session(), image));
+  absl::string_view bytes;
+  auto owner = (*client)->Take(image->segment_id(), 3 << 20, &bytes);
+  ASSERT_TRUE(owner.ok()) << owner.status();
+  EXPECT_EQ(DevShm(), before);
+  image.reset();
+  server_.reset();
+  pool_.reset();
+  EXPECT_EQ(bytes[(3 << 20) - 1], 'q');
+  EXPECT_EQ(bytes[12345], 'q');
+  owner->reset();  // The release has nowhere to go: no error, nothing thrown.
+  EXPECT_EQ(DevShm(), before);
+}
+
+TEST(ShmConnectTest, NoWorkerOnThisHostIsUnavailable) {
+  auto client = ShmClient::Connect("10.255.255.1:1");
+  EXPECT_TRUE(absl::IsUnavailable(client.status())) << client.status();
+  EXPECT_THAT(client.status().message(), HasSubstr("no shared-memory transport to worker"));
+}
+
+}  // namespace
+}  // namespace granary
