@@ -1,7 +1,8 @@
 // The records of cache chunk files (checkpoint/FORMAT.md): what cache_write's sink writes and
-// the cache_read source reads. A chunk is a TFRecord-framed file whose records are
-// deterministically serialized CachedElement protos (index + element with its provenance); its
-// checksum chains XXH64 over the records' bytes in order.
+// the cache_read source reads. A chunk is a TFRecord-framed file whose records are CachedElement
+// protos (index + element with its provenance) whose element field holds the element's wire
+// image (transport/FORMAT.md) as it is; its checksum chains XXH64 over the records' bytes in
+// order.
 #ifndef GRANARY_PIPELINE_CACHE_CHUNK_FORMAT_H_
 #define GRANARY_PIPELINE_CACHE_CHUNK_FORMAT_H_
 
@@ -17,11 +18,15 @@ namespace granary {
 // The record of `element` at index `index`.
 std::string EncodeCachedElement(int64_t index, const Element& element);
 
-// Decodes a record written by EncodeCachedElement into its index and element. Errors (for the
-// reader to prefix with the chunk and offset): DataLoss "not a cached element" when the bytes
-// do not parse, and Element::FromProto's error for an element whose tensors are inconsistent.
-// Never fails in any other way, whatever the bytes.
-absl::Status DecodeCachedElement(absl::string_view record, int64_t* index, Element* element);
+// Decodes a record written by EncodeCachedElement (or any CachedElement) into its index and
+// element: the element's image is copied once into an aligned buffer from `pool` and the
+// element's tensors are views into it — nothing parsed into objects, nothing to serialize again
+// (Element::Serialize hands the same image out). Errors (for the reader to prefix with the
+// chunk and offset): DataLoss "not a cached element" when the bytes do not parse, and
+// ParseImage's error for an inconsistent element. Never fails in any other way, whatever the
+// bytes (but ResourceExhausted when no buffer can be had).
+absl::Status DecodeCachedElement(absl::string_view record, int64_t* index, Element* element,
+                                 BufferPool* pool = BufferPool::Default());
 
 // The checksum of a chunk after one more record: XXH64(record) seeded with the checksum of the
 // records before it (0 for an empty chunk).

@@ -28,6 +28,46 @@ TEST(CacheChunkFormatTest, DecodeCachedElementRoundTrips) {
   EXPECT_EQ(EncodeCachedElement(index, decoded), record);
 }
 
+// A Get epoch passes cached elements through (issue 14): the decoded element's tensors are views
+// into one aligned copy of the record's image, which Serialize then hands out as it is.
+TEST(CacheChunkFormatTest, DecodedElementsPassThroughAsTheirImage) {
+  Element element;
+  element.tensors.push_back(Tensor::FromVector<float>({2, 2}, {1, 2, 3, 4}));
+  element.tensors.push_back(Tensor::Strings({1}, {"label"}));
+  element.split_id = 3;
+  const std::string record = EncodeCachedElement(5, element);
+  int64_t index = 0;
+  Element decoded;
+  ASSERT_TRUE(DecodeCachedElement(record, &index, &decoded).ok());
+  EXPECT_EQ(index, 5);
+  EXPECT_EQ(decoded, element);
+  ASSERT_TRUE(decoded.IsImageCurrent());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(decoded.tensors[0].content().data()) % 64, 0u);
+  auto image = decoded.Serialize();
+  ASSERT_TRUE(image.ok());
+  EXPECT_EQ(image->get(), decoded.image.get()) << "no new image: the cached one passes through";
+  // The record holds the element's image as it is.
+  auto own = element.Serialize();
+  ASSERT_TRUE(own.ok());
+  EXPECT_NE(record.find(std::string((*own)->bytes())), std::string::npos);
+}
+
+// Records of the format before images (a protobuf-serialized element, contents wherever protobuf
+// put them) still decode to the same element.
+TEST(CacheChunkFormatTest, RecordsOfProtobufSerializedElementsDecode) {
+  Element element;
+  element.tensors.push_back(Tensor::FromVector<int32_t>({3}, {7, 8, 9}));
+  element.record = 12;
+  CachedElement cached;
+  cached.set_index(2);
+  element.ToProto(cached.mutable_element());
+  int64_t index = 0;
+  Element decoded;
+  ASSERT_TRUE(DecodeCachedElement(cached.SerializeAsString(), &index, &decoded).ok());
+  EXPECT_EQ(index, 2);
+  EXPECT_EQ(decoded, element);
+}
+
 TEST(CacheChunkFormatTest, DecodeCachedElementRefusesGarbageAndInconsistentTensors) {
   int64_t index = 0;
   Element decoded;

@@ -49,22 +49,45 @@ bool Element::IsImageCurrent() const {
   return true;
 }
 
+namespace {
+
+ImageLayout LayoutOf(const Element& element) {
+  std::vector<ImageTensorSpec> specs(element.tensors.size());
+  for (size_t i = 0; i < element.tensors.size(); ++i) {
+    const Tensor& t = element.tensors[i];
+    specs[i] = {t.dtype(), t.shape(), &t.strings()};
+  }
+  return ImageLayout(specs, element.split_id, element.record);
+}
+
+// Writes `element`'s image, laid out as `layout`, into `out` (layout.size() bytes).
+void WriteImage(const Element& element, const ImageLayout& layout, char* out) {
+  layout.WriteFraming(out);
+  for (size_t i = 0; i < element.tensors.size(); ++i) {
+    const absl::string_view content = element.tensors[i].content();
+    if (!content.empty()) std::memcpy(out + layout.content_offset(i), content.data(), content.size());
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<BufferRef> Element::Serialize(BufferPool* pool) const {
   if (IsImageCurrent()) return image;
-  std::vector<ImageTensorSpec> specs(tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    specs[i] = {tensors[i].dtype(), tensors[i].shape(), &tensors[i].strings()};
-  }
-  const ImageLayout layout(specs, split_id, record);
+  const ImageLayout layout = LayoutOf(*this);
   ASSIGN_OR_RETURN(BufferRef out, pool->Allocate(layout.size()));
-  layout.WriteFraming(out->data());
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const absl::string_view content = tensors[i].content();
-    if (!content.empty()) {
-      std::memcpy(out->data() + layout.content_offset(i), content.data(), content.size());
-    }
-  }
+  WriteImage(*this, layout, out->data());
   return out;
+}
+
+void Element::AppendImage(std::string* out) const {
+  if (IsImageCurrent()) {
+    out->append(image->data(), image->size());
+    return;
+  }
+  const ImageLayout layout = LayoutOf(*this);
+  const size_t at = out->size();
+  out->resize(at + layout.size());
+  WriteImage(*this, layout, out->data() + at);
 }
 
 absl::StatusOr<Element> Element::FromImage(BufferRef image) {

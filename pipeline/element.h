@@ -42,6 +42,9 @@ struct Element {
   // The element's wire image: `image` when the tensors are still its own, else a new image
   // from `pool` (one copy of each tensor's values). ResourceExhausted when no buffer can be had.
   absl::StatusOr<BufferRef> Serialize(BufferPool* pool = BufferPool::Default()) const;
+  // Appends the element's wire image to `out`: the bytes Serialize() gives, without a buffer of
+  // their own.
+  void AppendImage(std::string* out) const;
   // The element an image holds (ParseImage's errors for a malformed one): numeric tensors are
   // views into `image` (which the element keeps), or copies when the image's contents are not
   // aligned for their dtypes (an image another writer made).

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "common/env.h"
 #include "pipeline/element.h"
+#include "transport/buffer_pool.h"
 #include "pipeline/params.h"
 #include "proto/pipeline.pb.h"
 
@@ -43,9 +44,11 @@ struct SourceInfo {
   // pattern at fault (a pattern matching no file is NotFound).
   std::function<absl::StatusOr<std::vector<Split>>(const Params& params, Env* env)> enumerate;
   // Opens `split` positioned at byte `offset` (a value from SplitReader::offset(), or
-  // split.begin_offset()), at which `records_done` records of the split have been read.
+  // split.begin_offset()), at which `records_done` records of the split have been read. A
+  // reader that yields elements in their wire image (cache_read) allocates it from `pool`.
   std::function<absl::StatusOr<std::unique_ptr<SplitReader>>(
-      const Params& params, Env* env, const Split& split, int64_t offset, int64_t records_done)>
+      const Params& params, Env* env, const Split& split, int64_t offset, int64_t records_done,
+      BufferPool* pool)>
       open;
   // Whether the source's readers set each element's provenance themselves (cache_read: the
   // element's original split and record) instead of SourceIterator stamping the split's.

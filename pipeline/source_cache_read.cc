@@ -31,8 +31,10 @@ constexpr char kPerSplit[] = "records_per_split";
 
 class CacheChunkReader : public SplitReader {
  public:
-  CacheChunkReader(const Split& split, OpenedFileSplit opened, int64_t offset, int64_t records_done)
+  CacheChunkReader(const Split& split, OpenedFileSplit opened, int64_t offset, int64_t records_done,
+                   BufferPool* pool)
       : split_(split),
+        pool_(pool),
         records_left_(opened.records_left),
         from_start_(offset == 0 && records_done == 0),
         reader_(std::move(opened.file), split.file(), offset) {}
@@ -66,7 +68,8 @@ class CacheChunkReader : public SplitReader {
     }
     int64_t index = 0;
     Element element;
-    const absl::Status decoded = DecodeCachedElement(record, &index, &element);
+    // The cached image passes through: the element is views into it (cache_chunk_format.h).
+    const absl::Status decoded = DecodeCachedElement(record, &index, &element, pool_);
     if (!decoded.ok()) {
       return absl::Status(decoded.code(),
                           absl::StrCat("cache chunk ", split_.file(), ": record at offset ", at,
@@ -98,6 +101,7 @@ class CacheChunkReader : public SplitReader {
   }
 
   const Split split_;
+  BufferPool* const pool_;
   int64_t records_left_;
   const bool from_start_;
   TfRecordReader reader_;
@@ -119,10 +123,12 @@ SourceInfo CacheReadSource() {
     return EnumerateFileSplits(params, env, kType, kPerSplit, ScanTfRecords);
   };
   info.open = [](const Params& params, Env* env, const Split& split, int64_t offset,
-                 int64_t records_done) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
+                 int64_t records_done,
+                 BufferPool* pool) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
     ASSIGN_OR_RETURN(OpenedFileSplit opened,
                      OpenFileSplit(params, env, split, offset, records_done));
-    return std::make_unique<CacheChunkReader>(split, std::move(opened), offset, records_done);
+    return std::make_unique<CacheChunkReader>(split, std::move(opened), offset, records_done,
+                                              pool);
   };
   return info;
 }

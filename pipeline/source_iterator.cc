@@ -6,11 +6,15 @@
 namespace granary {
 
 SourceIterator::SourceIterator(const SourceInfo* info, Params params, Env* env,
-                               std::unique_ptr<SplitProvider> provider)
-    : info_(info), params_(std::move(params)), env_(env), provider_(std::move(provider)) {}
+                               std::unique_ptr<SplitProvider> provider, BufferPool* pool)
+    : info_(info),
+      params_(std::move(params)),
+      env_(env),
+      pool_(pool),
+      provider_(std::move(provider)) {}
 
 absl::Status SourceIterator::Open(int64_t offset, int64_t records_done) {
-  auto reader = info_->open(params_, env_, split_, offset, records_done);
+  auto reader = info_->open(params_, env_, split_, offset, records_done, pool_);
   if (!reader.ok()) {
     return Annotate(reader.status(), absl::StrCat("source ", info_->type, " split ", split_.id()));
   }

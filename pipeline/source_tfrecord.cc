@@ -46,7 +46,7 @@ SourceInfo TfRecordSource() {
     return EnumerateFileSplits(params, env, kType, kPerSplit, ScanTfRecords);
   };
   info.open = [](const Params& params, Env* env, const Split& split, int64_t offset,
-                 int64_t records_done) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
+                 int64_t records_done, BufferPool*) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
     ASSIGN_OR_RETURN(OpenedFileSplit opened,
                      OpenFileSplit(params, env, split, offset, records_done));
     return std::make_unique<TfRecordSplitReader>(split, std::move(opened), offset);
