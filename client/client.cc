@@ -18,8 +18,8 @@ namespace {
 // Thread-safe: every member is immutable or thread-safe.
 class JobImpl final : public Job {
  public:
-  JobImpl(std::shared_ptr<Connection> connection, int64_t job_id)
-      : connection_(std::move(connection)), job_id_(job_id) {}
+  JobImpl(std::shared_ptr<Connection> connection, int64_t job_id, Compression compression)
+      : connection_(std::move(connection)), job_id_(job_id), compression_(compression) {}
 
   int64_t job_id() const override { return job_id_; }
 
@@ -47,13 +47,14 @@ class JobImpl final : public Job {
     }
     ASSIGN_OR_RETURN(std::unique_ptr<GrpcEpochReader> reader,
                      GrpcEpochReader::Start(connection_, job_id_, epoch, consumer,
-                                            start.has_value() ? &*start : nullptr));
+                                            start.has_value() ? &*start : nullptr, compression_));
     return std::unique_ptr<EpochReader>(std::move(reader));
   }
 
  private:
   const std::shared_ptr<Connection> connection_;
   const int64_t job_id_;
+  const Compression compression_;
 };
 
 // Thread-safe.
@@ -102,7 +103,10 @@ class ClientImpl final : public Client {
                                                ? std::string("opening a job")
                                                : absl::StrCat("opening job '", spec.name, "'"));
     }
-    return std::unique_ptr<Job>(new JobImpl(connection_, response.job_id()));
+    const Compression compression = spec.compression == JobCompression::kLz4    ? COMPRESSION_LZ4
+                                    : spec.compression == JobCompression::kZstd ? COMPRESSION_ZSTD
+                                                                                : COMPRESSION_NONE;
+    return std::unique_ptr<Job>(new JobImpl(connection_, response.job_id(), compression));
   }
 
  private:

@@ -9,6 +9,7 @@
 #include "common/grpc_status.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "transport/compression.h"
 #include "transport/element_image.h"
 
 namespace granary {
@@ -30,13 +31,46 @@ bool IsPermanent(absl::StatusCode code) {
          code == absl::StatusCode::kUnimplemented || code == absl::StatusCode::kDataLoss;
 }
 
+// The element whose image is in `buffer`, laid out anew if its contents are not aligned (an
+// image from another writer).
+absl::StatusOr<ReceivedElement> AlignedElement(BufferRef buffer) {
+  ASSIGN_OR_RETURN(ImageView view, ParseImage(buffer->bytes()));
+  if (!ContentsAligned(view)) {
+    ASSIGN_OR_RETURN(buffer, WriteAlignedImage(view, BufferPool::Default()));
+  }
+  return ReceivedElement::View(buffer, buffer->bytes());
+}
+
 // The payload of an accepted element as a ReceivedElement, and whether its XXH3-64 matches
 // `checksum` (*matches; the element is only made when it does). The element views the one
 // receive slice the payload lies in when it lies whole in one with its tensors aligned;
 // otherwise the payload is copied — and hashed while copied — into one buffer, the only copy an
 // element's bytes see on the client.
-absl::StatusOr<ReceivedElement> Receive(const ReceivedBytes& payload, uint64_t checksum,
-                                        bool* matches) {
+absl::StatusOr<ReceivedElement> Receive(const ReceivedPayload& e, bool* matches) {
+  const ReceivedBytes& payload = e.payload;
+  const uint64_t checksum = e.checksum;
+  if (e.compression != COMPRESSION_NONE) {
+    // The checksum is of the compressed bytes; they are decompressed straight into the
+    // element's buffer (copied first only when they arrived in pieces).
+    if (e.uncompressed_size < 0 || static_cast<size_t>(e.uncompressed_size) > kMaxUncompressedBytes) {
+      return absl::DataLossError(absl::StrCat("compressed element of ", e.uncompressed_size,
+                                              " bytes once decompressed"));
+    }
+    BufferRef pieces;
+    absl::string_view compressed = payload.Single();
+    if (compressed.size() == payload.size()) {
+      *matches = Hash3_64(compressed) == checksum;
+    } else {
+      ASSIGN_OR_RETURN(pieces, BufferPool::Default()->Allocate(payload.size()));
+      *matches = payload.CopyAndHash(pieces->data()) == checksum;
+      compressed = pieces->bytes();
+    }
+    if (!*matches) return ReceivedElement();
+    ASSIGN_OR_RETURN(BufferRef buffer,
+                     BufferPool::Default()->Allocate(static_cast<size_t>(e.uncompressed_size)));
+    RETURN_IF_ERROR(Decompress(e.compression, compressed, buffer->data(), buffer->size()));
+    return AlignedElement(std::move(buffer));
+  }
   if (const absl::string_view single = payload.Single(); !single.empty()) {
     absl::StatusOr<ImageView> view = ParseImage(single);
     if (view.ok() && ContentsAligned(*view)) {
@@ -48,12 +82,7 @@ absl::StatusOr<ReceivedElement> Receive(const ReceivedBytes& payload, uint64_t c
   ASSIGN_OR_RETURN(BufferRef buffer, BufferPool::Default()->Allocate(payload.size()));
   *matches = payload.CopyAndHash(buffer->data()) == checksum;
   if (!*matches) return ReceivedElement();
-  ASSIGN_OR_RETURN(ImageView view, ParseImage(buffer->bytes()));
-  // An image from another writer, whose contents are not aligned: laid out anew.
-  if (!ContentsAligned(view)) {
-    ASSIGN_OR_RETURN(buffer, WriteAlignedImage(view, BufferPool::Default()));
-  }
-  return ReceivedElement::View(buffer, buffer->bytes());
+  return AlignedElement(std::move(buffer));
 }
 
 // The element in the first `size` bytes of shared-memory segment `segment`, viewed where the
@@ -74,19 +103,20 @@ absl::StatusOr<ReceivedElement> MapShared(ShmClient& shm, uint64_t segment, int6
 }  // namespace
 
 GrpcEpochReader::GrpcEpochReader(std::shared_ptr<Connection> connection, int64_t job_id,
-                                 int64_t epoch, int32_t consumer)
+                                 int64_t epoch, int32_t consumer, Compression compression)
     : connection_(std::move(connection)),
       options_(connection_->options()),
       job_id_(job_id),
       epoch_(epoch),
       consumer_(consumer),
+      compression_(compression),
       queue_bound_(2 * options_.max_bytes_per_request) {}
 
 absl::StatusOr<std::unique_ptr<GrpcEpochReader>> GrpcEpochReader::Start(
     std::shared_ptr<Connection> connection, int64_t job_id, int64_t epoch, int32_t consumer,
-    const ClientPosition* position) {
+    const ClientPosition* position, Compression compression) {
   std::unique_ptr<GrpcEpochReader> reader(
-      new GrpcEpochReader(std::move(connection), job_id, epoch, consumer));
+      new GrpcEpochReader(std::move(connection), job_id, epoch, consumer, compression));
   RETURN_IF_ERROR(reader->Heartbeat(/*first=*/true));
   std::vector<Task*> tasks;
   {
@@ -305,7 +335,7 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
       element = *std::move(mapped);
       matches = true;
     } else {
-      element = Receive(e.payload, e.checksum, &matches);
+      element = Receive(e, &matches);
     }
     if (!element.ok() && absl::IsResourceExhausted(element.status())) {
       checked.problem = absl::StrCat("task ", task_id, " element ", next, ": ",
@@ -448,6 +478,7 @@ void GrpcEpochReader::FetchLoop(Task* task) {
       request.set_generation(task->generation);
       request.set_from_index(task->next_fetch);
       request.set_max_bytes(options_.max_bytes_per_request);
+      request.set_compression(compression_);
       address = task->address;
       // Set under the lock, so that the destructor either sees the context and cancels it,
       // or has set stop_ before we got here (checked above).

@@ -81,9 +81,10 @@ class GrpcEpochReader final : public EpochReader {
   // done). Errors: those of the first ClientHeartbeat (e.g. InvalidArgument for a consumer the
   // job does not have), and InvalidArgument when `position` names a task this consumer does
   // not read in this epoch, or an index past a finished task's end.
+  // Elements sent by bytes come compressed with `compression` (transport/compression.h).
   static absl::StatusOr<std::unique_ptr<GrpcEpochReader>> Start(
       std::shared_ptr<Connection> connection, int64_t job_id, int64_t epoch, int32_t consumer,
-      const ClientPosition* position);
+      const ClientPosition* position, Compression compression = COMPRESSION_NONE);
 
   ~GrpcEpochReader() override;
   GrpcEpochReader(const GrpcEpochReader&) = delete;
@@ -152,7 +153,7 @@ class GrpcEpochReader final : public EpochReader {
   };
 
   GrpcEpochReader(std::shared_ptr<Connection> connection, int64_t job_id, int64_t epoch,
-                  int32_t consumer);
+                  int32_t consumer, Compression compression);
 
   // One ClientHeartbeat; on success updates the tasks (adds them on the first call).
   absl::Status Heartbeat(bool first);
@@ -189,6 +190,7 @@ class GrpcEpochReader final : public EpochReader {
   const int64_t job_id_;
   const int64_t epoch_;
   const int32_t consumer_;
+  const Compression compression_;
   const int64_t queue_bound_;
 
   mutable absl::Mutex mu_;

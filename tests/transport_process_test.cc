@@ -1,8 +1,9 @@
 // The data plane's transports end to end (issue 14), against real dispatcher and worker
 // processes on 127.0.0.1:
 //  * every transport delivers exactly `granary local`'s bytes: the ResNet-style example (batches
-//    of float32 crops, over a megabyte each) with 1 and 2 workers and 2 consumers, over TCP and
-//    over shared memory (which must then carry every batch);
+//    of float32 crops, over a megabyte each) with 1 and 2 workers and 2 consumers, over TCP,
+//    TCP compressed with LZ4 and with Zstandard, and shared memory (which must then carry every
+//    batch);
 //  * a trainer's element outlives its reader, its client and its worker (killed and restarted):
 //    its views still hold the same bytes (under AddressSanitizer, also valid memory);
 //  * SIGKILLed clients and workers leave nothing behind: no /dev/shm file at any point, and a
@@ -78,7 +79,7 @@ TEST_P(TransportMatrixTest, TwoConsumersTogetherGetLocalsBytes) {
   const bool shm = transport == "shm";
   testing::LocalCluster cluster(
       dir_.Join("cluster"),
-      {.workers = workers, .worker_flags = {"--local_transport=" + transport}});
+      {.workers = workers, .worker_flags = {shm ? "--local_transport=shm" : "--local_transport=tcp"}});
   ASSERT_TRUE(cluster.ok());
   std::vector<std::unique_ptr<Subprocess>> runs;
   for (int c = 0; c < 2; ++c) {
@@ -89,6 +90,7 @@ TEST_P(TransportMatrixTest, TwoConsumersTogetherGetLocalsBytes) {
                                      absl::StrCat("--consumer=", c),
                                      "--digest_out=" + dir_.Join(absl::StrCat("run", c, ".digest"))};
     if (!shm) argv.push_back("--noshared_memory");
+    if (transport == "lz4" || transport == "zstd") argv.push_back("--compression=" + transport);
     runs.push_back(std::make_unique<Subprocess>(argv, Subprocess::Stderr::kMergeIntoStdout));
   }
   int64_t elements = 0;
@@ -119,7 +121,7 @@ TEST_P(TransportMatrixTest, TwoConsumersTogetherGetLocalsBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, TransportMatrixTest,
-                         ::testing::Combine(::testing::Values("tcp", "shm"),
+                         ::testing::Combine(::testing::Values("tcp", "shm", "lz4", "zstd"),
                                             ::testing::Values(1, 2)),
                          [](const auto& info) {
                            return absl::StrCat(std::get<0>(info.param), "_",

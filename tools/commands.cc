@@ -39,7 +39,7 @@ const std::vector<Command>& Commands() {
        {"dispatcher", "pipeline", "epochs", "seed", "job_name", "consumer", "num_consumers",
         "num_worker_slots", "digest_out", "position_file", "stall_timeout_ms", "rpc_timeout_ms",
         "max_outstanding_requests", "max_request_bytes", "step_ms", "cache_policy",
-        "shared_memory", "plugin"}},
+        "shared_memory", "compression", "plugin"}},
       {"status", StatusCommand, {"dispatcher"}},
       {"journal", JournalCommand, {"journal_dir"}},
       {"chaos",

@@ -38,6 +38,7 @@
 #include "common/status_macros.h"
 #include "granary/client.h"
 #include "pipeline/cache_policy.h"
+#include "transport/compression.h"
 #include "pipeline/element.h"
 #include "pipeline/epoch_digest.h"
 #include "pipeline/pipeline.h"
@@ -66,6 +67,8 @@ ABSL_FLAG(int32_t, stall_timeout_ms, 60000, "Fail after this long without any wo
 ABSL_FLAG(int32_t, rpc_timeout_ms, 10000,
           "Deadline of each RPC, and how long to wait for the dispatcher at start.");
 ABSL_FLAG(int32_t, max_outstanding_requests, 4, "GetElements calls in flight at once.");
+ABSL_FLAG(std::string, compression, "none",
+          "How elements from workers read over TCP are compressed: none, lz4 or zstd.");
 ABSL_FLAG(bool, shared_memory, true,
           "Read elements of workers on this host through shared memory when they offer it "
           "(--noshared_memory: always over TCP).");
@@ -156,6 +159,11 @@ absl::Status Run() {
   spec.cache_policy = policy == CACHE_FULL      ? JobCachePolicy::kFull
                       : policy == CACHE_AT_MARK ? JobCachePolicy::kAtMark
                                                 : JobCachePolicy::kCompute;
+  ASSIGN_OR_RETURN(const Compression compression,
+                   CompressionFromName(absl::GetFlag(FLAGS_compression)));
+  spec.compression = compression == COMPRESSION_LZ4    ? JobCompression::kLz4
+                     : compression == COMPRESSION_ZSTD ? JobCompression::kZstd
+                                                       : JobCompression::kNone;
   ASSIGN_OR_RETURN(std::unique_ptr<Job> job, client->OpenJob(dataset, spec));
   std::printf("granary run: job %lld, dataset %s, consumer %d\n",
               static_cast<long long>(job->job_id()), dataset.c_str(), consumer);
@@ -238,7 +246,8 @@ int RunCommand(int argc, char** argv) {
       "granary run --dispatcher HOST:PORT --pipeline P.json --epochs N [--job_name J] [--seed S] "
       "[--consumer C --num_consumers K] [--num_worker_slots T] [--cache_policy C] [--digest_out F] "
       "[--position_file F] [--stall_timeout_ms T] [--rpc_timeout_ms T] [--max_request_bytes B] "
-      "[--max_outstanding_requests N] [--noshared_memory] [--step_ms T] [--plugin lib.so]");
+      "[--max_outstanding_requests N] [--noshared_memory] [--compression none|lz4|zstd] "
+      "[--step_ms T] [--plugin lib.so]");
   absl::ParseCommandLine(argc, argv);
   const absl::Status status = Run();
   if (!status.ok()) {

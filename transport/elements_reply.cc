@@ -19,7 +19,8 @@ namespace {
 constexpr int kResponseElements = 1, kResponseEndOfTask = 2, kResponseNumElements = 3,
               kResponseRecomputed = 4;
 constexpr int kElementIndex = 1, kElementPayload = 2, kElementChecksum = 3,
-              kElementShmSegment = 4, kElementShmSize = 5;
+              kElementShmSegment = 4, kElementShmSize = 5, kElementCompression = 6,
+              kElementUncompressedSize = 7;
 
 // Reads protobuf wire bytes spread over slices, without copying them.
 class SliceCursor {
@@ -128,6 +129,12 @@ bool ParseElement(SliceCursor& in, size_t end, ReceivedPayload* element,
     } else if (field == kElementShmSize && wire_type == wire::kVarint) {
       if (!in.Varint(&value)) return false;
       element->shm_size = static_cast<int64_t>(value);
+    } else if (field == kElementCompression && wire_type == wire::kVarint) {
+      if (!in.Varint(&value)) return false;
+      element->compression = static_cast<Compression>(static_cast<int>(value));
+    } else if (field == kElementUncompressedSize && wire_type == wire::kVarint) {
+      if (!in.Varint(&value)) return false;
+      element->uncompressed_size = static_cast<int64_t>(value);
     } else if (!in.Skip(wire_type)) {
       return false;
     }
@@ -211,10 +218,14 @@ Status SerializationTraits<granary::ElementsReply>::Serialize(const granary::Ele
       framing += body;
       continue;
     }
-    const size_t payload = e.image->size();
+    const granary::BufferRef& bytes = e.compressed != nullptr ? e.compressed : e.image;
+    const size_t payload = bytes->size();
     size_t body = 1 + VarintSize(payload) + payload;
     if (e.index != 0) body += 1 + VarintSize(static_cast<uint64_t>(e.index));
     if (e.checksum != 0) body += 9;
+    if (e.compressed != nullptr) {
+      body += 2 + VarintSize(e.compression) + VarintSize(e.image->size());
+    }
     framing.push_back(Tag(granary::kResponseElements, kLengthDelimited));
     AppendVarint(body, &framing);
     if (e.index != 0) {
@@ -227,12 +238,18 @@ Status SerializationTraits<granary::ElementsReply>::Serialize(const granary::Ele
     framing.clear();
     if (payload > 0) {
       // gRPC reads the image where it lies and drops this reference once it is sent.
-      slices.emplace_back(e.image->data(), payload, granary::DestroyImageRef,
-                          new granary::BufferRef(e.image));
+      slices.emplace_back(bytes->data(), payload, granary::DestroyImageRef,
+                          new granary::BufferRef(bytes));
     }
     if (e.checksum != 0) {
       framing.push_back(Tag(granary::kElementChecksum, kFixed64));
       AppendFixed64(e.checksum, &framing);
+    }
+    if (e.compressed != nullptr) {
+      framing.push_back(Tag(granary::kElementCompression, kVarint));
+      AppendVarint(e.compression, &framing);
+      framing.push_back(Tag(granary::kElementUncompressedSize, kVarint));
+      AppendVarint(e.image->size(), &framing);
     }
   }
   if (reply.end_of_task) {

@@ -44,6 +44,9 @@ struct ReplyElement {
   // Sent by segment rather than by bytes: the client's session holds the image
   // (transport/shm_server.h).
   bool in_shm = false;
+  // Sent compressed: these bytes instead of the image's (then `checksum` is theirs).
+  Compression compression = COMPRESSION_NONE;
+  BufferRef compressed;
 };
 
 struct ElementsReply {
@@ -87,6 +90,9 @@ struct ReceivedPayload {
   // Non-zero: the element is the first shm_size bytes of this shared-memory segment.
   uint64_t shm_segment = 0;
   int64_t shm_size = 0;
+  // A compressed payload (transport/compression.h) and its image's size.
+  Compression compression = COMPRESSION_NONE;
+  int64_t uncompressed_size = 0;
 };
 
 struct ReceivedReply {

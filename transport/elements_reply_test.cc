@@ -111,6 +111,31 @@ TEST(ElementsReplyTest, DeserializesFromAnySlicingWithoutFlattening) {
   }
 }
 
+// A compressed element travels as its compressed bytes, with its compression and image size.
+TEST(ElementsReplyTest, ACompressedElementCarriesItsCompressionAndSize) {
+  ElementsReply reply;
+  ReplyElement e{3, 0, true, Image(5000, 'k')};
+  e.compression = COMPRESSION_LZ4;
+  e.compressed = Image(40, 'z');
+  e.checksum = Hash3_64(e.compressed->bytes());
+  reply.elements.push_back(e);
+  grpc::ByteBuffer buffer;
+  bool own;
+  ASSERT_TRUE(grpc::SerializationTraits<ElementsReply>::Serialize(reply, &buffer, &own).ok());
+  GetElementsResponse proto;
+  ASSERT_TRUE(proto.ParseFromString(Flatten(buffer)));
+  EXPECT_EQ(proto.elements(0).payload(), std::string(40, 'z'));
+  EXPECT_EQ(proto.elements(0).compression(), COMPRESSION_LZ4);
+  EXPECT_EQ(proto.elements(0).uncompressed_size(), 5000);
+  ReceivedReply got;
+  ASSERT_TRUE(grpc::SerializationTraits<ReceivedReply>::Deserialize(&buffer, &got).ok());
+  ASSERT_EQ(got.elements.size(), 1u);
+  EXPECT_EQ(got.elements[0].compression, COMPRESSION_LZ4);
+  EXPECT_EQ(got.elements[0].uncompressed_size, 5000);
+  EXPECT_EQ(got.elements[0].payload.size(), 40u);
+  EXPECT_EQ(got.elements[0].checksum, e.checksum);
+}
+
 TEST(ElementsReplyTest, AMalformedResponseIsReportedNotThrown) {
   for (const std::string& bad : {std::string("\x0a\x10\x08", 3), std::string("\x0a\x03\x12\x09zz", 6),
                                  std::string("\x0b", 1)}) {

@@ -11,6 +11,7 @@
 #include "common/failpoints.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
+#include "transport/compression.h"
 #include "transport/shm_backing.h"
 #include "worker/cache_run_hooks.h"
 
@@ -306,16 +307,36 @@ absl::Status WorkerImpl::GetElements(const GetElementsRequest& request, Elements
                      " at generation ", runner->def().generation(), ", not ",
                      request.generation()));
   }
+  if (!Compression_IsValid(request.compression())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GetElements: unknown compression ", request.compression()));
+  }
   RETURN_IF_ERROR(runner->GetElements(request, reply));
   if (reply->elements.empty()) return absl::OkStatus();
   // An element in shared memory goes by segment to a client of this host, which the session
-  // then holds; anything else goes by bytes, hashed if it was not yet.
+  // then holds; anything else goes by bytes — compressed if the client asks — hashed if it was
+  // not yet.
   bool by_segment = false;
   for (ReplyElement& e : reply->elements) {
     if (shm_server_ != nullptr && request.shm_session() != 0 &&
         shm_server_->Hold(request.shm_session(), e.image)) {
       e.in_shm = by_segment = true;
-    } else if (!e.hashed) {
+      continue;
+    }
+    if (request.compression() != COMPRESSION_NONE) {
+      absl::StatusOr<BufferRef> compressed =
+          Compress(request.compression(), e.image->bytes(), BufferPool::Default());
+      if (compressed.ok()) {
+        e.compression = request.compression();
+        e.compressed = *std::move(compressed);
+        e.checksum = Hash3_64(e.compressed->bytes());
+        e.hashed = true;
+        continue;
+      }
+      LOG(WARNING) << "task " << request.task_id() << " element " << e.index
+                   << ": sent uncompressed: " << compressed.status();
+    }
+    if (!e.hashed) {
       e.checksum = Hash3_64(e.image->bytes());
       e.hashed = true;
     }

@@ -71,6 +71,12 @@ struct ClientOptions {
 // the first: its shuffling and random augmentations are not redrawn.
 enum class JobCachePolicy { kCompute, kFull, kAtMark };
 
+// How a job's elements travel from workers on other hosts (transport/compression.h): LZ4 (fast)
+// or Zstandard (smaller, slower), compressed by the worker per element and decompressed by the
+// reader into the element's buffer. Worth it on a slow network for compressible data (labels,
+// uint8 images); float32 batches barely compress. Never applied through shared memory.
+enum class JobCompression { kNone, kLz4, kZstd };
+
 struct JobSpec {
   // Jobs with the same non-empty name are shared (every consumer of a job opens it by name).
   std::string name;
@@ -82,6 +88,9 @@ struct JobSpec {
   // 0 = unlimited.
   int64_t num_epochs = 0;
   JobCachePolicy cache_policy = JobCachePolicy::kCompute;
+  // How this trainer's readers ask for the job's elements (a per-reader choice: two trainers of
+  // one job may differ).
+  JobCompression compression = JobCompression::kNone;
 };
 
 struct EpochStats {
