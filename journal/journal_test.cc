@@ -1331,7 +1331,10 @@ TEST(FullDiskJournalTest, OpenOnAFullDiskFailsClearly) {
 // space returns: every acknowledged append is recovered under its sequence number after a
 // reopen, refused appends are not, and numbers stay contiguous (exactly once).
 TEST(FullDiskJournalTest, ConcurrentAppendsAcrossAFullDiskAreExactlyOnce) {
-  testing::ScopedTmpfs fs(4 << 20);
+  // Resuming needs free room for the WAL written so far (Journal::ReopenAfterNoSpace), and the
+  // appends go on while the filler is written: on a 4 MiB tmpfs a slow fill (a loaded machine)
+  // could leave the WAL too large to ever resume. 32 MiB leaves room for any fill.
+  testing::ScopedTmpfs fs(32 << 20);
   if (!fs.ok()) GTEST_SKIP() << fs.skip_reason();
   const std::string dir = fs.Join("journal");
   constexpr int kThreads = 8;
