@@ -2,7 +2,8 @@
 // as compute epochs (no cache), as the Put epoch of a `full` and an `at_mark` job (computing and
 // writing the cache) and as their Get epochs (reading it), interleaved round by round; images/s
 // and the ratio to compute. Each round uses a new seed, so each Put writes a new cache; a
-// round's caches are deleted after it.
+// round's caches are deleted after it. 256x256 JPEGs cropped to 224x224, batches of 128, as
+// ImageNet training reads them: decoding is the pipeline's largest cost.
 //
 //   bench/cache_bench [--images N] [--size S] [--repetitions R] [--dir D]
 #include <cstdio>
@@ -33,6 +34,7 @@ absl::Status Run() {
   const int64_t size = absl::GetFlag(FLAGS_size);
   auto def = ResnetPipelineFromFlags(env);
   if (!def.ok()) return def.status();
+  SetOpParam(&*def, "batch", "batch_size", 128);
   ASSIGN_OR_RETURN(BenchService service, StartBenchService(dir + "/cluster", *def));
 
   // Kind of epoch -> images/s per round.
@@ -87,5 +89,7 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   return granary::ResnetBenchMain(
-      argc, argv, "cache_bench", {.images = 8192, .dir = "/tmp/granary_cache_bench"}, granary::Run);
+      argc, argv, "cache_bench",
+      {.images = 1024, .size = 256, .dir = "/tmp/granary_cache_bench", .quick_images = 256},
+      granary::Run);
 }

@@ -2,11 +2,16 @@
 // the baseline every later service number is compared against.
 //
 // For each image size it generates a synthetic ImageNet-style dataset, then runs one epoch of
-// the pipeline with every parallel_map at 1 thread and at 2 threads, interleaved (A B A B ...),
-// and prints the median images/s of each, the spread (max - min), the 2-thread / 1-thread
-// ratio, and how many cores the process kept busy on average.
+// the pipeline (batches of --batch_size) with every parallel_map at 1 thread and at 2 threads,
+// interleaved (A B A B ...), and prints the median images/s of each, the spread (max - min), the
+// 2-thread / 1-thread ratio, and how many cores the process kept busy on average.
 //
-//   bench/pipeline_throughput [--sizes 64,224] [--images N] [--repetitions R] [--dir D]
+// Then, at the largest size and 2 threads, the cost of the pipeline's last two ops (issue 14):
+// the pipeline up to normalize (no batch), with batch, and with batch and prefetch, interleaved,
+// in rows (images) per second. Target: batch + prefetch within 10% of up to normalize.
+//
+//   bench/pipeline_throughput [--sizes 64,256] [--images N] [--repetitions R] [--dir D]
+//                             [--batch_size 128]
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -19,17 +24,67 @@
 #include "bench/process_stats.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
+#include "common/status_macros.h"
 #include "pipeline/local_runner.h"
 
-ABSL_FLAG(std::vector<std::string>, sizes, (std::vector<std::string>{"64", "224"}),
+ABSL_FLAG(std::vector<std::string>, sizes, (std::vector<std::string>{"64", "256"}),
           "Image sides to measure.");
 ABSL_FLAG(int64_t, images, 2048, "Images per dataset.");
 ABSL_FLAG(int, repetitions, 5, "Epochs measured per configuration.");
 ABSL_FLAG(std::string, dir, "/tmp/granary_bench", "Where datasets are generated.");
 ABSL_FLAG(std::string, pipeline, "examples/imagenet_resnet.json", "The pipeline measured.");
+ABSL_FLAG(int64_t, batch_size, 128, "Images per batch.");
 
 namespace granary {
 namespace {
+
+// `def` with `op`'s number param `param` set to `value`.
+void SetParam(PipelineDef& def, const std::string& op, const std::string& param, double value) {
+  for (OpDef& o : *def.mutable_ops()) {
+    if (o.op() == op) (*o.mutable_params()->mutable_fields())[param].set_number_value(value);
+  }
+}
+
+// `def` without its ops from the first `op` on.
+PipelineDef Before(PipelineDef def, const std::string& op) {
+  auto* ops = def.mutable_ops();
+  for (int i = 0; i < ops->size(); ++i) {
+    if (ops->Get(i).op() == op) {
+      ops->DeleteSubrange(i, ops->size() - i);
+      break;
+    }
+  }
+  return def;
+}
+
+struct Measured {
+  std::vector<double> rates;  // rows/s
+  double cpu_seconds = 0, wall_seconds = 0;
+};
+
+// Runs an epoch of each pipeline per round, interleaved, after a warm-up round.
+absl::StatusOr<std::vector<Measured>> Interleave(
+    const std::vector<std::unique_ptr<Pipeline>>& pipelines, int repetitions, Env* env) {
+  std::vector<Measured> measured(pipelines.size());
+  for (int rep = -1; rep < repetitions; ++rep) {
+    for (size_t i = 0; i < pipelines.size(); ++i) {
+      EpochRunOptions options;
+      options.digest = false;
+      int64_t rows = 0;
+      const bool batched = pipelines[i]->batched();
+      options.on_element = [&rows, batched](const Element& e) {
+        rows += batched ? e.tensors[0].shape()[0] : 1;
+      };
+      const double cpu_before = CpuSecondsOf();
+      ASSIGN_OR_RETURN(EpochResult result, RunEpochInProcess(*pipelines[i], 1, rep + 1, env, options));
+      if (rep < 0) continue;
+      measured[i].rates.push_back(rows / result.seconds);
+      measured[i].cpu_seconds += CpuSecondsOf() - cpu_before;
+      measured[i].wall_seconds += result.seconds;
+    }
+  }
+  return measured;
+}
 
 absl::Status Run() {
   Env* env = Env::Default();
@@ -37,51 +92,62 @@ absl::Status Run() {
   const bool quick = QuickBench();
   const int repetitions = quick ? 1 : absl::GetFlag(FLAGS_repetitions);
   const int64_t images = quick ? 64 : absl::GetFlag(FLAGS_images);
+  const std::vector<std::string> sizes =
+      quick ? std::vector<std::string>{"64"} : absl::GetFlag(FLAGS_sizes);
   BenchReport report("pipeline_throughput",
-                     "In-process ResNet-style pipeline (the baseline): 1 vs 2 threads per "
-                     "parallel_map",
+                     absl::StrCat("In-process ResNet-style pipeline (the baseline), batch ",
+                                  absl::GetFlag(FLAGS_batch_size),
+                                  ": 1 vs 2 threads per parallel_map; the cost of batch and "
+                                  "prefetch"),
                      repetitions);
-  for (const std::string& size_text :
-       quick ? std::vector<std::string>{"64"} : absl::GetFlag(FLAGS_sizes)) {
+  for (const std::string& size_text : sizes) {
     const int64_t size = std::stoll(size_text);
-    auto def = ImagenetPipeline(
-        env, absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size, "_", images), images, size,
-        absl::GetFlag(FLAGS_pipeline));
-    if (!def.ok()) return def.status();
+    ASSIGN_OR_RETURN(PipelineDef def,
+                     ImagenetPipeline(env,
+                                      absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size,
+                                                   "_", images),
+                                      images, size, absl::GetFlag(FLAGS_pipeline)));
+    SetParam(def, "batch", "batch_size", absl::GetFlag(FLAGS_batch_size));
     const std::vector<int> thread_counts = {1, 2};
     std::vector<std::unique_ptr<Pipeline>> pipelines;
     for (int threads : thread_counts) {
-      auto p = Pipeline::Create(WithParallelMapThreads(*def, threads), udfs);
-      if (!p.ok()) return p.status();
-      pipelines.push_back(std::move(p).value());
+      ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p,
+                       Pipeline::Create(WithParallelMapThreads(def, threads), udfs));
+      pipelines.push_back(std::move(p));
     }
-    std::vector<std::vector<double>> rates(thread_counts.size());
-    std::vector<double> cpu_seconds(thread_counts.size()), wall_seconds(thread_counts.size());
-    // One warm-up epoch each (page cache), then interleaved measured epochs.
-    for (int rep = -1; rep < repetitions; ++rep) {
-      for (size_t i = 0; i < pipelines.size(); ++i) {
-        EpochRunOptions options;
-        options.digest = false;
-        int64_t rows = 0;
-        options.on_element = [&rows](const Element& batch) { rows += batch.tensors[0].shape()[0]; };
-        const double cpu_before = CpuSecondsOf();
-        auto result = RunEpochInProcess(*pipelines[i], 1, rep + 1, env, options);
-        if (!result.ok()) return result.status();
-        if (rep < 0) continue;
-        rates[i].push_back(rows / result->seconds);
-        cpu_seconds[i] += CpuSecondsOf() - cpu_before;
-        wall_seconds[i] += result->seconds;
-      }
-    }
+    ASSIGN_OR_RETURN(std::vector<Measured> measured, Interleave(pipelines, repetitions, env));
     for (size_t i = 0; i < thread_counts.size(); ++i) {
       const std::string config =
           absl::StrCat(size, "x", size, ", ", thread_counts[i], " thread(s) per parallel_map");
-      report.AddSeries(config, "images/s", rates[i]);
-      report.AddHeadline(absl::StrCat(config, ": cores busy"), cpu_seconds[i] / wall_seconds[i],
-                         "cores");
+      report.AddSeries(config, "images/s", measured[i].rates);
+      report.AddHeadline(absl::StrCat(config, ": cores busy"),
+                         measured[i].cpu_seconds / measured[i].wall_seconds, "cores");
     }
     report.AddHeadline(absl::StrCat(size, "x", size, ": 2 threads / 1 thread"),
-                       Median(rates[1]) / Median(rates[0]), "x");
+                       Median(measured[1].rates) / Median(measured[0].rates), "x");
+    if (size_text != sizes.back()) continue;
+
+    // The last two ops' cost, at 2 threads.
+    const PipelineDef two = WithParallelMapThreads(def, 2);
+    const std::vector<std::pair<std::string, PipelineDef>> stages = {
+        {"up to normalize", Before(two, "batch")},
+        {"up to batch", Before(two, "prefetch")},
+        {"whole (batch + prefetch)", two}};
+    std::vector<std::unique_ptr<Pipeline>> staged;
+    for (const auto& [name, stage] : stages) {
+      ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, Pipeline::Create(stage, udfs));
+      staged.push_back(std::move(p));
+    }
+    ASSIGN_OR_RETURN(std::vector<Measured> stage_rates, Interleave(staged, repetitions, env));
+    for (size_t i = 0; i < stages.size(); ++i) {
+      report.AddSeries(absl::StrCat(size, "x", size, ", 2 threads, ", stages[i].first), "images/s",
+                       stage_rates[i].rates);
+    }
+    report.AddHeadline(absl::StrCat(size, "x", size, ": batch / up to normalize"),
+                       Median(stage_rates[1].rates) / Median(stage_rates[0].rates), "x");
+    report.AddHeadline(absl::StrCat(size, "x", size, ": batch + prefetch / up to normalize"),
+                       Median(stage_rates[2].rates) / Median(stage_rates[0].rates), "x",
+                       BenchTarget::AtLeast(0.9));
   }
   return report.Finish();
 }

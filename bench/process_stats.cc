@@ -13,6 +13,16 @@ std::string ProcPath(pid_t pid, const char* file) {
   return (pid == 0 ? std::string("/proc/self/") : "/proc/" + std::to_string(pid) + "/") + file;
 }
 
+// The "NAME:   N kB" line of /proc/PID/status, in bytes; 0 if there is none.
+int64_t StatusBytes(pid_t pid, const std::string& name) {
+  std::ifstream status(ProcPath(pid, "status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(name, 0) == 0) return std::stoll(line.substr(name.size())) * 1024;
+  }
+  return 0;
+}
+
 }  // namespace
 
 double CpuSecondsOf(pid_t pid) {
@@ -29,14 +39,9 @@ double CpuSecondsOf(pid_t pid) {
   return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-int64_t PeakRssBytesOf(pid_t pid) {
-  std::ifstream status(ProcPath(pid, "status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // kB.
-  }
-  return 0;
-}
+int64_t PeakRssBytesOf(pid_t pid) { return StatusBytes(pid, "VmHWM:"); }
+
+int64_t RssBytesOf(pid_t pid) { return StatusBytes(pid, "VmRSS:"); }
 
 bool ResetPeakRss(pid_t pid) {
   std::ofstream clear_refs(ProcPath(pid, "clear_refs"));

@@ -14,6 +14,8 @@ double CpuSecondsOf(pid_t pid = 0);
 
 // Peak resident set size (VmHWM) of `pid` (0: this one) in bytes; 0 if it is gone.
 int64_t PeakRssBytesOf(pid_t pid = 0);
+// Current resident set size (VmRSS) in bytes; 0 if it is gone.
+int64_t RssBytesOf(pid_t pid = 0);
 
 // Resets `pid`'s peak resident set size to its current size (writes 5 to clear_refs), so that a
 // later PeakRssBytesOf covers only what follows. False if the kernel refused.

@@ -2,9 +2,12 @@
 // from what each part of the service costs.
 //
 // Measured here:
-//   - the CPU-heavy ResNet-style pipeline (224x224 JPEGs by default) through a real dispatcher
-//     and 2 workers (processes on 127.0.0.1), jobs on 1 and on 2 workers, interleaved: images/s,
-//     and the CPU seconds per image of the workers, the client (this process) and the dispatcher;
+//   - the CPU-heavy ResNet-style pipeline (256x256 JPEGs cropped to 224x224, batches of 128 by
+//     default) through a real dispatcher and 2 workers (processes on 127.0.0.1), jobs on 1 and on
+//     2 workers read through shared memory and on 1 worker read over TCP, and the same pipeline
+//     in-process, interleaved: images/s, and the CPU seconds per image of the workers, the
+//     client (this process) and the dispatcher, against the in-process pipeline's (issue 14's
+//     targets: client <= 0.1x, worker <= 1.2x);
 //   - the dispatcher's cost per split lease (GetSplits of one split, journaled with a real fsync,
 //     8 workers leasing concurrently so that group commit works as in a cluster) and per worker
 //     heartbeat, on a DispatcherImpl in this process.
@@ -38,11 +41,13 @@
 #include "common/status_macros.h"
 #include "dispatcher/dispatcher_impl.h"
 #include "granary/client.h"
+#include "pipeline/local_runner.h"
 #include "pipeline/pipeline_loader.h"
 
 ABSL_FLAG(int64_t, images_per_split, 1250,
           "Images per split in the model (an ImageNet TFRecord shard: 1.28M images / 1024 files).");
 ABSL_FLAG(int64_t, heartbeat_interval_ms, 200, "Worker heartbeat interval in the model.");
+ABSL_FLAG(int64_t, batch_size, 128, "Images per batch.");
 
 namespace granary {
 namespace {
@@ -145,23 +150,44 @@ absl::Status Run() {
   const int64_t size = absl::GetFlag(FLAGS_size);
   const int reps = absl::GetFlag(FLAGS_repetitions);
   ASSIGN_OR_RETURN(PipelineDef def, ResnetPipelineFromFlags(env));
+  SetOpParam(&def, "batch", "batch_size", absl::GetFlag(FLAGS_batch_size));
   ASSIGN_OR_RETURN(BenchService service,
                    StartBenchService(dir + "/cluster", def, {.cluster = {.workers = 2}}));
   const testing::LocalCluster& cluster = *service.cluster;
+  // A second client of the same cluster that reads over TCP (the first maps the workers'
+  // shared memory, as any client on their host does by default).
+  ASSIGN_OR_RETURN(std::unique_ptr<Client> tcp_client,
+                   Client::Connect({.dispatcher_address = cluster.dispatcher_address(),
+                                    .shared_memory = false}));
+  ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> local,
+                   Pipeline::Create(def, UdfRegistry::WithBuiltins()));
   struct Config {
     int workers;
+    std::string transport;
     std::unique_ptr<Job> job;
     std::vector<double> rates, worker_cpu, client_cpu, dispatcher_cpu;  // CPU s per image.
   };
-  std::vector<Config> configs(2);
-  for (int i = 0; i < 2; ++i) {
-    configs[i].workers = i + 1;
-    ASSIGN_OR_RETURN(configs[i].job, service.client->OpenJob(
-                                         service.dataset, {.name = absl::StrCat("scaling", i + 1),
-                                                           .seed = 1,
-                                                           .num_worker_slots = i + 1}));
+  std::vector<Config> configs(3);
+  for (int i = 0; i < 3; ++i) {
+    Config& c = configs[i];
+    c.workers = i == 1 ? 2 : 1;
+    c.transport = i == 2 ? "tcp" : "shared memory";
+    Client& client = i == 2 ? *tcp_client : *service.client;
+    ASSIGN_OR_RETURN(c.job, client.OpenJob(service.dataset, {.name = absl::StrCat("scaling", i),
+                                                             .seed = 1,
+                                                             .num_worker_slots = c.workers}));
   }
+  std::vector<double> local_cpu;  // In-process CPU s per image.
   for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up.
+    {
+      EpochRunOptions options;
+      options.digest = false;
+      int64_t rows = 0;
+      options.on_element = [&rows](const Element& batch) { rows += batch.tensors[0].shape()[0]; };
+      const double cpu_before = CpuSecondsOf();
+      ASSIGN_OR_RETURN(EpochResult run, RunEpochInProcess(*local, 1, rep + 1, env, options));
+      if (rep >= 0) local_cpu.push_back((CpuSecondsOf() - cpu_before) / rows);
+    }
     for (size_t k = 0; k < configs.size(); ++k) {
       Config& c = configs[(k + rep + 1) % configs.size()];
       const double worker_before =
@@ -190,17 +216,29 @@ absl::Status Run() {
                      absl::StrCat("Scaling: ResNet-style pipeline at ", size, "x", size,
                                   ", measured on 1-2 workers, modelled for 1-64"),
                      reps);
-  for (const Config& c : configs) {
+  for (size_t i = 0; i < 2; ++i) {
+    const Config& c = configs[i];
     report.AddSeries(absl::StrCat("measured, ", c.workers, " worker(s) on this machine"),
                      "images/s", c.rates,
                      BenchPoint{"measured (2 cores shared)", double(c.workers)});
   }
+  report.AddSeries("in-process CPU per image", "ms", Scaled(local_cpu, 1e3));
   for (const Config& c : configs) {
-    const std::string on = absl::StrCat(", ", c.workers, " worker(s)");
+    const std::string on = absl::StrCat(", ", c.workers, " worker(s), ", c.transport);
+    if (c.transport == "tcp") report.AddSeries("measured" + on, "images/s", c.rates);
     report.AddSeries("worker CPU per image" + on, "ms", Scaled(c.worker_cpu, 1e3));
     report.AddSeries("client CPU per image" + on, "ms", Scaled(c.client_cpu, 1e3));
     report.AddSeries("dispatcher CPU per image" + on, "ms", Scaled(c.dispatcher_cpu, 1e3));
   }
+  const double local_s = Median(local_cpu);
+  report.AddHeadline("client CPU per image / in-process, shared memory",
+                     Median(configs[0].client_cpu) / local_s, "x", BenchTarget::AtMost(0.1));
+  report.AddHeadline("client CPU per image / in-process, tcp",
+                     Median(configs[2].client_cpu) / local_s, "x", BenchTarget::AtMost(0.1));
+  report.AddHeadline("worker CPU per image / in-process, shared memory",
+                     Median(configs[0].worker_cpu) / local_s, "x", BenchTarget::AtMost(1.2));
+  report.AddHeadline("worker CPU per image / in-process, tcp",
+                     Median(configs[2].worker_cpu) / local_s, "x", BenchTarget::AtMost(1.2));
   const double worker_s = Median(configs[0].worker_cpu);
   const double client_s = Median(configs[0].client_cpu);
   const double images_per_split = absl::GetFlag(FLAGS_images_per_split);
@@ -241,6 +279,6 @@ absl::Status Run() {
 int main(int argc, char** argv) {
   return granary::ResnetBenchMain(
       argc, argv, "scaling_bench",
-      {.images = 1024, .size = 224, .dir = "/tmp/granary_scaling_bench", .quick_images = 128},
+      {.images = 1024, .size = 256, .dir = "/tmp/granary_scaling_bench", .quick_images = 128},
       granary::Run);
 }
