@@ -230,7 +230,7 @@ absl::Status Run() {
     report.AddSeries("client CPU per image" + on, "ms", Scaled(c.client_cpu, 1e3));
     report.AddSeries("dispatcher CPU per image" + on, "ms", Scaled(c.dispatcher_cpu, 1e3));
   }
-  const double local_s = Median(local_cpu);
+  const double local_s = std::max(Median(local_cpu), 1e-6);  // (As client_s below.)
   report.AddHeadline("client CPU per image / in-process, shared memory",
                      Median(configs[0].client_cpu) / local_s, "x", BenchTarget::AtMost(0.1));
   report.AddHeadline("client CPU per image / in-process, tcp",
@@ -240,7 +240,9 @@ absl::Status Run() {
   report.AddHeadline("worker CPU per image / in-process, tcp",
                      Median(configs[2].worker_cpu) / local_s, "x", BenchTarget::AtMost(1.2));
   const double worker_s = Median(configs[0].worker_cpu);
-  const double client_s = Median(configs[0].client_cpu);
+  // At least 1 us: a short epoch's client CPU can round to 0 clock ticks (/proc counts in
+  // 10 ms), which would make the model's ingest limit infinite.
+  const double client_s = std::max(Median(configs[0].client_cpu), 1e-6);
   const double images_per_split = absl::GetFlag(FLAGS_images_per_split);
   const double heartbeats_per_s = 1000.0 / absl::GetFlag(FLAGS_heartbeat_interval_ms);
   report.AddHeadline("dispatcher: time per split lease (8 concurrent workers, fsynced)",

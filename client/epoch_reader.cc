@@ -368,7 +368,7 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
   return checked;
 }
 
-std::unique_ptr<GrpcEpochReader::Lookahead> GrpcEpochReader::MaybeCallAhead(
+std::unique_ptr<GrpcEpochReader::Call> GrpcEpochReader::MaybeCallAhead(
     Task* task, const GetElementsRequest& request, const std::string& address,
     const ReceivedReply& reply) {
   if (!reply.malformed.ok() || reply.end_of_task) return nullptr;
@@ -382,7 +382,7 @@ std::unique_ptr<GrpcEpochReader::Lookahead> GrpcEpochReader::MaybeCallAhead(
     bytes += e.shm_segment != 0 ? e.shm_size : static_cast<int64_t>(e.payload.size());
   }
   if (next == request.from_index() || bytes < kCallAheadBytes) return nullptr;
-  auto ahead = std::make_unique<Lookahead>();
+  auto ahead = std::make_unique<Call>();
   {
     absl::MutexLock lock(&mu_);
     if (stop_ || !error_.ok() || task->address != address ||
@@ -410,15 +410,10 @@ std::unique_ptr<GrpcEpochReader::Lookahead> GrpcEpochReader::MaybeCallAhead(
 void GrpcEpochReader::FetchLoop(Task* task) {
   uint64_t backoff_us = kInitialBackoffUs;
   // The next call, made while the answer before it is checked (see MaybeCallAhead).
-  std::unique_ptr<Lookahead> ahead;
+  std::unique_ptr<Call> ahead;
   while (true) {
-    GetElementsRequest request;
-    std::string address;
-    std::unique_ptr<grpc::ClientContext> context;
-    std::shared_ptr<ShmClient> shm;
-    grpc::Status rpc;
-    ReceivedReply reply;
     const bool made_ahead = ahead != nullptr;
+    std::unique_ptr<Call> call;
     if (made_ahead) {
       ahead->thread.join();
       bool usable;
@@ -432,16 +427,11 @@ void GrpcEpochReader::FetchLoop(Task* task) {
                  ahead->address == task->address &&
                  ahead->request.generation() == task->generation;
       }
-      std::unique_ptr<Lookahead> made = std::move(ahead);
+      call = std::move(ahead);
       if (!usable) continue;
-      request = std::move(made->request);
-      address = std::move(made->address);
-      context = std::move(made->context);
-      shm = std::move(made->shm);
-      rpc = std::move(made->rpc);
-      reply = std::move(made->reply);
     } else {
-      context = connection_->WorkerContext();
+      call = std::make_unique<Call>();
+      call->context = connection_->WorkerContext();
       absl::MutexLock lock(&mu_);
       const auto ready = [this, task]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         if (stop_ || !error_.ok() || task->done) return true;
@@ -474,28 +464,34 @@ void GrpcEpochReader::FetchLoop(Task* task) {
       // A heartbeat may have taken the worker away meanwhile: wait for the next one.
       if (task->address.empty()) continue;
       ++in_flight_;
-      request.set_task_id(task->id);
-      request.set_generation(task->generation);
-      request.set_from_index(task->next_fetch);
-      request.set_max_bytes(options_.max_bytes_per_request);
-      request.set_compression(compression_);
-      address = task->address;
+      call->request.set_task_id(task->id);
+      call->request.set_generation(task->generation);
+      call->request.set_from_index(task->next_fetch);
+      call->request.set_max_bytes(options_.max_bytes_per_request);
+      call->request.set_compression(compression_);
+      call->address = task->address;
       // Set under the lock, so that the destructor either sees the context and cancels it,
       // or has set stop_ before we got here (checked above).
-      task->call = context.get();
+      task->call = call->context.get();
     }
+    const GetElementsRequest& request = call->request;
+    const std::string& address = call->address;
+    const ReceivedReply& reply = call->reply;
     if (!made_ahead) {
       std::shared_ptr<grpc::Channel> channel = connection_->WorkerChannel(address);
-      shm = connection_->WorkerShm(address);
-      if (shm != nullptr) request.set_shm_session(shm->session());
-      rpc = CallGetElements(channel.get(), context.get(), request, &reply);
+      call->shm = connection_->WorkerShm(address);
+      if (call->shm != nullptr) call->request.set_shm_session(call->shm->session());
+      call->rpc = CallGetElements(channel.get(), call->context.get(), request, &call->reply);
       absl::MutexLock lock(&mu_);
       --in_flight_;
       task->call = nullptr;
     }
+    const grpc::Status& rpc = call->rpc;
     if (rpc.ok()) ahead = MaybeCallAhead(task, request, address, reply);
     Checked checked;
-    if (rpc.ok()) checked = CheckAnswer(task->id, request.from_index(), address, reply, shm.get());
+    if (rpc.ok()) {
+      checked = CheckAnswer(task->id, request.from_index(), address, reply, call->shm.get());
+    }
 
     absl::MutexLock lock(&mu_);
     if (stop_) return;

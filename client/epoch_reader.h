@@ -118,9 +118,9 @@ class GrpcEpochReader final : public EpochReader {
     grpc::ClientContext* ahead_call = nullptr;
   };
 
-  // A GetElements call made ahead on a thread of its own (MaybeCallAhead); the thread is joined
-  // when the Lookahead goes.
-  struct Lookahead {
+  // A GetElements call: what was asked of which worker, and the answer. Made by the fetch
+  // thread, or ahead on a thread of its own (MaybeCallAhead), which is joined when the Call goes.
+  struct Call {
     GetElementsRequest request;
     std::string address;
     std::unique_ptr<grpc::ClientContext> context;
@@ -128,7 +128,7 @@ class GrpcEpochReader final : public EpochReader {
     grpc::Status rpc;
     ReceivedReply reply;
     std::thread thread;
-    ~Lookahead() {
+    ~Call() {
       if (thread.joinable()) thread.join();
     }
   };
@@ -166,7 +166,7 @@ class GrpcEpochReader final : public EpochReader {
   // to be accepted whole (a checksum mismatch), that call's answer is dropped and the task
   // asked again from where it stands: its from_index acknowledged elements the reader does not
   // have, which the worker recomputes (a request below its window restarts the task).
-  std::unique_ptr<Lookahead> MaybeCallAhead(Task* task, const GetElementsRequest& request,
+  std::unique_ptr<Call> MaybeCallAhead(Task* task, const GetElementsRequest& request,
                                             const std::string& address, const ReceivedReply& reply)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Checks an answer to GetElements(task_id, from_index) from the worker at `address` and makes

@@ -30,7 +30,9 @@ Tensor MakeImage(int64_t size, uint64_t key) {
   const double dx = std::cos(angle), dy = std::sin(angle);
   for (int64_t y = 0; y < size; ++y) {
     for (int64_t x = 0; x < size; ++x) {
-      const double t = 0.5 + 0.5 * ((x * dx + y * dy) / size);
+      // Clamped: (x * dx + y * dy) / size reaches +-sqrt(2), and a colour outside 0..255 does
+      // not convert to uint8 (undefined behaviour; found by UBSan).
+      const double t = std::clamp(0.5 + 0.5 * ((x * dx + y * dy) / size), 0.0, 1.0);
       for (int c = 0; c < 3; ++c) {
         px[(y * size + x) * 3 + c] = static_cast<uint8_t>(a[c] + (b[c] - a[c]) * t);
       }

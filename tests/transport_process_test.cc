@@ -8,8 +8,6 @@
 //    its views still hold the same bytes (under AddressSanitizer, also valid memory);
 //  * SIGKILLed clients and workers leave nothing behind: no /dev/shm file at any point, and a
 //    worker whose client died drops that client's session and its holds.
-#include <dirent.h>
-
 #include <chrono>
 #include <regex>
 #include <set>
@@ -24,6 +22,7 @@
 #include "gmock/gmock.h"
 #include "granary/client.h"
 #include "gtest/gtest.h"
+#include "transport/shm_test_util.h"
 #include "pipeline/epoch_digest.h"
 #include "pipeline/pipeline_loader.h"
 #include "pipeline/synthetic_imagenet.h"
@@ -37,15 +36,6 @@ using ::testing::HasSubstr;
 using testing::ReadDigests;
 
 constexpr int64_t kImages = 256;
-
-std::set<std::string> DevShm() {
-  std::set<std::string> names;
-  if (DIR* dir = ::opendir("/dev/shm")) {
-    while (dirent* e = ::readdir(dir)) names.insert(e->d_name);
-    ::closedir(dir);
-  }
-  return names;
-}
 
 class TransportTest : public ::testing::Test {
  protected:
@@ -182,7 +172,7 @@ TEST_F(TransportTest, AnElementOutlivesItsReaderClientAndWorker) {
 // SIGKILL the client mid-epoch, then the worker, then both: never a file in /dev/shm, the
 // worker drops a dead client's session, and a run that outlives a worker kill is exactly once.
 TEST_F(TransportTest, KilledClientsAndWorkersLeaveNothingBehind) {
-  const std::set<std::string> before = DevShm();
+  const std::set<std::string> before = testing::DevShmEntries();
   testing::LocalCluster cluster(dir_.Join("cluster"),
                                 {.workers = 1, .worker_flags = {"--local_transport=shm"}});
   ASSERT_TRUE(cluster.ok());
@@ -214,7 +204,7 @@ TEST_F(TransportTest, KilledClientsAndWorkersLeaveNothingBehind) {
     Subprocess run(run_argv("a"), Subprocess::Stderr::kMergeIntoStdout);
     wait_for_rows("a");
     EXPECT_EQ(sessions(), 1);
-    EXPECT_EQ(DevShm(), before);
+    EXPECT_EQ(testing::DevShmEntries(), before);
     run.Kill(SIGKILL);
     run.Wait();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -227,7 +217,7 @@ TEST_F(TransportTest, KilledClientsAndWorkersLeaveNothingBehind) {
     Subprocess run(run_argv("b"), Subprocess::Stderr::kMergeIntoStdout);
     wait_for_rows("b");
     cluster.KillWorker(0);
-    EXPECT_EQ(DevShm(), before);
+    EXPECT_EQ(testing::DevShmEntries(), before);
     ASSERT_TRUE(cluster.RestartWorker(0));
     const std::string output = run.ReadAll(std::chrono::seconds(120));
     ASSERT_EQ(run.Wait(), 0) << output;
@@ -244,9 +234,9 @@ TEST_F(TransportTest, KilledClientsAndWorkersLeaveNothingBehind) {
     cluster.KillWorker(0);
     run.Kill(SIGKILL);
     run.Wait();
-    EXPECT_EQ(DevShm(), before);
+    EXPECT_EQ(testing::DevShmEntries(), before);
   }
-  EXPECT_EQ(DevShm(), before);
+  EXPECT_EQ(testing::DevShmEntries(), before);
 }
 
 }  // namespace

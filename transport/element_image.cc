@@ -48,6 +48,14 @@ class WireReader {
     }
     return Malformed("varint longer than 10 bytes");
   }
+  // A field's tag: its number and wire type.
+  absl::Status Tag(int* field, int* wire_type) {
+    uint64_t tag = 0;
+    if (absl::Status s = Varint(&tag); !s.ok()) return s;
+    *field = static_cast<int>(tag >> 3);
+    *wire_type = static_cast<int>(tag & 7);
+    return absl::OkStatus();
+  }
   absl::Status Bytes(absl::string_view* out) {
     uint64_t length;
     if (absl::Status s = Varint(&length); !s.ok()) return s;
@@ -103,10 +111,8 @@ absl::Status ParseTensor(absl::string_view bytes, size_t base, size_t index, Ten
   WireReader reader(bytes, base);
   uint64_t dtype = 0;
   while (!reader.done()) {
-    uint64_t tag = 0;
-    if (absl::Status s = reader.Varint(&tag); !s.ok()) return s;
-    const int field = static_cast<int>(tag >> 3);
-    const int wire_type = static_cast<int>(tag & 7);
+    int field, wire_type;
+    if (absl::Status s = reader.Tag(&field, &wire_type); !s.ok()) return s;
     absl::Status s;
     absl::string_view value;
     const size_t at = reader.offset();
@@ -257,10 +263,8 @@ absl::StatusOr<ImageView> ParseImage(absl::string_view image) {
   ImageView view;
   WireReader reader(image, 0);
   while (!reader.done()) {
-    uint64_t tag = 0;
-    if (absl::Status s = reader.Varint(&tag); !s.ok()) return s;
-    const int field = static_cast<int>(tag >> 3);
-    const int wire_type = static_cast<int>(tag & 7);
+    int field, wire_type;
+    if (absl::Status s = reader.Tag(&field, &wire_type); !s.ok()) return s;
     absl::Status s;
     if (field == kElementTensors && wire_type == kLengthDelimited) {
       absl::string_view bytes;

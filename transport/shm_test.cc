@@ -1,6 +1,5 @@
 // The shared-memory transport's two ends in one process: a worker's pool of memfd segments and
 // its ShmServer, and a client's ShmClient.
-#include <dirent.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -11,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "transport/shm_test_util.h"
 #include "transport/buffer_pool.h"
 #include "transport/shm_backing.h"
 #include "transport/shm_client.h"
@@ -25,15 +25,6 @@ using ::testing::HasSubstr;
 std::string Address() {
   static int n = 0;
   return absl::StrCat("127.0.0.1:shm-test-", ::getpid(), "-", n++);
-}
-
-std::set<std::string> DevShm() {
-  std::set<std::string> names;
-  if (DIR* dir = ::opendir("/dev/shm")) {
-    while (dirent* e = ::readdir(dir)) names.insert(e->d_name);
-    ::closedir(dir);
-  }
-  return names;
 }
 
 class ShmTest : public ::testing::Test {
@@ -135,7 +126,7 @@ TEST_F(ShmTest, AClosedSessionReleasesItsHolds) {
 // A mapping stays valid after the worker is gone (its server and its pool), and nothing of the
 // transport is left in /dev/shm at any point.
 TEST_F(ShmTest, AViewOutlivesTheWorkerAndNothingIsLeftInDevShm) {
-  const std::set<std::string> before = DevShm();
+  const std::set<std::string> before = testing::DevShmEntries();
   auto client = ShmClient::Connect(address_);
   ASSERT_TRUE(client.ok());
   BufferRef image = Image(3 << 20, 'q');
@@ -143,14 +134,14 @@ TEST_F(ShmTest, AViewOutlivesTheWorkerAndNothingIsLeftInDevShm) {
   absl::string_view bytes;
   auto owner = (*client)->Take(image->segment_id(), 3 << 20, &bytes);
   ASSERT_TRUE(owner.ok()) << owner.status();
-  EXPECT_EQ(DevShm(), before);
+  EXPECT_EQ(testing::DevShmEntries(), before);
   image.reset();
   server_.reset();
   pool_.reset();
   EXPECT_EQ(bytes[(3 << 20) - 1], 'q');
   EXPECT_EQ(bytes[12345], 'q');
   owner->reset();  // The release has nowhere to go: no error, nothing thrown.
-  EXPECT_EQ(DevShm(), before);
+  EXPECT_EQ(testing::DevShmEntries(), before);
 }
 
 TEST(ShmConnectTest, NoWorkerOnThisHostIsUnavailable) {
