@@ -194,7 +194,7 @@ absl::Status DispatcherImpl::JournalAndApply(const Update& update, const Answer&
       uint64_t previous;
     } turn{this, *seq - 1};
     mu_.Await(absl::Condition(
-        +[](Turn* t) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        +[](Turn* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->self->mu_) {
           return t->self->state_.applied_seq() == t->previous || !t->self->journal_failure_.ok();
         },
         &turn));
@@ -318,7 +318,7 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
   update.mutable_create_job()->set_dataset_id(request.dataset_id());
   *update.mutable_create_job()->mutable_options() = request.options();
   return JournalAndApply(
-      update, [&](const absl::Status& applied) ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+      update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
         if (const JobState* named =
                 request.name().empty() ? nullptr : state_.FindJobByName(request.name())) {
           return answer_existing(*named);
@@ -402,7 +402,7 @@ absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
     }
     bool overtaken = false;
     RETURN_IF_ERROR(JournalAndApply(
-        update, [&](const absl::Status& applied) ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+        update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
           const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch());
           overtaken = absl::IsAborted(applied) && epoch == nullptr;
           if (epoch == nullptr)
@@ -431,7 +431,7 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
   update.mutable_register_worker()->set_address(request.address());
   update.mutable_register_worker()->set_standby(request.standby());
   return JournalAndApply(
-      update, [&](const absl::Status& applied) ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+      update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
         RETURN_IF_ERROR(applied);
         response->set_incarnation(state_.FindWorker(request.worker_id())->incarnation());
     response->set_cluster_id(state_.cluster_id());
@@ -595,7 +595,7 @@ absl::Status DispatcherImpl::GetSplits(const GetSplitsRequest& request,
   update.mutable_lease_splits()->set_from_seq(request.from_seq());
   update.mutable_lease_splits()->set_max(max);
   RETURN_IF_ERROR(JournalAndApply(
-      update, [&](const absl::Status&) ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+      update, [&](const absl::Status&) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
         return answer().status();
       }));
   return HitFailpoint(kDispatcherAfterLeaseBeforeReply);
@@ -638,7 +638,7 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
   update.mutable_task_finished()->set_num_elements(request.num_elements());
   *update.mutable_task_finished()->mutable_cache_chunks() = request.cache_chunks();
   return JournalAndApply(
-      update, [&](const absl::Status& applied) ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+      update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
         if (const TaskState* task = state_.FindTask(request.task_id())) TrackUnread(*task);
         return absl::IsAlreadyExists(applied) ? absl::OkStatus() : applied;
       });
@@ -710,7 +710,7 @@ absl::Status DispatcherImpl::RetireIdleJobs() {
     update.mutable_retire_job()->set_job_id(job_id);
     RETURN_IF_ERROR(JournalAndApply(
         update, [&, job = job_id, &tasks = tasks](const absl::Status& applied)
-                    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
                       if (!applied.ok()) return absl::OkStatus();  // Started a new epoch meanwhile.
                       LOG(INFO) << "job " << job << " idle for over " << options_.job_retention_ms
                                 << " ms with every epoch finished: retired";

@@ -168,9 +168,8 @@ class FakeWorker final : public Worker::Service {
                            GetElementsResponse* response) override {
     absl::MutexLock lock(&mu_);
     ++calls_total_;
-    const auto not_hanging = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return !hang_; };
     for (int i = 0; i < 3000 && hang_ && !context->IsCancelled(); ++i) {
-      mu_.AwaitWithTimeout(absl::Condition(&not_hanging), absl::Milliseconds(10));
+      mu_.AwaitWithTimeout(absl::Condition(this, &FakeWorker::NotHanging), absl::Milliseconds(10));
     }
     if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
     if (unavailable_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake: unavailable");
@@ -241,6 +240,8 @@ class FakeWorker final : public Worker::Service {
     absl::MutexLock lock(&mu_);
     for (const TaskDef& task : response.tasks()) tasks_[task.task_id()] = task.generation();
   }
+
+  bool NotHanging() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !hang_; }
 
   const std::string id_;
   std::unique_ptr<Dispatcher::Stub> dispatcher_;

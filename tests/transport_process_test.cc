@@ -204,6 +204,14 @@ TEST_F(TransportTest, KilledClientsAndWorkersLeaveNothingBehind) {
     Subprocess run(run_argv("a"), Subprocess::Stderr::kMergeIntoStdout);
     wait_for_rows("a");
     EXPECT_EQ(sessions(), 1);
+    // What an operator sees: the worker's tasks are read through shared memory.
+    Subprocess status({GRANARY_BINARY, "status", "--dispatcher=" + cluster.dispatcher_address()},
+                      Subprocess::Stderr::kMergeIntoStdout);
+    const std::string shown = status.ReadAll();
+    EXPECT_EQ(status.Wait(), 0) << shown;
+    EXPECT_THAT(shown, HasSubstr("worker worker-0: shared memory for clients on its host, 1 "
+                                 "shared-memory sessions"));
+    EXPECT_THAT(shown, HasSubstr("read by shm")) << shown;
     EXPECT_EQ(testing::DevShmEntries(), before);
     run.Kill(SIGKILL);
     run.Wait();

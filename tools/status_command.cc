@@ -1,4 +1,5 @@
-// granary status: what a dispatcher knows — jobs, epochs, tasks, workers.
+// granary status: what a dispatcher knows — jobs, epochs, tasks, workers — and what its live
+// workers say of their tasks (transport, window).
 #include <cstdio>
 #include <map>
 #include <set>
@@ -11,11 +12,52 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "proto/dispatcher.grpc.pb.h"
+#include "proto/worker.grpc.pb.h"
 #include "tools/commands.h"
 
 ABSL_FLAG(std::string, dispatcher, "", "Dispatcher address, host:port.");
 
 namespace granary {
+namespace {
+
+// What each live worker says of itself (its status RPC, one second each): how it serves clients
+// on its host and, per task it runs, the transport of its last answer and its window.
+void PrintWorkerStatus(const DispatcherStateProto& s, const std::set<std::string>& live) {
+  for (const WorkerState& w : s.workers()) {
+    if (w.lost() || !live.count(w.worker_id())) continue;
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    auto stub = Worker::NewStub(
+        grpc::CreateCustomChannel(w.address(), grpc::InsecureChannelCredentials(), args));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    GetWorkerStatusResponse status;
+    const grpc::Status rpc = stub->GetWorkerStatus(&context, GetWorkerStatusRequest(), &status);
+    if (!rpc.ok()) {
+      std::printf("worker %s: no status: %s\n", w.worker_id().c_str(),
+                  rpc.error_message().c_str());
+      continue;
+    }
+    std::printf("worker %s: %s, %lld shared-memory sessions; buffer pool %lld MB live, %lld MB "
+                "cached\n",
+                w.worker_id().c_str(),
+                status.shared_memory() ? "shared memory for clients on its host" : "TCP only",
+                static_cast<long long>(status.shm_sessions()),
+                static_cast<long long>(status.pool_live_bytes() >> 20),
+                static_cast<long long>(status.pool_cached_bytes() >> 20));
+    for (const TaskStatus& t : status.tasks()) {
+      std::printf("  task %lld gen %lld: %s, produced %lld, window %lld..%lld (%lld of %lld MB)%s\n",
+                  static_cast<long long>(t.task_id()), static_cast<long long>(t.generation()),
+                  t.transport().empty() ? "not read yet" : ("read by " + t.transport()).c_str(),
+                  static_cast<long long>(t.produced()), static_cast<long long>(t.window_start()),
+                  static_cast<long long>(t.produced()),
+                  static_cast<long long>(t.buffered_bytes() >> 20),
+                  static_cast<long long>(t.window_bytes() >> 20), t.finished() ? ", ended" : "");
+    }
+  }
+}
+
+}  // namespace
 
 int StatusCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage("granary status --dispatcher HOST:PORT");
@@ -95,6 +137,7 @@ int StatusCommand(int argc, char** argv) {
                                    .c_str()
                              : "");
   }
+  PrintWorkerStatus(s, live);
   return 0;
 }
 
