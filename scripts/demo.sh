@@ -50,11 +50,12 @@ echo "== granary run: $epochs epochs through the service"
   --seed "$seed" --job_name demo --digest_out "$demo/service.jsonl" > "$demo/run.out" 2>&1 &
 run_pid=$!
 pids+=($run_pid)
-# Mid-epoch 1: kill worker-0 for real; the cluster (--restart) brings it back under the same id
-# and address.
+# Once epoch 0 is read: kill worker-0 for real, mid-epoch; the cluster (--restart) brings it back
+# under the same id and address. (An epoch takes a fraction of a second here: the epoch the kill
+# lands in is the one whose line shows recomputed elements.)
 for _ in $(seq 600); do grep -q "^epoch 0:" "$demo/run.out" && break; sleep 0.02; done
-sleep 0.3
-echo "killing worker-0 (pid $victim_pid) with SIGKILL in the middle of epoch 1"
+sleep 0.05
+echo "killing worker-0 (pid $victim_pid) with SIGKILL after epoch 0"
 kill -KILL "$victim_pid"
 for _ in $(seq 600); do
   grep -q "^worker worker-0 .*(restart 1)" "$demo/cluster.out" && break
