@@ -7,19 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/sanitizers.h"
 #include "gtest/gtest.h"
-
-// Whether AddressSanitizer is on (GCC says __SANITIZE_ADDRESS__, clang __has_feature).
-#if defined(__SANITIZE_ADDRESS__)
-#define GRANARY_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GRANARY_ASAN 1
-#endif
-#endif
-#ifndef GRANARY_ASAN
-#define GRANARY_ASAN 0
-#endif
 
 namespace granary {
 namespace {

@@ -291,6 +291,7 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
   // always applies.
   RETURN_IF_ERROR(ValidateJobOptions(request.options()));
   RETURN_IF_ERROR(ValidateName("job name", request.name()));
+  RETURN_IF_ERROR(ValidateName("dataset id", request.dataset_id()));
   {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckUsable());

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/env.h"
+#include "common/sanitizers.h"
 #include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
@@ -235,10 +236,13 @@ TEST_F(HostileClientTest, HostileRequestsDuringARunChangeNothing) {
     s = dispatcher_->GetOrCreateJob(RpcContext().get(), request, &job);
     ExpectError("GetOrCreateJob unknown dataset", s, grpc::StatusCode::NOT_FOUND,
                 {"no-such-dataset"});
+    // Once answered with an error quoting the whole id: a 1 MiB header that gRPC refused, which
+    // also broke the channel for every later call ("received initial metadata size exceeds
+    // limit"). Ids are bounded now, and any error message is cut to fit on the wire.
     request.set_dataset_id(std::string(1 << 20, 'd'));
     s = dispatcher_->GetOrCreateJob(RpcContext().get(), request, &job);
-    EXPECT_FALSE(s.ok()) << "GetOrCreateJob with a 1 MiB dataset id";
-    EXPECT_LT(s.error_message().size(), 2048u) << "GetOrCreateJob with a 1 MiB dataset id";
+    ExpectError("GetOrCreateJob with a 1 MiB dataset id", s, grpc::StatusCode::INVALID_ARGUMENT,
+                {"dataset id", "1024"});
     request.set_dataset_id(legit_dataset);
     request.set_name(std::string(2000, 'n'));
     s = dispatcher_->GetOrCreateJob(RpcContext().get(), request, &job);
@@ -559,12 +563,16 @@ TEST_F(HostileClientTest, HostileRequestsDuringARunChangeNothing) {
     for (auto& thread : threads) thread.join();
     const int64_t dispatcher_after = RssKb(cluster.dispatcher_pid());
     const int64_t worker_after = RssKb(cluster.worker_pid(0));
-    EXPECT_LT(dispatcher_after - dispatcher_before, kMaxGrowthKb)
-        << "dispatcher VmRSS " << dispatcher_before << " kB -> " << dispatcher_after
-        << " kB after 1 M fake task ids and 10 000 strangers' heartbeats";
-    EXPECT_LT(worker_after - worker_before, kMaxGrowthKb)
-        << "worker VmRSS " << worker_before << " kB -> " << worker_after
-        << " kB after 10 000 GetElements of unknown tasks";
+    // Under AddressSanitizer freed memory waits in its quarantine (256 MiB) and every byte has
+    // shadow memory: resident memory says nothing of Granary's bounds there.
+    if (!GRANARY_ASAN) {
+      EXPECT_LT(dispatcher_after - dispatcher_before, kMaxGrowthKb)
+          << "dispatcher VmRSS " << dispatcher_before << " kB -> " << dispatcher_after
+          << " kB after 1 M fake task ids and 10 000 strangers' heartbeats";
+      EXPECT_LT(worker_after - worker_before, kMaxGrowthKb)
+          << "worker VmRSS " << worker_before << " kB -> " << worker_after
+          << " kB after 10 000 GetElements of unknown tasks";
+    }
   }
   ExpectServersUp(cluster, kWorkers, "after the floods");
 
