@@ -135,6 +135,36 @@ TEST(ElementImageTest, ParsesWhatProtobufWritesAndSkipsUnknownFields) {
   EXPECT_EQ(view->tensors[1].content(), "z");
 }
 
+// Fields a tensor's dtype does not use carry nothing (fuzz/corpus/element_image_fuzzer/
+// finding-unused_fields): a numeric tensor's string values and a string tensor's content are
+// dropped, so the view (and an aligned rewrite of it) is the element protobuf would read.
+TEST(ElementImageTest, FieldsTheDtypeDoesNotUseAreDropped) {
+  ElementProto proto;
+  TensorProto* numeric = proto.add_tensors();
+  numeric->set_dtype(DT_UINT8);
+  numeric->add_shape(2);
+  numeric->set_content("ab");
+  numeric->add_string_values("stray");
+  TensorProto* strings = proto.add_tensors();
+  strings->set_dtype(DT_STRING);
+  strings->add_shape(1);
+  strings->add_string_values("x");
+  strings->set_content("stray content");
+  const std::string bytes = proto.SerializeAsString();  // The views point into it.
+  auto view = ParseImage(bytes);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_TRUE(view->tensors[0].strings.empty());
+  EXPECT_EQ(view->tensors[0].content(), "ab");
+  EXPECT_EQ(view->tensors[1].size, 0u);
+  ASSERT_EQ(view->tensors[1].strings.size(), 1u);
+  auto aligned = WriteAlignedImage(*view, BufferPool::Default());
+  ASSERT_TRUE(aligned.ok());
+  auto again = ParseImage((*aligned)->bytes());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->tensors[0].content(), "ab");
+  EXPECT_EQ(again->tensors[1].strings, view->tensors[1].strings);
+}
+
 TEST(ElementImageTest, EveryTruncationIsAnErrorNamingAByteOffsetOrTheTensor) {
   const std::vector<std::string> words = {"a", "bc"};
   const std::vector<ImageTensorSpec> specs = {{DT_FLOAT, {4}}, {DT_STRING, {2}, &words}};
