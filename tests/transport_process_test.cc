@@ -184,11 +184,14 @@ TEST_F(TransportTest, KilledClientsAndWorkersLeaveNothingBehind) {
     EXPECT_TRUE(status.shared_memory());
     return status.shm_sessions();
   };
+  // One element per request, one request at a time, 100 ms per batch: the client pulls no
+  // faster than it trains, so its tasks stay on the worker (unacknowledged) while it runs.
   const auto run_argv = [&](const std::string& name) {
     return std::vector<std::string>{GRANARY_BINARY, "run",
                                     "--dispatcher=" + cluster.dispatcher_address(),
                                     "--pipeline=" + pipeline_, "--epochs=2", "--seed=3",
                                     "--job_name=" + name, "--step_ms=100",
+                                    "--max_request_bytes=1", "--max_outstanding_requests=1",
                                     "--position_file=" + dir_.Join(name + ".position"),
                                     "--digest_out=" + dir_.Join(name + ".digest")};
   };
