@@ -141,6 +141,23 @@ class CacheProcessTest : public ::testing::TestWithParam<std::string> {
     return status;
   }
 
+  // The dispatcher's status once its one cache is complete. A run can end before its tasks'
+  // last chunks are committed: the client has every element when the worker's TaskFinished,
+  // which commits them, is still on its way to the dispatcher.
+  static GetStatusResponse AwaitCompleteCache(testing::LocalCluster& cluster) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (true) {
+      GetStatusResponse status = Status(cluster);
+      if (status.state().caches_size() == 1 && status.state().caches(0).complete()) return status;
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "no complete cache 10 s after the run ended: "
+                      << status.state().ShortDebugString();
+        return status;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
   testing::ScopedTempDir dir_;
   std::string data_;
   std::string pipeline_;
@@ -157,9 +174,9 @@ TEST_P(CacheProcessTest, LaterEpochsReadTheCacheAndMatchLocal) {
                                 {.workers = 2, .worker_flags = WorkerFlags(dir_.Join("ckpt"))});
   ASSERT_TRUE(cluster.ok());
   RunToCompletion(RunArgs(cluster, 1, false));
-  const GetStatusResponse status = Status(cluster);
+  const GetStatusResponse status = AwaitCompleteCache(cluster);
   ASSERT_EQ(status.state().caches_size(), 1);
-  EXPECT_TRUE(status.state().caches(0).complete());
+  ASSERT_TRUE(status.state().caches(0).complete());
   HideSource();
   RunToCompletion(RunArgs(cluster, 3, false));
   ExpectDigestsMatchLocal();
@@ -236,7 +253,7 @@ TEST_P(CacheProcessTest, AllWorkersKilledMidPutThenGetMatchesLocal) {
   const std::string output = run.ReadAll(std::chrono::seconds(180));
   ASSERT_EQ(run.Wait(), 0) << output;
   ExpectDigestsMatchLocal();
-  status = Status(cluster);
+  status = AwaitCompleteCache(cluster);
   ASSERT_EQ(status.state().caches_size(), 1);
   // Under `full` the cached elements are epoch 0's output; under at_mark they are the decoded
   // images before augmentation (counted, not digested against the run).
