@@ -117,8 +117,9 @@ INSTANTIATE_TEST_SUITE_P(WorkersAndConsumers, GranaryRunMatrixTest,
                                                std::get<1>(info.param), "consumers");
                          });
 
-// Small requests, one at a time, keep the run slow enough to act mid-epoch.
-constexpr const char* kSlow[] = {"--max_request_bytes=2000", "--max_outstanding_requests=1"};
+// One element per request, one request at a time, keep the run slow enough to act mid-epoch
+// (its position file is saved every 100 ms).
+constexpr const char* kSlow[] = {"--max_request_bytes=1", "--max_outstanding_requests=1"};
 
 // `granary run` of the named job "j" (2 epochs, seed 7) with its position file and digests
 // under `dir`, slowed down by kSlow.
