@@ -32,6 +32,7 @@
 namespace granary {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using testing::ReadDigests;
 
@@ -222,6 +223,8 @@ TEST_F(TransportTest, KilledClientsAndWorkersLeaveNothingBehind) {
     EXPECT_THAT(shown, HasSubstr("worker worker-0: shared memory for clients on its host, 1 "
                                  "shared-memory sessions"));
     EXPECT_THAT(shown, HasSubstr("read by shm")) << shown;
+    EXPECT_THAT(shown, ContainsRegex("buffer pool [0-9]+ MB live, [0-9]+ MB cached, [0-9]+ "
+                                     "blocks mapped, [0-9]+ reused"));
     EXPECT_EQ(testing::DevShmEntries(), before);
     run.Kill(SIGKILL);
     run.Wait();

@@ -39,12 +39,14 @@ void PrintWorkerStatus(const DispatcherStateProto& s, const std::set<std::string
       continue;
     }
     std::printf("worker %s: %s, %lld shared-memory sessions; buffer pool %lld MB live, %lld MB "
-                "cached\n",
+                "cached, %lld blocks mapped, %lld reused\n",
                 w.worker_id().c_str(),
                 status.shared_memory() ? "shared memory for clients on its host" : "TCP only",
                 static_cast<long long>(status.shm_sessions()),
                 static_cast<long long>(status.pool_live_bytes() >> 20),
-                static_cast<long long>(status.pool_cached_bytes() >> 20));
+                static_cast<long long>(status.pool_cached_bytes() >> 20),
+                static_cast<long long>(status.pool_maps()),
+                static_cast<long long>(status.pool_reuses()));
     for (const TaskStatus& t : status.tasks()) {
       std::printf("  task %lld gen %lld: %s, produced %lld, window %lld..%lld (%lld of %lld MB)%s\n",
                   static_cast<long long>(t.task_id()), static_cast<long long>(t.generation()),
