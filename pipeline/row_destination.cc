@@ -25,4 +25,12 @@ RowDestination* ScopedRowDestinations::Claim(DataType dtype, const std::vector<i
   return nullptr;
 }
 
+bool ScopedRowDestinations::IsClaimedDestination(const void* data) {
+  if (current_destinations == nullptr) return false;
+  for (const RowDestination& d : *current_destinations) {
+    if (d.claimed && d.data == data) return true;
+  }
+  return false;
+}
+
 }  // namespace granary

@@ -40,6 +40,10 @@ class ScopedRowDestinations {
   // null when there is none.
   static RowDestination* Claim(DataType dtype, const std::vector<int64_t>& shape);
 
+  // Whether `data` is the start of one of the calling thread's claimed destinations: a tensor
+  // there goes to a batch, not to the next op (a UDF may write it with streaming stores).
+  static bool IsClaimedDestination(const void* data);
+
  private:
   std::vector<RowDestination>* previous_;
 };

@@ -1,9 +1,14 @@
 // Tests of the normalize UDF (udf_normalize.cc).
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "pipeline/builtin_udfs.h"
+#include "pipeline/row_destination.h"
 #include "pipeline/udf_test_util.h"
 
 namespace granary::udf_test {
@@ -73,6 +78,59 @@ TEST(NormalizeUdfTest, FloatInputGivesTheSameBytesAsUint8) {
   const Tensor gray = PatternImage(3, 3, 1);
   EXPECT_TRUE(ApplyUdf(kNormalize, R"({"mean": [0.5], "std": [0.2]})", gray) ==
               ApplyUdf(kNormalize, R"({"mean": [0.5], "std": [0.2]})", ToFloat(gray)));
+}
+
+// Every uint8 value in every channel, for channel counts the vector path serves (1, 2, 3, 4, 6)
+// and one it does not (5), over lengths that leave a tail: the same bytes as the float32 path,
+// and the formula's value.
+TEST(NormalizeUdfTest, EveryValueInEveryChannelMatchesTheFloatPathBitForBit) {
+  for (int channels : {1, 2, 3, 4, 5, 6}) {
+    std::vector<float> mean, std;
+    for (int c = 0; c < channels; ++c) {
+      mean.push_back(0.4f + 0.03f * c);
+      std.push_back(0.21f + 0.01f * c);
+    }
+    const std::string params = absl::StrCat(R"({"mean": [)", absl::StrJoin(mean, ", "),
+                                            R"(], "std": [)", absl::StrJoin(std, ", "), "]}");
+    for (int64_t width : {256, 257, 261, 263}) {
+      const Tensor image = PatternImage(1, width, channels);
+      const Tensor out = ApplyUdf(kNormalize, params, image);
+      const Tensor from_float = ApplyUdf(kNormalize, params, ToFloat(image));
+      ASSERT_EQ(std::memcmp(out.data<float>(), from_float.data<float>(),
+                            image.num_elements() * sizeof(float)),
+                0)
+          << channels << " channels, width " << width;
+      for (int64_t i = 0; i < image.num_elements(); ++i) {
+        const int c = static_cast<int>(i % channels);
+        const float x = image.data<uint8_t>()[i];
+        ASSERT_FLOAT_EQ(out.data<float>()[i], (x * (1.0f / 255.0f) - mean[c]) / std[c])
+            << channels << " channels, width " << width << ", value " << i;
+      }
+    }
+  }
+}
+
+// Made in its batch (row_destination.h), the output is written into the destination (with
+// streaming stores) and has the same bytes as one made in fresh memory.
+TEST(NormalizeUdfTest, WritesIntoItsRowDestinationTheSameBytes) {
+  const std::string params = R"({"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]})";
+  const Tensor image = PatternImage(9, 11, 3);
+  const Tensor expected = ApplyUdf(kNormalize, params, image);
+  alignas(64) static float batch_row[9 * 11 * 3];
+  std::vector<RowDestination> destinations(1);
+  destinations[0].dtype = DT_FLOAT;
+  destinations[0].shape = {9, 11, 3};
+  destinations[0].data = reinterpret_cast<char*>(batch_row);
+  absl::StatusOr<std::unique_ptr<Udf>> udf = MakeUdf(kNormalize, params);
+  ASSERT_TRUE(udf.ok()) << udf.status();
+  Element element = MakeElement({image});
+  {
+    ScopedRowDestinations scope(&destinations);
+    ASSERT_TRUE((*udf)->Map(element, UdfCall{}).ok());
+  }
+  EXPECT_TRUE(destinations[0].claimed);
+  EXPECT_EQ(element.tensors[0].data<float>(), batch_row);
+  EXPECT_TRUE(element.tensors[0] == expected);
 }
 
 TEST(NormalizeUdfTest, FourChannelsPerChannelValues) {
