@@ -21,6 +21,7 @@ absl::StatusOr<BenchService> StartBenchService(const std::string& dir, const Pip
     return absl::UnavailableError(absl::StrCat("the cluster in ", dir, " did not start"));
   }
   options.client.dispatcher_address = service.cluster->dispatcher_address();
+  options.client.insecure = true;
   ASSIGN_OR_RETURN(service.client, Client::Connect(options.client));
   ASSIGN_OR_RETURN(service.dataset, service.client->RegisterPipeline(def));
   return service;

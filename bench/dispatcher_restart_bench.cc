@@ -74,7 +74,7 @@ absl::Status FillJournal(const std::string& journal_dir, int64_t updates, int64_
 absl::StatusOr<double> TimeRestart(const std::string& journal_dir, int64_t snapshot_every,
                                    const std::string& log) {
   const absl::Time start = absl::Now();
-  Subprocess dispatcher({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal_dir, "--port=0",
+  Subprocess dispatcher({GRANARY_BINARY, "dispatcher", "--insecure", "--journal_dir=" + journal_dir, "--port=0",
                          absl::StrCat("--snapshot_every=", snapshot_every)},
                         Subprocess::Stderr::kToFile, log);
   const std::string address = dispatcher.ReadListenAddress(std::chrono::minutes(10));

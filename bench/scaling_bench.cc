@@ -158,7 +158,8 @@ absl::Status Run() {
   // shared memory, as any client on their host does by default).
   ASSIGN_OR_RETURN(std::unique_ptr<Client> tcp_client,
                    Client::Connect({.dispatcher_address = cluster.dispatcher_address(),
-                                    .shared_memory = false}));
+                                    .shared_memory = false,
+                                    .insecure = true}));
   ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> local,
                    Pipeline::Create(def, UdfRegistry::WithBuiltins()));
   struct Config {

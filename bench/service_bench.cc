@@ -44,7 +44,8 @@ absl::Status Run() {
   // one reads over TCP.
   ASSIGN_OR_RETURN(std::unique_ptr<Client> tcp,
                    Client::Connect({.dispatcher_address = service.cluster->dispatcher_address(),
-                                    .shared_memory = false}));
+                                    .shared_memory = false,
+                                    .insecure = true}));
   struct Config {
     std::string name;
     std::unique_ptr<Job> job;  // null: in-process

@@ -4,8 +4,10 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "security/transport_security.h"
 
 namespace granary {
 namespace {
@@ -27,7 +29,7 @@ grpc::ChannelArguments ClientChannelArguments() {
 }
 
 absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions& options,
-                                                            Env* env) {
+                                                             Env* env) {
   if (options.dispatcher_address.empty()) {
     return absl::InvalidArgumentError("ClientOptions.dispatcher_address is empty");
   }
@@ -43,9 +45,17 @@ absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions
         "ClientOptions: heartbeat_interval_ms, rpc_timeout_ms and stall_timeout_ms must be "
         "positive");
   }
-  std::shared_ptr<Connection> connection(new Connection(options, env));
+  TransportSecurity security;
+  security.ca_file = options.tls_ca_file;
+  security.cert_file = options.tls_cert_file;
+  security.key_file = options.tls_key_file;
+  security.insecure = options.insecure;
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentialsFor(security);
+  if (!credentials.ok()) return Annotate(credentials.status(), "ClientOptions");
+  std::shared_ptr<Connection> connection(new Connection(options, env, *std::move(credentials)));
   std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
-      options.dispatcher_address, grpc::InsecureChannelCredentials(), ClientChannelArguments());
+      options.dispatcher_address, connection->credentials_, ClientChannelArguments());
   if (!channel->WaitForConnected(DeadlineAfter(options.rpc_timeout_ms))) {
     return absl::UnavailableError(absl::StrCat("dispatcher ", options.dispatcher_address,
                                                " is not reachable (waited ", options.rpc_timeout_ms,
@@ -59,8 +69,7 @@ std::shared_ptr<grpc::Channel> Connection::WorkerChannel(const std::string& addr
   absl::MutexLock lock(&mu_);
   std::shared_ptr<grpc::Channel>& channel = workers_[address];
   if (channel == nullptr) {
-    channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                        ClientChannelArguments());
+    channel = grpc::CreateCustomChannel(address, credentials_, ClientChannelArguments());
   }
   return channel;
 }
@@ -86,7 +95,8 @@ std::unique_ptr<grpc::ClientContext> Connection::DispatcherContext() const {
 
 grpc::Status Connection::CallDispatcher(
     const std::function<grpc::Status(grpc::ClientContext* context)>& call) const {
-  const uint64_t give_up = env_->NowMicros() + static_cast<uint64_t>(options_.stall_timeout_ms) * 1000;
+  const uint64_t give_up =
+      env_->NowMicros() + static_cast<uint64_t>(options_.stall_timeout_ms) * 1000;
   uint64_t backoff_us = 50'000;
   while (true) {
     const grpc::Status status = call(DispatcherContext().get());

@@ -11,11 +11,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/env.h"
 #include "granary/client.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
-#include "common/env.h"
 #include "proto/dispatcher.grpc.pb.h"
 #include "transport/shm_client.h"
 
@@ -65,10 +66,14 @@ class Connection {
   std::unique_ptr<grpc::ClientContext> WorkerContext() const;
 
  private:
-  Connection(const ClientOptions& options, Env* env) : options_(options), env_(env) {}
+  Connection(const ClientOptions& options, Env* env,
+             std::shared_ptr<grpc::ChannelCredentials> credentials)
+      : options_(options), env_(env), credentials_(std::move(credentials)) {}
 
   const ClientOptions options_;
   Env* const env_;
+  // Of every channel: the dispatcher's and the workers'.
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   std::unique_ptr<Dispatcher::Stub> dispatcher_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> workers_ ABSL_GUARDED_BY(mu_);

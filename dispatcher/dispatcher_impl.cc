@@ -7,11 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/deterministic_serialization.h"
+#include "common/failpoints.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "dispatcher/request_limits.h"
 #include "dispatcher/state_invariants.h"
-#include "common/failpoints.h"
 #include "glog/logging.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/pipeline.h"
@@ -59,7 +59,13 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Open(
 }
 
 DispatcherImpl::DispatcherImpl(const DispatcherOptions& options, std::unique_ptr<Journal> journal)
-    : options_(options), journal_(std::move(journal)) {}
+    : options_(options),
+      journal_(std::move(journal)),
+      confined_env_(options.data_roots.has_value()
+                        ? std::make_unique<ConfinedEnv>(
+                              options.env, options.data_roots->With(options.cache_root))
+                        : nullptr),
+      source_env_(confined_env_ != nullptr ? confined_env_.get() : options.env) {}
 
 DispatcherImpl::~DispatcherImpl() {
   stopping_.Notify();
@@ -141,9 +147,8 @@ absl::Status DispatcherImpl::NameCluster() {
   }
   absl::BitGen random;
   Update update;
-  update.mutable_set_cluster_id()->set_cluster_id(
-      absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(random),
-                      absl::Uniform<uint64_t>(random)));
+  update.mutable_set_cluster_id()->set_cluster_id(absl::StrFormat(
+      "%016x%016x", absl::Uniform<uint64_t>(random), absl::Uniform<uint64_t>(random)));
   RETURN_IF_ERROR(JournalAndApply(update, [](const absl::Status&) { return absl::OkStatus(); }));
   absl::MutexLock lock(&mu_);
   LOG(INFO) << "new journal: cluster id " << state_.cluster_id();
@@ -183,8 +188,7 @@ absl::Status DispatcherImpl::JournalAndApply(const Update& update, const Answer&
     absl::MutexLock lock(&mu_);
     if (!seq.ok()) {
       if (journal_failure_.ok()) journal_failure_ = seq.status();
-      LOG(ERROR) << "journal append failed; the dispatcher stops changing state: "
-                 << seq.status();
+      LOG(ERROR) << "journal append failed; the dispatcher stops changing state: " << seq.status();
       return CheckUsable();
     }
     // Apply in sequence order: wait for every earlier record's writer to apply its own (or for
@@ -265,7 +269,7 @@ absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& reque
   }
   // A new dataset's file patterns must match files now, not when an epoch starts. (A known one
   // is not checked again: its files may be gone while a complete cache serves it.)
-  const absl::Status files = (*pipeline)->CheckFiles(options_.env);
+  const absl::Status files = (*pipeline)->CheckFiles(source_env_);
   if (!files.ok()) return Annotate(files, "invalid pipeline");
   Update update;
   update.mutable_register_dataset()->set_dataset_id(dataset_id);
@@ -388,7 +392,7 @@ absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
       // Enumerate the split plan outside the lock: it lists files. A cached prefix always
       // reads epoch 0's plan (pipeline/cache_policy.h).
       ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(def, *options_.udfs));
-      auto splits = pipeline->EnumerateSplits(options_.env);
+      auto splits = pipeline->EnumerateSplits(source_env_);
       if (!splits.ok()) {
         return Annotate(splits.status(), absl::StrCat("job ", request.job_id(), " epoch ",
                                                       request.epoch(), ": enumerating splits"));
@@ -403,7 +407,8 @@ absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
     }
     bool overtaken = false;
     RETURN_IF_ERROR(JournalAndApply(
-        update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+        update,
+        [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
           const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch());
           overtaken = absl::IsAborted(applied) && epoch == nullptr;
           if (epoch == nullptr)
@@ -435,7 +440,7 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
       update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
         RETURN_IF_ERROR(applied);
         response->set_incarnation(state_.FindWorker(request.worker_id())->incarnation());
-    response->set_cluster_id(state_.cluster_id());
+        response->set_cluster_id(state_.cluster_id());
         last_seen_[request.worker_id()] = options_.env->NowMicros();
         return absl::OkStatus();
       });
@@ -452,6 +457,7 @@ const PipelineDef& DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* d
   def->set_seed(job->options().seed());
   def->set_cached_prefix_ops(cache.cached_prefix_ops());
   def->set_cache_dir(cache.cache_dir());
+  if (cache.mode() != EpochCache::COMPUTE) def->set_cache_root(options_.cache_root);
   if (!cache.has_pipeline()) {
     def->set_pipeline_key(job->dataset_id());
     return state_.FindDataset(job->dataset_id())->pipeline();
@@ -469,9 +475,9 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
   RETURN_IF_ERROR(CheckUsable());
   const WorkerState* worker = state_.FindWorker(request.worker_id());
   if (worker == nullptr || worker->lost() || worker->incarnation() != request.incarnation()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "worker ", request.worker_id(), " incarnation ", request.incarnation(),
-        " is not registered (or was declared lost): register again"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker ", request.worker_id(), " incarnation ", request.incarnation(),
+                     " is not registered (or was declared lost): register again"));
   }
   // Its unfinished tasks, and the finished ones their consumers still read, by task id.
   std::vector<const TaskState*> tasks = state_.UnfinishedTasksOfWorker(request.worker_id());
@@ -600,6 +606,13 @@ absl::Status DispatcherImpl::GetSplits(const GetSplitsRequest& request,
         return answer().status();
       }));
   return HitFailpoint(kDispatcherAfterLeaseBeforeReply);
+}
+
+absl::StatusOr<std::string> DispatcherImpl::TaskWorker(int64_t task_id) const {
+  absl::MutexLock lock(&mu_);
+  const TaskState* task = state_.FindTask(task_id);
+  if (task == nullptr) return absl::NotFoundError(absl::StrCat("no task ", task_id));
+  return task->worker_id();
 }
 
 absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,

@@ -52,6 +52,7 @@
 #include "journal/journal.h"
 #include "pipeline/udf.h"
 #include "proto/dispatcher.pb.h"
+#include "security/confined_env.h"
 
 namespace granary {
 
@@ -73,6 +74,11 @@ struct DispatcherOptions {
   // chunks. Workers write and read these paths, so in a cluster it must be a filesystem every
   // worker mounts at the same path. Empty: jobs with a cache policy are refused.
   std::string cache_root;
+  // Where pipelines' file sources may read (security/data_roots.h): with a value, globs are
+  // expanded and files listed only inside these roots (and cache_root), so a pipeline naming
+  // a file elsewhere is refused at RegisterDataset (PermissionDenied naming the path); none:
+  // anywhere `env` reaches (in-process use and tests).
+  std::optional<DataRoots> data_roots;
   // Checks the state invariants (state_invariants.h) after every applied record and aborts the
   // process on a violation. For tests: the check walks the whole state.
   bool check_invariants = false;
@@ -98,6 +104,8 @@ class DispatcherImpl {
   absl::Status ClientHeartbeat(const ClientHeartbeatRequest& request,
                                ClientHeartbeatResponse* response);
   absl::Status GetSplits(const GetSplitsRequest& request, GetSplitsResponse* response);
+  // The id of the worker task `task_id` is assigned to ("" if none); NotFound for no such task.
+  absl::StatusOr<std::string> TaskWorker(int64_t task_id) const;
   absl::Status TaskFinished(const TaskFinishedRequest& request, TaskFinishedResponse* response);
   absl::Status GetStatus(const GetStatusRequest& request, GetStatusResponse* response);
 
@@ -147,6 +155,10 @@ class DispatcherImpl {
 
   const DispatcherOptions options_;
   const std::unique_ptr<Journal> journal_;
+  // The Env pipelines' sources are listed through: options_.env, confined to
+  // options_.data_roots when it has a value.
+  const std::unique_ptr<ConfinedEnv> confined_env_;
+  Env* const source_env_;
 
   mutable absl::Mutex mu_;
   DispatcherState state_ ABSL_GUARDED_BY(mu_);

@@ -1,58 +1,121 @@
 #include "dispatcher/grpc_dispatcher_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "security/peer_identity.h"
 
 namespace granary {
 
-grpc::Status GrpcDispatcherService::RegisterDataset(grpc::ServerContext*,
+absl::Status GrpcDispatcherService::CheckClient(grpc::ServerContext* context,
+                                                absl::string_view rpc) const {
+  if (!enforce_identity_) return absl::OkStatus();
+  return RequireClient(IdentityOf(*context->auth_context()), rpc);
+}
+
+absl::Status GrpcDispatcherService::CheckWorker(grpc::ServerContext* context,
+                                                const std::string& worker_id,
+                                                absl::string_view rpc) const {
+  if (!enforce_identity_) return absl::OkStatus();
+  return RequireWorker(IdentityOf(*context->auth_context()), worker_id, rpc);
+}
+
+absl::Status GrpcDispatcherService::CheckTaskWorker(grpc::ServerContext* context, int64_t task_id,
+                                                    absl::string_view rpc) const {
+  if (!enforce_identity_) return absl::OkStatus();
+  const PeerIdentity peer = IdentityOf(*context->auth_context());
+  if (peer.role != PeerIdentity::Role::kWorker) return RequireWorker(peer, "", rpc);
+  absl::StatusOr<std::string> holder = impl_->TaskWorker(task_id);
+  if (!holder.ok()) return holder.status();
+  if (*holder != peer.name) {
+    return absl::PermissionDeniedError(absl::StrCat(rpc, " for task ", task_id,
+                                                    " refused: it is held by worker '", *holder,
+                                                    "', and the caller is ", peer.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+grpc::Status GrpcDispatcherService::RegisterDataset(grpc::ServerContext* context,
                                                     const RegisterDatasetRequest* request,
                                                     RegisterDatasetResponse* response) {
+  if (absl::Status allowed = CheckClient(context, "RegisterDataset"); !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   return ToGrpcStatus(impl_->RegisterDataset(*request, response));
 }
 
-grpc::Status GrpcDispatcherService::GetOrCreateJob(grpc::ServerContext*,
+grpc::Status GrpcDispatcherService::GetOrCreateJob(grpc::ServerContext* context,
                                                    const GetOrCreateJobRequest* request,
                                                    GetOrCreateJobResponse* response) {
+  if (absl::Status allowed = CheckClient(context, "GetOrCreateJob"); !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   return ToGrpcStatus(impl_->GetOrCreateJob(*request, response));
 }
 
-grpc::Status GrpcDispatcherService::StartEpoch(grpc::ServerContext*,
+grpc::Status GrpcDispatcherService::StartEpoch(grpc::ServerContext* context,
                                                const StartEpochRequest* request,
                                                StartEpochResponse* response) {
+  if (absl::Status allowed = CheckClient(context, "StartEpoch"); !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   return ToGrpcStatus(impl_->StartEpoch(*request, response));
 }
 
-grpc::Status GrpcDispatcherService::RegisterWorker(grpc::ServerContext*,
+grpc::Status GrpcDispatcherService::RegisterWorker(grpc::ServerContext* context,
                                                    const RegisterWorkerRequest* request,
                                                    RegisterWorkerResponse* response) {
+  if (absl::Status allowed = CheckWorker(context, request->worker_id(), "RegisterWorker");
+      !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   return ToGrpcStatus(impl_->RegisterWorker(*request, response));
 }
 
-grpc::Status GrpcDispatcherService::WorkerHeartbeat(grpc::ServerContext*,
+grpc::Status GrpcDispatcherService::WorkerHeartbeat(grpc::ServerContext* context,
                                                     const WorkerHeartbeatRequest* request,
                                                     WorkerHeartbeatResponse* response) {
+  if (absl::Status allowed = CheckWorker(context, request->worker_id(), "WorkerHeartbeat");
+      !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   return ToGrpcStatus(impl_->WorkerHeartbeat(*request, response));
 }
 
-grpc::Status GrpcDispatcherService::ClientHeartbeat(grpc::ServerContext*,
+grpc::Status GrpcDispatcherService::ClientHeartbeat(grpc::ServerContext* context,
                                                     const ClientHeartbeatRequest* request,
                                                     ClientHeartbeatResponse* response) {
+  if (absl::Status allowed = CheckClient(context, "ClientHeartbeat"); !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   return ToGrpcStatus(impl_->ClientHeartbeat(*request, response));
 }
 
-grpc::Status GrpcDispatcherService::GetSplits(grpc::ServerContext*, const GetSplitsRequest* request,
+grpc::Status GrpcDispatcherService::GetSplits(grpc::ServerContext* context,
+                                              const GetSplitsRequest* request,
                                               GetSplitsResponse* response) {
+  if (absl::Status allowed = CheckTaskWorker(context, request->task_id(), "GetSplits");
+      !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   return ToGrpcStatus(impl_->GetSplits(*request, response));
 }
 
-grpc::Status GrpcDispatcherService::TaskFinished(grpc::ServerContext*,
+grpc::Status GrpcDispatcherService::TaskFinished(grpc::ServerContext* context,
                                                  const TaskFinishedRequest* request,
                                                  TaskFinishedResponse* response) {
+  if (absl::Status allowed = CheckTaskWorker(context, request->task_id(), "TaskFinished");
+      !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   return ToGrpcStatus(impl_->TaskFinished(*request, response));
 }
 
-grpc::Status GrpcDispatcherService::GetStatus(grpc::ServerContext*, const GetStatusRequest* request,
+grpc::Status GrpcDispatcherService::GetStatus(grpc::ServerContext* context,
+                                              const GetStatusRequest* request,
                                               GetStatusResponse* response) {
+  if (absl::Status allowed = CheckClient(context, "GetStatus"); !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   return ToGrpcStatus(impl_->GetStatus(*request, response));
 }
 

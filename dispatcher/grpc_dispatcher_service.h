@@ -1,5 +1,11 @@
-// The gRPC face of the dispatcher: each RPC forwards to DispatcherImpl and translates the
-// status. No logic lives here (DESIGN.md §1: dispatcher logic never includes gRPC headers).
+// The gRPC face of the dispatcher: each RPC checks who calls (when identities are enforced),
+// forwards to DispatcherImpl and translates the status. No dispatcher logic lives here
+// (DESIGN.md §1: dispatcher logic never includes gRPC headers).
+//
+// With enforce_identity (a TLS server, SECURITY.md), the caller's certificate decides
+// (security/peer_identity.h): RegisterWorker and WorkerHeartbeat only from the worker the
+// request names; GetSplits and TaskFinished only from the worker holding the task; every other
+// RPC only from a client. A refusal is Unauthenticated (no identity) or PermissionDenied.
 #ifndef GRANARY_DISPATCHER_GRPC_DISPATCHER_SERVICE_H_
 #define GRANARY_DISPATCHER_GRPC_DISPATCHER_SERVICE_H_
 
@@ -11,7 +17,8 @@ namespace granary {
 // Thread-safe. `impl` must outlive the service.
 class GrpcDispatcherService final : public Dispatcher::Service {
  public:
-  explicit GrpcDispatcherService(DispatcherImpl* impl) : impl_(impl) {}
+  GrpcDispatcherService(DispatcherImpl* impl, bool enforce_identity)
+      : impl_(impl), enforce_identity_(enforce_identity) {}
 
   grpc::Status RegisterDataset(grpc::ServerContext*, const RegisterDatasetRequest* request,
                                RegisterDatasetResponse* response) override;
@@ -33,7 +40,17 @@ class GrpcDispatcherService final : public Dispatcher::Service {
                          GetStatusResponse* response) override;
 
  private:
+  // OK unless identities are enforced and the caller is not a client (RequireClient).
+  absl::Status CheckClient(grpc::ServerContext* context, absl::string_view rpc) const;
+  // OK unless identities are enforced and the caller is not worker `worker_id`.
+  absl::Status CheckWorker(grpc::ServerContext* context, const std::string& worker_id,
+                           absl::string_view rpc) const;
+  // OK unless identities are enforced and the caller is not the worker holding `task_id`.
+  absl::Status CheckTaskWorker(grpc::ServerContext* context, int64_t task_id,
+                               absl::string_view rpc) const;
+
   DispatcherImpl* const impl_;
+  const bool enforce_identity_;
 };
 
 }  // namespace granary

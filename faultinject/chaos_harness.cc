@@ -140,6 +140,7 @@ class ChaosRun {
     ChaosProcessesOptions p;
     p.binary = options_.binary;
     p.dir = options_.dir;
+    p.data_root = options_.data_dir;
     p.workers = plan_.workers;
     p.standby = plan_.standby;
     p.client_flags = common;

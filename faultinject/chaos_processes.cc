@@ -9,10 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "common/env.h"
 #include "common/failpoint.h"
+#include "common/status_macros.h"
 #include "glog/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "proto/worker.grpc.pb.h"
+#include "security/certificate_authority.h"
+#include "security/peer_identity.h"
 
 namespace granary {
 namespace {
@@ -43,9 +46,10 @@ std::vector<std::string> ChaosProcesses::names() const {
 void ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
   Process& p = processes_.at(name);
   std::vector<std::string> environment;
-  const bool armed = with_failpoints && !options_.failpoints.empty() &&
-                     (options_.failpoint_process == name ||
-                      (options_.failpoint_process == "workers" && absl::StartsWith(name, "worker-")));
+  const bool armed =
+      with_failpoints && !options_.failpoints.empty() &&
+      (options_.failpoint_process == name ||
+       (options_.failpoint_process == "workers" && absl::StartsWith(name, "worker-")));
   if (armed) {
     environment.push_back(absl::StrCat(kFailpointsEnvironmentVariable, "=", options_.failpoints));
   }
@@ -67,8 +71,8 @@ absl::StatusOr<bool> ChaosProcesses::Serving(const std::string& name) {
     return false;
   }
   if (!p.address.empty() && address != p.address) {
-    return absl::UnavailableError(absl::StrCat(name, " came back at ", address, ", not ",
-                                               p.address));
+    return absl::UnavailableError(
+        absl::StrCat(name, " came back at ", address, ", not ", p.address));
   }
   p.address = address;
   p.serving = true;
@@ -82,15 +86,30 @@ absl::StatusOr<bool> ChaosProcesses::Serving(const std::string& name) {
 absl::Status ChaosProcesses::Start() {
   const std::string& dir = options_.dir;
   if (absl::Status made = Env::Default()->CreateDirs(dir + "/logs"); !made.ok()) return made;
-  processes_[kDispatcher].argv = {options_.binary,
-                                  "dispatcher",
-                                  "--journal_dir=" + dir + "/journal",
-                                  "--cache_root=" + dir + "/cache",
-                                  "--port=0",
-                                  "--worker_timeout_ms=1000",
-                                  "--snapshot_every=50",
-                                  // A violation aborts the dispatcher: the run fails loudly.
-                                  "--check_invariants"};
+  std::unique_ptr<CertificateAuthority> ca;
+  if (options_.tls) {
+    ASSIGN_OR_RETURN(ca, CertificateAuthority::Create(dir + "/tls"));
+  }
+  // The flags that secure process `name` with identity `identity`.
+  const auto security = [&ca](const std::string& name,
+                              const std::string& identity) -> absl::StatusOr<TransportSecurity> {
+    if (ca == nullptr) return TransportSecurity{.insecure = true};
+    return ca->Issue(name, identity);
+  };
+  ASSIGN_OR_RETURN(const TransportSecurity client_security,
+                   security("client", ClientIdentityUri("chaos")));
+  ASSIGN_OR_RETURN(credentials_, ChannelCredentialsFor(client_security));
+  processes_[kDispatcher].argv = {
+      options_.binary, "dispatcher", "--journal_dir=" + dir + "/journal",
+      "--cache_root=" + dir + "/cache", "--port=0", "--worker_timeout_ms=1000",
+      "--snapshot_every=50", "--data_roots=" + options_.data_root,
+      // A violation aborts the dispatcher: the run fails loudly.
+      "--check_invariants"};
+  {
+    ASSIGN_OR_RETURN(const TransportSecurity s, security("dispatcher", "granary://dispatcher"));
+    for (const std::string& flag : TransportSecurityFlags(s))
+      processes_[kDispatcher].argv.push_back(flag);
+  }
   Launch(kDispatcher, true);
   bool restarted = false;
   while (true) {
@@ -124,7 +143,10 @@ absl::Status ChaosProcesses::Start() {
               "--checkpoint_dir=" + dir + "/checkpoints",
               "--checkpoint_interval_ms=100",
               "--heartbeat_interval_ms=100",
-              "--window_bytes=262144"};
+              "--window_bytes=262144",
+              "--data_roots=" + options_.data_root};
+    ASSIGN_OR_RETURN(const TransportSecurity s, security(name, WorkerIdentityUri(name)));
+    for (const std::string& flag : TransportSecurityFlags(s)) w.argv.push_back(flag);
     if (i >= options_.workers) w.argv.push_back("--standby");
     w.argv.insert(w.argv.end(), options_.extra_worker_flags.begin(),
                   options_.extra_worker_flags.end());
@@ -133,8 +155,9 @@ absl::Status ChaosProcesses::Start() {
   Process& client = processes_[kClient];
   client.server = false;
   client.argv = {options_.binary, "run", "--dispatcher=" + dispatcher_address_};
-  client.argv.insert(client.argv.end(), options_.client_flags.begin(),
-                     options_.client_flags.end());
+  for (const std::string& flag : TransportSecurityFlags(client_security))
+    client.argv.push_back(flag);
+  client.argv.insert(client.argv.end(), options_.client_flags.begin(), options_.client_flags.end());
   Launch(kClient, true);
   return absl::OkStatus();
 }
@@ -171,8 +194,7 @@ int64_t ChaosProcesses::CheckpointsWritten(const std::string& worker) const {
   // Dial only a worker that announced its address since it last started (an empty address is
   // not a target; a restarted one is not listening yet).
   if (it == processes_.end() || !running(worker) || !it->second.serving) return -1;
-  auto stub = Worker::NewStub(
-      grpc::CreateChannel(it->second.address, grpc::InsecureChannelCredentials()));
+  auto stub = Worker::NewStub(grpc::CreateChannel(it->second.address, credentials_));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
   GetWorkerStatusResponse status;

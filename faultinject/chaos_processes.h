@@ -17,12 +17,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/subprocess.h"
+#include "grpcpp/security/credentials.h"
 
 namespace granary {
 
 struct ChaosProcessesOptions {
   std::string binary;  // The granary binary.
   std::string dir;     // Journal, cache, checkpoints, logs, client outputs.
+  // The dispatcher's and workers' --data_roots (where the pipeline's files are).
+  std::string data_root;
+  // Every connection over TLS with certificates of a throwaway CA in <dir>/tls (the
+  // dispatcher's, each worker's naming its id, the client's); false: plain text (--insecure).
+  bool tls = true;
   int workers = 2;
   int standby = 0;
   // The client's command line after "granary run --dispatcher HOST:PORT".
@@ -80,6 +86,8 @@ class ChaosProcesses {
   const ChaosProcessesOptions options_;
   std::map<std::string, Process> processes_;
   std::string dispatcher_address_;
+  // Of the status calls to workers.
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
 };
 
 }  // namespace granary

@@ -35,18 +35,20 @@ echo "== reference: $epochs epochs in-process (granary local)"
 "$granary" local --pipeline "$pipeline" --epochs "$epochs" --seed "$seed" \
   --digest_out "$demo/reference.jsonl" | tail -n 1
 
-echo "== cluster: a dispatcher and 2 workers on 127.0.0.1"
+echo "== cluster: a dispatcher and 2 workers on 127.0.0.1, mutual TLS with a throwaway CA"
 rm -rf "$demo/cluster"
-"$granary" cluster --workers 2 --restart --dir "$demo/cluster" > "$demo/cluster.out" &
+"$granary" cluster --workers 2 --restart --dir "$demo/cluster" --data_roots "$data" > "$demo/cluster.out" &
 pids+=($!)
 for _ in $(seq 600); do grep -q "cluster ready" "$demo/cluster.out" && break; sleep 0.1; done
 grep -q "cluster ready" "$demo/cluster.out" || { cat "$demo/cluster.out"; exit 1; }
 grep -E "^(dispatcher|worker)" "$demo/cluster.out"
+# The cluster runs TLS with a throwaway CA in its directory; this names the client's certificate.
+read -r -a client_flags <<< "$(sed -n 's/^client flags: //p' "$demo/cluster.out")"
 dispatcher=$(awk '/^dispatcher/ {print $2}' "$demo/cluster.out")
 victim_pid=$(awk '/^worker worker-0/ {print $5}' "$demo/cluster.out")
 
 echo "== granary run: $epochs epochs through the service"
-"$granary" run --dispatcher "$dispatcher" --pipeline "$pipeline" --epochs "$epochs" \
+"$granary" run --dispatcher "$dispatcher" "${client_flags[@]}" --pipeline "$pipeline" --epochs "$epochs" \
   --seed "$seed" --job_name demo --digest_out "$demo/service.jsonl" > "$demo/run.out" 2>&1 &
 run_pid=$!
 pids+=($run_pid)

@@ -12,6 +12,9 @@ packages=(
   libjpeg-dev libpng-dev zlib1g-dev libgoogle-glog-dev
   # Optional wire compression of elements for remote clients (transport/compression.h).
   liblz4-dev libzstd-dev
+  # TLS (security/): OpenSSL's libcrypto makes the throwaway CA of `granary cluster`; the
+  # openssl tool makes the tests' own certificates.
+  libssl-dev openssl
   # The benchmark suite: the PyTorch DataLoader peer (bench/pytorch_peer.py) and the plots.
   python3 python3-torch python3-pil python3-numpy python3-matplotlib
   # The safety nets (README "Safety nets"): clang for the libFuzzer build (scripts/fuzz.sh),

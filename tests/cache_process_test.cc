@@ -81,7 +81,7 @@ class CacheProcessTest : public ::testing::TestWithParam<std::string> {
   std::vector<std::string> RunArgs(const testing::LocalCluster& cluster, int epochs,
                                    bool slow) const {
     std::vector<std::string> argv = {GRANARY_BINARY,
-                                     "run",
+                                     "run", "--insecure",
                                      "--dispatcher=" + cluster.dispatcher_address(),
                                      "--pipeline=" + pipeline_,
                                      absl::StrCat("--epochs=", epochs),
@@ -182,7 +182,7 @@ TEST_P(CacheProcessTest, LaterEpochsReadTheCacheAndMatchLocal) {
   ExpectDigestsMatchLocal();
   // `granary status` shows which epoch wrote the cache and which read it.
   Subprocess status_command(
-      {GRANARY_BINARY, "status", "--dispatcher=" + cluster.dispatcher_address()},
+      {GRANARY_BINARY, "status", "--insecure", "--dispatcher=" + cluster.dispatcher_address()},
       Subprocess::Stderr::kMergeIntoStdout);
   const std::string shown = status_command.ReadAll();
   ASSERT_EQ(status_command.Wait(), 0) << shown;

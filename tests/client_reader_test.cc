@@ -67,7 +67,7 @@ int64_t ValueOf(const ElementProto& element) {
 class DispatcherProcess {
  public:
   explicit DispatcherProcess(const std::string& journal_dir)
-      : process_({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal_dir, "--port=0",
+      : process_({GRANARY_BINARY, "dispatcher", "--insecure", "--journal_dir=" + journal_dir, "--port=0",
                   "--worker_timeout_ms=1000"}) {
     address_ = process_.ReadListenAddress();
     EXPECT_FALSE(address_.empty()) << "the dispatcher announced no address";
@@ -309,6 +309,8 @@ class ClientReaderTest : public ::testing::Test {
   std::unique_ptr<Client> Connect(int stall_timeout_ms = 60000) {
     ClientOptions options;
     options.dispatcher_address = dispatcher_.address();
+  options.insecure = true;
+    options.insecure = true;
     options.heartbeat_interval_ms = 50;
     options.max_outstanding_requests = 2;
     options.stall_timeout_ms = stall_timeout_ms;
@@ -543,6 +545,7 @@ TEST_F(ClientReaderTest, StallTimeoutRunsOnTheEnvClock) {
   ManualClockEnv clock(Env::Default());
   ClientOptions options;
   options.dispatcher_address = dispatcher_.address();
+  options.insecure = true;
   options.stall_timeout_ms = 3'600'000;
   auto connection = Connection::Open(options, &clock);
   ASSERT_TRUE(connection.ok()) << connection.status();
@@ -578,6 +581,7 @@ TEST_F(ClientReaderTest, DestructorCancelsCallsInFlight) {
 TEST(ClientConnectTest, UnreachableDispatcherIsUnavailableNamingIt) {
   ClientOptions options;
   options.dispatcher_address = "127.0.0.1:1";
+  options.insecure = true;
   options.rpc_timeout_ms = 300;
   auto client = Client::Connect(options);
   ASSERT_FALSE(client.ok());
@@ -591,12 +595,13 @@ TEST(ClientDispatcherRetryTest, ADispatcherDyingMidCallIsAskedAgainAfterItsResta
   // RegisterPipeline and OpenJob still succeed (found by `granary chaos --soak`).
   testing::ScopedTempDir dir;
   const std::string journal = "--journal_dir=" + dir.Join("journal");
-  Subprocess first({GRANARY_BINARY, "dispatcher", journal, "--port=0"}, Subprocess::Stderr::kInherit,
+  Subprocess first({GRANARY_BINARY, "dispatcher", "--insecure", journal, "--port=0"}, Subprocess::Stderr::kInherit,
                    "", {"GRANARY_FAILPOINTS=journal.after_write_before_apply=after(2):crash"});
   const std::string address = first.ReadListenAddress();
   ASSERT_FALSE(address.empty());
   ClientOptions options;
   options.dispatcher_address = address;
+  options.insecure = true;
   options.stall_timeout_ms = 30000;
   auto client = Client::Connect(options);
   ASSERT_TRUE(client.ok()) << client.status();
@@ -609,7 +614,7 @@ TEST(ClientDispatcherRetryTest, ADispatcherDyingMidCallIsAskedAgainAfterItsResta
   std::thread restarter([&] {
     first_exit = first.Wait();
     second = std::make_unique<Subprocess>(std::vector<std::string>{
-        GRANARY_BINARY, "dispatcher", journal, "--port=" + address.substr(address.rfind(':') + 1)});
+        GRANARY_BINARY, "dispatcher", "--insecure", journal, "--port=" + address.substr(address.rfind(':') + 1)});
     second->ReadListenAddress();
     restarted.Notify();
     done.WaitForNotification();

@@ -25,7 +25,7 @@ namespace {
 class DispatcherProcess {
  public:
   explicit DispatcherProcess(const std::string& journal_dir)
-      : process_({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal_dir, "--port=0",
+      : process_({GRANARY_BINARY, "dispatcher", "--insecure", "--journal_dir=" + journal_dir, "--port=0",
                   "--snapshot_every=50"}) {
     address_ = process_.ReadListenAddress();
     EXPECT_FALSE(address_.empty()) << "the dispatcher announced no address";
@@ -67,7 +67,7 @@ TEST(DispatcherProcessTest, StatusPrintsAStateLargerThanAGrpcMessage) {
     const grpc::Status status = dispatcher.stub().RegisterDataset(Context().get(), request, &response);
     ASSERT_TRUE(status.ok()) << status.error_message();
   }
-  Subprocess status({GRANARY_BINARY, "status", "--dispatcher=" + dispatcher.address()},
+  Subprocess status({GRANARY_BINARY, "status", "--insecure", "--dispatcher=" + dispatcher.address()},
                     Subprocess::Stderr::kMergeIntoStdout);
   const std::string output = status.ReadAll(std::chrono::seconds(60));
   EXPECT_EQ(status.Wait(), 0) << output;
@@ -176,7 +176,7 @@ TEST(DispatcherProcessTest, SecondDispatcherOnTheSameJournalFailsClearly) {
   testing::ScopedTempDir dir;
   const std::string journal = dir.path() + "/journal";
   DispatcherProcess first(journal);
-  Subprocess second({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal, "--port=0"},
+  Subprocess second({GRANARY_BINARY, "dispatcher", "--insecure", "--journal_dir=" + journal, "--port=0"},
                     Subprocess::Stderr::kMergeIntoStdout);
   const std::string output = second.ReadAll(std::chrono::seconds(10));
   EXPECT_EQ(second.Wait(), 1);
@@ -197,7 +197,7 @@ TEST(DispatcherProcessTest, StatusAndJournalDumpShowTheState) {
   RegisterWorkerResponse registered;
   ASSERT_TRUE(dispatcher->stub().RegisterWorker(Context().get(), worker, &registered).ok());
 
-  Subprocess status({GRANARY_BINARY, "status", "--dispatcher=" + dispatcher->address()},
+  Subprocess status({GRANARY_BINARY, "status", "--insecure", "--dispatcher=" + dispatcher->address()},
                     Subprocess::Stderr::kMergeIntoStdout);
   std::string output = status.ReadAll(std::chrono::seconds(10));
   EXPECT_EQ(status.Wait(), 0) << output;
@@ -278,7 +278,7 @@ TEST(DispatcherProcessTest, FullDiskRefusesUpdatesKeepsServingAndRecovers) {
   // Starting on a full disk: an error exit, not an abort.
   fs.Fill("filler");
   {
-    Subprocess full({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal, "--port=0"},
+    Subprocess full({GRANARY_BINARY, "dispatcher", "--insecure", "--journal_dir=" + journal, "--port=0"},
                     Subprocess::Stderr::kMergeIntoStdout);
     const std::string output = full.ReadAll(std::chrono::seconds(20));
     if (output.find("listening on") == std::string::npos) {
@@ -317,7 +317,7 @@ TEST(DispatcherProcessTest, DeletedWalRefusesToStartNamingTheLostRecords) {
   }
   ASSERT_FALSE(newest_wal.empty());
   ASSERT_TRUE(std::filesystem::remove(journal + "/" + newest_wal));
-  Subprocess restarted({GRANARY_BINARY, "dispatcher", "--journal_dir=" + journal, "--port=0"},
+  Subprocess restarted({GRANARY_BINARY, "dispatcher", "--insecure", "--journal_dir=" + journal, "--port=0"},
                        Subprocess::Stderr::kMergeIntoStdout);
   const std::string output = restarted.ReadAll(std::chrono::seconds(20));
   EXPECT_EQ(restarted.WaitFor(std::chrono::seconds(10)), 1) << output;  // -1: it started

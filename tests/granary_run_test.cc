@@ -58,7 +58,7 @@ class GranaryRunTest : public ::testing::Test {
   std::vector<std::string> RunArgs(const testing::LocalCluster& cluster,
                                    std::vector<std::string> extra) {
     std::vector<std::string> argv = {GRANARY_BINARY,
-                                     "run",
+                                     "run", "--insecure",
                                      "--dispatcher=" + cluster.dispatcher_address(),
                                      "--pipeline=" + pipeline_,
                                      "--epochs=2",
@@ -126,7 +126,7 @@ constexpr const char* kSlow[] = {"--max_request_bytes=1", "--max_outstanding_req
 std::vector<std::string> SlowJobRun(const testing::LocalCluster& cluster,
                                     const std::string& pipeline, const std::string& dir) {
   std::vector<std::string> argv = {GRANARY_BINARY,
-                                   "run",
+                                   "run", "--insecure",
                                    "--dispatcher=" + cluster.dispatcher_address(),
                                    "--pipeline=" + pipeline,
                                    "--epochs=2",
@@ -359,7 +359,7 @@ TEST_F(GranaryRunTest, RunRestartedAfterItsTasksFinished) {
 }
 
 TEST_F(GranaryRunTest, NoDispatcherFailsClearly) {
-  Subprocess run({GRANARY_BINARY, "run", "--dispatcher=127.0.0.1:1", "--pipeline=" + pipeline_,
+  Subprocess run({GRANARY_BINARY, "run", "--insecure", "--dispatcher=127.0.0.1:1", "--pipeline=" + pipeline_,
                   "--epochs=1", "--rpc_timeout_ms=300"},
                  Subprocess::Stderr::kMergeIntoStdout);
   const std::string output = run.ReadAll();
@@ -369,7 +369,7 @@ TEST_F(GranaryRunTest, NoDispatcherFailsClearly) {
 }
 
 TEST_F(GranaryRunTest, PositionFileNeedsJobName) {
-  Subprocess run({GRANARY_BINARY, "run", "--dispatcher=127.0.0.1:1", "--pipeline=" + pipeline_,
+  Subprocess run({GRANARY_BINARY, "run", "--insecure", "--dispatcher=127.0.0.1:1", "--pipeline=" + pipeline_,
                   "--epochs=1", "--position_file=" + dir_.Join("p")},
                  Subprocess::Stderr::kMergeIntoStdout);
   const std::string output = run.ReadAll();

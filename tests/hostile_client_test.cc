@@ -166,7 +166,7 @@ TEST_F(HostileClientTest, HostileRequestsDuringARunChangeNothing) {
   // The legitimate job, slowed down by a simulated training step of 1 ms per batch (about 7 s
   // per epoch) so that it runs throughout.
   Subprocess run(
-      {GRANARY_BINARY, "run", "--dispatcher=" + cluster.dispatcher_address(),
+      {GRANARY_BINARY, "run", "--insecure", "--dispatcher=" + cluster.dispatcher_address(),
        "--pipeline=" + pipeline_, absl::StrCat("--epochs=", kEpochs), "--seed=7",
        "--job_name=legit", "--position_file=" + dir_.Join("position"),
        "--digest_out=" + dir_.Join("run.digest"), "--step_ms=1", "--stall_timeout_ms=30000"},

@@ -40,14 +40,14 @@ ldd "$trainer" | grep "libgranary_client" | grep -q "$prefix" ||
   fail "trainer does not link the installed libgranary_client: $(ldd "$trainer" | grep granary)"
 
 "$trainer" --help | grep -q "usage: granary_trainer" || fail "--help prints no usage"
-if "$trainer" --dispatcher 127.0.0.1:1 --rpc_timeout_ms 300 > "$tmp/nothing.log" 2>&1; then
+if "$trainer" --dispatcher 127.0.0.1:1 --rpc_timeout_ms 300 --insecure > "$tmp/nothing.log" 2>&1; then
   fail "trainer succeeded without a dispatcher"
 fi
 grep -q "dispatcher 127.0.0.1:1 is not reachable" "$tmp/nothing.log" ||
   fail "unclear error without a dispatcher: $(cat "$tmp/nothing.log")"
 
 if [ -n "$granary" ]; then
-  "$granary" cluster --workers 1 --port 0 --dir "$tmp/cluster" > "$tmp/cluster.out" 2> "$tmp/cluster.err" &
+  "$granary" cluster --workers 1 --port 0 --dir "$tmp/cluster" --insecure > "$tmp/cluster.out" 2> "$tmp/cluster.err" &
   cluster_pid=$!
   for _ in $(seq 300); do
     grep -q "cluster ready" "$tmp/cluster.out" && break
@@ -55,7 +55,7 @@ if [ -n "$granary" ]; then
   done
   grep -q "cluster ready" "$tmp/cluster.out" || fail "cluster did not start: $(cat "$tmp/cluster.err")"
   address=$(awk '$1 == "dispatcher" { print $2 }' "$tmp/cluster.out")
-  run_logged "$tmp/train.log" "$trainer" --dispatcher "$address" --epochs 2
+  run_logged "$tmp/train.log" "$trainer" --dispatcher "$address" --epochs 2 --insecure
   grep -q "epoch 1: 32 batches, 1000 rows" "$tmp/train.log" ||
     fail "unexpected trainer output: $(cat "$tmp/train.log")"
 fi

@@ -3,9 +3,11 @@
 #include <signal.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/env.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "security/peer_identity.h"
 
 namespace granary::testing {
 
@@ -17,22 +19,44 @@ std::unique_ptr<grpc::ClientContext> RpcContext() {
 
 LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& options) : dir_(dir) {
   if (!Env::Default()->CreateDirs(dir + "/logs").ok()) return;
+  const std::string data_roots =
+      "--data_roots=" + (options.data_roots.empty() ? dir.substr(0, dir.rfind('/'))
+                                                    : absl::StrJoin(options.data_roots, ","));
   dispatcher_.argv = {GRANARY_BINARY,
                       "dispatcher",
                       "--journal_dir=" + dir + "/journal",
                       "--cache_root=" + cache_root(),
                       "--port=0",
-                      absl::StrCat("--worker_timeout_ms=", options.worker_timeout_ms)};
+                      absl::StrCat("--worker_timeout_ms=", options.worker_timeout_ms),
+                      data_roots};
+  const auto security_flags = [&options](const std::string& name, const std::string& identity) {
+    if (options.tls == nullptr) return std::vector<std::string>{"--insecure"};
+    return TransportSecurityFlags(options.tls->Issue(name, identity));
+  };
+  for (const std::string& flag : security_flags("dispatcher", "granary://dispatcher")) {
+    dispatcher_.argv.push_back(flag);
+  }
+  credentials_ = options.tls == nullptr
+                     ? grpc::InsecureChannelCredentials()
+                     : ChannelCredentialsFor(
+                           options.tls->Issue("cluster-test", ClientIdentityUri("cluster-test")))
+                           .value();
   if (!Launch(dispatcher_, dir + "/logs/dispatcher.log")) return;
   dispatcher_address_ = dispatcher_.address;
   // A restart must come back at the same address.
   dispatcher_.argv[4] = "--port=" + dispatcher_address_.substr(dispatcher_address_.rfind(':') + 1);
-  dispatcher_stub_ = Dispatcher::NewStub(
-      grpc::CreateChannel(dispatcher_address_, grpc::InsecureChannelCredentials()));
+  dispatcher_stub_ = Dispatcher::NewStub(grpc::CreateChannel(dispatcher_address_, credentials_));
   for (int i = 0; i < options.workers + options.standby; ++i) {
     Process& w = workers_.emplace_back();
-    w.argv = {GRANARY_BINARY, "worker", "--dispatcher=" + dispatcher_address_,
-              "--worker_id=" + worker_id(i), "--port=0"};
+    w.argv = {GRANARY_BINARY,
+              "worker",
+              "--dispatcher=" + dispatcher_address_,
+              "--worker_id=" + worker_id(i),
+              "--port=0",
+              data_roots};
+    for (const std::string& flag : security_flags(worker_id(i), WorkerIdentityUri(worker_id(i)))) {
+      w.argv.push_back(flag);
+    }
     if (i >= options.workers) w.argv.push_back("--standby");
     w.argv.insert(w.argv.end(), options.worker_flags.begin(), options.worker_flags.end());
     if (!Launch(w, absl::StrCat(dir, "/logs/", worker_id(i), ".log"))) return;
@@ -64,8 +88,7 @@ bool LocalCluster::Launch(Process& p, const std::string& log) {
 }
 
 std::unique_ptr<Worker::Stub> LocalCluster::WorkerStub(int i) const {
-  return Worker::NewStub(
-      grpc::CreateChannel(workers_[i].address, grpc::InsecureChannelCredentials()));
+  return Worker::NewStub(grpc::CreateChannel(workers_[i].address, credentials_));
 }
 
 void LocalCluster::StopDispatcher(int signal) {

@@ -11,6 +11,7 @@
 #include "common/subprocess.h"
 #include "proto/dispatcher.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
+#include "tests/test_certificates.h"
 
 namespace granary::testing {
 
@@ -18,6 +19,13 @@ struct LocalClusterOptions {
   int workers = 1;
   int standby = 0;
   std::vector<std::string> worker_flags;
+  // The dispatcher's and workers' --data_roots; empty: the directory the cluster's directory is
+  // in (a test's scratch directory, where its data is).
+  std::vector<std::string> data_roots;
+  // TLS: the dispatcher, each worker (its certificate naming its id) and the cluster's own
+  // stubs (a client 'cluster-test') get certificates from these; null: plain text
+  // (--insecure). Must outlive the cluster.
+  const TestCertificates* tls = nullptr;
   int64_t worker_timeout_ms = 2000;
 };
 
@@ -62,6 +70,8 @@ class LocalCluster {
   std::string dispatcher_address_;
   std::unique_ptr<Dispatcher::Stub> dispatcher_stub_;
   std::vector<Process> workers_;
+  // Of the cluster's own stubs.
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
 };
 
 // A ClientContext with a 10 s deadline.

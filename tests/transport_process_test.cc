@@ -74,7 +74,7 @@ TEST_P(TransportMatrixTest, TwoConsumersTogetherGetLocalsBytes) {
   ASSERT_TRUE(cluster.ok());
   std::vector<std::unique_ptr<Subprocess>> runs;
   for (int c = 0; c < 2; ++c) {
-    std::vector<std::string> argv = {GRANARY_BINARY, "run",
+    std::vector<std::string> argv = {GRANARY_BINARY, "run", "--insecure",
                                      "--dispatcher=" + cluster.dispatcher_address(),
                                      "--pipeline=" + pipeline_, "--epochs=2", "--seed=3",
                                      "--job_name=j", "--num_consumers=2",
@@ -125,6 +125,7 @@ ReceivedElement FirstBatch(const std::string& dispatcher, const std::string& pip
                            bool shared_memory) {
   ClientOptions options;
   options.dispatcher_address = dispatcher;
+  options.insecure = true;
   options.shared_memory = shared_memory;
   auto client = Client::Connect(options);
   EXPECT_TRUE(client.ok()) << client.status();
@@ -188,7 +189,7 @@ TEST_F(TransportTest, KilledClientsAndWorkersLeaveNothingBehind) {
   // One element per request, one request at a time, 100 ms per batch: the client pulls no
   // faster than it trains, so its tasks stay on the worker (unacknowledged) while it runs.
   const auto run_argv = [&](const std::string& name) {
-    return std::vector<std::string>{GRANARY_BINARY, "run",
+    return std::vector<std::string>{GRANARY_BINARY, "run", "--insecure",
                                     "--dispatcher=" + cluster.dispatcher_address(),
                                     "--pipeline=" + pipeline_, "--epochs=2", "--seed=3",
                                     "--job_name=" + name, "--step_ms=100",
@@ -215,7 +216,7 @@ TEST_F(TransportTest, KilledClientsAndWorkersLeaveNothingBehind) {
          ++attempt) {
       if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       Subprocess status(
-          {GRANARY_BINARY, "status", "--dispatcher=" + cluster.dispatcher_address()},
+          {GRANARY_BINARY, "status", "--insecure", "--dispatcher=" + cluster.dispatcher_address()},
           Subprocess::Stderr::kMergeIntoStdout);
       shown = status.ReadAll();
       EXPECT_EQ(status.Wait(), 0) << shown;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,11 +14,15 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/env.h"
 #include "common/subprocess.h"
+#include "security/certificate_authority.h"
+#include "security/peer_identity.h"
 #include "tools/cluster_supervisor.h"
 #include "tools/commands.h"
 #include "tools/server_flags.h"
+#include "tools/tls_flags.h"
 
 ABSL_DECLARE_FLAG(std::string, journal_dir);
 ABSL_DECLARE_FLAG(std::string, cache_root);
@@ -38,7 +43,8 @@ namespace granary {
 int ClusterCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary cluster --workers N [--standby M] [--port P] --dir D [--restart] "
-      "[-- extra worker flags]");
+      "[--data_roots DIRS (default: ./data if it exists)] [--insecure (default: TLS with a "
+      "throwaway CA in D/tls)] [-- extra worker flags]");
   // Rename --standby M / --standby=M (before any "--") to --cluster_standby.
   std::vector<std::string> args(argv, argv + argc);
   for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
@@ -63,9 +69,42 @@ int ClusterCommand(int argc, char** argv) {
     std::fprintf(stderr, "granary cluster: cannot create %s/logs\n", dir.c_str());
     return 1;
   }
+  // Data roots: --data_roots, else the working directory's data folder when there is one.
+  std::vector<std::string> roots = absl::GetFlag(FLAGS_data_roots);
+  if (roots.empty() && Env::Default()->FileExists("data")) roots = {"data"};
+  const absl::StatusOr<DataRoots> data_roots = DataRoots::Create(roots);
+  if (!data_roots.ok()) {
+    std::fprintf(stderr, "granary cluster: --data_roots: %s\n",
+                 std::string(data_roots.status().message()).c_str());
+    return 2;
+  }
+  const std::string data_roots_flag = "--data_roots=" + absl::StrJoin(data_roots->roots(), ",");
+  const std::string host = absl::GetFlag(FLAGS_host);
+  // Transport security: --insecure, or (the default) TLS with a throwaway CA in D/tls that
+  // issues the dispatcher's, each worker's (naming its id) and one client certificate.
+  std::unique_ptr<CertificateAuthority> ca;
+  std::vector<std::string> dispatcher_security = {"--insecure"};
+  std::string client_flags = "--insecure";
+  if (!absl::GetFlag(FLAGS_insecure)) {
+    absl::StatusOr<std::unique_ptr<CertificateAuthority>> made =
+        CertificateAuthority::Create(dir + "/tls");
+    absl::StatusOr<TransportSecurity> issued =
+        made.ok() ? (*made)->Issue("dispatcher", "granary://dispatcher", {host})
+                  : absl::StatusOr<TransportSecurity>(made.status());
+    absl::StatusOr<TransportSecurity> client =
+        issued.ok() ? (*made)->Issue("client", ClientIdentityUri("operator"))
+                    : absl::StatusOr<TransportSecurity>(issued.status());
+    if (!client.ok()) {
+      std::fprintf(stderr, "granary cluster: making certificates in %s/tls: %s\n", dir.c_str(),
+                   std::string(client.status().message()).c_str());
+      return 1;
+    }
+    ca = *std::move(made);
+    dispatcher_security = TransportSecurityFlags(*issued);
+    client_flags = absl::StrJoin(TransportSecurityFlags(*client), " ");
+  }
   const std::string self = SelfExecutablePath();
   const int base_port = absl::GetFlag(FLAGS_port);
-  const std::string host = absl::GetFlag(FLAGS_host);
   ClusterSupervisorOptions options;
   options.restart = absl::GetFlag(FLAGS_restart);
   options.log_dir = dir + "/logs";
@@ -78,14 +117,20 @@ int ClusterCommand(int argc, char** argv) {
     return 1;
   };
 
-  const absl::StatusOr<std::string> dispatcher = supervisor.Start(
-      "dispatcher", "dispatcher",
-      {self, "dispatcher", "--journal_dir=" + dir + "/journal",
-       "--cache_root=" + (absl::GetFlag(FLAGS_cache_root).empty()
-                              ? dir + "/cache"
-                              : absl::GetFlag(FLAGS_cache_root)),
-       absl::StrCat("--host=", host), absl::StrCat("--port=", base_port),
-       absl::StrCat("--worker_timeout_ms=", absl::GetFlag(FLAGS_cluster_worker_timeout_ms))});
+  std::vector<std::string> dispatcher_argv = {
+      self,
+      "dispatcher",
+      "--journal_dir=" + dir + "/journal",
+      "--cache_root=" + (absl::GetFlag(FLAGS_cache_root).empty() ? dir + "/cache"
+                                                                 : absl::GetFlag(FLAGS_cache_root)),
+      data_roots_flag,
+      absl::StrCat("--host=", host),
+      absl::StrCat("--port=", base_port),
+      absl::StrCat("--worker_timeout_ms=", absl::GetFlag(FLAGS_cluster_worker_timeout_ms))};
+  dispatcher_argv.insert(dispatcher_argv.end(), dispatcher_security.begin(),
+                         dispatcher_security.end());
+  const absl::StatusOr<std::string> dispatcher =
+      supervisor.Start("dispatcher", "dispatcher", std::move(dispatcher_argv));
   if (!dispatcher.ok()) return fail(dispatcher.status());
   const int total = absl::GetFlag(FLAGS_workers) + absl::GetFlag(FLAGS_cluster_standby);
   for (int i = 0; i < total; ++i) {
@@ -96,14 +141,25 @@ int ClusterCommand(int argc, char** argv) {
         "worker",
         "--dispatcher=" + *dispatcher,
         "--worker_id=" + name,
+        data_roots_flag,
         absl::StrCat("--host=", host),
         absl::StrCat("--port=", base_port == 0 ? 0 : base_port + 1 + i)};
     if (standby) worker.push_back("--standby");
+    std::vector<std::string> worker_security = {"--insecure"};
+    if (ca != nullptr) {
+      const absl::StatusOr<TransportSecurity> issued =
+          ca->Issue(name, WorkerIdentityUri(name), {host});
+      if (!issued.ok()) return fail(issued.status());
+      worker_security = TransportSecurityFlags(*issued);
+    }
+    worker.insert(worker.end(), worker_security.begin(), worker_security.end());
     for (size_t r = 1; r < rest.size(); ++r) worker.push_back(rest[r]);
     const absl::StatusOr<std::string> started =
         supervisor.Start("worker", name, std::move(worker), standby ? "standby" : "");
     if (!started.ok()) return fail(started.status());
   }
+  // What `granary run` / `status` (and ClientOptions) need to reach this cluster.
+  std::printf("client flags: %s\n", client_flags.c_str());
   std::printf("cluster ready; logs in %s/logs; Ctrl-C or SIGTERM stops it\n", dir.c_str());
   if (options.restart) {
     std::printf("a process that dies is restarted (--restart); kill -HUP %d restarts at once\n",

@@ -15,6 +15,7 @@
 #include "grpcpp/server_builder.h"
 #include "tools/commands.h"
 #include "tools/server_flags.h"
+#include "tools/tls_flags.h"
 #include "tools/udf_flags.h"
 
 ABSL_FLAG(std::string, journal_dir, "", "Directory of the dispatcher's RocksDB journal.");
@@ -35,8 +36,8 @@ namespace granary {
 int DispatcherCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N] "
-      "[--worker_timeout_ms T] [--cache_root C] [--job_retention_ms R] [--check_invariants] "
-      "[--plugin lib.so]");
+      "[--worker_timeout_ms T] [--cache_root C] [--data_roots DIRS] [--job_retention_ms R] "
+      "[--check_invariants] [--plugin lib.so] (--tls_cert C --tls_key K --tls_ca CA | --insecure)");
   absl::ParseCommandLine(argc, argv);
   BlockTerminationSignals();
   const auto fail = [](const absl::Status& status) {
@@ -46,9 +47,17 @@ int DispatcherCommand(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_journal_dir).empty()) {
     return fail(absl::InvalidArgumentError("--journal_dir is required"));
   }
+  const TransportSecurity security = TransportSecurityFromFlags();
+  const absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentialsFor(security);
+  if (!credentials.ok()) return fail(credentials.status());
+  WarnIfPlaintextOnNetwork(security);
   auto udfs = UdfRegistryFromFlags();
   if (!udfs.ok()) return fail(udfs.status());
+  absl::StatusOr<DataRoots> data_roots = DataRootsFromFlags();
+  if (!data_roots.ok()) return fail(data_roots.status());
   DispatcherOptions options;
+  options.data_roots = *std::move(data_roots);
   options.journal_dir = absl::GetFlag(FLAGS_journal_dir);
   options.snapshot_every = absl::GetFlag(FLAGS_snapshot_every);
   options.worker_timeout_ms = absl::GetFlag(FLAGS_worker_timeout_ms);
@@ -60,10 +69,10 @@ int DispatcherCommand(int argc, char** argv) {
   auto impl = DispatcherImpl::Open(options);
   if (!impl.ok()) return fail(impl.status());
 
-  GrpcDispatcherService service(impl->get());
+  GrpcDispatcherService service(impl->get(), security.tls());
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(ListenAddress(), grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(ListenAddress(), *credentials, &port);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

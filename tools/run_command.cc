@@ -33,19 +33,20 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/run_position.h"
 #include "common/env.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "granary/client.h"
 #include "pipeline/cache_policy.h"
-#include "transport/compression.h"
 #include "pipeline/element.h"
 #include "pipeline/epoch_digest.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
 #include "tools/commands.h"
-#include "client/run_position.h"
+#include "tools/tls_flags.h"
 #include "tools/udf_flags.h"
+#include "transport/compression.h"
 
 ABSL_DECLARE_FLAG(std::string, dispatcher);
 ABSL_DECLARE_FLAG(std::string, pipeline);
@@ -147,6 +148,11 @@ absl::Status Run() {
   options.rpc_timeout_ms = absl::GetFlag(FLAGS_rpc_timeout_ms);
   options.max_outstanding_requests = absl::GetFlag(FLAGS_max_outstanding_requests);
   options.shared_memory = absl::GetFlag(FLAGS_shared_memory);
+  const TransportSecurity security = TransportSecurityFromFlags();
+  options.tls_ca_file = security.ca_file;
+  options.tls_cert_file = security.cert_file;
+  options.tls_key_file = security.key_file;
+  options.insecure = security.insecure;
   options.max_bytes_per_request = absl::GetFlag(FLAGS_max_request_bytes);
   ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Connect(options));
   ASSIGN_OR_RETURN(std::string dataset, client->RegisterPipeline(def));

@@ -2,12 +2,19 @@
 
 #include <signal.h>
 
+#include <cstdio>
+
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 ABSL_FLAG(std::string, host, "127.0.0.1",
           "Address to listen on. 127.0.0.1 keeps the server local; 0.0.0.0 serves a cluster.");
 ABSL_FLAG(int, port, 0, "Port to listen on; 0 picks a free one (printed at start).");
+ABSL_FLAG(std::vector<std::string>, data_roots, {},
+          "Comma-separated directories pipelines may read files from (after resolving symlinks "
+          "and '..'); a source or glob naming anything else is refused. Empty: no file source "
+          "is accepted.");
 
 namespace granary {
 namespace {
@@ -24,6 +31,17 @@ sigset_t TerminationSignals() {
 
 std::string ListenAddress() {
   return absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port));
+}
+
+absl::StatusOr<DataRoots> DataRootsFromFlags() {
+  absl::StatusOr<DataRoots> roots = DataRoots::Create(absl::GetFlag(FLAGS_data_roots));
+  if (!roots.ok()) return Annotate(roots.status(), "--data_roots");
+  return roots;
+}
+
+void WarnIfPlaintextOnNetwork(const TransportSecurity& security) {
+  const std::string warning = PlaintextWarning(security, absl::GetFlag(FLAGS_host));
+  if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
 }
 
 void BlockTerminationSignals() {

@@ -3,16 +3,28 @@
 #define GRANARY_TOOLS_SERVER_FLAGS_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/flags/declare.h"
+#include "absl/status/statusor.h"
+#include "security/data_roots.h"
+#include "security/transport_security.h"
 
 ABSL_DECLARE_FLAG(std::string, host);
 ABSL_DECLARE_FLAG(int, port);
+ABSL_DECLARE_FLAG(std::vector<std::string>, data_roots);
 
 namespace granary {
 
 // "host:port" from --host and --port.
 std::string ListenAddress();
+
+// The DataRoots of --data_roots (none when it is empty: every file source is refused).
+// InvalidArgument naming a root that is not an existing directory.
+absl::StatusOr<DataRoots> DataRootsFromFlags();
+
+// Prints PlaintextWarning (transport_security.h) for --host to stderr, if there is one.
+void WarnIfPlaintextOnNetwork(const TransportSecurity& security);
 
 // Blocks SIGINT and SIGTERM in the calling thread and every thread it starts afterwards. Call
 // first thing in main-like functions, before any thread exists.

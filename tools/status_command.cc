@@ -14,6 +14,7 @@
 #include "proto/dispatcher.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
 #include "tools/commands.h"
+#include "tools/tls_flags.h"
 
 ABSL_FLAG(std::string, dispatcher, "", "Dispatcher address, host:port.");
 
@@ -22,13 +23,14 @@ namespace {
 
 // What each live worker says of itself (its status RPC, one second each): how it serves clients
 // on its host and, per task it runs, the transport of its last answer and its window.
-void PrintWorkerStatus(const DispatcherStateProto& s, const std::set<std::string>& live) {
+void PrintWorkerStatus(const DispatcherStateProto& s, const std::set<std::string>& live,
+                       const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   for (const WorkerState& w : s.workers()) {
     if (w.lost() || !live.count(w.worker_id())) continue;
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     auto stub = Worker::NewStub(
-        grpc::CreateCustomChannel(w.address(), grpc::InsecureChannelCredentials(), args));
+        grpc::CreateCustomChannel(w.address(), credentials, args));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
     GetWorkerStatusResponse status;
@@ -62,18 +64,26 @@ void PrintWorkerStatus(const DispatcherStateProto& s, const std::set<std::string
 }  // namespace
 
 int StatusCommand(int argc, char** argv) {
-  absl::SetProgramUsageMessage("granary status --dispatcher HOST:PORT");
+  absl::SetProgramUsageMessage(
+      "granary status --dispatcher HOST:PORT (--tls_ca CA [--tls_cert C --tls_key K] | "
+      "--insecure)");
   absl::ParseCommandLine(argc, argv);
   const std::string address = absl::GetFlag(FLAGS_dispatcher);
   if (address.empty()) {
     std::fprintf(stderr, "granary status: --dispatcher is required\n");
     return 2;
   }
+  const absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentialsFor(TransportSecurityFromFlags());
+  if (!credentials.ok()) {
+    std::fprintf(stderr, "granary status: %s\n",
+                 std::string(credentials.status().message()).c_str());
+    return 2;
+  }
   // The whole state, however large: no 4 MiB message limit.
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
-  auto stub = Dispatcher::NewStub(
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  auto stub = Dispatcher::NewStub(grpc::CreateCustomChannel(address, *credentials, args));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   GetStatusResponse status;
@@ -139,7 +149,7 @@ int StatusCommand(int argc, char** argv) {
                                    .c_str()
                              : "");
   }
-  PrintWorkerStatus(s, live);
+  PrintWorkerStatus(s, live, *credentials);
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "grpcpp/server_builder.h"
 #include "tools/commands.h"
 #include "tools/server_flags.h"
+#include "tools/tls_flags.h"
 #include "tools/udf_flags.h"
 #include "worker/grpc_worker_service.h"
 
@@ -49,7 +50,8 @@ int WorkerCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary worker --dispatcher HOST:PORT --worker_id ID [--port P] [--host H] [--standby] "
       "[--window_bytes B] [--threads N] [--checkpoint_dir D] [--checkpoint_interval_ms T] "
-      "[--local_transport auto|shm|tcp] [--plugin lib.so]");
+      "[--local_transport auto|shm|tcp] [--data_roots DIRS] [--plugin lib.so] "
+      "(--tls_cert C --tls_key K --tls_ca CA | --insecure)");
   absl::ParseCommandLine(argc, argv);
   BlockTerminationSignals();
   const auto fail = [](const absl::Status& status) {
@@ -59,17 +61,27 @@ int WorkerCommand(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_dispatcher).empty() || absl::GetFlag(FLAGS_worker_id).empty()) {
     return fail(absl::InvalidArgumentError("--dispatcher and --worker_id are required"));
   }
+  const TransportSecurity security = TransportSecurityFromFlags();
+  const absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server_credentials =
+      ServerCredentialsFor(security);
+  if (!server_credentials.ok()) return fail(server_credentials.status());
+  const absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials =
+      ChannelCredentialsFor(security);
+  if (!channel_credentials.ok()) return fail(channel_credentials.status());
+  WarnIfPlaintextOnNetwork(security);
   auto udfs = UdfRegistryFromFlags();
   if (!udfs.ok()) return fail(udfs.status());
+  absl::StatusOr<DataRoots> data_roots = DataRootsFromFlags();
+  if (!data_roots.ok()) return fail(data_roots.status());
   const absl::StatusOr<LocalTransport> local_transport =
       ParseLocalTransport(absl::GetFlag(FLAGS_local_transport));
   if (!local_transport.ok()) return fail(Annotate(local_transport.status(), "--local_transport"));
 
   // Listen first: the address registered with the dispatcher must already answer.
-  GrpcWorkerService service;
+  GrpcWorkerService service(security.tls());
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(ListenAddress(), grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(ListenAddress(), *server_credentials, &port);
   builder.SetMaxSendMessageSize(-1);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -83,6 +95,7 @@ int WorkerCommand(int argc, char** argv) {
   options.local_transport = *local_transport;
   options.shm_min_bytes = absl::GetFlag(FLAGS_shm_min_bytes);
   options.heartbeat_interval_ms = absl::GetFlag(FLAGS_heartbeat_interval_ms);
+  options.runner.data_roots = *std::move(data_roots);
   options.runner.window_bytes = absl::GetFlag(FLAGS_window_bytes);
   options.runner.testonly_skip_element_after_restore =
       absl::GetFlag(FLAGS_testonly_skip_element_after_restore);
@@ -92,7 +105,8 @@ int WorkerCommand(int argc, char** argv) {
   options.checkpoints_kept = absl::GetFlag(FLAGS_checkpoints_kept);
   options.runner.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
   auto started = WorkerImpl::Start(
-      options, NewGrpcDispatcherConnection(absl::GetFlag(FLAGS_dispatcher), 10000));
+      options,
+      NewGrpcDispatcherConnection(absl::GetFlag(FLAGS_dispatcher), *channel_credentials, 10000));
   if (!started.ok()) return fail(started.status());
   std::unique_ptr<WorkerImpl> impl = std::move(started).value();
   service.set_impl(impl.get());

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "grpcpp/security/credentials.h"
 #include "proto/dispatcher.pb.h"
 
 namespace granary {
@@ -23,9 +24,11 @@ class DispatcherConnection {
   virtual absl::Status TaskFinished(const TaskFinishedRequest& request) = 0;
 };
 
-// A connection over gRPC to the dispatcher at `address`; each call has `timeout_ms`.
-std::unique_ptr<DispatcherConnection> NewGrpcDispatcherConnection(const std::string& address,
-                                                                  int timeout_ms);
+// A connection over gRPC to the dispatcher at `address` with `credentials` (the worker's
+// certificate, for mutual TLS); each call has `timeout_ms`.
+std::unique_ptr<DispatcherConnection> NewGrpcDispatcherConnection(
+    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials,
+    int timeout_ms);
 
 }  // namespace granary
 

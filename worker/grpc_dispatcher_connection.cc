@@ -12,9 +12,10 @@ namespace {
 
 class GrpcDispatcherConnection : public DispatcherConnection {
  public:
-  GrpcDispatcherConnection(const std::string& address, int timeout_ms)
-      : stub_(Dispatcher::NewStub(grpc::CreateCustomChannel(
-            address, grpc::InsecureChannelCredentials(), ChannelArguments()))),
+  GrpcDispatcherConnection(const std::string& address,
+                           std::shared_ptr<grpc::ChannelCredentials> credentials, int timeout_ms)
+      : stub_(Dispatcher::NewStub(
+            grpc::CreateCustomChannel(address, std::move(credentials), ChannelArguments()))),
         timeout_ms_(timeout_ms) {}
 
   absl::StatusOr<RegisterWorkerResponse> RegisterWorker(
@@ -35,12 +36,10 @@ class GrpcDispatcherConnection : public DispatcherConnection {
  private:
   template <typename Request, typename Response>
   absl::StatusOr<Response> Call(grpc::Status (Dispatcher::Stub::*method)(grpc::ClientContext*,
-                                                                         const Request&,
-                                                                         Response*),
+                                                                         const Request&, Response*),
                                 const Request& request) {
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::milliseconds(timeout_ms_));
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
     Response response;
     const grpc::Status status = (stub_.get()->*method)(&context, request, &response);
     if (!status.ok()) return FromGrpcStatus(status);
@@ -61,9 +60,10 @@ class GrpcDispatcherConnection : public DispatcherConnection {
 
 }  // namespace
 
-std::unique_ptr<DispatcherConnection> NewGrpcDispatcherConnection(const std::string& address,
-                                                                  int timeout_ms) {
-  return std::make_unique<GrpcDispatcherConnection>(address, timeout_ms);
+std::unique_ptr<DispatcherConnection> NewGrpcDispatcherConnection(
+    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials,
+    int timeout_ms) {
+  return std::make_unique<GrpcDispatcherConnection>(address, std::move(credentials), timeout_ms);
 }
 
 }  // namespace granary

@@ -5,6 +5,7 @@
 #include "grpcpp/impl/rpc_service_method.h"
 #include "grpcpp/support/method_handler.h"
 #include "proto/worker.grpc.pb.h"
+#include "security/peer_identity.h"
 
 namespace granary {
 namespace {
@@ -21,7 +22,7 @@ const char* MethodName(const char* method) {
 
 }  // namespace
 
-GrpcWorkerService::GrpcWorkerService() {
+GrpcWorkerService::GrpcWorkerService(bool enforce_identity) : enforce_identity_(enforce_identity) {
   using grpc::internal::RpcMethod;
   using grpc::internal::RpcMethodHandler;
   using grpc::internal::RpcServiceMethod;
@@ -29,9 +30,8 @@ GrpcWorkerService::GrpcWorkerService() {
       MethodName("GetElements"), RpcMethod::NORMAL_RPC,
       new RpcMethodHandler<GrpcWorkerService, GetElementsRequest, ElementsReply>(
           [](GrpcWorkerService* service, grpc::ServerContext* context,
-             const GetElementsRequest* request, ElementsReply* reply) {
-            return service->GetElements(context, request, reply);
-          },
+             const GetElementsRequest* request,
+             ElementsReply* reply) { return service->GetElements(context, request, reply); },
           this)));
   AddMethod(new RpcServiceMethod(
       MethodName("GetWorkerStatus"), RpcMethod::NORMAL_RPC,
@@ -43,16 +43,28 @@ GrpcWorkerService::GrpcWorkerService() {
           this)));
 }
 
-grpc::Status GrpcWorkerService::GetElements(grpc::ServerContext*,
+absl::Status GrpcWorkerService::CheckClient(grpc::ServerContext* context,
+                                            absl::string_view rpc) const {
+  if (!enforce_identity_) return absl::OkStatus();
+  return RequireClient(IdentityOf(*context->auth_context()), rpc);
+}
+
+grpc::Status GrpcWorkerService::GetElements(grpc::ServerContext* context,
                                             const GetElementsRequest* request,
                                             ElementsReply* reply) {
+  if (absl::Status allowed = CheckClient(context, "GetElements"); !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   WorkerImpl* impl = impl_.load();
   return impl == nullptr ? kStarting : ToGrpcStatus(impl->GetElements(*request, reply));
 }
 
-grpc::Status GrpcWorkerService::GetWorkerStatus(grpc::ServerContext*,
+grpc::Status GrpcWorkerService::GetWorkerStatus(grpc::ServerContext* context,
                                                 const GetWorkerStatusRequest*,
                                                 GetWorkerStatusResponse* response) {
+  if (absl::Status allowed = CheckClient(context, "GetWorkerStatus"); !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   WorkerImpl* impl = impl_.load();
   return impl == nullptr ? kStarting : ToGrpcStatus(impl->GetStatus(response));
 }

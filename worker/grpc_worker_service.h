@@ -18,10 +18,13 @@
 namespace granary {
 
 // Thread-safe. Answers UNAVAILABLE until set_impl: a worker listens before it registers (the
-// address it registers must already answer). The impl must outlive its use here.
+// address it registers must already answer). The impl must outlive its use here. With
+// enforce_identity (a TLS server, SECURITY.md) both RPCs are for clients only
+// (security/peer_identity.h: Unauthenticated without a certificate naming one, PermissionDenied
+// for a worker's).
 class GrpcWorkerService final : public grpc::Service {
  public:
-  GrpcWorkerService();
+  explicit GrpcWorkerService(bool enforce_identity);
 
   void set_impl(WorkerImpl* impl) { impl_ = impl; }
 
@@ -31,6 +34,10 @@ class GrpcWorkerService final : public grpc::Service {
                                GetWorkerStatusResponse* response);
 
  private:
+  // OK unless identities are enforced and the caller is not a client.
+  absl::Status CheckClient(grpc::ServerContext* context, absl::string_view rpc) const;
+
+  const bool enforce_identity_;
   std::atomic<WorkerImpl*> impl_{nullptr};
 };
 

@@ -12,10 +12,14 @@ namespace granary {
 TaskRunner::TaskRunner(const TaskDef& def, std::shared_ptr<const Pipeline> pipeline,
                        DispatcherConnection* dispatcher, const TaskRunnerOptions& options,
                        OnFinished on_finished, RunHooksFactory hooks)
-    : spec_{def,
+    : confined_env_(options.data_roots.has_value()
+                        ? std::make_unique<ConfinedEnv>(options.env,
+                                                        options.data_roots->With(def.cache_root()))
+                        : nullptr),
+      spec_{def,
             pipeline.get(),
             dispatcher,
-            options.env,
+            confined_env_ != nullptr ? confined_env_.get() : options.env,
             options.lease_size,
             options.checkpoints,
             std::move(hooks),
@@ -143,8 +147,8 @@ void TaskRunner::Finish(TaskRun& run, int64_t num_elements) {
   if (!chunks.ok()) {
     // Not reported finished: the cache's manifest would miss this task's elements.
     absl::MutexLock lock(&mu_);
-    error_ = Annotate(chunks.status(),
-                      absl::StrCat("task ", def().task_id(), ": finishing its run"));
+    error_ =
+        Annotate(chunks.status(), absl::StrCat("task ", def().task_id(), ": finishing its run"));
     LOG(ERROR) << error_;
     return;
   }
@@ -198,8 +202,8 @@ absl::Status TaskRunner::GetElements(const GetElementsRequest& request, Elements
   recomputed_reported_ = recomputed_;
   if (ended_ && from >= produced_) {
     if (from > produced_) {
-      return absl::OutOfRangeError(absl::StrCat("task ", def().task_id(), " has only ",
-                                                produced_, " elements; from_index ", from,
+      return absl::OutOfRangeError(absl::StrCat("task ", def().task_id(), " has only ", produced_,
+                                                " elements; from_index ", from,
                                                 " is past its end"));
     }
     reply->end_of_task = true;

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -39,6 +40,7 @@
 #include "pipeline/pipeline.h"
 #include "proto/dispatcher.pb.h"
 #include "proto/worker.pb.h"
+#include "security/confined_env.h"
 #include "transport/buffer_pool.h"
 #include "transport/elements_reply.h"
 #include "worker/dispatcher_connection.h"
@@ -58,6 +60,10 @@ struct TaskRunnerOptions {
   // Files, and the clock of checkpoint intervals and split-lease back-off (the poll timeout is a
   // real-time wait).
   Env* env = Env::Default();
+  // Where the pipeline's sources may read (security/data_roots.h): with a value, they read
+  // through a ConfinedEnv over `env` allowing these roots and the task's cache root; none:
+  // anywhere `env` reaches (in-process use).
+  std::optional<DataRoots> data_roots;
   // Where checkpoints go; null = no checkpoints. Must outlive the runner.
   CheckpointStore* checkpoints = nullptr;
   int64_t checkpoint_interval_ms = 1000;
@@ -106,6 +112,8 @@ class TaskRunner {
   void Finish(TaskRun& run, int64_t num_elements);
   void Acknowledge(int64_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // The sources' Env when options.data_roots confines them (spec_.env points at it).
+  const std::unique_ptr<ConfinedEnv> confined_env_;
   const TaskRunSpec spec_;
   const std::shared_ptr<const Pipeline> pipeline_;
   const TaskRunnerOptions options_;

@@ -3,6 +3,7 @@
 //
 //   granary_trainer --dispatcher HOST:PORT [--epochs N] [--pipeline P.json] [--job_name J]
 //                   [--seed S] [--rpc_timeout_ms T]
+//                   (--tls_ca CA [--tls_cert C --tls_key K] | --insecure)
 //
 // Without --pipeline it reads the built-in PipelineBuilder pipeline range(1000) -> shuffle(64)
 // -> batch(32).
@@ -20,7 +21,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: granary_trainer --dispatcher HOST:PORT [--epochs N] [--pipeline P.json]\n"
-    "                       [--job_name J] [--seed S] [--rpc_timeout_ms T]\n";
+    "                       [--job_name J] [--seed S] [--rpc_timeout_ms T]\n"
+    "                       (--tls_ca CA [--tls_cert C --tls_key K] | --insecure)\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "granary_trainer: %s\n", message.c_str());
@@ -32,11 +34,16 @@ int Fail(const std::string& message) {
 int main(int argc, char** argv) {
   std::string dispatcher, pipeline_path, job_name;
   long long epochs = 1, seed = 0, rpc_timeout_ms = 10000;
+  granary::ClientOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
+    }
+    if (arg == "--insecure") {
+      options.insecure = true;
+      continue;
     }
     if (i + 1 >= argc) return Fail("missing value for " + arg + "\n" + kUsage);
     const std::string value = argv[++i];
@@ -52,6 +59,12 @@ int main(int argc, char** argv) {
       seed = std::atoll(value.c_str());
     } else if (arg == "--rpc_timeout_ms") {
       rpc_timeout_ms = std::atoll(value.c_str());
+    } else if (arg == "--tls_ca") {
+      options.tls_ca_file = value;
+    } else if (arg == "--tls_cert") {
+      options.tls_cert_file = value;
+    } else if (arg == "--tls_key") {
+      options.tls_key_file = value;
     } else {
       return Fail("unknown flag " + arg + "\n" + kUsage);
     }
@@ -70,7 +83,6 @@ int main(int argc, char** argv) {
     if (!parsed.ok()) return Fail(pipeline_path + ": " + parsed.ToString());
   }
 
-  granary::ClientOptions options;
   options.dispatcher_address = dispatcher;
   options.rpc_timeout_ms = static_cast<int>(rpc_timeout_ms);
   auto client = granary::Client::Connect(options);

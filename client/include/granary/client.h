@@ -61,6 +61,13 @@ struct ClientOptions {
   // copied; transport/shm_server.h) when the worker offers it. Workers elsewhere are read over
   // TCP either way.
   bool shared_memory = true;
+  // Transport security (SECURITY.md): the PEM file of the cluster's CA, and this client's
+  // certificate and key — its identity, a URI SAN granary://client/<name> — which a cluster
+  // running TLS requires. Plain text only when `insecure` is set (and then no file is given).
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  bool insecure = false;
 };
 
 // Which epochs of a job write and read the dispatcher's Put/Get cache (the dispatcher needs

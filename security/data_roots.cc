@@ -1,0 +1,118 @@
+#include "security/data_roots.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <utility>
+
+#include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace granary {
+namespace {
+
+std::string Parent(const std::string& dir) {
+  const size_t slash = dir.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : dir.substr(0, slash);
+}
+
+std::string Child(const std::string& dir, absl::string_view name) {
+  return dir == "/" ? absl::StrCat("/", name) : absl::StrCat(dir, "/", name);
+}
+
+bool Inside(const std::string& path, const std::string& root) {
+  if (root == "/") return true;
+  return path == root || (absl::StartsWith(path, root) && path[root.size()] == '/');
+}
+
+bool HasWildcard(absl::string_view component) {
+  return component.find_first_of("*?[") != absl::string_view::npos;
+}
+
+}  // namespace
+
+std::string ResolvePath(const std::string& path) {
+  std::string absolute = path;
+  if (!absl::StartsWith(path, "/")) {
+    char cwd[PATH_MAX];
+    absolute = absl::StrCat(getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "/", "/", path);
+  }
+  std::string resolved = "/";
+  bool exists = true;  // `resolved` is canonical as long as every component so far existed
+  for (absl::string_view component : absl::StrSplit(absolute, '/', absl::SkipEmpty())) {
+    if (component == ".") continue;
+    if (component == "..") {
+      resolved = Parent(resolved);
+      continue;
+    }
+    std::string next = Child(resolved, component);
+    if (exists) {
+      char real[PATH_MAX];
+      if (realpath(next.c_str(), real) != nullptr) {
+        resolved = real;
+        continue;
+      }
+      exists = false;
+    }
+    resolved = std::move(next);
+  }
+  return resolved;
+}
+
+absl::StatusOr<DataRoots> DataRoots::Create(const std::vector<std::string>& roots) {
+  std::vector<std::string> canonical;
+  for (const std::string& root : roots) {
+    if (root.empty()) continue;
+    char real[PATH_MAX];
+    struct stat info;
+    if (realpath(root.c_str(), real) == nullptr || stat(real, &info) != 0 ||
+        !S_ISDIR(info.st_mode)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data root '", root, "' is not an existing directory"));
+    }
+    canonical.emplace_back(real);
+  }
+  return DataRoots(std::move(canonical));
+}
+
+DataRoots DataRoots::With(const std::string& dir) const {
+  DataRoots copy = *this;
+  if (!dir.empty()) copy.roots_.push_back(ResolvePath(dir));
+  return copy;
+}
+
+absl::Status DataRoots::Check(const std::string& what, const std::string& path) const {
+  return CheckResolved(absl::StrCat(what, " '", path, "' resolves to"), ResolvePath(path));
+}
+
+absl::Status DataRoots::CheckPattern(const std::string& what, const std::string& pattern) const {
+  std::vector<absl::string_view> fixed;
+  for (absl::string_view component : absl::StrSplit(pattern, '/')) {
+    if (HasWildcard(component)) break;
+    fixed.push_back(component);
+  }
+  if (fixed.size() == static_cast<size_t>(absl::c_count(pattern, '/')) + 1) {
+    return Check(what, pattern);  // no wildcard: the pattern names one path
+  }
+  std::string directory = absl::StrJoin(fixed, "/");
+  if (directory.empty()) directory = absl::StartsWith(pattern, "/") ? "/" : ".";
+  return CheckResolved(absl::StrCat(what, " '", pattern, "' lists"), ResolvePath(directory));
+}
+
+absl::Status DataRoots::CheckResolved(const std::string& subject,
+                                      const std::string& resolved) const {
+  for (const std::string& root : roots_) {
+    if (Inside(resolved, root)) return absl::OkStatus();
+  }
+  const std::string outside =
+      roots_.empty() ? "but no data roots are configured (--data_roots)"
+                     : absl::StrCat("outside the data roots (", absl::StrJoin(roots_, ", "), ")");
+  return absl::PermissionDeniedError(absl::StrCat(subject, " '", resolved, "', ", outside));
+}
+
+}  // namespace granary

@@ -1,0 +1,426 @@
+// Security of a shared cluster against real dispatcher and worker processes (issue 15; the
+// threat model is SECURITY.md): each attack that worked before now fails.
+//  * Sources confined to data roots: a pipeline reading /etc/passwd, a glob climbing out of the
+//    data root with "..", and a symlink inside the root that points out are refused at
+//    registration (PermissionDenied naming the path), and a worker refuses to open a file
+//    outside its own roots even when a dispatcher with wider roots accepted the pipeline. A
+//    pipeline cannot name a plugin to load.
+//  * TLS with identities (certificates made by the openssl tool): a plain-text peer reaches
+//    nothing; a TLS peer without a Granary certificate is Unauthenticated on every RPC; a client
+//    certificate cannot register as a worker, a worker's cannot register as another worker, call
+//    client RPCs, or lease and finish another worker's task — so a forged TaskFinished no longer
+//    empties another job's epoch; and a server refuses to start without a choice of transport
+//    security.
+#include <unistd.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/env.h"
+#include "common/scoped_temp_dir.h"
+#include "common/subprocess.h"
+#include "gmock/gmock.h"
+#include "granary/client.h"
+#include "grpcpp/create_channel.h"
+#include "gtest/gtest.h"
+#include "pipeline/pipeline_loader.h"
+#include "proto/dispatcher.grpc.pb.h"
+#include "proto/worker.grpc.pb.h"
+#include "security/peer_identity.h"
+#include "tests/local_cluster.h"
+#include "tests/test_certificates.h"
+
+namespace granary {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// Reads `reader` to its end: the elements read, or the first error.
+absl::StatusOr<int> ReadToEnd(EpochReader& reader) {
+  int elements = 0;
+  ElementProto element;
+  for (bool end = false;;) {
+    if (absl::Status status = reader.Next(&element, &end); !status.ok()) return status;
+    if (end) return elements;
+    ++elements;
+  }
+}
+
+// Opens job `spec` of `dataset` and reads its epoch 0 to the end (ReadToEnd).
+absl::StatusOr<int> ReadEpochZero(Client& client, const std::string& dataset, const JobSpec& spec) {
+  absl::StatusOr<std::unique_ptr<Job>> job = client.OpenJob(dataset, spec);
+  if (!job.ok()) return job.status();
+  absl::StatusOr<std::unique_ptr<EpochReader>> reader = (*job)->ReadEpoch(0);
+  if (!reader.ok()) return reader.status();
+  return ReadToEnd(**reader);
+}
+
+class DataRootsProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = dir_.Join("data");
+    ASSERT_TRUE(Env::Default()->CreateDirs(data_).ok());
+    ASSERT_TRUE(WriteStringToFile(Env::Default(), data_ + "/lines.txt", "a\nb\nc\n", false).ok());
+    ASSERT_TRUE(WriteStringToFile(Env::Default(), dir_.Join("outside.txt"), "x\n", false).ok());
+  }
+
+  // A cluster whose dispatcher and worker may read `data_` only.
+  std::unique_ptr<testing::LocalCluster> StartCluster(std::vector<std::string> worker_flags = {},
+                                                      std::vector<std::string> roots = {}) {
+    if (roots.empty()) roots = {data_};
+    auto cluster = std::make_unique<testing::LocalCluster>(
+        dir_.Join("cluster"), testing::LocalClusterOptions{
+                                  .workers = 1, .worker_flags = worker_flags, .data_roots = roots});
+    EXPECT_TRUE(cluster->ok());
+    return cluster;
+  }
+
+  std::unique_ptr<Client> Connect(const testing::LocalCluster& cluster) {
+    auto client = Client::Connect({.dispatcher_address = cluster.dispatcher_address(),
+                                   .stall_timeout_ms = 2000,
+                                   .insecure = true});
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? *std::move(client) : nullptr;
+  }
+
+  testing::ScopedTempDir dir_;
+  std::string data_;
+};
+
+TEST_F(DataRootsProcessTest, AFileInsideTheDataRootIsRead) {
+  auto cluster = StartCluster();
+  auto client = Connect(*cluster);
+  auto dataset = client->RegisterPipeline(PipelineBuilder::TextLines({data_ + "/*.txt"}).Build());
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  const absl::StatusOr<int> rows = ReadEpochZero(*client, *dataset, {.name = "inside"});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(*rows, 3);
+}
+
+TEST_F(DataRootsProcessTest, ReadingEtcPasswdIsRefusedAtRegistration) {
+  auto cluster = StartCluster();
+  auto client = Connect(*cluster);
+  const absl::StatusOr<std::string> dataset =
+      client->RegisterPipeline(PipelineBuilder::TextLines({"/etc/passwd"}).Build());
+  EXPECT_TRUE(absl::IsPermissionDenied(dataset.status())) << dataset.status();
+  EXPECT_THAT(dataset.status().message(),
+              AllOf(HasSubstr("'/etc/passwd'"), HasSubstr("outside the data roots")));
+}
+
+TEST_F(DataRootsProcessTest, AGlobClimbingOutOfTheRootIsRefusedBeforeListing) {
+  auto cluster = StartCluster();
+  auto client = Connect(*cluster);
+  const std::string pattern = data_ + "/../../*";
+  const absl::StatusOr<std::string> dataset =
+      client->RegisterPipeline(PipelineBuilder::TextLines({pattern}).Build());
+  EXPECT_TRUE(absl::IsPermissionDenied(dataset.status())) << dataset.status();
+  EXPECT_THAT(dataset.status().message(), HasSubstr("'" + pattern + "' lists"));
+}
+
+TEST_F(DataRootsProcessTest, ASymlinkOutOfTheRootIsRefused) {
+  ASSERT_EQ(::symlink(dir_.Join("outside.txt").c_str(), (data_ + "/link.txt").c_str()), 0);
+  auto cluster = StartCluster();
+  auto client = Connect(*cluster);
+  const absl::StatusOr<std::string> dataset =
+      client->RegisterPipeline(PipelineBuilder::TextLines({data_ + "/link.txt"}).Build());
+  EXPECT_TRUE(absl::IsPermissionDenied(dataset.status())) << dataset.status();
+  EXPECT_THAT(dataset.status().message(), HasSubstr("outside.txt'"));
+}
+
+TEST_F(DataRootsProcessTest, AWorkerWithoutRootsReadsNoFileEvenWhenTheDispatcherAccepted) {
+  // The dispatcher may read the whole scratch directory; the worker, started without
+  // --data_roots (its flags come last and win), may read nothing.
+  auto cluster = StartCluster({"--data_roots="}, {dir_.path()});
+  auto client = Connect(*cluster);
+  auto dataset =
+      client->RegisterPipeline(PipelineBuilder::TextLines({dir_.Join("outside.txt")}).Build());
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  // The reader retries a failing task (it may move to another worker) until its stall timeout,
+  // then gives up naming the worker's error.
+  const absl::Status status =
+      ReadEpochZero(*client, *dataset, {.name = "refused-by-worker"}).status();
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), AllOf(HasSubstr("PERMISSION_DENIED"), HasSubstr("outside.txt'"),
+                                      HasSubstr("no data roots are configured (--data_roots)")));
+}
+
+TEST_F(DataRootsProcessTest, APipelineCannotNameAPluginToLoad) {
+  // Plugins (native code) load only from the operator's --plugin flags; a pipeline naming one
+  // anywhere is refused at registration, naming the parameter.
+  auto cluster = StartCluster();
+  auto client = Connect(*cluster);
+  const std::string library = dir_.Join("evil.so");
+  for (const char* json :
+       {R"({"source": {"type": "range", "params": {"stop": 10, "plugin": "LIB"}}})",
+        R"({"source": {"type": "range", "params": {"stop": 10}},
+            "ops": [{"op": "map", "udf": "random_flip", "udfParams": {"plugin": "LIB"}}]})",
+        R"({"source": {"type": "range", "params": {"stop": 10}},
+            "ops": [{"op": "map", "udf": "random_flip", "params": {"plugin": "LIB"}}]})"}) {
+    std::string text = json;
+    text.replace(text.find("LIB"), 3, library);
+    const absl::StatusOr<PipelineDef> def = ParsePipelineJson(text, "test");
+    ASSERT_TRUE(def.ok()) << def.status();
+    const absl::StatusOr<std::string> dataset = client->RegisterPipeline(*def);
+    EXPECT_TRUE(absl::IsInvalidArgument(dataset.status())) << dataset.status();
+    EXPECT_THAT(std::string(dataset.status().message()), HasSubstr("plugin")) << text;
+  }
+}
+
+class TlsClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(Env::Default()->CreateDirs(dir_.Join("tls")).ok());
+    certificates_ = std::make_unique<testing::TestCertificates>(dir_.Join("tls"));
+    ASSERT_TRUE(certificates_->ok());
+    cluster_ = std::make_unique<testing::LocalCluster>(
+        dir_.Join("cluster"),
+        testing::LocalClusterOptions{.workers = 2, .tls = certificates_.get()});
+    ASSERT_TRUE(cluster_->ok());
+  }
+
+  std::shared_ptr<grpc::Channel> Channel(const std::string& address,
+                                         const TransportSecurity& security) {
+    return grpc::CreateChannel(address, ChannelCredentialsFor(security).value());
+  }
+  TransportSecurity ClientCertificate(const std::string& name) {
+    return certificates_->Issue(name, ClientIdentityUri(name));
+  }
+  TransportSecurity WorkerCertificate(const std::string& id) {
+    return certificates_->Issue(id, WorkerIdentityUri(id));
+  }
+  std::unique_ptr<Client> Connect(const TransportSecurity& security) {
+    auto client = Client::Connect({.dispatcher_address = cluster_->dispatcher_address(),
+                                   .stall_timeout_ms = 20000,
+                                   .tls_ca_file = security.ca_file,
+                                   .tls_cert_file = security.cert_file,
+                                   .tls_key_file = security.key_file});
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? *std::move(client) : nullptr;
+  }
+
+  // Every dispatcher and worker RPC through `dispatcher` and `worker`, each with an empty or
+  // plausible request; returns their statuses by name.
+  std::vector<std::pair<std::string, grpc::Status>> CallEveryRpc(Dispatcher::Stub& dispatcher,
+                                                                 Worker::Stub& worker) {
+    std::vector<std::pair<std::string, grpc::Status>> out;
+    const auto call = [&out](const std::string& name,
+                             const std::function<grpc::Status(grpc::ClientContext*)>& rpc) {
+      out.emplace_back(name, rpc(testing::RpcContext().get()));
+    };
+    RegisterDatasetResponse dataset;
+    call("RegisterDataset", [&](grpc::ClientContext* c) {
+      RegisterDatasetRequest request;
+      request.mutable_pipeline()->mutable_source()->set_type("range");
+      return dispatcher.RegisterDataset(c, request, &dataset);
+    });
+    GetOrCreateJobResponse job;
+    call("GetOrCreateJob",
+         [&](grpc::ClientContext* c) { return dispatcher.GetOrCreateJob(c, {}, &job); });
+    StartEpochResponse epoch;
+    call("StartEpoch",
+         [&](grpc::ClientContext* c) { return dispatcher.StartEpoch(c, {}, &epoch); });
+    RegisterWorkerResponse registered;
+    call("RegisterWorker", [&](grpc::ClientContext* c) {
+      RegisterWorkerRequest request;
+      request.set_worker_id("worker-0");
+      request.set_address("127.0.0.1:1");
+      return dispatcher.RegisterWorker(c, request, &registered);
+    });
+    WorkerHeartbeatResponse heartbeat;
+    call("WorkerHeartbeat", [&](grpc::ClientContext* c) {
+      WorkerHeartbeatRequest request;
+      request.set_worker_id("worker-0");
+      return dispatcher.WorkerHeartbeat(c, request, &heartbeat);
+    });
+    ClientHeartbeatResponse client_heartbeat;
+    call("ClientHeartbeat", [&](grpc::ClientContext* c) {
+      return dispatcher.ClientHeartbeat(c, {}, &client_heartbeat);
+    });
+    GetSplitsResponse splits;
+    call("GetSplits", [&](grpc::ClientContext* c) {
+      GetSplitsRequest request;
+      request.set_task_id(1);
+      request.set_max(1);
+      return dispatcher.GetSplits(c, request, &splits);
+    });
+    TaskFinishedResponse finished;
+    call("TaskFinished", [&](grpc::ClientContext* c) {
+      TaskFinishedRequest request;
+      request.set_task_id(1);
+      return dispatcher.TaskFinished(c, request, &finished);
+    });
+    GetStatusResponse status;
+    call("GetStatus", [&](grpc::ClientContext* c) { return dispatcher.GetStatus(c, {}, &status); });
+    GetElementsResponse elements;
+    call("GetElements", [&](grpc::ClientContext* c) {
+      GetElementsRequest request;
+      request.set_task_id(1);
+      request.set_max_bytes(1);
+      return worker.GetElements(c, request, &elements);
+    });
+    GetWorkerStatusResponse worker_status;
+    call("GetWorkerStatus",
+         [&](grpc::ClientContext* c) { return worker.GetWorkerStatus(c, {}, &worker_status); });
+    return out;
+  }
+
+  testing::ScopedTempDir dir_;
+  std::unique_ptr<testing::TestCertificates> certificates_;
+  std::unique_ptr<testing::LocalCluster> cluster_;
+};
+
+TEST_F(TlsClusterTest, AClientWithItsCertificateReadsEveryElement) {
+  auto client = Connect(ClientCertificate("alice"));
+  auto dataset = client->RegisterPipeline(PipelineBuilder::Range(1000).Batch(10).Build());
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  const absl::StatusOr<int> batches = ReadEpochZero(*client, *dataset, {.name = "tls"});
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  EXPECT_EQ(*batches, 100);
+}
+
+TEST_F(TlsClusterTest, PlainTextReachesNothing) {
+  auto dispatcher = Dispatcher::NewStub(
+      grpc::CreateChannel(cluster_->dispatcher_address(), grpc::InsecureChannelCredentials()));
+  auto worker = Worker::NewStub(
+      grpc::CreateChannel(cluster_->worker_address(0), grpc::InsecureChannelCredentials()));
+  for (const auto& [rpc, status] : CallEveryRpc(*dispatcher, *worker)) {
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
+        << rpc << ": " << status.error_message();
+  }
+}
+
+TEST_F(TlsClusterTest, WithoutAGranaryCertificateEveryRpcIsUnauthenticated) {
+  const TransportSecurity ca_only{.ca_file = certificates_->ca_file()};
+  auto dispatcher = Dispatcher::NewStub(Channel(cluster_->dispatcher_address(), ca_only));
+  auto worker = Worker::NewStub(Channel(cluster_->worker_address(0), ca_only));
+  for (const auto& [rpc, status] : CallEveryRpc(*dispatcher, *worker)) {
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED)
+        << rpc << ": " << status.error_message();
+  }
+}
+
+TEST_F(TlsClusterTest, ACertificateFromAnotherCaIsRefusedAtTheHandshake) {
+  ASSERT_TRUE(Env::Default()->CreateDirs(dir_.Join("other")).ok());
+  testing::TestCertificates other(dir_.Join("other"));
+  const TransportSecurity forged = other.Issue("worker-0", WorkerIdentityUri("worker-0"));
+  // It trusts the cluster's CA (so it completes its side), but presents a certificate the
+  // cluster's CA did not sign.
+  const TransportSecurity presented{.cert_file = forged.cert_file,
+                                    .key_file = forged.key_file,
+                                    .ca_file = certificates_->ca_file()};
+  auto dispatcher = Dispatcher::NewStub(Channel(cluster_->dispatcher_address(), presented));
+  RegisterWorkerRequest request;
+  request.set_worker_id("worker-0");
+  request.set_address("127.0.0.1:1");
+  RegisterWorkerResponse response;
+  const grpc::Status status =
+      dispatcher->RegisterWorker(testing::RpcContext().get(), request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+}
+
+TEST_F(TlsClusterTest, AClientCertificateCannotActAsAWorker) {
+  auto dispatcher =
+      Dispatcher::NewStub(Channel(cluster_->dispatcher_address(), ClientCertificate("mallory")));
+  RegisterWorkerRequest request;
+  request.set_worker_id("worker-0");
+  request.set_address("127.0.0.1:1");
+  RegisterWorkerResponse response;
+  const grpc::Status status =
+      dispatcher->RegisterWorker(testing::RpcContext().get(), request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("RegisterWorker as worker 'worker-0' refused: the caller is client "
+                        "'mallory'"));
+  WorkerHeartbeatRequest heartbeat;
+  heartbeat.set_worker_id("worker-0");
+  WorkerHeartbeatResponse heartbeat_response;
+  EXPECT_EQ(dispatcher->WorkerHeartbeat(testing::RpcContext().get(), heartbeat, &heartbeat_response)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(TlsClusterTest, AWorkerCertificateCannotRegisterAsAnotherWorkerNorCallClientRpcs) {
+  const TransportSecurity w1 = WorkerCertificate("worker-1");
+  auto dispatcher = Dispatcher::NewStub(Channel(cluster_->dispatcher_address(), w1));
+  RegisterWorkerRequest request;
+  request.set_worker_id("worker-0");
+  request.set_address("127.0.0.1:1");
+  RegisterWorkerResponse response;
+  const grpc::Status status =
+      dispatcher->RegisterWorker(testing::RpcContext().get(), request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("the caller is worker 'worker-1'"));
+
+  GetStatusResponse state;
+  EXPECT_EQ(dispatcher->GetStatus(testing::RpcContext().get(), {}, &state).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  auto worker = Worker::NewStub(Channel(cluster_->worker_address(0), w1));
+  GetElementsRequest get;
+  get.set_task_id(1);
+  get.set_max_bytes(1);
+  GetElementsResponse elements;
+  const grpc::Status read = worker->GetElements(testing::RpcContext().get(), get, &elements);
+  EXPECT_EQ(read.error_code(), grpc::StatusCode::PERMISSION_DENIED) << read.error_message();
+  EXPECT_THAT(read.error_message(), HasSubstr("GetElements is for clients"));
+}
+
+TEST_F(TlsClusterTest, AForgedTaskFinishedNoLongerEmptiesAnotherJobsEpoch) {
+  auto client = Connect(ClientCertificate("alice"));
+  auto dataset = client->RegisterPipeline(PipelineBuilder::Range(2000).Batch(10).Build());
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  auto job = client->OpenJob(*dataset, {.name = "victim", .num_worker_slots = 1});
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto reader = (*job)->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+
+  // The attacker holds a valid certificate of a worker, just not the one running the task.
+  GetStatusResponse state;
+  ASSERT_TRUE(cluster_->dispatcher().GetStatus(testing::RpcContext().get(), {}, &state).ok());
+  ASSERT_EQ(state.state().tasks_size(), 1);
+  const TaskState& task = state.state().tasks(0);
+  const std::string other = task.worker_id() == "worker-0" ? "worker-1" : "worker-0";
+  auto attacker =
+      Dispatcher::NewStub(Channel(cluster_->dispatcher_address(), WorkerCertificate(other)));
+  TaskFinishedRequest forged;
+  forged.set_task_id(task.task_id());
+  forged.set_generation(task.generation());
+  forged.set_num_elements(0);
+  TaskFinishedResponse finished;
+  const grpc::Status refused =
+      attacker->TaskFinished(testing::RpcContext().get(), forged, &finished);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED) << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("held by worker '" + task.worker_id() +
+                                                 "', and the caller is worker '" + other + "'"));
+  GetSplitsRequest lease;
+  lease.set_task_id(task.task_id());
+  lease.set_max(1);
+  GetSplitsResponse splits;
+  EXPECT_EQ(attacker->GetSplits(testing::RpcContext().get(), lease, &splits).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  const absl::StatusOr<int> batches = ReadToEnd(**reader);
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  EXPECT_EQ(*batches, 200) << "the victim's epoch is whole";
+}
+
+TEST(TransportSecurityProcessTest, AServerWithoutAChoiceOfTransportSecurityRefusesToStart) {
+  testing::ScopedTempDir dir;
+  Subprocess dispatcher(
+      {GRANARY_BINARY, "dispatcher", "--journal_dir=" + dir.Join("journal"), "--port=0"},
+      Subprocess::Stderr::kMergeIntoStdout);
+  const std::string output = dispatcher.ReadAll();
+  EXPECT_EQ(dispatcher.Wait(), 1) << output;
+  EXPECT_THAT(output, HasSubstr("no transport security chosen: give --tls_cert, --tls_key and "
+                                "--tls_ca (see SECURITY.md), or --insecure for plain text"));
+  Subprocess worker(
+      {GRANARY_BINARY, "worker", "--dispatcher=127.0.0.1:1", "--worker_id=w", "--port=0"},
+      Subprocess::Stderr::kMergeIntoStdout);
+  const std::string worker_output = worker.ReadAll();
+  EXPECT_EQ(worker.Wait(), 1) << worker_output;
+  EXPECT_THAT(worker_output, HasSubstr("no transport security chosen"));
+}
+
+}  // namespace
+}  // namespace granary
