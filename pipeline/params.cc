@@ -1,5 +1,7 @@
 #include "pipeline/params.h"
 
+#include <map>
+
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -89,7 +91,11 @@ absl::StatusOr<Params> Params::Create(const google::protobuf::Struct& values,
                                       absl::string_view owner) {
   Params params;
   params.owner_ = std::string(owner);
-  for (const auto& [name, value] : values.fields()) {
+  // In name order, so that of several faults the same one is reported every time (a proto
+  // map's iteration order is unspecified).
+  const std::map<std::string, google::protobuf::Value> sorted(values.fields().begin(),
+                                                             values.fields().end());
+  for (const auto& [name, value] : sorted) {
     const ParamSpec* spec = nullptr;
     for (const ParamSpec& s : specs) {
       if (s.name == name) spec = &s;

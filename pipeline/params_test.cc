@@ -1,5 +1,6 @@
 #include "pipeline/params.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -42,6 +43,20 @@ TEST(ParamsTest, UnknownParamIsNamedWithTheKnownOnes) {
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(p.status().message(), HasSubstr("op 4 (shuffle): unknown param 'sise'"));
   EXPECT_THAT(p.status().message(), HasSubstr("known: size, rate"));
+}
+
+TEST(ParamsTest, OfSeveralFaultsTheFirstByNameIsReportedEveryTime) {
+  // A proto map iterates in an unspecified order, different across maps of the same content.
+  for (int i = 0; i < 50; ++i) {
+    google::protobuf::Struct values;
+    for (int j = 0; j < 20; ++j) {
+      (*values.mutable_fields())[absl::StrCat("zz", (j * 7 + i) % 20)].set_number_value(1);
+    }
+    (*values.mutable_fields())["aa"].set_number_value(1);
+    auto p = Params::Create(values, kSpecs, "op 0");
+    ASSERT_FALSE(p.ok());
+    EXPECT_THAT(p.status().message(), HasSubstr("unknown param 'aa'")) << "map " << i;
+  }
 }
 
 TEST(ParamsTest, WrongTypeNamesParamExpectedAndActual) {
