@@ -53,6 +53,14 @@ absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       ChannelCredentialsFor(security);
   if (!credentials.ok()) return Annotate(credentials.status(), "ClientOptions");
+  if (!options.bearer_token.empty()) {
+    if (options.insecure) {
+      return absl::InvalidArgumentError(
+          "ClientOptions: a bearer_token is never sent in plain text (insecure)");
+    }
+    *credentials = grpc::CompositeChannelCredentials(
+        *credentials, grpc::AccessTokenCredentials(options.bearer_token));
+  }
   std::shared_ptr<Connection> connection(new Connection(options, env, *std::move(credentials)));
   std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
       options.dispatcher_address, connection->credentials_, ClientChannelArguments());

@@ -282,6 +282,7 @@ absl::Status GrpcEpochReader::Heartbeat(bool first) {
     Task& task = *it->second;
     task.address = info.worker_address();
     task.generation = info.generation();
+    task.capability = info.capability();
     task.finished = info.finished();
     task.num_elements = info.num_elements();
   }
@@ -466,6 +467,7 @@ void GrpcEpochReader::FetchLoop(Task* task) {
       ++in_flight_;
       call->request.set_task_id(task->id);
       call->request.set_generation(task->generation);
+      call->request.set_capability(task->capability);
       call->request.set_from_index(task->next_fetch);
       call->request.set_max_bytes(options_.max_bytes_per_request);
       call->request.set_compression(compression_);

@@ -101,6 +101,8 @@ class GrpcEpochReader final : public EpochReader {
     // The dispatcher's view, refreshed by heartbeats.
     std::string address;
     int64_t generation = 0;
+    // The dispatcher's grant to read the task at `generation` (sent with every GetElements).
+    std::string capability;
     bool finished = false;
     int64_t num_elements = 0;
     // Next index to fetch; only the task's fetch thread advances it.

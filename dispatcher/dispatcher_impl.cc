@@ -278,9 +278,11 @@ absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& reque
 }
 
 absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request,
-                                            GetOrCreateJobResponse* response) {
+                                            GetOrCreateJobResponse* response,
+                                            const Caller& caller) {
   const auto answer_existing = [&](const JobState& job)
                                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    RETURN_IF_ERROR(CheckJobAccess(job, caller));
     if (job.dataset_id() != request.dataset_id()) {
       return absl::FailedPreconditionError(absl::StrCat("job '", job.name(),
                                                         "' exists for dataset ", job.dataset_id(),
@@ -322,6 +324,7 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
   update.mutable_create_job()->set_name(request.name());
   update.mutable_create_job()->set_dataset_id(request.dataset_id());
   *update.mutable_create_job()->mutable_options() = request.options();
+  update.mutable_create_job()->set_owner(caller.owner());
   return JournalAndApply(
       update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
         if (const JobState* named =
@@ -354,7 +357,7 @@ absl::StatusOr<EpochCache> DispatcherImpl::DecideEpochCache(const JobState& job,
 }
 
 absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
-                                        StartEpochResponse* response) {
+                                        StartEpochResponse* response, const Caller& caller) {
   // A cache decision may be overtaken by another epoch's (the update is then Aborted): decide
   // again, at most a few times.
   for (int attempt = 0;; ++attempt) {
@@ -367,6 +370,7 @@ absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
       RETURN_IF_ERROR(CheckUsable());
       const JobState* job = state_.FindJob(request.job_id());
       if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
+      RETURN_IF_ERROR(CheckJobAccess(*job, caller));
       MarkActive(request.job_id());
       if (const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch())) {
         response->set_num_tasks(epoch->task_ids_size());
@@ -441,6 +445,9 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
         RETURN_IF_ERROR(applied);
         response->set_incarnation(state_.FindWorker(request.worker_id())->incarnation());
         response->set_cluster_id(state_.cluster_id());
+        if (options_.capability_key.has_value()) {
+          response->set_capability_key(options_.capability_key->bytes());
+        }
         last_seen_[request.worker_id()] = options_.env->NowMicros();
         return absl::OkStatus();
       });
@@ -453,6 +460,7 @@ const PipelineDef& DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* d
   def->set_job_id(task.job_id());
   def->set_epoch(task.epoch());
   def->set_generation(task.generation());
+  def->set_consumer(task.consumer());
   def->set_dataset_id(job->dataset_id());
   def->set_seed(job->options().seed());
   def->set_cached_prefix_ops(cache.cached_prefix_ops());
@@ -478,6 +486,9 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
     return absl::FailedPreconditionError(
         absl::StrCat("worker ", request.worker_id(), " incarnation ", request.incarnation(),
                      " is not registered (or was declared lost): register again"));
+  }
+  if (options_.capability_key.has_value()) {
+    response->set_capability_key(options_.capability_key->bytes());
   }
   // Its unfinished tasks, and the finished ones their consumers still read, by task id.
   std::vector<const TaskState*> tasks = state_.UnfinishedTasksOfWorker(request.worker_id());
@@ -519,11 +530,13 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
 }
 
 absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& request,
-                                             ClientHeartbeatResponse* response) {
+                                             ClientHeartbeatResponse* response,
+                                             const Caller& caller) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckUsable());
   const JobState* job = state_.FindJob(request.job_id());
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
+  RETURN_IF_ERROR(CheckJobAccess(*job, caller));
   if (state_.FindEpoch(request.job_id(), request.epoch()) == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("job ", request.job_id(), " has no epoch ", request.epoch()));
@@ -564,6 +577,10 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
     info->set_generation(task->generation());
     info->set_finished(task->finished());
     info->set_num_elements(task->num_elements());
+    if (options_.capability_key.has_value()) {
+      info->set_capability(options_.capability_key->Mint(
+          {task->job_id(), task->task_id(), task->consumer(), task->generation()}));
+    }
   }
   return absl::OkStatus();
 }

@@ -48,10 +48,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/env.h"
+#include "dispatcher/caller.h"
 #include "dispatcher/dispatcher_state.h"
 #include "journal/journal.h"
 #include "pipeline/udf.h"
 #include "proto/dispatcher.pb.h"
+#include "security/capability.h"
 #include "security/confined_env.h"
 
 namespace granary {
@@ -79,6 +81,9 @@ struct DispatcherOptions {
   // a file elsewhere is refused at RegisterDataset (PermissionDenied naming the path); none:
   // anywhere `env` reaches (in-process use and tests).
   std::optional<DataRoots> data_roots;
+  // The key of the capabilities handed to readers with their tasks and to workers at
+  // registration and heartbeat (security/capability.h); none: no capabilities.
+  std::optional<CapabilityKey> capability_key;
   // Checks the state invariants (state_invariants.h) after every applied record and aborts the
   // process on a violation. For tests: the check walks the whole state.
   bool check_invariants = false;
@@ -94,15 +99,18 @@ class DispatcherImpl {
 
   absl::Status RegisterDataset(const RegisterDatasetRequest& request,
                                RegisterDatasetResponse* response);
+  // The job-facing client RPCs check CheckJobAccess (caller.h) for `caller`; a job created by
+  // GetOrCreateJob is owned by caller.owner().
   absl::Status GetOrCreateJob(const GetOrCreateJobRequest& request,
-                              GetOrCreateJobResponse* response);
-  absl::Status StartEpoch(const StartEpochRequest& request, StartEpochResponse* response);
+                              GetOrCreateJobResponse* response, const Caller& caller = {});
+  absl::Status StartEpoch(const StartEpochRequest& request, StartEpochResponse* response,
+                          const Caller& caller = {});
   absl::Status RegisterWorker(const RegisterWorkerRequest& request,
                               RegisterWorkerResponse* response);
   absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& request,
                                WorkerHeartbeatResponse* response);
   absl::Status ClientHeartbeat(const ClientHeartbeatRequest& request,
-                               ClientHeartbeatResponse* response);
+                               ClientHeartbeatResponse* response, const Caller& caller = {});
   absl::Status GetSplits(const GetSplitsRequest& request, GetSplitsResponse* response);
   // The id of the worker task `task_id` is assigned to ("" if none); NotFound for no such task.
   absl::StatusOr<std::string> TaskWorker(int64_t task_id) const;

@@ -116,6 +116,7 @@ absl::Status DispatcherState::ApplyCreateJob(const CreateJobUpdate& u) {
   }
   JobState job;
   job.set_job_id(next_job_id_++);
+  job.set_owner(u.owner());
   job.set_name(u.name());
   job.set_dataset_id(u.dataset_id());
   *job.mutable_options() = u.options();

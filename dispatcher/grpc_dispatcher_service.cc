@@ -6,23 +6,25 @@
 
 namespace granary {
 
-absl::Status GrpcDispatcherService::CheckClient(grpc::ServerContext* context,
-                                                absl::string_view rpc) const {
-  if (!enforce_identity_) return absl::OkStatus();
-  return RequireClient(IdentityOf(*context->auth_context()), rpc);
+absl::StatusOr<Caller> GrpcDispatcherService::ClientCaller(grpc::ServerContext* context,
+                                                           absl::string_view rpc) const {
+  if (!enforce_identity_) return Caller{};
+  const PeerIdentity peer = IdentityOfCall(*context, tokens_);
+  if (absl::Status allowed = RequireClient(peer, rpc); !allowed.ok()) return allowed;
+  return Caller{.authenticated = true, .client = peer.name};
 }
 
 absl::Status GrpcDispatcherService::CheckWorker(grpc::ServerContext* context,
                                                 const std::string& worker_id,
                                                 absl::string_view rpc) const {
   if (!enforce_identity_) return absl::OkStatus();
-  return RequireWorker(IdentityOf(*context->auth_context()), worker_id, rpc);
+  return RequireWorker(IdentityOfCall(*context, tokens_), worker_id, rpc);
 }
 
 absl::Status GrpcDispatcherService::CheckTaskWorker(grpc::ServerContext* context, int64_t task_id,
                                                     absl::string_view rpc) const {
   if (!enforce_identity_) return absl::OkStatus();
-  const PeerIdentity peer = IdentityOf(*context->auth_context());
+  const PeerIdentity peer = IdentityOfCall(*context, tokens_);
   if (peer.role != PeerIdentity::Role::kWorker) return RequireWorker(peer, "", rpc);
   absl::StatusOr<std::string> holder = impl_->TaskWorker(task_id);
   if (!holder.ok()) return holder.status();
@@ -37,8 +39,8 @@ absl::Status GrpcDispatcherService::CheckTaskWorker(grpc::ServerContext* context
 grpc::Status GrpcDispatcherService::RegisterDataset(grpc::ServerContext* context,
                                                     const RegisterDatasetRequest* request,
                                                     RegisterDatasetResponse* response) {
-  if (absl::Status allowed = CheckClient(context, "RegisterDataset"); !allowed.ok()) {
-    return ToGrpcStatus(allowed);
+  if (absl::StatusOr<Caller> caller = ClientCaller(context, "RegisterDataset"); !caller.ok()) {
+    return ToGrpcStatus(caller.status());
   }
   return ToGrpcStatus(impl_->RegisterDataset(*request, response));
 }
@@ -46,19 +48,17 @@ grpc::Status GrpcDispatcherService::RegisterDataset(grpc::ServerContext* context
 grpc::Status GrpcDispatcherService::GetOrCreateJob(grpc::ServerContext* context,
                                                    const GetOrCreateJobRequest* request,
                                                    GetOrCreateJobResponse* response) {
-  if (absl::Status allowed = CheckClient(context, "GetOrCreateJob"); !allowed.ok()) {
-    return ToGrpcStatus(allowed);
-  }
-  return ToGrpcStatus(impl_->GetOrCreateJob(*request, response));
+  const absl::StatusOr<Caller> caller = ClientCaller(context, "GetOrCreateJob");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  return ToGrpcStatus(impl_->GetOrCreateJob(*request, response, *caller));
 }
 
 grpc::Status GrpcDispatcherService::StartEpoch(grpc::ServerContext* context,
                                                const StartEpochRequest* request,
                                                StartEpochResponse* response) {
-  if (absl::Status allowed = CheckClient(context, "StartEpoch"); !allowed.ok()) {
-    return ToGrpcStatus(allowed);
-  }
-  return ToGrpcStatus(impl_->StartEpoch(*request, response));
+  const absl::StatusOr<Caller> caller = ClientCaller(context, "StartEpoch");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  return ToGrpcStatus(impl_->StartEpoch(*request, response, *caller));
 }
 
 grpc::Status GrpcDispatcherService::RegisterWorker(grpc::ServerContext* context,
@@ -84,10 +84,9 @@ grpc::Status GrpcDispatcherService::WorkerHeartbeat(grpc::ServerContext* context
 grpc::Status GrpcDispatcherService::ClientHeartbeat(grpc::ServerContext* context,
                                                     const ClientHeartbeatRequest* request,
                                                     ClientHeartbeatResponse* response) {
-  if (absl::Status allowed = CheckClient(context, "ClientHeartbeat"); !allowed.ok()) {
-    return ToGrpcStatus(allowed);
-  }
-  return ToGrpcStatus(impl_->ClientHeartbeat(*request, response));
+  const absl::StatusOr<Caller> caller = ClientCaller(context, "ClientHeartbeat");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  return ToGrpcStatus(impl_->ClientHeartbeat(*request, response, *caller));
 }
 
 grpc::Status GrpcDispatcherService::GetSplits(grpc::ServerContext* context,
@@ -113,8 +112,8 @@ grpc::Status GrpcDispatcherService::TaskFinished(grpc::ServerContext* context,
 grpc::Status GrpcDispatcherService::GetStatus(grpc::ServerContext* context,
                                               const GetStatusRequest* request,
                                               GetStatusResponse* response) {
-  if (absl::Status allowed = CheckClient(context, "GetStatus"); !allowed.ok()) {
-    return ToGrpcStatus(allowed);
+  if (absl::StatusOr<Caller> caller = ClientCaller(context, "GetStatus"); !caller.ok()) {
+    return ToGrpcStatus(caller.status());
   }
   return ToGrpcStatus(impl_->GetStatus(*request, response));
 }

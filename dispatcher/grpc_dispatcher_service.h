@@ -2,23 +2,28 @@
 // forwards to DispatcherImpl and translates the status. No dispatcher logic lives here
 // (DESIGN.md §1: dispatcher logic never includes gRPC headers).
 //
-// With enforce_identity (a TLS server, SECURITY.md), the caller's certificate decides
-// (security/peer_identity.h): RegisterWorker and WorkerHeartbeat only from the worker the
-// request names; GetSplits and TaskFinished only from the worker holding the task; every other
-// RPC only from a client. A refusal is Unauthenticated (no identity) or PermissionDenied.
+// With enforce_identity (a TLS server, SECURITY.md), the caller's certificate — or for clients
+// a bearer token of `tokens` — decides (security/bearer_tokens.h): RegisterWorker and
+// WorkerHeartbeat only from the worker the request names; GetSplits and TaskFinished only from
+// the worker holding the task; every other RPC only from a client, which the job RPCs pass on
+// as the Caller whose access to the job is checked (dispatcher/caller.h). A refusal is
+// Unauthenticated (no identity) or PermissionDenied.
 #ifndef GRANARY_DISPATCHER_GRPC_DISPATCHER_SERVICE_H_
 #define GRANARY_DISPATCHER_GRPC_DISPATCHER_SERVICE_H_
 
 #include "dispatcher/dispatcher_impl.h"
 #include "proto/dispatcher.grpc.pb.h"
+#include "security/bearer_tokens.h"
 
 namespace granary {
 
 // Thread-safe. `impl` must outlive the service.
 class GrpcDispatcherService final : public Dispatcher::Service {
  public:
-  GrpcDispatcherService(DispatcherImpl* impl, bool enforce_identity)
-      : impl_(impl), enforce_identity_(enforce_identity) {}
+  // `tokens` (may be null: certificates only) must outlive the service.
+  GrpcDispatcherService(DispatcherImpl* impl, bool enforce_identity,
+                        const BearerTokens* tokens = nullptr)
+      : impl_(impl), enforce_identity_(enforce_identity), tokens_(tokens) {}
 
   grpc::Status RegisterDataset(grpc::ServerContext*, const RegisterDatasetRequest* request,
                                RegisterDatasetResponse* response) override;
@@ -40,8 +45,9 @@ class GrpcDispatcherService final : public Dispatcher::Service {
                          GetStatusResponse* response) override;
 
  private:
-  // OK unless identities are enforced and the caller is not a client (RequireClient).
-  absl::Status CheckClient(grpc::ServerContext* context, absl::string_view rpc) const;
+  // The calling client (unauthenticated when identities are not enforced); Unauthenticated or
+  // PermissionDenied (RequireClient) when they are and the caller is not a client.
+  absl::StatusOr<Caller> ClientCaller(grpc::ServerContext* context, absl::string_view rpc) const;
   // OK unless identities are enforced and the caller is not worker `worker_id`.
   absl::Status CheckWorker(grpc::ServerContext* context, const std::string& worker_id,
                            absl::string_view rpc) const;
@@ -51,6 +57,7 @@ class GrpcDispatcherService final : public Dispatcher::Service {
 
   DispatcherImpl* const impl_;
   const bool enforce_identity_;
+  const BearerTokens* const tokens_;
 };
 
 }  // namespace granary

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace granary {
 namespace {
@@ -32,6 +33,12 @@ absl::Status ValidateJobOptions(const JobOptions& options) {
   if (options.num_epochs() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("job option num_epochs is ", options.num_epochs(), "; it must be >= 0"));
+  }
+  if (options.readers_size() > kMaxJobReaders) {
+    return OutOfBounds("readers", options.readers_size(), 0, kMaxJobReaders);
+  }
+  for (const std::string& reader : options.readers()) {
+    RETURN_IF_ERROR(ValidateName("job reader", reader));
   }
   if (!CachePolicy_IsValid(options.cache_policy())) {
     return absl::InvalidArgumentError(

@@ -34,6 +34,8 @@ inline constexpr int kMaxTaskDefsPerHeartbeat = 4096;
 inline constexpr int64_t kMaxHeartbeatPipelineBytes = 16 << 20;
 // Bytes of a job name, a worker id and a worker address.
 inline constexpr int64_t kMaxNameBytes = 1024;
+// Clients a job's ACL may name (JobOptions.readers).
+inline constexpr int kMaxJobReaders = 64;
 
 // OK when `options` are within the limits above; else InvalidArgument naming the field, its
 // value and the limit.

@@ -36,6 +36,8 @@ LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& op
   for (const std::string& flag : security_flags("dispatcher", "granary://dispatcher")) {
     dispatcher_.argv.push_back(flag);
   }
+  dispatcher_.argv.insert(dispatcher_.argv.end(), options.dispatcher_flags.begin(),
+                          options.dispatcher_flags.end());
   credentials_ = options.tls == nullptr
                      ? grpc::InsecureChannelCredentials()
                      : ChannelCredentialsFor(

@@ -19,6 +19,7 @@ struct LocalClusterOptions {
   int workers = 1;
   int standby = 0;
   std::vector<std::string> worker_flags;
+  std::vector<std::string> dispatcher_flags;
   // The dispatcher's and workers' --data_roots; empty: the directory the cluster's directory is
   // in (a test's scratch directory, where its data is).
   std::vector<std::string> data_roots;

@@ -11,6 +11,10 @@
 //    client RPCs, or lease and finish another worker's task — so a forged TaskFinished no longer
 //    empties another job's epoch; and a server refuses to start without a choice of transport
 //    security.
+//  * Per-job isolation: only a job's owner (by certificate or bearer token) and the clients its
+//    ACL names may open it, start its epochs or heartbeat for it; an unknown token is
+//    Unauthenticated; a worker serves a task only against the capability the dispatcher gave
+//    that task's reader — another job's capability or a forged one reads nothing.
 #include <unistd.h>
 
 #include <functional>
@@ -168,15 +172,24 @@ TEST_F(DataRootsProcessTest, APipelineCannotNameAPluginToLoad) {
   }
 }
 
+constexpr char kAliceToken[] = "alice-0123456789abcdef";
+constexpr char kMalloryToken[] = "mallory-0123456789abcdef";
+
 class TlsClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(Env::Default()->CreateDirs(dir_.Join("tls")).ok());
     certificates_ = std::make_unique<testing::TestCertificates>(dir_.Join("tls"));
     ASSERT_TRUE(certificates_->ok());
+    ASSERT_TRUE(
+        WriteStringToFile(Env::Default(), dir_.Join("tokens.txt"),
+                          absl::StrCat(kAliceToken, " alice\n", kMalloryToken, " mallory\n"), false)
+            .ok());
     cluster_ = std::make_unique<testing::LocalCluster>(
-        dir_.Join("cluster"),
-        testing::LocalClusterOptions{.workers = 2, .tls = certificates_.get()});
+        dir_.Join("cluster"), testing::LocalClusterOptions{
+                                  .workers = 2,
+                                  .dispatcher_flags = {"--tokens_file=" + dir_.Join("tokens.txt")},
+                                  .tls = certificates_.get()});
     ASSERT_TRUE(cluster_->ok());
   }
 
@@ -190,12 +203,14 @@ class TlsClusterTest : public ::testing::Test {
   TransportSecurity WorkerCertificate(const std::string& id) {
     return certificates_->Issue(id, WorkerIdentityUri(id));
   }
-  std::unique_ptr<Client> Connect(const TransportSecurity& security) {
+  std::unique_ptr<Client> Connect(const TransportSecurity& security,
+                                  const std::string& token = "") {
     auto client = Client::Connect({.dispatcher_address = cluster_->dispatcher_address(),
                                    .stall_timeout_ms = 20000,
                                    .tls_ca_file = security.ca_file,
                                    .tls_cert_file = security.cert_file,
-                                   .tls_key_file = security.key_file});
+                                   .tls_key_file = security.key_file,
+                                   .bearer_token = token});
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? *std::move(client) : nullptr;
   }
@@ -362,8 +377,8 @@ TEST_F(TlsClusterTest, AWorkerCertificateCannotRegisterAsAnotherWorkerNorCallCli
   get.set_max_bytes(1);
   GetElementsResponse elements;
   const grpc::Status read = worker->GetElements(testing::RpcContext().get(), get, &elements);
-  EXPECT_EQ(read.error_code(), grpc::StatusCode::PERMISSION_DENIED) << read.error_message();
-  EXPECT_THAT(read.error_message(), HasSubstr("GetElements is for clients"));
+  EXPECT_EQ(read.error_code(), grpc::StatusCode::UNAUTHENTICATED) << read.error_message();
+  EXPECT_THAT(read.error_message(), HasSubstr("needs the task's capability"));
 }
 
 TEST_F(TlsClusterTest, AForgedTaskFinishedNoLongerEmptiesAnotherJobsEpoch) {
@@ -403,6 +418,115 @@ TEST_F(TlsClusterTest, AForgedTaskFinishedNoLongerEmptiesAnotherJobsEpoch) {
   const absl::StatusOr<int> batches = ReadToEnd(**reader);
   ASSERT_TRUE(batches.ok()) << batches.status();
   EXPECT_EQ(*batches, 200) << "the victim's epoch is whole";
+}
+
+TEST_F(TlsClusterTest, OnlyAJobsOwnerAndItsReadersMayOpenStartOrHeartbeatIt) {
+  auto alice = Connect(ClientCertificate("alice"));
+  auto dataset = alice->RegisterPipeline(PipelineBuilder::Range(100).Batch(10).Build());
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  auto job = alice->OpenJob(*dataset, {.name = "alice-job", .readers = {"bob"}});
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_EQ(ReadEpochZero(*alice, *dataset, {.name = "alice-job"}).value_or(-1), 10);
+
+  // Mallory, by certificate and by token: neither opens the job by name...
+  std::vector<std::unique_ptr<Client>> mallories;
+  mallories.push_back(Connect(ClientCertificate("mallory")));
+  mallories.push_back(Connect({.ca_file = certificates_->ca_file()}, kMalloryToken));
+  for (const std::unique_ptr<Client>& mallory : mallories) {
+    const auto opened = mallory->OpenJob(*dataset, {.name = "alice-job"});
+    EXPECT_TRUE(absl::IsPermissionDenied(opened.status())) << opened.status();
+    EXPECT_THAT(std::string(opened.status().message()),
+                HasSubstr("('alice-job') belongs to client 'alice', and client 'mallory' is not "
+                          "among its readers"));
+  }
+  // ...nor starts its epochs or heartbeats for it by id.
+  auto raw =
+      Dispatcher::NewStub(Channel(cluster_->dispatcher_address(), ClientCertificate("mallory")));
+  StartEpochRequest start;
+  start.set_job_id((*job)->job_id());
+  start.set_epoch(1);
+  StartEpochResponse started;
+  EXPECT_EQ(raw->StartEpoch(testing::RpcContext().get(), start, &started).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  ClientHeartbeatRequest heartbeat;
+  heartbeat.set_job_id((*job)->job_id());
+  ClientHeartbeatResponse tasks;
+  EXPECT_EQ(raw->ClientHeartbeat(testing::RpcContext().get(), heartbeat, &tasks).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  // Bob is a reader; Alice by token is Alice.
+  auto bob = Connect(ClientCertificate("bob"));
+  auto bobs = bob->OpenJob(*dataset, {.name = "alice-job"});
+  ASSERT_TRUE(bobs.ok()) << bobs.status();
+  auto reader = (*bobs)->ReadEpoch(1);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(ReadToEnd(**reader).value_or(-1), 10);
+  auto by_token = Connect({.ca_file = certificates_->ca_file()}, kAliceToken);
+  EXPECT_TRUE(by_token->OpenJob(*dataset, {.name = "alice-job"}).ok());
+}
+
+TEST_F(TlsClusterTest, AnUnknownTokenIsUnauthenticated) {
+  auto client = Client::Connect({.dispatcher_address = cluster_->dispatcher_address(),
+                                 .rpc_timeout_ms = 2000,
+                                 .stall_timeout_ms = 2000,
+                                 .tls_ca_file = certificates_->ca_file(),
+                                 .bearer_token = "not-a-token-0123456789"});
+  ASSERT_TRUE(client.ok()) << client.status();
+  const auto dataset = (*client)->RegisterPipeline(PipelineBuilder::Range(10).Build());
+  EXPECT_TRUE(absl::IsUnauthenticated(dataset.status())) << dataset.status();
+}
+
+TEST_F(TlsClusterTest, AForeignOrForgedCapabilityReadsNothingOfAnotherJobsTask) {
+  auto alice = Connect(ClientCertificate("alice"));
+  auto dataset = alice->RegisterPipeline(PipelineBuilder::Range(5000).Batch(10).Build());
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  auto job = alice->OpenJob(*dataset, {.name = "alice-job", .num_worker_slots = 1});
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto reader = (*job)->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+
+  // Mallory reads a job of her own, so she holds a valid capability — for her task.
+  auto mallory =
+      Dispatcher::NewStub(Channel(cluster_->dispatcher_address(), ClientCertificate("mallory")));
+  auto mallorys_client = Connect(ClientCertificate("mallory"));
+  auto her_job = mallorys_client->OpenJob(*dataset, {.name = "mallory-job", .num_worker_slots = 1});
+  ASSERT_TRUE(her_job.ok()) << her_job.status();
+  auto her_reader = (*her_job)->ReadEpoch(0);
+  ASSERT_TRUE(her_reader.ok()) << her_reader.status();
+  ClientHeartbeatRequest heartbeat;
+  heartbeat.set_job_id((*her_job)->job_id());
+  ClientHeartbeatResponse her_tasks;
+  ASSERT_TRUE(mallory->ClientHeartbeat(testing::RpcContext().get(), heartbeat, &her_tasks).ok());
+  ASSERT_EQ(her_tasks.tasks_size(), 1);
+  const std::string her_capability = her_tasks.tasks(0).capability();
+  ASSERT_EQ(her_capability.size(), 32u);
+
+  GetStatusResponse state;
+  ASSERT_TRUE(mallory->GetStatus(testing::RpcContext().get(), {}, &state).ok());
+  const TaskState* victim = nullptr;
+  for (const TaskState& task : state.state().tasks()) {
+    if (task.job_id() == (*job)->job_id()) victim = &task;
+  }
+  ASSERT_NE(victim, nullptr);
+  std::string address;
+  for (const WorkerState& worker : state.state().workers()) {
+    if (worker.worker_id() == victim->worker_id()) address = worker.address();
+  }
+  auto worker = Worker::NewStub(Channel(address, ClientCertificate("mallory")));
+  for (const std::string& capability : {her_capability, std::string(32, 'x')}) {
+    GetElementsRequest get;
+    get.set_task_id(victim->task_id());
+    get.set_generation(victim->generation());
+    get.set_max_bytes(1 << 20);
+    get.set_capability(capability);
+    GetElementsResponse stolen;
+    const grpc::Status status = worker->GetElements(testing::RpcContext().get(), get, &stolen);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr("no valid capability"));
+    EXPECT_EQ(stolen.elements_size(), 0);
+  }
+  EXPECT_EQ(ReadToEnd(**reader).value_or(-1), 500) << "Alice still gets her whole epoch";
+  EXPECT_EQ(ReadToEnd(**her_reader).value_or(-1), 500);
 }
 
 TEST(TransportSecurityProcessTest, AServerWithoutAChoiceOfTransportSecurityRefusesToStart) {

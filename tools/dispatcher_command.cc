@@ -7,12 +7,16 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "common/env.h"
+#include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "dispatcher/grpc_dispatcher_service.h"
 #include "glog/logging.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "security/bearer_tokens.h"
+#include "security/capability.h"
 #include "tools/commands.h"
 #include "tools/server_flags.h"
 #include "tools/tls_flags.h"
@@ -27,6 +31,9 @@ ABSL_FLAG(std::string, cache_root, "",
 ABSL_FLAG(int64_t, job_retention_ms, 10 * 60 * 1000,
           "Retire a job whose epochs are all finished once no client has asked about it for "
           "this long (its state is dropped; its name then opens a new job).");
+ABSL_FLAG(std::string, tokens_file, "",
+          "Bearer tokens of clients, one '<token> <client name>' per line (SECURITY.md); needs "
+          "TLS. Clients may also authenticate with certificates.");
 ABSL_FLAG(bool, check_invariants, false,
           "Check the state's invariants after every journal record and abort on a violation "
           "(for tests and chaos runs: the check walks the whole state).");
@@ -37,7 +44,8 @@ int DispatcherCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N] "
       "[--worker_timeout_ms T] [--cache_root C] [--data_roots DIRS] [--job_retention_ms R] "
-      "[--check_invariants] [--plugin lib.so] (--tls_cert C --tls_key K --tls_ca CA | --insecure)");
+      "[--check_invariants] [--plugin lib.so] (--tls_cert C --tls_key K --tls_ca CA "
+      "[--tokens_file F] | --insecure)");
   absl::ParseCommandLine(argc, argv);
   BlockTerminationSignals();
   const auto fail = [](const absl::Status& status) {
@@ -58,6 +66,22 @@ int DispatcherCommand(int argc, char** argv) {
   if (!data_roots.ok()) return fail(data_roots.status());
   DispatcherOptions options;
   options.data_roots = *std::move(data_roots);
+  // Capabilities: a key kept beside the journal, so that a restart keeps issued ones valid.
+  const std::string journal_dir = absl::GetFlag(FLAGS_journal_dir);
+  if (absl::Status made = Env::Default()->CreateDirs(journal_dir); !made.ok()) return fail(made);
+  absl::StatusOr<CapabilityKey> key = CapabilityKey::LoadOrCreate(journal_dir + "/capability.key");
+  if (!key.ok()) return fail(key.status());
+  options.capability_key = *std::move(key);
+  std::optional<BearerTokens> tokens;
+  if (!absl::GetFlag(FLAGS_tokens_file).empty()) {
+    absl::StatusOr<BearerTokens> loaded = BearerTokens::Load(absl::GetFlag(FLAGS_tokens_file));
+    if (!loaded.ok()) return fail(Annotate(loaded.status(), "--tokens_file"));
+    if (!security.tls()) {
+      return fail(absl::InvalidArgumentError(
+          "--tokens_file needs TLS: bearer tokens are never sent in plain text"));
+    }
+    tokens = *std::move(loaded);
+  }
   options.journal_dir = absl::GetFlag(FLAGS_journal_dir);
   options.snapshot_every = absl::GetFlag(FLAGS_snapshot_every);
   options.worker_timeout_ms = absl::GetFlag(FLAGS_worker_timeout_ms);
@@ -69,7 +93,8 @@ int DispatcherCommand(int argc, char** argv) {
   auto impl = DispatcherImpl::Open(options);
   if (!impl.ok()) return fail(impl.status());
 
-  GrpcDispatcherService service(impl->get(), security.tls());
+  GrpcDispatcherService service(impl->get(), security.tls(),
+                                tokens.has_value() ? &*tokens : nullptr);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(ListenAddress(), *credentials, &port);

@@ -26,6 +26,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -74,6 +75,9 @@ ABSL_FLAG(bool, shared_memory, true,
           "Read elements of workers on this host through shared memory when they offer it "
           "(--noshared_memory: always over TCP).");
 ABSL_FLAG(int64_t, max_request_bytes, 64 << 20, "Payload bytes asked for per GetElements call.");
+ABSL_FLAG(std::string, token_file, "",
+          "A file holding this client's bearer token (instead of a client certificate; needs "
+          "--tls_ca).");
 ABSL_FLAG(int32_t, step_ms, 0,
           "Simulated training step: sleep this long after each element (0: read as fast as "
           "possible).");
@@ -153,6 +157,11 @@ absl::Status Run() {
   options.tls_cert_file = security.cert_file;
   options.tls_key_file = security.key_file;
   options.insecure = security.insecure;
+  if (!absl::GetFlag(FLAGS_token_file).empty()) {
+    absl::StatusOr<std::string> token = ReadFileToString(env, absl::GetFlag(FLAGS_token_file));
+    if (!token.ok()) return Annotate(token.status(), "--token_file");
+    options.bearer_token = std::string(absl::StripAsciiWhitespace(*token));
+  }
   options.max_bytes_per_request = absl::GetFlag(FLAGS_max_request_bytes);
   ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Connect(options));
   ASSIGN_OR_RETURN(std::string dataset, client->RegisterPipeline(def));

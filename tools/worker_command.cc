@@ -96,6 +96,7 @@ int WorkerCommand(int argc, char** argv) {
   options.shm_min_bytes = absl::GetFlag(FLAGS_shm_min_bytes);
   options.heartbeat_interval_ms = absl::GetFlag(FLAGS_heartbeat_interval_ms);
   options.runner.data_roots = *std::move(data_roots);
+  options.require_capabilities = security.tls();
   options.runner.window_bytes = absl::GetFlag(FLAGS_window_bytes);
   options.runner.testonly_skip_element_after_restore =
       absl::GetFlag(FLAGS_testonly_skip_element_after_restore);

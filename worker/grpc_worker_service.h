@@ -19,9 +19,10 @@ namespace granary {
 
 // Thread-safe. Answers UNAVAILABLE until set_impl: a worker listens before it registers (the
 // address it registers must already answer). The impl must outlive its use here. With
-// enforce_identity (a TLS server, SECURITY.md) both RPCs are for clients only
+// enforce_identity (a TLS server, SECURITY.md) GetWorkerStatus is for clients only
 // (security/peer_identity.h: Unauthenticated without a certificate naming one, PermissionDenied
-// for a worker's).
+// for a worker's); GetElements is guarded by the task's capability instead (WorkerImpl checks
+// it), which token-authenticated clients without a certificate hold too.
 class GrpcWorkerService final : public grpc::Service {
  public:
   explicit GrpcWorkerService(bool enforce_identity);

@@ -117,6 +117,7 @@ absl::Status WorkerImpl::Register() {
     cluster_id_ = response.cluster_id();
   }
   incarnation_ = response.incarnation();
+  UpdateCapabilityKey(response.capability_key());
   LOG(INFO) << "worker " << options_.worker_id << " registered at " << options_.address
             << " as incarnation " << incarnation_ << (options_.standby ? " (standby)" : "");
   return absl::OkStatus();
@@ -199,6 +200,7 @@ absl::Status WorkerImpl::Heartbeat() {
   RETURN_IF_ERROR(response.status());
   std::vector<std::shared_ptr<TaskRunner>> retired;  // Destroyed outside mu_.
   absl::ReleasableMutexLock lock(&mu_);
+  UpdateCapabilityKey(response->capability_key());
   const std::set<int64_t> assigned(response->assigned_task_ids().begin(),
                                    response->assigned_task_ids().end());
   more_tasks_ = response->more();
@@ -288,7 +290,37 @@ std::shared_ptr<TaskRunner> WorkerImpl::FindRunner(int64_t task_id) const {
   return it == runners_.end() ? nullptr : it->second;
 }
 
+void WorkerImpl::UpdateCapabilityKey(const std::string& bytes) {
+  if (bytes.empty()) return;
+  absl::StatusOr<CapabilityKey> key = CapabilityKey::FromBytes(bytes);
+  if (!key.ok()) {
+    LOG(WARNING) << "the dispatcher sent an unusable capability key: " << key.status();
+    return;
+  }
+  capability_key_ = *std::move(key);
+}
+
+absl::Status WorkerImpl::CheckCapability(const TaskDef& def, const std::string& capability) {
+  if (!options_.require_capabilities) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  if (!capability_key_.has_value()) {
+    return absl::UnavailableError("the worker has no capability key from the dispatcher yet");
+  }
+  if (!capability_key_->Verify({def.job_id(), def.task_id(), def.consumer(), def.generation()},
+                               capability)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "GetElements for task ", def.task_id(), " generation ", def.generation(),
+        ": no valid capability (the dispatcher gives one to the task's reader; SECURITY.md)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WorkerImpl::GetElements(const GetElementsRequest& request, ElementsReply* reply) {
+  if (options_.require_capabilities && request.capability().empty()) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "GetElements for task ", request.task_id(),
+        " needs the task's capability (the dispatcher gives it to the task's reader)"));
+  }
   std::shared_ptr<TaskRunner> runner = FindRunner(request.task_id());
   if (runner == nullptr) {
     // A client may learn of a new task (a new epoch, a takeover) before this worker's next
@@ -311,6 +343,7 @@ absl::Status WorkerImpl::GetElements(const GetElementsRequest& request, Elements
     return absl::InvalidArgumentError(
         absl::StrCat("GetElements: unknown compression ", request.compression()));
   }
+  RETURN_IF_ERROR(CheckCapability(runner->def(), request.capability()));
   RETURN_IF_ERROR(runner->GetElements(request, reply));
   if (reply->elements.empty()) return absl::OkStatus();
   // An element in shared memory goes by segment to a client of this host, which the session

@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "pipeline/udf.h"
 #include "proto/worker.pb.h"
+#include "security/capability.h"
 #include "transport/elements_reply.h"
 #include "transport/shm_server.h"
 #include "worker/dispatcher_connection.h"
@@ -65,6 +66,9 @@ struct WorkerOptions {
   std::string checkpoint_dir;
   int checkpoints_kept = 3;
   TaskRunnerOptions runner;
+  // Serve GetElements only against a valid capability (security/capability.h) under the key
+  // the dispatcher sends at registration and heartbeat: on with TLS (SECURITY.md).
+  bool require_capabilities = false;
   // Must outlive the worker.
   const UdfRegistry* udfs = nullptr;
 };
@@ -89,6 +93,13 @@ class WorkerImpl {
   int64_t incarnation() const;
 
  private:
+  // Keeps the key of a dispatcher answer (an empty one changes nothing).
+  void UpdateCapabilityKey(const std::string& bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK unless options_.require_capabilities and `capability` is not the dispatcher's for
+  // `def`'s job, task, consumer and generation (PermissionDenied), or no key is known yet
+  // (Unavailable).
+  absl::Status CheckCapability(const TaskDef& def, const std::string& capability)
+      ABSL_LOCKS_EXCLUDED(mu_);
   WorkerImpl(const WorkerOptions& options, std::unique_ptr<DispatcherConnection> dispatcher);
   absl::Status Register();
   // One heartbeat: reconciles the runners with the dispatcher's list.
@@ -121,6 +132,8 @@ class WorkerImpl {
   // The dispatcher's cluster, from the last registration. Declared before runners_: the
   // runners use the store.
   std::string cluster_id_ ABSL_GUARDED_BY(mu_);
+  // The dispatcher's capability key, from its latest answer that had one.
+  std::optional<CapabilityKey> capability_key_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<CheckpointStore> checkpoints_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners_ ABSL_GUARDED_BY(mu_);
   // Checkpoint counters of the runners already dropped (GetStatus adds the live ones).

@@ -67,6 +67,9 @@ struct ClientOptions {
   std::string tls_ca_file;
   std::string tls_cert_file;
   std::string tls_key_file;
+  // Instead of a client certificate: a bearer token the dispatcher knows (its --tokens_file),
+  // sent with every dispatcher call — only over TLS (tls_ca_file).
+  std::string bearer_token;
   bool insecure = false;
 };
 
@@ -98,6 +101,9 @@ struct JobSpec {
   // How this trainer's readers ask for the job's elements (a per-reader choice: two trainers of
   // one job may differ).
   JobCompression compression = JobCompression::kNone;
+  // Clients besides this one that may open and read the job (its ACL) when the cluster
+  // authenticates clients (SECURITY.md); the job's owner is the client that creates it.
+  std::vector<std::string> readers;
 };
 
 struct EpochStats {

@@ -1,0 +1,46 @@
+#include "security/bearer_tokens.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace granary {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(BearerTokensTest, MapsEachTokenToItsClient) {
+  const absl::StatusOr<BearerTokens> tokens = BearerTokens::Parse(
+      "# team tokens\n"
+      "\n"
+      "0123456789abcdef-alice alice\n"
+      "  fedcba9876543210-bob\tbob  \n",
+      "tokens.txt");
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  EXPECT_EQ(tokens->size(), 2u);
+  EXPECT_EQ(tokens->ClientFor("0123456789abcdef-alice"), "alice");
+  EXPECT_EQ(tokens->ClientFor("fedcba9876543210-bob"), "bob");
+  EXPECT_EQ(tokens->ClientFor("0123456789abcdef-alic"), std::nullopt);
+  EXPECT_EQ(tokens->ClientFor(""), std::nullopt);
+}
+
+TEST(BearerTokensTest, NamesTheFileAndLineOfABadLine) {
+  const auto error = [](const std::string& text) {
+    return std::string(BearerTokens::Parse(text, "t.txt").status().message());
+  };
+  EXPECT_THAT(error("0123456789abcdef alice extra\n"),
+              HasSubstr("t.txt line 1: expected '<token> <client name>'"));
+  EXPECT_THAT(error("# ok\nshort alice\n"),
+              HasSubstr("t.txt line 2: the token is shorter than 16 characters"));
+  EXPECT_THAT(error("0123456789abcdef a/b\n"), HasSubstr("a client name cannot hold '/'"));
+  EXPECT_THAT(error("0123456789abcdef alice\n0123456789abcdef bob\n"),
+              HasSubstr("t.txt line 2: the token is given twice"));
+}
+
+TEST(BearerTokensTest, LoadNamesAMissingFile) {
+  const absl::Status status = BearerTokens::Load("/nonexistent/tokens.txt").status();
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(std::string(status.message()), HasSubstr("/nonexistent/tokens.txt"));
+}
+
+}  // namespace
+}  // namespace granary
