@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "security/certificate_authority.h"
+#include "security/peer_identity.h"
 
 namespace granary {
 
@@ -16,12 +18,25 @@ absl::StatusOr<BenchService> StartBenchService(const std::string& dir, const Pip
         absl::StrCat("--checkpoint_interval_ms=", options.checkpoint_interval_ms));
   }
   BenchService service;
+  if (options.tls) {
+    ASSIGN_OR_RETURN(std::shared_ptr<CertificateAuthority> ca,
+                     CertificateAuthority::Create(dir + "/tls"));
+    options.cluster.issue_certificate = [ca](const std::string& name,
+                                             const std::string& identity) {
+      return ca->Issue(name, identity).value();
+    };
+    ASSIGN_OR_RETURN(const TransportSecurity client, ca->Issue("bench", ClientIdentityUri("bench")));
+    options.client.tls_ca_file = client.ca_file;
+    options.client.tls_cert_file = client.cert_file;
+    options.client.tls_key_file = client.key_file;
+  } else {
+    options.client.insecure = true;
+  }
   service.cluster = std::make_unique<testing::LocalCluster>(dir, options.cluster);
   if (!service.cluster->ok()) {
     return absl::UnavailableError(absl::StrCat("the cluster in ", dir, " did not start"));
   }
   options.client.dispatcher_address = service.cluster->dispatcher_address();
-  options.client.insecure = true;
   ASSIGN_OR_RETURN(service.client, Client::Connect(options.client));
   ASSIGN_OR_RETURN(service.dataset, service.client->RegisterPipeline(def));
   return service;

@@ -19,8 +19,11 @@ struct BenchServiceOptions {
   testing::LocalClusterOptions cluster;
   // > 0: the workers checkpoint every this many ms into <dir>/checkpoints (shared by all).
   int64_t checkpoint_interval_ms = 0;
-  // The client's options; dispatcher_address is filled in.
+  // The client's options; dispatcher_address and the transport security are filled in.
   ClientOptions client;
+  // Mutual TLS with a throwaway CA in <dir>/tls (security/certificate_authority.h); false:
+  // plain text.
+  bool tls = false;
 };
 
 struct BenchService {

@@ -1,7 +1,8 @@
 // Raw transport, 1 worker -> 1 client (issue 14): a trivial pipeline (range -> parallel_map
 // fill_bytes -> batch of 1) of 16 MiB elements, 1 GiB per epoch, read through the client library
-// over TCP loopback, over shared memory (the worker on the client's host) and over TCP with LZ4
-// and Zstandard compression, against a one-core memcpy of the same sizes measured in the same
+// over TCP loopback, over shared memory (the worker on the client's host), over TCP with LZ4
+// and Zstandard compression, and with mutual TLS (issue 15: over TCP, and shared memory in a TLS
+// cluster, where every GetElements carries its capability), against a one-core memcpy of the same sizes measured in the same
 // run. Rotating order, a warm-up round first. Also
 // the client's CPU per GiB (from /proc), which is what a trainer pays for its data.
 //
@@ -33,6 +34,7 @@ struct Transport {
   std::string worker_flag;
   bool shared_memory;
   JobCompression compression = JobCompression::kNone;
+  bool tls = false;
 };
 
 absl::Status Run() {
@@ -50,13 +52,16 @@ absl::Status Run() {
       {"tcp", "--local_transport=tcp", false},
       {"shared memory", "--local_transport=shm", true},
       {"tcp, lz4", "--local_transport=tcp", false, JobCompression::kLz4},
-      {"tcp, zstd", "--local_transport=tcp", false, JobCompression::kZstd}};
+      {"tcp, zstd", "--local_transport=tcp", false, JobCompression::kZstd},
+      {"tcp, TLS", "--local_transport=tcp", false, JobCompression::kNone, true},
+      {"shared memory, TLS cluster", "--local_transport=shm", true, JobCompression::kNone, true}};
   std::vector<BenchService> services;
   std::vector<std::unique_ptr<Job>> jobs;
   for (const Transport& t : transports) {
     BenchServiceOptions options;
     options.cluster.worker_flags = {t.worker_flag};
     options.client.shared_memory = t.shared_memory;
+    options.tls = t.tls;
     ASSIGN_OR_RETURN(BenchService service,
                      StartBenchService(absl::StrCat(absl::GetFlag(FLAGS_dir), "/", services.size()),
                                        def, options));
@@ -108,10 +113,18 @@ absl::Status Run() {
   report.AddHeadline("shared memory", Median(rates[1]), "GB/s", BenchTarget::AtLeast(8.0));
   report.AddHeadline("shared memory / one-core memcpy", Median(rates[1]) / Median(memcpy_rates),
                      "x", BenchTarget::AtLeast(0.5));
+  report.AddHeadline("TCP with TLS", Median(rates[4]), "GB/s");
+  report.AddHeadline("TCP with TLS / plain text", Median(rates[4]) / Median(rates[0]), "x",
+                     BenchTarget::AtLeast(0.8));
+  report.AddHeadline("shared memory in a TLS cluster / plain text",
+                     Median(rates[5]) / Median(rates[1]), "x", BenchTarget::AtLeast(0.8));
   report.AddNote("A shared-memory element is mapped, not copied, and not hashed (no bytes "
                  "travel); a TCP element crosses the kernel twice, is copied once into the "
                  "client's buffer and hashed (XXH3) on both sides. fill_bytes elements are one "
-                 "repeated byte: compression sees the best case, not a float32 batch's.");
+                 "repeated byte: compression sees the best case, not a float32 batch's. With TLS every "
+                 "byte over TCP is also encrypted and decrypted (AES-GCM, gRPC's TLS); in a TLS "
+                 "cluster shared memory needs no encryption (nothing travels), but every "
+                 "GetElements carries and is checked against its task's capability.");
   return report.Finish();
 }
 

@@ -30,18 +30,18 @@ LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& op
                       absl::StrCat("--worker_timeout_ms=", options.worker_timeout_ms),
                       data_roots};
   const auto security_flags = [&options](const std::string& name, const std::string& identity) {
-    if (options.tls == nullptr) return std::vector<std::string>{"--insecure"};
-    return TransportSecurityFlags(options.tls->Issue(name, identity));
+    if (!options.issue_certificate) return std::vector<std::string>{"--insecure"};
+    return TransportSecurityFlags(options.issue_certificate(name, identity));
   };
   for (const std::string& flag : security_flags("dispatcher", "granary://dispatcher")) {
     dispatcher_.argv.push_back(flag);
   }
   dispatcher_.argv.insert(dispatcher_.argv.end(), options.dispatcher_flags.begin(),
                           options.dispatcher_flags.end());
-  credentials_ = options.tls == nullptr
+  credentials_ = !options.issue_certificate
                      ? grpc::InsecureChannelCredentials()
-                     : ChannelCredentialsFor(
-                           options.tls->Issue("cluster-test", ClientIdentityUri("cluster-test")))
+                     : ChannelCredentialsFor(options.issue_certificate(
+                                                 "cluster-test", ClientIdentityUri("cluster-test")))
                            .value();
   if (!Launch(dispatcher_, dir + "/logs/dispatcher.log")) return;
   dispatcher_address_ = dispatcher_.address;

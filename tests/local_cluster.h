@@ -4,6 +4,7 @@
 #ifndef GRANARY_TESTS_LOCAL_CLUSTER_H_
 #define GRANARY_TESTS_LOCAL_CLUSTER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,7 +12,7 @@
 #include "common/subprocess.h"
 #include "proto/dispatcher.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
-#include "tests/test_certificates.h"
+#include "security/transport_security.h"
 
 namespace granary::testing {
 
@@ -24,9 +25,10 @@ struct LocalClusterOptions {
   // in (a test's scratch directory, where its data is).
   std::vector<std::string> data_roots;
   // TLS: the dispatcher, each worker (its certificate naming its id) and the cluster's own
-  // stubs (a client 'cluster-test') get certificates from these; null: plain text
-  // (--insecure). Must outlive the cluster.
-  const TestCertificates* tls = nullptr;
+  // stubs (a client 'cluster-test') get certificates issued by this (name, identity URI ->
+  // files); null: plain text (--insecure).
+  std::function<TransportSecurity(const std::string& name, const std::string& identity_uri)>
+      issue_certificate;
   int64_t worker_timeout_ms = 2000;
 };
 

@@ -189,7 +189,10 @@ class TlsClusterTest : public ::testing::Test {
         dir_.Join("cluster"), testing::LocalClusterOptions{
                                   .workers = 2,
                                   .dispatcher_flags = {"--tokens_file=" + dir_.Join("tokens.txt")},
-                                  .tls = certificates_.get()});
+                                  .issue_certificate = [this](const std::string& name,
+                                                              const std::string& identity) {
+                                    return certificates_->Issue(name, identity);
+                                  }});
     ASSERT_TRUE(cluster_->ok());
   }
 
