@@ -258,6 +258,18 @@ absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& reque
           " (cache_write) is inserted by the dispatcher; give the job a cache_policy instead"));
     }
   }
+  if (const int64_t bytes = static_cast<int64_t>(request.pipeline().ByteSizeLong());
+      bytes > options_.limits.pipeline_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("the pipeline has ", bytes,
+                                                     " bytes; the limit is ",
+                                                     options_.limits.pipeline_bytes,
+                                                     " (--max_pipeline_bytes)"));
+  }
+  if (request.pipeline().ops_size() > options_.limits.pipeline_ops) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the pipeline has ", request.pipeline().ops_size(), " ops; the limit is ",
+        options_.limits.pipeline_ops, " (--max_pipeline_ops)"));
+  }
   auto pipeline = Pipeline::Create(request.pipeline(), *options_.udfs);
   if (!pipeline.ok()) return Annotate(pipeline.status(), "invalid pipeline");
   const std::string dataset_id = HashToHex((*pipeline)->Fingerprint());
@@ -308,6 +320,7 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
     if (!request.name().empty()) {
       if (const JobState* job = state_.FindJobByName(request.name())) return answer_existing(*job);
     }
+    RETURN_IF_ERROR(CheckClientLimits(caller, request.options()));
     const CachePolicy policy = request.options().cache_policy();
     if (policy != CACHE_COMPUTE) {
       if (options_.cache_root.empty()) {
@@ -334,6 +347,30 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
         RETURN_IF_ERROR(applied);
         return answer_existing(*state_.FindJob(state_.next_job_id() - 1));
       });
+}
+
+absl::Status DispatcherImpl::CheckClientLimits(const Caller& caller,
+                                               const JobOptions& options) const {
+  if (caller.owner().empty()) return absl::OkStatus();
+  int64_t jobs = 0;
+  int64_t readers = 0;
+  for (const auto& [id, job] : state_.jobs()) {
+    if (job.owner() != caller.owner()) continue;
+    ++jobs;
+    readers += job.options().num_consumers();
+  }
+  if (jobs + 1 > options_.limits.jobs) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("client '", caller.client, "' owns ", jobs, " jobs; the limit is ",
+                     options_.limits.jobs, " (--max_jobs_per_client)"));
+  }
+  if (readers + options.num_consumers() > options_.limits.readers) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "client '", caller.client, "' has ", readers, " consumers in its jobs and asks for ",
+        options.num_consumers(), " more; the limit is ", options_.limits.readers,
+        " (--max_readers_per_client)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<EpochCache> DispatcherImpl::DecideEpochCache(const JobState& job,

@@ -50,6 +50,7 @@
 #include "common/env.h"
 #include "dispatcher/caller.h"
 #include "dispatcher/dispatcher_state.h"
+#include "dispatcher/request_limits.h"
 #include "journal/journal.h"
 #include "pipeline/udf.h"
 #include "proto/dispatcher.pb.h"
@@ -84,6 +85,7 @@ struct DispatcherOptions {
   // The key of the capabilities handed to readers with their tasks and to workers at
   // registration and heartbeat (security/capability.h); none: no capabilities.
   std::optional<CapabilityKey> capability_key;
+  ClientLimits limits;
   // Checks the state invariants (state_invariants.h) after every applied record and aborts the
   // process on a violation. For tests: the check walks the whole state.
   bool check_invariants = false;
@@ -155,6 +157,10 @@ class DispatcherImpl {
   void TrackUnread(const TaskState& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills `def` but for its pipeline, which it returns (def->pipeline_key names it).
   const PipelineDef& FillTaskDef(const TaskState& task, TaskDef* def) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK unless creating a job with `options` would take `caller` beyond options_.limits
+  // (ResourceExhausted naming the flag).
+  absl::Status CheckClientLimits(const Caller& caller, const JobOptions& options) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How epoch `epoch` of `job` uses its cache, given the caches known now.
   absl::StatusOr<EpochCache> DecideEpochCache(const JobState& job, const PipelineDef& def) const

@@ -46,6 +46,8 @@ class DispatcherImplTest : public ::testing::Test {
     options.env = &clock_;
     options.udfs = &udfs_;
     options.check_invariants = true;
+    // Some tests register pipelines larger than a gRPC message, as no client can.
+    options.limits.pipeline_bytes = 64 << 20;
     auto impl = DispatcherImpl::Open(options);
     ASSERT_TRUE(impl.ok()) << impl.status();
     impl_ = std::move(impl).value();

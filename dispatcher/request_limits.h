@@ -17,6 +17,21 @@
 
 namespace granary {
 
+// Per-client limits (SECURITY.md; flags of `granary dispatcher`): each refusal is
+// ResourceExhausted naming the flag. The job and reader limits count what a client owns, so
+// they apply to authenticated clients (an unauthenticated dispatcher has no owners).
+struct ClientLimits {
+  // Live (not retired) jobs one client owns (--max_jobs_per_client).
+  int64_t jobs = 64;
+  // Consumers summed over the live jobs one client owns: the trainer processes it may have
+  // reading at once (--max_readers_per_client).
+  int64_t readers = 1024;
+  // A registered pipeline's serialized size and op count, for every client
+  // (--max_pipeline_bytes, --max_pipeline_ops).
+  int64_t pipeline_bytes = 4 << 20;
+  int64_t pipeline_ops = 1024;
+};
+
 // Trainer processes of one job.
 inline constexpr int32_t kMaxConsumers = 4096;
 // Tasks per consumer and epoch (JobOptions.num_worker_slots).

@@ -15,6 +15,8 @@
 //    ACL names may open it, start its epochs or heartbeat for it; an unknown token is
 //    Unauthenticated; a worker serves a task only against the capability the dispatcher gave
 //    that task's reader — another job's capability or a forged one reads nothing.
+//  * Per-client limits: jobs, consumers, pipeline ops and bytes and message size, each refused
+//    as ResourceExhausted naming its flag.
 #include <unistd.h>
 
 #include <functional>
@@ -188,7 +190,12 @@ class TlsClusterTest : public ::testing::Test {
     cluster_ = std::make_unique<testing::LocalCluster>(
         dir_.Join("cluster"), testing::LocalClusterOptions{
                                   .workers = 2,
-                                  .dispatcher_flags = {"--tokens_file=" + dir_.Join("tokens.txt")},
+                                  .dispatcher_flags = {"--tokens_file=" + dir_.Join("tokens.txt"),
+                                                       "--max_jobs_per_client=2",
+                                                       "--max_readers_per_client=3",
+                                                       "--max_pipeline_ops=8",
+                                                       "--max_pipeline_bytes=4096",
+                                                       "--max_message_bytes=65536"},
                                   .issue_certificate = [this](const std::string& name,
                                                               const std::string& identity) {
                                     return certificates_->Issue(name, identity);
@@ -530,6 +537,44 @@ TEST_F(TlsClusterTest, AForeignOrForgedCapabilityReadsNothingOfAnotherJobsTask) 
   }
   EXPECT_EQ(ReadToEnd(**reader).value_or(-1), 500) << "Alice still gets her whole epoch";
   EXPECT_EQ(ReadToEnd(**her_reader).value_or(-1), 500);
+}
+
+TEST_F(TlsClusterTest, EachClientLimitIsResourceExhaustedNamingItsFlag) {
+  auto alice = Connect(ClientCertificate("alice"));
+  auto dataset = alice->RegisterPipeline(PipelineBuilder::Range(10).Build());
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ASSERT_TRUE(alice->OpenJob(*dataset, {.name = "a1"}).ok());
+  ASSERT_TRUE(alice->OpenJob(*dataset, {.name = "a2"}).ok());
+  const auto third = alice->OpenJob(*dataset, {.name = "a3"});
+  EXPECT_TRUE(absl::IsResourceExhausted(third.status())) << third.status();
+  EXPECT_THAT(std::string(third.status().message()),
+              HasSubstr("client 'alice' owns 2 jobs; the limit is 2 (--max_jobs_per_client)"));
+  EXPECT_TRUE(alice->OpenJob(*dataset, {.name = "a1"}).ok()) << "opening an own job is no new job";
+
+  auto bob = Connect(ClientCertificate("bob"));
+  ASSERT_TRUE(bob->OpenJob(*dataset, {.name = "b1", .num_consumers = 2}).ok())
+      << "the limits are per client";
+  const auto readers = bob->OpenJob(*dataset, {.name = "b2", .num_consumers = 2});
+  EXPECT_TRUE(absl::IsResourceExhausted(readers.status())) << readers.status();
+  EXPECT_THAT(std::string(readers.status().message()),
+              HasSubstr("has 2 consumers in its jobs and asks for 2 more; the limit is 3 "
+                        "(--max_readers_per_client)"));
+
+  PipelineBuilder many_ops = PipelineBuilder::Range(10);
+  for (int i = 0; i < 9; ++i) many_ops.Map("random_flip");
+  const auto ops = alice->RegisterPipeline(many_ops.Build());
+  EXPECT_TRUE(absl::IsResourceExhausted(ops.status())) << ops.status();
+  EXPECT_THAT(std::string(ops.status().message()),
+              HasSubstr("9 ops; the limit is 8 (--max_pipeline_ops)"));
+  const auto large = alice->RegisterPipeline(
+      PipelineBuilder::Range(10).Mark(std::string(5000, 'm')).Build());
+  EXPECT_TRUE(absl::IsResourceExhausted(large.status())) << large.status();
+  EXPECT_THAT(std::string(large.status().message()),
+              HasSubstr("; the limit is 4096 (--max_pipeline_bytes)"));
+  const auto message = alice->RegisterPipeline(
+      PipelineBuilder::Range(10).Mark(std::string(100000, 'm')).Build());
+  EXPECT_TRUE(absl::IsResourceExhausted(message.status())) << message.status();
+  EXPECT_THAT(std::string(message.status().message()), HasSubstr("larger than max"));
 }
 
 TEST(TransportSecurityProcessTest, AServerWithoutAChoiceOfTransportSecurityRefusesToStart) {

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "dispatcher/grpc_dispatcher_service.h"
+#include "dispatcher/request_limits.h"
 #include "glog/logging.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
@@ -34,6 +35,14 @@ ABSL_FLAG(int64_t, job_retention_ms, 10 * 60 * 1000,
 ABSL_FLAG(std::string, tokens_file, "",
           "Bearer tokens of clients, one '<token> <client name>' per line (SECURITY.md); needs "
           "TLS. Clients may also authenticate with certificates.");
+ABSL_FLAG(int64_t, max_jobs_per_client, granary::ClientLimits().jobs,
+          "Live jobs one authenticated client may own (SECURITY.md).");
+ABSL_FLAG(int64_t, max_readers_per_client, granary::ClientLimits().readers,
+          "Consumers summed over the live jobs one authenticated client owns.");
+ABSL_FLAG(int64_t, max_pipeline_bytes, granary::ClientLimits().pipeline_bytes,
+          "Largest pipeline definition accepted, in serialized bytes.");
+ABSL_FLAG(int64_t, max_pipeline_ops, granary::ClientLimits().pipeline_ops,
+          "Most ops a pipeline may have.");
 ABSL_FLAG(bool, check_invariants, false,
           "Check the state's invariants after every journal record and abort on a violation "
           "(for tests and chaos runs: the check walks the whole state).");
@@ -89,6 +98,10 @@ int DispatcherCommand(int argc, char** argv) {
   options.cache_root = absl::GetFlag(FLAGS_cache_root);
   options.job_retention_ms = absl::GetFlag(FLAGS_job_retention_ms);
   options.check_invariants = absl::GetFlag(FLAGS_check_invariants);
+  options.limits.jobs = absl::GetFlag(FLAGS_max_jobs_per_client);
+  options.limits.readers = absl::GetFlag(FLAGS_max_readers_per_client);
+  options.limits.pipeline_bytes = absl::GetFlag(FLAGS_max_pipeline_bytes);
+  options.limits.pipeline_ops = absl::GetFlag(FLAGS_max_pipeline_ops);
   // Recover before listening: nothing is served until replay is complete.
   auto impl = DispatcherImpl::Open(options);
   if (!impl.ok()) return fail(impl.status());
@@ -98,6 +111,7 @@ int DispatcherCommand(int argc, char** argv) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(ListenAddress(), *credentials, &port);
+  builder.SetMaxReceiveMessageSize(MaxMessageBytes());
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

@@ -16,6 +16,9 @@ ABSL_FLAG(std::vector<std::string>, data_roots, {},
           "and '..'); a source or glob naming anything else is refused. Empty: no file source "
           "is accepted.");
 
+ABSL_FLAG(int32_t, max_message_bytes, 4 << 20,
+          "Largest request message a server accepts, in bytes (gRPC's default, 4 MiB).");
+
 namespace granary {
 namespace {
 
@@ -38,6 +41,8 @@ absl::StatusOr<DataRoots> DataRootsFromFlags() {
   if (!roots.ok()) return Annotate(roots.status(), "--data_roots");
   return roots;
 }
+
+int MaxMessageBytes() { return absl::GetFlag(FLAGS_max_message_bytes); }
 
 void WarnIfPlaintextOnNetwork(const TransportSecurity& security) {
   const std::string warning = PlaintextWarning(security, absl::GetFlag(FLAGS_host));

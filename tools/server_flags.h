@@ -13,6 +13,7 @@
 ABSL_DECLARE_FLAG(std::string, host);
 ABSL_DECLARE_FLAG(int, port);
 ABSL_DECLARE_FLAG(std::vector<std::string>, data_roots);
+ABSL_DECLARE_FLAG(int32_t, max_message_bytes);
 
 namespace granary {
 
@@ -22,6 +23,10 @@ std::string ListenAddress();
 // The DataRoots of --data_roots (none when it is empty: every file source is refused).
 // InvalidArgument naming a root that is not an existing directory.
 absl::StatusOr<DataRoots> DataRootsFromFlags();
+
+// --max_message_bytes: the largest request a server accepts (gRPC refuses a larger one with
+// ResourceExhausted "Received message larger than max (<size> vs. <limit>)").
+int MaxMessageBytes();
 
 // Prints PlaintextWarning (transport_security.h) for --host to stderr, if there is one.
 void WarnIfPlaintextOnNetwork(const TransportSecurity& security);

@@ -82,6 +82,7 @@ int WorkerCommand(int argc, char** argv) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(ListenAddress(), *server_credentials, &port);
+  builder.SetMaxReceiveMessageSize(MaxMessageBytes());
   builder.SetMaxSendMessageSize(-1);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
