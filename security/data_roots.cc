@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/algorithm/container.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -28,6 +29,13 @@ std::string Child(const std::string& dir, absl::string_view name) {
 bool Inside(const std::string& path, const std::string& root) {
   if (root == "/") return true;
   return path == root || (absl::StartsWith(path, root) && path[root.size()] == '/');
+}
+
+// The system sees a path only up to its first NUL: "<root>/../../etc/passwd\0/../<root>/x"
+// would be checked as a path inside the root and opened as /etc/passwd.
+absl::Status HoldsNul(const std::string& what, const std::string& path) {
+  return absl::PermissionDeniedError(absl::StrCat(
+      what, " '", absl::CEscape(path), "' holds a NUL byte (the system would see another path)"));
 }
 
 bool HasWildcard(absl::string_view component) {
@@ -87,10 +95,12 @@ DataRoots DataRoots::With(const std::string& dir) const {
 }
 
 absl::Status DataRoots::Check(const std::string& what, const std::string& path) const {
+  if (absl::StrContains(path, '\0')) return HoldsNul(what, path);
   return CheckResolved(absl::StrCat(what, " '", path, "' resolves to"), ResolvePath(path));
 }
 
 absl::Status DataRoots::CheckPattern(const std::string& what, const std::string& pattern) const {
+  if (absl::StrContains(pattern, '\0')) return HoldsNul(what, pattern);
   std::vector<absl::string_view> fixed;
   for (absl::string_view component : absl::StrSplit(pattern, '/')) {
     if (HasWildcard(component)) break;

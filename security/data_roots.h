@@ -34,7 +34,8 @@ class DataRoots {
   DataRoots With(const std::string& dir) const;
 
   // OK when `path` (absolute or relative to the working directory; it need not exist) resolves
-  // inside a root. PermissionDenied "<what> '<path>' resolves to '<real>', outside the data
+  // inside a root. A path holding a NUL byte is PermissionDenied (the system would open the
+  // part before it). PermissionDenied "<what> '<path>' resolves to '<real>', outside the data
   // roots (<roots>)" otherwise — or "... no data roots are configured (--data_roots)".
   absl::Status Check(const std::string& what, const std::string& path) const;
 

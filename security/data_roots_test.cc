@@ -52,6 +52,18 @@ TEST_F(DataRootsTest, RefusesDotDotOutOfARoot) {
   EXPECT_TRUE(absl::IsPermissionDenied(roots_.Check("file", root_ + "/nothing/../../secret")));
 }
 
+TEST_F(DataRootsTest, RefusesAPathWithANulByteThatTheSystemWouldCutShort) {
+  // Resolved component by component this is <root>/train/a.tfrecord, inside; the system, reading
+  // up to the NUL, would open <root>/../secret, outside.
+  const std::string path =
+      root_ + "/../secret" + std::string(1, '\0') + "/../data/train/a.tfrecord";
+  ASSERT_EQ(ResolvePath(path), ResolvePath(root_ + "/train/a.tfrecord"));
+  const absl::Status status = roots_.Check("file", path);
+  EXPECT_TRUE(absl::IsPermissionDenied(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr("holds a NUL byte"));
+  EXPECT_TRUE(absl::IsPermissionDenied(roots_.CheckPattern("file pattern", path + "*")));
+}
+
 TEST_F(DataRootsTest, RefusesASiblingWhoseNameStartsLikeTheRoot) {
   EXPECT_TRUE(absl::IsPermissionDenied(roots_.Check("file", dir_.Join("data-other/x"))));
 }

@@ -125,6 +125,17 @@ TEST_F(DataRootsProcessTest, AGlobClimbingOutOfTheRootIsRefusedBeforeListing) {
   EXPECT_THAT(dataset.status().message(), HasSubstr("'" + pattern + "' lists"));
 }
 
+TEST_F(DataRootsProcessTest, APathCutShortByANulByteIsRefused) {
+  // Checked component by component it names data/lines.txt; opened, it would be outside.txt.
+  auto cluster = StartCluster();
+  auto client = Connect(*cluster);
+  const std::string path = data_ + "/../outside.txt" + std::string(1, '\0') + "/../data/lines.txt";
+  const absl::StatusOr<std::string> dataset =
+      client->RegisterPipeline(PipelineBuilder::TextLines({path}).Build());
+  EXPECT_TRUE(absl::IsPermissionDenied(dataset.status())) << dataset.status();
+  EXPECT_THAT(std::string(dataset.status().message()), HasSubstr("holds a NUL byte"));
+}
+
 TEST_F(DataRootsProcessTest, ASymlinkOutOfTheRootIsRefused) {
   ASSERT_EQ(::symlink(dir_.Join("outside.txt").c_str(), (data_ + "/link.txt").c_str()), 0);
   auto cluster = StartCluster();
