@@ -4,8 +4,10 @@
 #include <optional>
 
 #include "absl/random/random.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoints.h"
 #include "common/hash.h"
@@ -21,7 +23,8 @@ namespace {
 
 // A task's chunks must cover its elements at the cache point 0, 1, 2, ... without gap or
 // overlap — all of its elements, when the cache point is the pipeline's end.
-absl::Status CheckCacheChunks(const TaskFinishedRequest& request, bool put, bool whole_output) {
+absl::Status CheckCacheChunks(const TaskFinishedRequest& request, bool put, bool whole_output,
+                              const std::string& cache_dir) {
   if (!put) {
     if (request.cache_chunks_size() == 0) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat(
@@ -29,6 +32,14 @@ absl::Status CheckCacheChunks(const TaskFinishedRequest& request, bool put, bool
   }
   int64_t next = 0;
   for (const CacheChunk& chunk : request.cache_chunks()) {
+    // A chunk file directly in the cache's directory, named without a path of its own.
+    const absl::string_view name = absl::StripPrefix(chunk.path(), cache_dir + "/");
+    if (name.size() == chunk.path().size() || name.empty() || absl::StrContains(name, '/') ||
+        name == "." || name == "..") {
+      return absl::InvalidArgumentError(absl::StrCat("task ", request.task_id(), ": cache chunk '",
+                                                     chunk.path(), "' is not a file of ",
+                                                     cache_dir));
+    }
     if (chunk.first_index() != next || chunk.num_elements() <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "task ", request.task_id(), ": cache chunk ", chunk.path(), " holds elements ",
@@ -697,7 +708,8 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
           epoch->cache().cached_prefix_ops() ==
           state_.FindDataset(state_.FindJob(task->job_id())->dataset_id())->pipeline().ops_size();
       RETURN_IF_ERROR(
-          CheckCacheChunks(request, epoch->cache().mode() == EpochCache::PUT, whole_output));
+          CheckCacheChunks(request, epoch->cache().mode() == EpochCache::PUT, whole_output,
+                           epoch->cache().cache_dir()));
     }
   }
   Update update;

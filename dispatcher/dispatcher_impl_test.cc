@@ -877,6 +877,14 @@ TEST_F(DispatcherCacheTest, FullJobPutsInEpochZeroThenGetsFromTheManifest) {
       Finish(t0, 1, 55, {Chunk(cache_dir, t0, 0, 30), Chunk(cache_dir, t0, 20, 35)});
   EXPECT_TRUE(absl::IsInvalidArgument(overlap)) << overlap;
   EXPECT_THAT(std::string(overlap.message()), HasSubstr(task_name));
+  // A chunk outside the cache's directory (issue 15: a Get epoch would read it as the cache).
+  for (const std::string& elsewhere : {std::string("/etc"), cache_dir + "/sub", cache_dir + "/.."}) {
+    CacheChunk stray = Chunk(elsewhere, t0, 0, 55);
+    const absl::Status outside = Finish(t0, 1, 55, {stray});
+    EXPECT_TRUE(absl::IsInvalidArgument(outside)) << outside;
+    EXPECT_THAT(std::string(outside.message()), HasSubstr("is not a file of " + cache_dir))
+        << elsewhere;
+  }
   const GetStatusResponse after_refusals = Status();
   for (const TaskState& t : after_refusals.state().tasks()) {
     EXPECT_FALSE(t.finished()) << "task " << t.task_id();

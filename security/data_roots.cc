@@ -51,11 +51,17 @@ std::string ResolvePath(const std::string& path) {
     absolute = absl::StrCat(getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "/", "/", path);
   }
   std::string resolved = "/";
-  bool exists = true;  // `resolved` is canonical as long as every component so far existed
+  // `resolved` is canonical as long as every component so far existed; past a missing one it
+  // is extended lexically — until ".." climbs back to the canonical part (`last_existing`), from
+  // where components are resolved again (else "<root>/missing/../link" would keep `link`, a
+  // symlink out of the root, unresolved).
+  bool exists = true;
+  std::string last_existing;
   for (absl::string_view component : absl::StrSplit(absolute, '/', absl::SkipEmpty())) {
     if (component == ".") continue;
     if (component == "..") {
       resolved = Parent(resolved);
+      if (!exists && resolved.size() <= last_existing.size()) exists = true;
       continue;
     }
     std::string next = Child(resolved, component);
@@ -66,6 +72,7 @@ std::string ResolvePath(const std::string& path) {
         continue;
       }
       exists = false;
+      last_existing = resolved;
     }
     resolved = std::move(next);
   }

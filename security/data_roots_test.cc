@@ -78,6 +78,16 @@ TEST_F(DataRootsTest, RefusesASymlinkInsideThatPointsOut) {
   EXPECT_TRUE(absl::IsPermissionDenied(roots_.Check("file", root_ + "/up/secret")));
 }
 
+TEST_F(DataRootsTest, ResolvesASymlinkReachedAgainPastAMissingComponent) {
+  // Found by data_roots_fuzzer: after a component that does not exist, ".." climbed back into
+  // the root and the symlink after it was appended unresolved.
+  ASSERT_EQ(::symlink(dir_.path().c_str(), (root_ + "/up").c_str()), 0);
+  const std::string path = root_ + "/missing/../up/secret";
+  EXPECT_EQ(ResolvePath(path), ResolvePath(dir_.Join("secret")));
+  EXPECT_TRUE(absl::IsPermissionDenied(roots_.Check("file", path)));
+  EXPECT_EQ(ResolvePath(root_ + "/missing/../train/new"), ResolvePath(root_) + "/train/new");
+}
+
 TEST_F(DataRootsTest, AllowsASymlinkInsideThatStaysInside) {
   ASSERT_EQ(::symlink((root_ + "/train/a.tfrecord").c_str(), (root_ + "/alias").c_str()), 0);
   EXPECT_TRUE(roots_.Check("file", root_ + "/alias").ok());
