@@ -1,5 +1,7 @@
 #include "transport/shm_client.h"
 
+#include <poll.h>
+
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -59,6 +61,16 @@ absl::StatusOr<std::shared_ptr<ShmClient>> ShmClient::Connect(const std::string&
 }
 
 ShmClient::~ShmClient() { ::close(socket_); }
+
+bool ShmClient::broken() const {
+  if (broken_.load()) return true;
+  // The worker only ever writes in answer to a fetch; a hang-up means its end is closed.
+  pollfd peer{socket_, POLLRDHUP, 0};
+  if (::poll(&peer, 1, 0) == 1 && (peer.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+    broken_ = true;
+  }
+  return broken_.load();
+}
 
 absl::StatusOr<std::shared_ptr<const void>> ShmClient::Take(uint64_t segment, size_t size,
                                                             absl::string_view* bytes) {

@@ -34,8 +34,10 @@ class ShmClient : public std::enable_shared_from_this<ShmClient> {
   ShmClient& operator=(const ShmClient&) = delete;
 
   uint64_t session() const { return session_; }
-  // Whether the channel to the worker failed (the worker died or restarted): connect anew.
-  bool broken() const { return broken_.load(); }
+  // Whether the channel to the worker failed or the worker closed it (it died or restarted):
+  // connect anew. A worker restarted at the same address knows nothing of this session, so
+  // until the reader connects anew everything would come by bytes.
+  bool broken() const;
 
   // The first `size` bytes of segment `segment`, which the worker named in an answer to this
   // session, mapped read-only; the owner keeps them mapped (and held by the worker). Unavailable
@@ -50,7 +52,7 @@ class ShmClient : public std::enable_shared_from_this<ShmClient> {
 
   const int socket_;
   const uint64_t session_;
-  std::atomic<bool> broken_{false};
+  mutable std::atomic<bool> broken_{false};
   // One kFetch / kSegment exchange at a time.
   absl::Mutex fetch_mu_;
 };

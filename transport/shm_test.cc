@@ -144,6 +144,22 @@ TEST_F(ShmTest, AViewOutlivesTheWorkerAndNothingIsLeftInDevShm) {
   EXPECT_EQ(testing::DevShmEntries(), before);
 }
 
+// A worker that died or restarted (at the same address) knows nothing of the old session: the
+// client must see its channel broken without having to fail a fetch first, so that the reader
+// connects anew instead of getting everything by bytes (seen in the demo after a restart).
+TEST_F(ShmTest, ASessionWhoseWorkerWentAwayIsBroken) {
+  auto client = ShmClient::Connect(address_);
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_FALSE((*client)->broken());
+  server_.reset();
+  EXPECT_TRUE((*client)->broken());
+  auto server = ShmServer::Start(address_);  // the restarted worker
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto again = ShmClient::Connect(address_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE((*again)->broken());
+}
+
 TEST(ShmConnectTest, NoWorkerOnThisHostIsUnavailable) {
   auto client = ShmClient::Connect("10.255.255.1:1");
   EXPECT_TRUE(absl::IsUnavailable(client.status())) << client.status();
