@@ -27,6 +27,17 @@
 namespace granary {
 namespace {
 
+// The last lines of a process's log, for a failure's message (a soak deletes its passing runs'
+// directories, and CI keeps only the output): "; its log ends: <lines>", or "" if unreadable.
+std::string LogTail(const std::string& path) {
+  absl::StatusOr<std::string> log = ReadFileToString(Env::Default(), path);
+  if (!log.ok() || log->empty()) return "";
+  std::vector<absl::string_view> lines = absl::StrSplit(*log, '\n', absl::SkipEmpty());
+  const size_t keep = std::min<size_t>(lines.size(), 5);
+  lines.erase(lines.begin(), lines.end() - keep);
+  return absl::StrCat("; its log ends:\n    ", absl::StrJoin(lines, "\n    "));
+}
+
 constexpr int kBatchSize = 8;
 constexpr int kFiles = 8;
 
@@ -224,11 +235,13 @@ class ChaosRun {
         if (name == "client") {
           if (code == 0) return absl::OkStatus();
           return absl::InternalError(absl::StrCat("the client exited with code ", code, " (see ",
-                                                  processes.log_path(name), ")"));
+                                                  processes.log_path(name), ")",
+                                                  LogTail(processes.log_path(name))));
         }
         if (code != kFailpointCrashExitCode) {
           return absl::InternalError(absl::StrCat(name, " exited with code ", code, " (see ",
-                                                  processes.log_path(name), ")"));
+                                                  processes.log_path(name), ")",
+                                                  LogTail(processes.log_path(name))));
         }
         std::fprintf(out_, "  %s crashed at a failpoint: restarting it\n", name.c_str());
         std::fflush(out_);
