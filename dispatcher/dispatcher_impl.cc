@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoints.h"
@@ -389,7 +390,9 @@ absl::StatusOr<EpochCache> DispatcherImpl::DecideEpochCache(const JobState& job,
   EpochCache cache;
   ASSIGN_OR_RETURN(std::optional<int> point, CachePoint(def, job.options().cache_policy()));
   if (!point.has_value()) return cache;
-  cache.set_cache_key(CacheKey(def, *point, job.options().seed()));
+  cache.set_cache_key(CacheKey(
+      def, *point, job.options().seed(),
+      options_.data_roots.has_value() ? absl::StrJoin(options_.data_roots->roots(), ",") : ""));
   cache.set_cached_prefix_ops(*point);
   const std::string dir = absl::StrCat(options_.cache_root, "/", cache.cache_key());
   const CacheState* known = state_.FindCache(cache.cache_key());

@@ -40,11 +40,16 @@ absl::StatusOr<std::optional<int>> CachePoint(const PipelineDef& def, CachePolic
   }
 }
 
-std::string CacheKey(const PipelineDef& def, int cache_point, uint64_t seed) {
+std::string CacheKey(const PipelineDef& def, int cache_point, uint64_t seed,
+                     absl::string_view data_identity) {
   PipelineDef prefix;
   *prefix.mutable_source() = def.source();
   for (int i = 0; i < cache_point && i < def.ops_size(); ++i) *prefix.add_ops() = def.ops(i);
-  return HashToHex(Hash64(SerializeDeterministically(prefix), seed));
+  std::string bytes = SerializeDeterministically(prefix);
+  // After a whole serialized message a 0 byte can only be this separator (0 is never a field's
+  // tag), so no (prefix, identity) pair hashes the bytes of another.
+  if (!data_identity.empty()) absl::StrAppend(&bytes, absl::string_view("\0", 1), data_identity);
+  return HashToHex(Hash64(bytes, seed));
 }
 
 PipelineDef WithCacheWrite(const PipelineDef& def, int cache_point) {

@@ -31,9 +31,12 @@ std::string CachePolicyName(CachePolicy policy);
 absl::StatusOr<std::optional<int>> CachePoint(const PipelineDef& def, CachePolicy policy);
 
 // Identifies the cached data: hex XXH64 of the prefix's deterministic serialization, seeded
-// with the job seed (the prefix's random draws depend on it). Jobs whose prefixes and seeds are
-// equal share a cache.
-std::string CacheKey(const PipelineDef& def, int cache_point, uint64_t seed);
+// with the job seed (the prefix's random draws depend on it), and of `data_identity` when it is
+// not empty — the dispatcher's data roots (SECURITY.md), so that a cache made of the files one
+// configuration could read is not served to another. Jobs whose prefixes, seeds and data
+// identities are equal share a cache.
+std::string CacheKey(const PipelineDef& def, int cache_point, uint64_t seed,
+                     absl::string_view data_identity = "");
 
 // The pipeline of a cache-writing (Put) epoch: `def` with a cache_write op after its first
 // `cache_point` ops.

@@ -99,6 +99,10 @@ TEST(CachePolicyTest, CacheKeyDependsOnPrefixAndSeedOnly) {
   EXPECT_FALSE(CacheKey(def, point, 7).empty());
 
   EXPECT_NE(CacheKey(def, point, 7), CacheKey(def, point, 8)) << "seed";
+  EXPECT_EQ(CacheKey(def, point, 7, ""), CacheKey(def, point, 7)) << "no identity: as before";
+  EXPECT_NE(CacheKey(def, point, 7, "/srv/a"), CacheKey(def, point, 7)) << "data identity";
+  EXPECT_NE(CacheKey(def, point, 7, "/srv/a"), CacheKey(def, point, 7, "/srv/b"))
+      << "data identity";
 
   PipelineDef prefix_changed = def;
   (*prefix_changed.mutable_ops(0)->mutable_params()->mutable_fields())["buffer_size"]
