@@ -50,6 +50,13 @@ std::string ResolvePath(const std::string& path) {
     char cwd[PATH_MAX];
     absolute = absl::StrCat(getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "/", "/", path);
   }
+  // A path that exists — every file a source opens or a glob matches — resolves in one call;
+  // the walk below is for paths with components that do not exist (yet), and for those with a
+  // NUL byte, which the system would cut short.
+  char real[PATH_MAX];
+  if (!absl::StrContains(absolute, '\0') && realpath(absolute.c_str(), real) != nullptr) {
+    return real;
+  }
   std::string resolved = "/";
   // `resolved` is canonical as long as every component so far existed; past a missing one it
   // is extended lexically — until ".." climbs back to the canonical part (`last_existing`), from
@@ -66,7 +73,6 @@ std::string ResolvePath(const std::string& path) {
     }
     std::string next = Child(resolved, component);
     if (exists) {
-      char real[PATH_MAX];
       if (realpath(next.c_str(), real) != nullptr) {
         resolved = real;
         continue;
