@@ -74,7 +74,9 @@ bool ShmClient::broken() const {
 
 absl::StatusOr<std::shared_ptr<const void>> ShmClient::Take(uint64_t segment, size_t size,
                                                             absl::string_view* bytes) {
-  if (broken()) return absl::UnavailableError("shared-memory channel to the worker is broken");
+  // The flag only, not broken()'s poll: a hung-up worker fails the exchange below anyway, and
+  // this runs for every element.
+  if (broken_.load()) return absl::UnavailableError("shared-memory channel to the worker is broken");
   ShmMessage reply;
   int fd = -1;
   {
@@ -126,7 +128,7 @@ absl::StatusOr<std::shared_ptr<const void>> ShmClient::Take(uint64_t segment, si
 }
 
 void ShmClient::Release(uint64_t segment) {
-  if (broken()) return;
+  if (broken_.load()) return;  // the flag only, as in Take
   ShmMessage release;
   release.type = ShmMessage::kRelease;
   release.a = segment;
