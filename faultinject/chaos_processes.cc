@@ -90,14 +90,8 @@ absl::Status ChaosProcesses::Start() {
   if (options_.tls) {
     ASSIGN_OR_RETURN(ca, CertificateAuthority::Create(dir + "/tls"));
   }
-  // The flags that secure process `name` with identity `identity`.
-  const auto security = [&ca](const std::string& name,
-                              const std::string& identity) -> absl::StatusOr<TransportSecurity> {
-    if (ca == nullptr) return TransportSecurity{.insecure = true};
-    return ca->Issue(name, identity);
-  };
   ASSIGN_OR_RETURN(const TransportSecurity client_security,
-                   security("client", ClientIdentityUri("chaos")));
+                   LocalSecurityFor(ca.get(), "client", ClientIdentityUri("chaos")));
   ASSIGN_OR_RETURN(credentials_, ChannelCredentialsFor(client_security));
   processes_[kDispatcher].argv = {
       options_.binary, "dispatcher", "--journal_dir=" + dir + "/journal",
@@ -106,7 +100,8 @@ absl::Status ChaosProcesses::Start() {
       // A violation aborts the dispatcher: the run fails loudly.
       "--check_invariants"};
   {
-    ASSIGN_OR_RETURN(const TransportSecurity s, security("dispatcher", "granary://dispatcher"));
+    ASSIGN_OR_RETURN(const TransportSecurity s,
+                     LocalSecurityFor(ca.get(), "dispatcher", kDispatcherIdentityUri));
     for (const std::string& flag : TransportSecurityFlags(s))
       processes_[kDispatcher].argv.push_back(flag);
   }
@@ -145,7 +140,8 @@ absl::Status ChaosProcesses::Start() {
               "--heartbeat_interval_ms=100",
               "--window_bytes=262144",
               "--data_roots=" + options_.data_root};
-    ASSIGN_OR_RETURN(const TransportSecurity s, security(name, WorkerIdentityUri(name)));
+    ASSIGN_OR_RETURN(const TransportSecurity s,
+                     LocalSecurityFor(ca.get(), name, WorkerIdentityUri(name)));
     for (const std::string& flag : TransportSecurityFlags(s)) w.argv.push_back(flag);
     if (i >= options_.workers) w.argv.push_back("--standby");
     w.argv.insert(w.argv.end(), options_.extra_worker_flags.begin(),

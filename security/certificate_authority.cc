@@ -161,4 +161,12 @@ absl::StatusOr<TransportSecurity> CertificateAuthority::Issue(
   return security;
 }
 
+absl::StatusOr<TransportSecurity> LocalSecurityFor(CertificateAuthority* ca,
+                                                   const std::string& name,
+                                                   const std::string& identity_uri,
+                                                   const std::vector<std::string>& hosts) {
+  if (ca == nullptr) return TransportSecurity{.insecure = true};
+  return ca->Issue(name, identity_uri, hosts);
+}
+
 }  // namespace granary

@@ -42,6 +42,13 @@ class CertificateAuthority {
   std::unique_ptr<Key> key_;  // the CA's private key and certificate
 };
 
+// What a process of a local cluster (`granary cluster`, `granary chaos`) is started with: the
+// certificate `ca` issues for it (CertificateAuthority::Issue), or plain text when `ca` is null.
+absl::StatusOr<TransportSecurity> LocalSecurityFor(CertificateAuthority* ca,
+                                                   const std::string& name,
+                                                   const std::string& identity_uri,
+                                                   const std::vector<std::string>& hosts = {});
+
 }  // namespace granary
 
 #endif  // GRANARY_SECURITY_CERTIFICATE_AUTHORITY_H_

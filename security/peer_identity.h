@@ -28,6 +28,9 @@ struct PeerIdentity {
 // The URI SAN of a worker's / a client's certificate.
 std::string WorkerIdentityUri(absl::string_view worker_id);
 std::string ClientIdentityUri(absl::string_view name);
+// The URI SAN of a dispatcher's certificate: no identity ParseIdentityUri accepts, so a
+// dispatcher's certificate can call no RPC.
+inline constexpr char kDispatcherIdentityUri[] = "granary://dispatcher";
 
 // The identity one URI SAN names, if it is a Granary identity with a non-empty name.
 std::optional<PeerIdentity> ParseIdentityUri(absl::string_view uri);

@@ -23,7 +23,7 @@ TEST(PeerIdentityTest, ParsesWorkerAndClientUris) {
 TEST(PeerIdentityTest, RefusesUrisThatNameNoGranaryIdentity) {
   EXPECT_FALSE(ParseIdentityUri("granary://worker/").has_value()) << "empty name";
   EXPECT_FALSE(ParseIdentityUri("granary://worker/w0/extra").has_value());
-  EXPECT_FALSE(ParseIdentityUri("granary://dispatcher").has_value());
+  EXPECT_FALSE(ParseIdentityUri(kDispatcherIdentityUri).has_value());
   EXPECT_FALSE(ParseIdentityUri("spiffe://granary/worker/w0").has_value());
   EXPECT_FALSE(ParseIdentityUri("localhost").has_value());
 }

@@ -33,7 +33,7 @@ LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& op
     if (!options.issue_certificate) return std::vector<std::string>{"--insecure"};
     return TransportSecurityFlags(options.issue_certificate(name, identity));
   };
-  for (const std::string& flag : security_flags("dispatcher", "granary://dispatcher")) {
+  for (const std::string& flag : security_flags("dispatcher", kDispatcherIdentityUri)) {
     dispatcher_.argv.push_back(flag);
   }
   dispatcher_.argv.insert(dispatcher_.argv.end(), options.dispatcher_flags.begin(),

@@ -82,27 +82,24 @@ int ClusterCommand(int argc, char** argv) {
   const std::string host = absl::GetFlag(FLAGS_host);
   // Transport security: --insecure, or (the default) TLS with a throwaway CA in D/tls that
   // issues the dispatcher's, each worker's (naming its id) and one client certificate.
+  const auto no_certificates = [&dir](const absl::Status& status) {
+    std::fprintf(stderr, "granary cluster: making certificates in %s/tls: %s\n", dir.c_str(),
+                 std::string(status.message()).c_str());
+    return 1;
+  };
   std::unique_ptr<CertificateAuthority> ca;
-  std::vector<std::string> dispatcher_security = {"--insecure"};
-  std::string client_flags = "--insecure";
   if (!absl::GetFlag(FLAGS_insecure)) {
     absl::StatusOr<std::unique_ptr<CertificateAuthority>> made =
         CertificateAuthority::Create(dir + "/tls");
-    absl::StatusOr<TransportSecurity> issued =
-        made.ok() ? (*made)->Issue("dispatcher", "granary://dispatcher", {host})
-                  : absl::StatusOr<TransportSecurity>(made.status());
-    absl::StatusOr<TransportSecurity> client =
-        issued.ok() ? (*made)->Issue("client", ClientIdentityUri("operator"))
-                    : absl::StatusOr<TransportSecurity>(issued.status());
-    if (!client.ok()) {
-      std::fprintf(stderr, "granary cluster: making certificates in %s/tls: %s\n", dir.c_str(),
-                   std::string(client.status().message()).c_str());
-      return 1;
-    }
+    if (!made.ok()) return no_certificates(made.status());
     ca = *std::move(made);
-    dispatcher_security = TransportSecurityFlags(*issued);
-    client_flags = absl::StrJoin(TransportSecurityFlags(*client), " ");
   }
+  const absl::StatusOr<TransportSecurity> dispatcher_security =
+      LocalSecurityFor(ca.get(), "dispatcher", kDispatcherIdentityUri, {host});
+  if (!dispatcher_security.ok()) return no_certificates(dispatcher_security.status());
+  const absl::StatusOr<TransportSecurity> client_security =
+      LocalSecurityFor(ca.get(), "client", ClientIdentityUri("operator"));
+  if (!client_security.ok()) return no_certificates(client_security.status());
   const std::string self = SelfExecutablePath();
   const int base_port = absl::GetFlag(FLAGS_port);
   ClusterSupervisorOptions options;
@@ -127,8 +124,9 @@ int ClusterCommand(int argc, char** argv) {
       absl::StrCat("--host=", host),
       absl::StrCat("--port=", base_port),
       absl::StrCat("--worker_timeout_ms=", absl::GetFlag(FLAGS_cluster_worker_timeout_ms))};
-  dispatcher_argv.insert(dispatcher_argv.end(), dispatcher_security.begin(),
-                         dispatcher_security.end());
+  for (const std::string& flag : TransportSecurityFlags(*dispatcher_security)) {
+    dispatcher_argv.push_back(flag);
+  }
   const absl::StatusOr<std::string> dispatcher =
       supervisor.Start("dispatcher", "dispatcher", std::move(dispatcher_argv));
   if (!dispatcher.ok()) return fail(dispatcher.status());
@@ -145,21 +143,20 @@ int ClusterCommand(int argc, char** argv) {
         absl::StrCat("--host=", host),
         absl::StrCat("--port=", base_port == 0 ? 0 : base_port + 1 + i)};
     if (standby) worker.push_back("--standby");
-    std::vector<std::string> worker_security = {"--insecure"};
-    if (ca != nullptr) {
-      const absl::StatusOr<TransportSecurity> issued =
-          ca->Issue(name, WorkerIdentityUri(name), {host});
-      if (!issued.ok()) return fail(issued.status());
-      worker_security = TransportSecurityFlags(*issued);
+    const absl::StatusOr<TransportSecurity> worker_security =
+        LocalSecurityFor(ca.get(), name, WorkerIdentityUri(name), {host});
+    if (!worker_security.ok()) return fail(worker_security.status());
+    for (const std::string& flag : TransportSecurityFlags(*worker_security)) {
+      worker.push_back(flag);
     }
-    worker.insert(worker.end(), worker_security.begin(), worker_security.end());
     for (size_t r = 1; r < rest.size(); ++r) worker.push_back(rest[r]);
     const absl::StatusOr<std::string> started =
         supervisor.Start("worker", name, std::move(worker), standby ? "standby" : "");
     if (!started.ok()) return fail(started.status());
   }
   // What `granary run` / `status` (and ClientOptions) need to reach this cluster.
-  std::printf("client flags: %s\n", client_flags.c_str());
+  std::printf("client flags: %s\n",
+              absl::StrJoin(TransportSecurityFlags(*client_security), " ").c_str());
   std::printf("cluster ready; logs in %s/logs; Ctrl-C or SIGTERM stops it\n", dir.c_str());
   if (options.restart) {
     std::printf("a process that dies is restarted (--restart); kill -HUP %d restarts at once\n",
