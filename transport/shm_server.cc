@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 #include "transport/shm_protocol.h"
 
 namespace granary {
@@ -119,6 +120,17 @@ void ShmServer::Serve() {
 void ShmServer::Accept() {
   const int socket = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
   if (socket < 0) return;
+  // Segments hold every task's elements: only processes that could read this worker's memory
+  // anyway (its user, or root) may map them.
+  ucred peer{};
+  socklen_t length = sizeof(peer);
+  if (::getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0 ||
+      (peer.uid != ::geteuid() && peer.uid != 0)) {
+    LOG(WARNING) << "shared memory: refused process " << peer.pid << " of uid " << peer.uid
+                 << " (only uid " << ::geteuid() << " or root may map this worker's segments)";
+    ::close(socket);
+    return;
+  }
   const uint64_t id = session_base_ | next_session_++;
   {
     // Open before the client learns its id: its first request may come at once.

@@ -6,7 +6,10 @@
 // Walkthrough.
 //  * The worker listens on the abstract Unix socket named after its address
 //    (shm_protocol.h). A client that connects gets a session id (kHello) and names it in its
-//    GetElements requests.
+//    GetElements requests — if it runs as the worker's user or root (SO_PEERCRED): segments
+//    hold the elements of every task, so only a process that could read the worker's memory
+//    anyway may map them; any other is disconnected and reads over TCP, where capabilities
+//    guard each task (SECURITY.md).
 //  * Answering a request of session S, the worker calls Hold(S, image) for each element in a
 //    segment: S now holds a reference to the image, so its segment is not reused however the
 //    worker's window moves on. Hold fails for a session that is gone; that element then travels

@@ -1,5 +1,7 @@
 // The shared-memory transport's two ends in one process: a worker's pool of memfd segments and
 // its ShmServer, and a client's ShmClient.
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -10,11 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "transport/shm_test_util.h"
 #include "transport/buffer_pool.h"
 #include "transport/shm_backing.h"
 #include "transport/shm_client.h"
+#include "transport/shm_protocol.h"
 #include "transport/shm_server.h"
+#include "transport/shm_test_util.h"
 
 namespace granary {
 namespace {
@@ -158,6 +161,32 @@ TEST_F(ShmTest, ASessionWhoseWorkerWentAwayIsBroken) {
   auto again = ShmClient::Connect(address_);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_FALSE((*again)->broken());
+}
+
+// Issue 15: segments hold every task's elements, so a process of another user on the worker's
+// host is disconnected before it learns a session (it reads over TCP, against capabilities).
+TEST_F(ShmTest, AProcessOfAnotherUserGetsNoSession) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a child as another user";
+  socklen_t length = 0;
+  const sockaddr_un address = ShmSocketAddress(address_, &length);
+  const auto hello_bytes_as = [&](uid_t uid) -> int {
+    const pid_t child = ::fork();
+    if (child == 0) {  // Raw system calls only: the parent has threads.
+      if (::setuid(uid) != 0) ::_exit(100);
+      const int s = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+      if (s < 0 || ::connect(s, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
+        ::_exit(101);
+      }
+      char byte;
+      const ssize_t n = ::recv(s, &byte, 1, 0);
+      ::_exit(n > 0 ? 1 : 0);  // 1: the worker said hello (a session); 0: it hung up
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(hello_bytes_as(65534), 0) << "uid 65534 (nobody) was given a session";
+  EXPECT_EQ(hello_bytes_as(0), 1) << "the worker's own user was refused";
 }
 
 TEST(ShmConnectTest, NoWorkerOnThisHostIsUnavailable) {
