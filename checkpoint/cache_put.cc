@@ -101,11 +101,11 @@ absl::Status CachePut::Append(int64_t index, const Element& element) {
                      options_.env->NewWritableFile(chunk->temporary));
     chunk->writer = std::make_unique<TfRecordWriter>(std::move(file));
     open_ = std::move(chunk);
-    open_checksum_ = 0;
+    open_mac_ = std::make_unique<ChunkMac>(options_.mac_key, options_.task_id, index);
   }
   const std::string record = EncodeCachedElement(index, element);
   RETURN_IF_ERROR(open_->writer->Write(record));
-  open_checksum_ = ChainChunkChecksum(open_checksum_, record);
+  open_mac_->Add(record);
   open_->meta.set_num_elements(open_->meta.num_elements() + 1);
   if (open_->writer->offset() >= options_.max_chunk_bytes) return Seal();
   RETURN_IF_ERROR(HitFailpoint(kPutMidChunkWrite));
@@ -116,7 +116,8 @@ absl::Status CachePut::Seal() {
   if (open_ == nullptr) return absl::OkStatus();
   RETURN_IF_ERROR(open_->writer->Flush());
   CacheChunk& meta = open_->meta;
-  meta.set_checksum(open_checksum_);
+  meta.set_mac(open_mac_->Finish());
+  open_mac_.reset();
   meta.set_path(Path(FinalName(meta.task_id(), meta.generation(), meta.first_index(),
                                meta.num_elements())));
   absl::MutexLock lock(&mu_);

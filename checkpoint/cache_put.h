@@ -8,7 +8,7 @@
 // Append(i, e) writes record i — the next of the chain, else InvalidArgument — to the open
 //   chunk, a temporary `t<task>-g<gen>-i<first>.tmp`
 //   (opened at the first append after a seal; a chunk is also sealed when it reaches
-//   `max_chunk_bytes`). Sealing flushes it; its record count and checksum are then known.
+//   `max_chunk_bytes`). Sealing flushes it; its record count and MAC are then known.
 // Save(writer) — cache_write's part of a checkpoint, between two elements — seals the open
 //   chunk and writes the list of every chunk sealed so far (the chain) into the state.
 // The task runner then, off the pipeline's thread:
@@ -50,6 +50,7 @@
 #include "pipeline/cache_sink.h"
 #include "pipeline/tfrecord_writer.h"
 #include "proto/cache.pb.h"
+#include "security/chunk_mac.h"
 
 namespace granary {
 
@@ -64,6 +65,8 @@ struct CachePutOptions {
   std::string run_id;
   // A chunk is sealed once it holds this many bytes (it is also sealed at every checkpoint).
   int64_t max_chunk_bytes = 64 << 20;
+  // Keys each chunk's MAC (security/chunk_mac.h): the dispatcher's, for the manifest.
+  ChunkMacKey mac_key;
 };
 
 class CachePut : public CacheSink {
@@ -113,7 +116,7 @@ class CachePut : public CacheSink {
   bool started_ = false;
   // The open chunk (producer thread only).
   std::unique_ptr<Chunk> open_;
-  uint64_t open_checksum_ = 0;
+  std::unique_ptr<ChunkMac> open_mac_;
 
   mutable absl::Mutex mu_;
   // The chain: every sealed chunk, in order. Entries are never moved once added.

@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/cache_chunk_format.h"
+#include "pipeline/cache_chunk_guard.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/element.h"
 #include "pipeline/iterator_state.h"
@@ -21,9 +22,11 @@
 #include "pipeline/split_provider.h"
 #include "pipeline/tensor.h"
 #include "pipeline/tfrecord_reader.h"
+#include "pipeline/tfrecord_writer.h"
 #include "pipeline/udf.h"
 #include "proto/cache.pb.h"
 #include "proto/pipeline.pb.h"
+#include "security/chunk_mac.h"
 
 namespace granary {
 namespace {
@@ -35,6 +38,18 @@ using ::testing::UnorderedElementsAre;
 using ::testing::UnorderedElementsAreArray;
 
 constexpr int64_t kTask = 7;
+
+// The chunk key of these tests' CachePuts.
+ChunkMacKey TestKey() {
+  return ChunkMacKey::Derive(CapabilityKey::FromBytes(std::string(32, 'c')).value());
+}
+
+// The MAC FORMAT.md defines for chunk records `records` of task kTask from `first_index`.
+std::string MacOf(int64_t first_index, const std::vector<std::string>& records) {
+  ChunkMac mac(TestKey(), kTask, first_index);
+  for (const std::string& record : records) mac.Add(record);
+  return mac.Finish();
+}
 
 // Element i: an int64 scalar and a string, with a provenance unlike anything a cache_read source
 // would stamp (as after a shuffle): split 100 + i / 3, record 1000 + 7 i.
@@ -63,7 +78,6 @@ std::string Final(int64_t generation, int64_t first, int64_t n) {
 struct ChunkFile {
   std::vector<std::string> records;
   std::vector<CachedElement> elements;
-  uint64_t checksum = 0;  // chained over the records, as FORMAT.md says
 };
 
 void ReadChunk(const std::string& path, ChunkFile* out) {
@@ -78,7 +92,6 @@ void ReadChunk(const std::string& path, ChunkFile* out) {
     if (end) return;
     CachedElement cached;
     ASSERT_TRUE(cached.ParseFromString(record)) << path << " record " << out->records.size();
-    out->checksum = ChainChunkChecksum(out->checksum, record);
     out->records.push_back(record);
     out->elements.push_back(std::move(cached));
   }
@@ -96,6 +109,7 @@ class CachePutTest : public ::testing::Test {
     options.task_id = kTask;
     options.generation = generation;
     options.run_id = RunOf(generation);
+    options.mac_key = TestKey();
     return options;
   }
 
@@ -160,8 +174,8 @@ class CachePutTest : public ::testing::Test {
   }
 
   // The chunk's file holds records first_index.. in order, each MakeElement(index) with its
-  // index, byte for byte the records EncodeCachedElement makes, and the checksum is the chained
-  // XXH64 over them.
+  // index, byte for byte the records EncodeCachedElement makes, and the MAC is FORMAT.md's over
+  // them.
   void ExpectChunkHolds(const CacheChunk& chunk) const {
     SCOPED_TRACE(absl::StrCat("chunk ", chunk.ShortDebugString()));
     ChunkFile file;
@@ -177,8 +191,8 @@ class CachePutTest : public ::testing::Test {
       EXPECT_EQ(e->record, MakeElement(index).record);
       EXPECT_EQ(file.records[k], EncodeCachedElement(index, MakeElement(index)));
     }
-    EXPECT_NE(chunk.checksum(), 0u);
-    EXPECT_EQ(file.checksum, chunk.checksum());
+    EXPECT_EQ(chunk.mac().size(), ChunkMac::kMacBytes);
+    EXPECT_EQ(chunk.mac(), MacOf(chunk.first_index(), file.records));
   }
 
   testing::ScopedTempDir dir_;
@@ -587,11 +601,9 @@ TEST_F(CachePutFaultTest, CrashKeepsCommittedChunksAndLosesUnsyncedAppends) {
   committed.set_task_id(kTask);
   committed.set_first_index(0);
   committed.set_num_elements(4);
-  uint64_t checksum = 0;
-  for (int64_t i = 0; i < 4; ++i) {
-    checksum = ChainChunkChecksum(checksum, EncodeCachedElement(i, MakeElement(i)));
-  }
-  committed.set_checksum(checksum);
+  std::vector<std::string> records;
+  for (int64_t i = 0; i < 4; ++i) records.push_back(EncodeCachedElement(i, MakeElement(i)));
+  committed.set_mac(MacOf(0, records));
   ExpectChunkHolds(committed);
 }
 
@@ -631,6 +643,52 @@ TEST_F(CachePutFaultTest, SyncedChunkSurvivesCrashBeforeCommitAndRestoreRollsFor
 
 // --- Reading the chunks back with the cache_read source ---
 
+// Yields MakeElement(i) for i in [begin, end): what the Put task computed at those indices.
+class MadeElementsReader : public SplitReader {
+ public:
+  MadeElementsReader(int64_t begin, int64_t end) : next_(begin), end_(end) {}
+  absl::Status Next(Element* out, bool* end) override {
+    *end = next_ == end_;
+    if (!*end) *out = MakeElement(next_++);
+    return absl::OkStatus();
+  }
+  int64_t offset() const override { return 0; }
+
+ private:
+  int64_t next_;
+  const int64_t end_;
+};
+
+// The worker's guard in miniature: MACs under TestKey(); a recomputation yields what the Put
+// task computed (the worker's real one is tested in tests/cache_integrity_test.cc). Records
+// each recomputation.
+class TestGuard : public CacheChunkGuard {
+ public:
+  struct Recomputation {
+    std::string path;
+    int64_t records_done;
+    absl::Status problem;
+  };
+
+  absl::Status CheckMac(const CacheChunk& chunk,
+                        const std::vector<std::string>& records) const override {
+    if (ChunkMac::Equal(MacOf(chunk.first_index(), records), chunk.mac())) {
+      return absl::OkStatus();
+    }
+    return absl::DataLossError(absl::StrCat("cache chunk ", chunk.path(), ": MAC differs"));
+  }
+  absl::StatusOr<std::unique_ptr<SplitReader>> Recompute(const CacheChunk& chunk,
+                                                         int64_t records_done,
+                                                         const absl::Status& problem,
+                                                         const SplitOpenContext&) override {
+    recomputed.push_back({chunk.path(), records_done, problem});
+    return std::make_unique<MadeElementsReader>(chunk.first_index() + records_done,
+                                                chunk.first_index() + chunk.num_elements());
+  }
+
+  std::vector<Recomputation> recomputed;
+};
+
 class CachePutCacheReadTest : public CachePutTest {
  protected:
   void SetUp() override {
@@ -653,9 +711,13 @@ class CachePutCacheReadTest : public CachePutTest {
     pipeline_ = std::move(pipeline).value();
   }
 
-  std::unique_ptr<Iterator> MakeIterator(std::vector<Split> splits) const {
-    absl::StatusOr<std::unique_ptr<Iterator>> it = pipeline_->MakeIterator(
-        IteratorContext{Env::Default()}, std::make_unique<PlannedSplitProvider>(std::move(splits)));
+  // An iterator over `splits`, checked by `guard` (null: none).
+  std::unique_ptr<Iterator> MakeIterator(std::vector<Split> splits,
+                                         CacheChunkGuard* guard = nullptr) const {
+    IteratorContext ctx{Env::Default()};
+    ctx.cache_guard = guard;
+    absl::StatusOr<std::unique_ptr<Iterator>> it =
+        pipeline_->MakeIterator(ctx, std::make_unique<PlannedSplitProvider>(std::move(splits)));
     EXPECT_TRUE(it.ok()) << it.status();
     return it.ok() ? std::move(it).value() : nullptr;
   }
@@ -683,12 +745,12 @@ class CachePutCacheReadTest : public CachePutTest {
     }
   }
 
-  // Reads the manifest's splits with split `bad` changed by `change`; expects DataLoss naming
-  // that chunk after `expected_before` good elements.
-  void ExpectDataLoss(int bad, const std::function<void(Split*)>& change,
-                      int64_t expected_before, const std::string& what) {
+  // Reads the manifest's splits with chunk `bad`'s entry changed by `change`, without a guard;
+  // expects DataLoss naming that chunk and `what`, and none of the chunk served.
+  void ExpectDataLoss(int bad, const std::function<void(CacheChunk*)>& change,
+                      const std::string& what) {
     std::vector<Split> splits = ChunkSplits(manifest_.chunks());
-    change(&splits[bad]);
+    change(splits[bad].mutable_cache_chunk());
     std::unique_ptr<Iterator> it = MakeIterator(splits);
     ASSERT_NE(it, nullptr);
     std::vector<Element> got;
@@ -696,25 +758,46 @@ class CachePutCacheReadTest : public CachePutTest {
     EXPECT_TRUE(absl::IsDataLoss(status)) << status;
     EXPECT_THAT(status.message(), HasSubstr(manifest_.chunks(bad).path()));
     EXPECT_THAT(status.message(), HasSubstr(what));
-    ExpectElements(got, 0, expected_before);
+    ExpectElements(got, 0, manifest_.chunks(bad).first_index());
+  }
+
+  // Rewrites chunk `k`'s file with well-framed records whose element at `changed` (an index of
+  // the chunk) carries other values: what a tenant with write access to the cache directory
+  // but not the key can do.
+  void ForgeChunk(int k, int64_t changed) const {
+    const CacheChunk& chunk = manifest_.chunks(k);
+    absl::StatusOr<std::unique_ptr<WritableFile>> file =
+        Env::Default()->NewWritableFile(chunk.path());
+    ASSERT_TRUE(file.ok()) << file.status();
+    TfRecordWriter writer(std::move(file).value());
+    for (int64_t i = chunk.first_index(); i < chunk.first_index() + chunk.num_elements(); ++i) {
+      Element e = MakeElement(i);
+      if (i == changed) e.tensors[0] = Tensor::Scalar<int64_t>(-1);
+      ASSERT_TRUE(writer.Write(EncodeCachedElement(i, e)).ok());
+    }
+    ASSERT_TRUE(writer.Close().ok());
   }
 
   static constexpr int64_t kElements = 25;
   UdfRegistry udfs_ = UdfRegistry::WithBuiltins();
   CacheState manifest_;
   std::unique_ptr<Pipeline> pipeline_;
+  TestGuard guard_;
 };
 
 TEST_F(CachePutCacheReadTest, ChunkSplitsYieldElementsWithOriginalProvenanceInOrder) {
   const std::vector<Split> splits = ChunkSplits(manifest_.chunks());
   ASSERT_EQ(splits.size(), static_cast<size_t>(manifest_.chunks_size()));
-  for (const Split& split : splits) EXPECT_NE(split.checksum(), 0u);
-  std::unique_ptr<Iterator> it = MakeIterator(splits);
+  for (const Split& split : splits) {
+    EXPECT_EQ(split.cache_chunk().mac().size(), ChunkMac::kMacBytes);
+  }
+  std::unique_ptr<Iterator> it = MakeIterator(splits, &guard_);
   ASSERT_NE(it, nullptr);
   std::vector<Element> got;
   const absl::Status status = Pull(it.get(), -1, &got);
   ASSERT_TRUE(status.ok()) << status;
   ExpectElements(got, 0, kElements);
+  EXPECT_TRUE(guard_.recomputed.empty()) << "every chunk passes its MAC check";
 }
 
 TEST_F(CachePutCacheReadTest, SaveRestoreMidChunkContinuesIdentically) {
@@ -722,20 +805,21 @@ TEST_F(CachePutCacheReadTest, SaveRestoreMidChunkContinuesIdentically) {
   // Cut inside the second chunk.
   const int64_t cut = manifest_.chunks(1).first_index() + 1;
   ASSERT_LT(cut, manifest_.chunks(1).first_index() + manifest_.chunks(1).num_elements());
-  std::unique_ptr<Iterator> original = MakeIterator(splits);
+  std::unique_ptr<Iterator> original = MakeIterator(splits, &guard_);
   ASSERT_NE(original, nullptr);
   std::vector<Element> got;
   ASSERT_TRUE(Pull(original.get(), cut, &got).ok());
   IteratorStateProto state;
   StateWriter writer(&state);
   ASSERT_TRUE(original->Save(writer).ok());
-  std::unique_ptr<Iterator> restored = MakeIterator(splits);
+  std::unique_ptr<Iterator> restored = MakeIterator(splits, &guard_);
   ASSERT_NE(restored, nullptr);
   const absl::Status restore = restored->Restore(StateReader(&state));
   ASSERT_TRUE(restore.ok()) << restore;
   const absl::Status status = Pull(restored.get(), -1, &got);
   ASSERT_TRUE(status.ok()) << status;
   ExpectElements(got, 0, kElements);
+  EXPECT_TRUE(guard_.recomputed.empty());
 }
 
 TEST_F(CachePutCacheReadTest, FilesGlobReadsEveryChunkDirectly) {
@@ -753,26 +837,83 @@ TEST_F(CachePutCacheReadTest, FilesGlobReadsEveryChunkDirectly) {
   ExpectElements(got, 0, kElements);
 }
 
-TEST_F(CachePutCacheReadTest, SplitWithMoreRecordsThanChunkIsDataLossNamingChunk) {
-  const int64_t through_bad =
-      manifest_.chunks(1).first_index() + manifest_.chunks(1).num_elements();
+TEST_F(CachePutCacheReadTest, ManifestCountAboveTheFilesIsDataLossNamingChunk) {
   ExpectDataLoss(
-      1, [](Split* s) { s->set_num_records(s->num_records() + 1); }, through_bad, "missing");
+      1, [](CacheChunk* c) { c->set_num_elements(c->num_elements() + 1); }, "the manifest says");
 }
 
-TEST_F(CachePutCacheReadTest, SplitWithWrongChecksumIsDataLossNamingChunk) {
-  const int64_t through_bad =
-      manifest_.chunks(1).first_index() + manifest_.chunks(1).num_elements();
+TEST_F(CachePutCacheReadTest, ManifestCountBelowTheFilesIsDataLossNamingChunk) {
   ExpectDataLoss(
-      1, [](Split* s) { s->set_checksum(s->checksum() ^ 1); }, through_bad, "checksum");
+      1, [](CacheChunk* c) { c->set_num_elements(c->num_elements() - 1); }, "more than");
 }
 
-TEST_F(CachePutCacheReadTest, SplitWithFewerRecordsThanChunkIsDataLossNamingChunk) {
-  const int64_t through_bad =
-      manifest_.chunks(1).first_index() + manifest_.chunks(1).num_elements() - 1;
-  ASSERT_NE(manifest_.chunks(1).checksum(), 0u);
+TEST_F(CachePutCacheReadTest, ManifestFirstIndexOtherThanTheRecordsIsDataLossNamingChunk) {
   ExpectDataLoss(
-      1, [](Split* s) { s->set_num_records(s->num_records() - 1); }, through_bad, "more than");
+      1, [](CacheChunk* c) { c->set_first_index(c->first_index() + 1); }, "belongs");
+}
+
+// Issue 15, cache integrity: a chunk rewritten by someone without the key — well framed, right
+// count and indices, one element's values changed — fails its MAC before any of it is served;
+// the guard recomputes it and the reader serves exactly the Put task's elements.
+TEST_F(CachePutCacheReadTest, ForgedChunkIsNeverServedButRecomputed) {
+  const CacheChunk& forged = manifest_.chunks(1);
+  ASSERT_NO_FATAL_FAILURE(ForgeChunk(1, forged.first_index() + 1));
+  std::unique_ptr<Iterator> it = MakeIterator(ChunkSplits(manifest_.chunks()), &guard_);
+  ASSERT_NE(it, nullptr);
+  std::vector<Element> got;
+  const absl::Status status = Pull(it.get(), -1, &got);
+  ASSERT_TRUE(status.ok()) << status;
+  ExpectElements(got, 0, kElements);
+  ASSERT_EQ(guard_.recomputed.size(), 1u);
+  EXPECT_EQ(guard_.recomputed[0].path, forged.path());
+  EXPECT_EQ(guard_.recomputed[0].records_done, 0);
+  EXPECT_TRUE(absl::IsDataLoss(guard_.recomputed[0].problem)) << guard_.recomputed[0].problem;
+  EXPECT_THAT(guard_.recomputed[0].problem.message(), HasSubstr("MAC"));
+}
+
+// A task restored mid-chunk whose chunk was forged meanwhile recomputes from where it was.
+TEST_F(CachePutCacheReadTest, RestoreIntoAForgedChunkRecomputesFromTheRestoredRecord) {
+  const std::vector<Split> splits = ChunkSplits(manifest_.chunks());
+  const int64_t cut = manifest_.chunks(1).first_index() + 1;
+  std::unique_ptr<Iterator> original = MakeIterator(splits, &guard_);
+  ASSERT_NE(original, nullptr);
+  std::vector<Element> got;
+  ASSERT_TRUE(Pull(original.get(), cut, &got).ok());
+  IteratorStateProto state;
+  StateWriter writer(&state);
+  ASSERT_TRUE(original->Save(writer).ok());
+  ASSERT_NO_FATAL_FAILURE(ForgeChunk(1, cut));
+  std::unique_ptr<Iterator> restored = MakeIterator(splits, &guard_);
+  ASSERT_NE(restored, nullptr);
+  ASSERT_TRUE(restored->Restore(StateReader(&state)).ok());
+  const absl::Status status = Pull(restored.get(), -1, &got);
+  ASSERT_TRUE(status.ok()) << status;
+  ExpectElements(got, 0, kElements);
+  ASSERT_EQ(guard_.recomputed.size(), 1u);
+  EXPECT_EQ(guard_.recomputed[0].records_done, 1);
+}
+
+TEST_F(CachePutCacheReadTest, MissingOrCutChunksAreRecomputed) {
+  ASSERT_TRUE(Env::Default()->DeleteFile(manifest_.chunks(0).path()).ok());
+  {
+    absl::StatusOr<std::string> bytes =
+        ReadFileToString(Env::Default(), manifest_.chunks(2).path());
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    ASSERT_TRUE(WriteStringToFile(Env::Default(), manifest_.chunks(2).path(),
+                                  bytes->substr(0, bytes->size() - 3), /*sync=*/false)
+                    .ok());
+  }
+  std::unique_ptr<Iterator> it = MakeIterator(ChunkSplits(manifest_.chunks()), &guard_);
+  ASSERT_NE(it, nullptr);
+  std::vector<Element> got;
+  const absl::Status status = Pull(it.get(), -1, &got);
+  ASSERT_TRUE(status.ok()) << status;
+  ExpectElements(got, 0, kElements);
+  ASSERT_EQ(guard_.recomputed.size(), 2u);
+  EXPECT_EQ(guard_.recomputed[0].path, manifest_.chunks(0).path());
+  EXPECT_TRUE(absl::IsNotFound(guard_.recomputed[0].problem)) << guard_.recomputed[0].problem;
+  EXPECT_EQ(guard_.recomputed[1].path, manifest_.chunks(2).path());
+  EXPECT_THAT(guard_.recomputed[1].problem.message(), HasSubstr(manifest_.chunks(2).path()));
 }
 
 }  // namespace

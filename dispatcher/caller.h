@@ -16,6 +16,8 @@ struct Caller {
   // (plain text, in-process use), every caller may do everything and creates unowned jobs.
   bool authenticated = false;
   std::string client;
+  // An operator (`granary dispatcher --admin_clients`): sees the whole status.
+  bool admin = false;
 
   // The owner a job created by this caller gets ("" when not authenticated).
   std::string owner() const { return authenticated ? client : ""; }
@@ -25,6 +27,11 @@ struct Caller {
 // authenticated, or the job has no owner, or the caller is its owner or among its readers.
 // PermissionDenied naming the job, its owner and the caller otherwise.
 absl::Status CheckJobAccess(const JobState& job, const Caller& caller);
+
+// What of `state` `caller` may see in GetStatus: the jobs CheckJobAccess lets it access, with
+// their epochs, tasks and datasets, the caches those jobs wrote, and every worker (clients dial
+// them anyway). All of it for an unauthenticated caller or an admin.
+DispatcherStateProto VisibleState(const DispatcherStateProto& state, const Caller& caller);
 
 }  // namespace granary
 

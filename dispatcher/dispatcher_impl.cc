@@ -400,10 +400,11 @@ absl::StatusOr<EpochCache> DispatcherImpl::DecideEpochCache(const JobState& job,
     cache.set_mode(EpochCache::PUT);
     *cache.mutable_pipeline() = WithCacheWrite(def, *point);
     cache.set_cache_dir(dir);
-  } else if (known->complete()) {
+  } else if (known->complete() && !known->invalid()) {
     cache.set_mode(EpochCache::GET);
     *cache.mutable_pipeline() = ReadingFromCache(def, *point, dir);
-  }  // Else another epoch is writing it: compute (with the prefix pinned all the same).
+  }  // Else another epoch is writing it, or a chunk of it failed its check: compute (with the
+     // prefix pinned all the same).
   return cache;
 }
 
@@ -727,10 +728,65 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
       });
 }
 
-absl::Status DispatcherImpl::GetStatus(const GetStatusRequest& request,
-                                       GetStatusResponse* response) {
+absl::Status DispatcherImpl::RecomputeCacheChunk(const RecomputeCacheChunkRequest& request,
+                                                 RecomputeCacheChunkResponse* response) {
+  Update update;
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckUsable());
+    const TaskState* task = state_.FindTask(request.task_id());
+    if (task == nullptr) return absl::NotFoundError(absl::StrCat("no task ", request.task_id()));
+    if (request.generation() != task->generation()) {
+      return absl::FailedPreconditionError(absl::StrCat("task ", request.task_id(),
+                                                        " is at generation ", task->generation(),
+                                                        ", not ", request.generation()));
+    }
+    const EpochState* epoch = state_.FindEpoch(task->job_id(), task->epoch());
+    const CacheState* cache = state_.FindCache(epoch->cache().cache_key());
+    if (epoch->cache().mode() != EpochCache::GET || cache == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("task ", request.task_id(), " does not read a cache"));
+    }
+    const auto chunk =
+        std::find_if(cache->chunks().begin(), cache->chunks().end(),
+                     [&](const CacheChunk& c) { return c.path() == request.chunk_path(); });
+    if (chunk == cache->chunks().end()) {
+      return absl::NotFoundError(
+          absl::StrCat("cache ", cache->cache_key(), " has no chunk ", request.chunk_path()));
+    }
+    const auto plan =
+        std::find_if(cache->task_plans().begin(), cache->task_plans().end(),
+                     [&](const CacheTaskPlan& p) { return p.task_id() == chunk->task_id(); });
+    if (plan == cache->task_plans().end()) {
+      return absl::DataLossError(absl::StrCat("cache ", cache->cache_key(),
+                                              " has no plan for task ", chunk->task_id(),
+                                              ", which wrote ", chunk->path()));
+    }
+    const JobState* job = state_.FindJob(task->job_id());
+    *response->mutable_prefix() = CachedPrefix(state_.FindDataset(job->dataset_id())->pipeline(),
+                                               epoch->cache().cached_prefix_ops());
+    response->set_seed(job->options().seed());
+    response->set_cached_prefix_ops(epoch->cache().cached_prefix_ops());
+    *response->mutable_leased() = plan->leased();
+    *response->mutable_chunk() = *chunk;
+    LOG(WARNING) << "task " << request.task_id() << " (worker " << task->worker_id()
+                 << ") recomputes cache chunk " << request.chunk_path() << ": "
+                 << request.problem();
+    if (cache->invalid()) return absl::OkStatus();
+    update.mutable_invalidate_cache()->set_cache_key(cache->cache_key());
+    update.mutable_invalidate_cache()->set_reason(
+        absl::StrCat("chunk ", request.chunk_path(), ": ", request.problem().substr(0, 1024)));
+  }
+  return JournalAndApply(
+      update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+        return absl::IsAlreadyExists(applied) ? absl::OkStatus() : applied;
+      });
+}
+
+absl::Status DispatcherImpl::GetStatus(const GetStatusRequest& request, GetStatusResponse* response,
+                                       const Caller& caller) {
   absl::MutexLock lock(&mu_);
-  *response->mutable_state() = state_.ToProto();
+  *response->mutable_state() = VisibleState(state_.ToProto(), caller);
   const uint64_t now = options_.env->NowMicros();
   for (const auto& [id, seen] : last_seen_) {
     const WorkerState* worker = state_.FindWorker(id);

@@ -117,7 +117,13 @@ class DispatcherImpl {
   // The id of the worker task `task_id` is assigned to ("" if none); NotFound for no such task.
   absl::StatusOr<std::string> TaskWorker(int64_t task_id) const;
   absl::Status TaskFinished(const TaskFinishedRequest& request, TaskFinishedResponse* response);
-  absl::Status GetStatus(const GetStatusRequest& request, GetStatusResponse* response);
+  // A chunk of the cache task `request.task_id()` reads failed its check on the worker: journals
+  // the cache invalid (later epochs compute its prefix) and answers how to recompute the chunk.
+  absl::Status RecomputeCacheChunk(const RecomputeCacheChunkRequest& request,
+                                   RecomputeCacheChunkResponse* response);
+  // The state `caller` may see (VisibleState, caller.h) and the live workers.
+  absl::Status GetStatus(const GetStatusRequest& request, GetStatusResponse* response,
+                         const Caller& caller = {});
 
   // One pass of the failure detector: journals WorkerLost for every live worker silent for
   // longer than the timeout. Also run every timeout/4 by a background thread started by Open.

@@ -87,6 +87,8 @@ absl::Status DispatcherState::Apply(uint64_t seq, const Update& update) {
       return ApplyRetireJob(update.retire_job());
     case Update::kSetClusterId:
       return ApplySetClusterId(update.set_cluster_id());
+    case Update::kInvalidateCache:
+      return ApplyInvalidateCache(update.invalidate_cache());
     case Update::KIND_NOT_SET:
       break;
   }
@@ -264,10 +266,14 @@ absl::Status DispatcherState::ApplyTaskFinished(const TaskFinishedUpdate& u) {
     CacheState& cache = cache_it->second;
     cache.set_complete(true);
     for (int64_t id : epoch->task_ids()) {
-      for (const CacheChunk& chunk : FindTask(id)->cache_chunks()) {
+      const TaskState* finished = FindTask(id);
+      for (const CacheChunk& chunk : finished->cache_chunks()) {
         *cache.add_chunks() = chunk;
         cache.set_num_elements(cache.num_elements() + chunk.num_elements());
       }
+      CacheTaskPlan* plan = cache.add_task_plans();
+      plan->set_task_id(id);
+      *plan->mutable_leased() = finished->leased();
     }
   }
   return absl::OkStatus();
@@ -309,6 +315,21 @@ absl::Status DispatcherState::ApplySetClusterId(const SetClusterIdUpdate& u) {
   }
   RETURN_IF_ERROR(ValidateName("cluster id", u.cluster_id()));
   cluster_id_ = u.cluster_id();
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyInvalidateCache(const InvalidateCacheUpdate& u) {
+  auto it = caches_.find(u.cache_key());
+  if (it == caches_.end()) return absl::NotFoundError(absl::StrCat("no cache ", u.cache_key()));
+  if (!it->second.complete()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cache ", u.cache_key(), " is not complete: nothing to invalidate"));
+  }
+  if (it->second.invalid()) {
+    return absl::AlreadyExistsError(absl::StrCat("cache ", u.cache_key(), " is invalid already"));
+  }
+  it->second.set_invalid(true);
+  it->second.set_invalid_reason(u.reason());
   return absl::OkStatus();
 }
 

@@ -80,6 +80,7 @@ class DispatcherState {
   absl::Status ApplyWorkerLost(const WorkerLostUpdate& u);
   absl::Status ApplyRetireJob(const RetireJobUpdate& u);
   absl::Status ApplySetClusterId(const SetClusterIdUpdate& u);
+  absl::Status ApplyInvalidateCache(const InvalidateCacheUpdate& u);
 
   // Adds `task` to (removes it from) the indices by worker.
   void IndexTask(const TaskState& task);

@@ -322,7 +322,7 @@ class DispatcherStateCacheTest : public ::testing::Test {
     c.set_generation(generation);
     c.set_first_index(first);
     c.set_num_elements(n);
-    c.set_checksum(1000 * task + 10 * generation + first + 1);
+    c.set_mac(absl::StrCat("mac ", task, " ", generation, " ", first));
     return c;
   }
 

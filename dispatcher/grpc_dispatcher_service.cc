@@ -1,5 +1,7 @@
 #include "dispatcher/grpc_dispatcher_service.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "security/peer_identity.h"
@@ -11,7 +13,10 @@ absl::StatusOr<Caller> GrpcDispatcherService::ClientCaller(grpc::ServerContext* 
   if (!enforce_identity_) return Caller{};
   const PeerIdentity peer = IdentityOfCall(*context, tokens_);
   if (absl::Status allowed = RequireClient(peer, rpc); !allowed.ok()) return allowed;
-  return Caller{.authenticated = true, .client = peer.name};
+  return Caller{.authenticated = true,
+                .client = peer.name,
+                .admin = std::find(admin_clients_.begin(), admin_clients_.end(), peer.name) !=
+                         admin_clients_.end()};
 }
 
 absl::Status GrpcDispatcherService::CheckWorker(grpc::ServerContext* context,
@@ -109,13 +114,22 @@ grpc::Status GrpcDispatcherService::TaskFinished(grpc::ServerContext* context,
   return ToGrpcStatus(impl_->TaskFinished(*request, response));
 }
 
+grpc::Status GrpcDispatcherService::RecomputeCacheChunk(grpc::ServerContext* context,
+                                                        const RecomputeCacheChunkRequest* request,
+                                                        RecomputeCacheChunkResponse* response) {
+  if (absl::Status allowed = CheckTaskWorker(context, request->task_id(), "RecomputeCacheChunk");
+      !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
+  return ToGrpcStatus(impl_->RecomputeCacheChunk(*request, response));
+}
+
 grpc::Status GrpcDispatcherService::GetStatus(grpc::ServerContext* context,
                                               const GetStatusRequest* request,
                                               GetStatusResponse* response) {
-  if (absl::StatusOr<Caller> caller = ClientCaller(context, "GetStatus"); !caller.ok()) {
-    return ToGrpcStatus(caller.status());
-  }
-  return ToGrpcStatus(impl_->GetStatus(*request, response));
+  const absl::StatusOr<Caller> caller = ClientCaller(context, "GetStatus");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  return ToGrpcStatus(impl_->GetStatus(*request, response, *caller));
 }
 
 }  // namespace granary

@@ -6,7 +6,6 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/wire_format_lite.h"
-#include "common/hash.h"
 #include "proto/cache.pb.h"
 
 namespace granary {
@@ -65,10 +64,6 @@ absl::Status DecodeCachedElement(absl::string_view record, int64_t* index, Eleme
   *index = static_cast<int64_t>(decoded_index);
   *element = *std::move(decoded);
   return absl::OkStatus();
-}
-
-uint64_t ChainChunkChecksum(uint64_t checksum, absl::string_view record) {
-  return Hash64(record, checksum);
 }
 
 }  // namespace granary

@@ -1,8 +1,7 @@
 // The records of cache chunk files (checkpoint/FORMAT.md): what cache_write's sink writes and
 // the cache_read source reads. A chunk is a TFRecord-framed file whose records are CachedElement
 // protos (index + element with its provenance) whose element field holds the element's wire
-// image (transport/FORMAT.md) as it is; its checksum chains XXH64 over the records' bytes in
-// order.
+// image (transport/FORMAT.md) as it is. (A chunk's MAC over its records: security/chunk_mac.h.)
 #ifndef GRANARY_PIPELINE_CACHE_CHUNK_FORMAT_H_
 #define GRANARY_PIPELINE_CACHE_CHUNK_FORMAT_H_
 
@@ -27,10 +26,6 @@ std::string EncodeCachedElement(int64_t index, const Element& element);
 // bytes (but ResourceExhausted when no buffer can be had).
 absl::Status DecodeCachedElement(absl::string_view record, int64_t* index, Element* element,
                                  BufferPool* pool = BufferPool::Default());
-
-// The checksum of a chunk after one more record: XXH64(record) seeded with the checksum of the
-// records before it (0 for an empty chunk).
-uint64_t ChainChunkChecksum(uint64_t checksum, absl::string_view record);
 
 }  // namespace granary
 

@@ -40,12 +40,16 @@ absl::StatusOr<std::optional<int>> CachePoint(const PipelineDef& def, CachePolic
   }
 }
 
-std::string CacheKey(const PipelineDef& def, int cache_point, uint64_t seed,
-                     absl::string_view data_identity) {
+PipelineDef CachedPrefix(const PipelineDef& def, int cache_point) {
   PipelineDef prefix;
   *prefix.mutable_source() = def.source();
   for (int i = 0; i < cache_point && i < def.ops_size(); ++i) *prefix.add_ops() = def.ops(i);
-  std::string bytes = SerializeDeterministically(prefix);
+  return prefix;
+}
+
+std::string CacheKey(const PipelineDef& def, int cache_point, uint64_t seed,
+                     absl::string_view data_identity) {
+  std::string bytes = SerializeDeterministically(CachedPrefix(def, cache_point));
   // After a whole serialized message a 0 byte can only be this separator (0 is never a field's
   // tag), so no (prefix, identity) pair hashes the bytes of another.
   if (!data_identity.empty()) absl::StrAppend(&bytes, absl::string_view("\0", 1), data_identity);
@@ -82,7 +86,7 @@ std::vector<Split> ChunkSplits(const google::protobuf::RepeatedPtrField<CacheChu
     split.set_id(splits.size() - 1);
     split.set_file(chunk.path());
     split.set_num_records(chunk.num_elements());
-    split.set_checksum(chunk.checksum());
+    *split.mutable_cache_chunk() = chunk;
   }
   return splits;
 }

@@ -30,6 +30,9 @@ std::string CachePolicyName(CachePolicy policy);
 // without a mark op.
 absl::StatusOr<std::optional<int>> CachePoint(const PipelineDef& def, CachePolicy policy);
 
+// The cached prefix of `def`: its source and first `cache_point` ops.
+PipelineDef CachedPrefix(const PipelineDef& def, int cache_point);
+
 // Identifies the cached data: hex XXH64 of the prefix's deterministic serialization, seeded
 // with the job seed (the prefix's random draws depend on it), and of `data_identity` when it is
 // not empty — the dispatcher's data roots (SECURITY.md), so that a cache made of the files one
@@ -49,7 +52,7 @@ PipelineDef ReadingFromCache(const PipelineDef& def, int cache_point,
                              const std::string& cache_dir);
 
 // The split plan of a Get epoch: one split per chunk of the manifest, in order, each carrying
-// the chunk's record count and checksum.
+// the chunk's record count and manifest entry (which the reader checks the file against).
 std::vector<Split> ChunkSplits(const google::protobuf::RepeatedPtrField<CacheChunk>& chunks);
 
 }  // namespace granary

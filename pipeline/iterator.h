@@ -22,6 +22,7 @@
 
 namespace granary {
 
+class CacheChunkGuard;
 class CacheSink;
 
 // Counters the iterators of one run add to, read by whoever runs it (local_runner.h, a worker's
@@ -48,6 +49,10 @@ struct IteratorContext {
   // Where the batch op allocates its batches' wire images (a worker serving clients on its host
   // passes its shared-memory pool, transport/shm_backing.h). Not owned.
   BufferPool* pool = BufferPool::Default();
+  // How a Get epoch's cache_read source checks manifest chunks and recomputes one that fails
+  // (pipeline/cache_chunk_guard.h); null: chunks are checked for count and sequence only. Not
+  // owned.
+  CacheChunkGuard* cache_guard = nullptr;
 };
 
 class Iterator {

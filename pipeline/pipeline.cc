@@ -117,8 +117,9 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
     const IteratorContext& ctx, std::unique_ptr<SplitProvider> provider) const {
   // Every stage is wrapped in GuardAllocations: a failed allocation is an error naming it.
   std::unique_ptr<Iterator> it = GuardAllocations(
-      std::make_unique<SourceIterator>(source_, source_params_, ctx.env, std::move(provider),
-                                       ctx.pool),
+      std::make_unique<SourceIterator>(source_, source_params_,
+                                       SplitOpenContext{ctx.env, ctx.pool, ctx.cache_guard},
+                                       std::move(provider)),
       absl::StrCat("source ", source_->type));
   const auto args_for = [&](size_t i) {
     IteratorContext op_ctx = ctx;

@@ -33,6 +33,17 @@ class SplitReader {
   virtual int64_t offset() const = 0;
 };
 
+class CacheChunkGuard;  // pipeline/cache_chunk_guard.h
+
+// What a source's readers run with.
+struct SplitOpenContext {
+  Env* env = Env::Default();
+  // A reader that yields elements in their wire image (cache_read) allocates them from here.
+  BufferPool* pool = BufferPool::Default();
+  // A Get epoch's check of manifest chunks and their recomputation (cache_read); null: none.
+  CacheChunkGuard* cache_guard = nullptr;
+};
+
 struct SourceInfo {
   std::string type;
   std::vector<ParamSpec> params;
@@ -44,11 +55,10 @@ struct SourceInfo {
   // pattern at fault (a pattern matching no file is NotFound).
   std::function<absl::StatusOr<std::vector<Split>>(const Params& params, Env* env)> enumerate;
   // Opens `split` positioned at byte `offset` (a value from SplitReader::offset(), or
-  // split.begin_offset()), at which `records_done` records of the split have been read. A
-  // reader that yields elements in their wire image (cache_read) allocates it from `pool`.
+  // split.begin_offset()), at which `records_done` records of the split have been read.
   std::function<absl::StatusOr<std::unique_ptr<SplitReader>>(
-      const Params& params, Env* env, const Split& split, int64_t offset, int64_t records_done,
-      BufferPool* pool)>
+      const Params& params, const SplitOpenContext& context, const Split& split, int64_t offset,
+      int64_t records_done)>
       open;
   // Whether the source's readers set each element's provenance themselves (cache_read: the
   // element's original split and record) instead of SourceIterator stamping the split's.

@@ -3,25 +3,26 @@
 // the same randomness as they would have on the computed elements.
 //
 // The dispatcher inserts it into cache-reading epochs (pipeline/cache_policy.h) with a split
-// plan built from the cache's manifest: one split per chunk, carrying its record count and
-// checksum (non-zero), which the reader checks (a chunk with fewer or more records than its split
-// says, a record out of sequence, or a chunk read from start to end whose checksum differs, is
-// DataLoss naming the chunk). Its parameters are those of the file sources
-// (pipeline/source_files.h), so a cache directory can also be read directly: {"files":
-// ["/cache/<key>/*.chunk"]}.
+// plan built from the cache's manifest: one split per chunk, carrying the manifest's entry
+// (CacheChunk). Such a chunk is loaded whole and checked before any of it is served
+// (pipeline/cache_chunk_guard.h): its record count, and with the context's guard its MAC; then
+// every record's index must follow the chunk's first index. A chunk that fails is recomputed by
+// the guard, or without one is DataLoss naming the chunk. Its parameters are those of the file
+// sources (pipeline/source_files.h), so a cache directory can also be read directly: {"files":
+// ["/cache/<key>/*.chunk"]} — records are then streamed, their indices checked in sequence.
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/hash.h"
-#include "common/status_macros.h"
 #include "common/failpoints.h"
+#include "common/status_macros.h"
 #include "pipeline/cache_chunk_format.h"
+#include "pipeline/cache_chunk_guard.h"
 #include "pipeline/source.h"
 #include "pipeline/source_files.h"
 #include "pipeline/tfrecord_reader.h"
-#include "proto/cache.pb.h"
 
 namespace granary {
 namespace {
@@ -29,34 +30,40 @@ namespace {
 constexpr char kType[] = "cache_read";
 constexpr char kPerSplit[] = "records_per_split";
 
-class CacheChunkReader : public SplitReader {
+// Decodes the record of `file` at `offset` into `element`, whose index must be `expected`
+// (-1: any). Errors are DataLoss naming the chunk and offset.
+absl::Status DecodeRecord(absl::string_view record, const std::string& file, int64_t offset,
+                          int64_t expected, BufferPool* pool, int64_t* index, Element* element) {
+  // The cached image passes through: the element is views into it (cache_chunk_format.h).
+  const absl::Status decoded = DecodeCachedElement(record, index, element, pool);
+  if (!decoded.ok()) {
+    return absl::Status(decoded.code(), absl::StrCat("cache chunk ", file, ": record at offset ",
+                                                     offset, ": ", decoded.message()));
+  }
+  if (expected >= 0 && *index != expected) {
+    return absl::DataLossError(absl::StrCat("cache chunk ", file, ": record at offset ", offset,
+                                            " holds element ", *index, " where ", expected,
+                                            " belongs"));
+  }
+  return absl::OkStatus();
+}
+
+// Streams the records of a chunk read directly (no manifest entry).
+class StreamedChunkReader : public SplitReader {
  public:
-  CacheChunkReader(const Split& split, OpenedFileSplit opened, int64_t offset, int64_t records_done,
-                   BufferPool* pool)
+  StreamedChunkReader(const Split& split, OpenedFileSplit opened, int64_t offset, BufferPool* pool)
       : split_(split),
         pool_(pool),
         records_left_(opened.records_left),
-        from_start_(offset == 0 && records_done == 0),
         reader_(std::move(opened.file), split.file(), offset) {}
 
   absl::Status Next(Element* out, bool* end) override {
-    const int64_t at = reader_.offset();
-    std::string record;
     if (records_left_ == 0) {
-      // The split's records are read. A manifest chunk (it has a checksum) must end here.
-      if (split_.checksum() != 0) {
-        bool file_end = false;
-        RETURN_IF_ERROR(reader_.SkipRecord(&file_end));
-        if (!file_end) {
-          return absl::DataLossError(absl::StrCat("cache chunk ", split_.file(), ": more than ",
-                                                  split_.num_records(),
-                                                  " records (the manifest's count)"));
-        }
-        RETURN_IF_ERROR(CheckChecksum());
-      }
       *end = true;
       return absl::OkStatus();
     }
+    const int64_t at = reader_.offset();
+    std::string record;
     RETURN_IF_ERROR(reader_.ReadRecord(&record, end));
     if (*end) {
       if (records_left_ > 0) {
@@ -64,50 +71,110 @@ class CacheChunkReader : public SplitReader {
                                                 at, " with ", records_left_,
                                                 " of its records missing"));
       }
-      return CheckChecksum();
+      return absl::OkStatus();
     }
     int64_t index = 0;
-    Element element;
-    // The cached image passes through: the element is views into it (cache_chunk_format.h).
-    const absl::Status decoded = DecodeCachedElement(record, &index, &element, pool_);
-    if (!decoded.ok()) {
-      return absl::Status(decoded.code(),
-                          absl::StrCat("cache chunk ", split_.file(), ": record at offset ", at,
-                                       ": ", decoded.message()));
-    }
-    if (last_index_ >= 0 && index != last_index_ + 1) {
-      return absl::DataLossError(absl::StrCat("cache chunk ", split_.file(), ": record at offset ",
-                                              at, " holds element ", index, " after ",
-                                              last_index_));
-    }
+    RETURN_IF_ERROR(DecodeRecord(record, split_.file(), at, last_index_ >= 0 ? last_index_ + 1 : -1,
+                                 pool_, &index, out));
     last_index_ = index;
-    checksum_ = ChainChunkChecksum(checksum_, record);
-    *out = std::move(element);
     if (records_left_ > 0) --records_left_;
-    return records_left_ != 0 ? HitFailpoint(kGetMidChunk) : absl::OkStatus();
+    return absl::OkStatus();
   }
 
   int64_t offset() const override { return reader_.offset(); }
 
  private:
-  // At the chunk's end: its checksum must be the split's, if it was read from its start.
-  absl::Status CheckChecksum() const {
-    if (!from_start_ || split_.checksum() == 0 || checksum_ == split_.checksum()) {
-      return absl::OkStatus();
-    }
-    return absl::DataLossError(absl::StrCat("cache chunk ", split_.file(), ": checksum ",
-                                            HashToHex(checksum_), ", manifest says ",
-                                            HashToHex(split_.checksum())));
-  }
-
   const Split split_;
   BufferPool* const pool_;
   int64_t records_left_;
-  const bool from_start_;
   TfRecordReader reader_;
   int64_t last_index_ = -1;
-  uint64_t checksum_ = 0;
 };
+
+// A manifest chunk's records, loaded whole and checked; served from memory, so what is served
+// is what was checked whatever happens to the file meanwhile.
+struct LoadedChunk {
+  std::vector<std::string> records;
+  std::vector<int64_t> offsets;  // offsets[i]: where records[i] starts; then the file's end
+};
+
+absl::StatusOr<LoadedChunk> LoadChunk(const Params& params, const SplitOpenContext& context,
+                                      const Split& split) {
+  const CacheChunk& chunk = split.cache_chunk();
+  Split whole = split;
+  whole.set_begin_offset(0);
+  whole.set_num_records(-1);
+  ASSIGN_OR_RETURN(OpenedFileSplit opened, OpenFileSplit(params, context.env, whole, 0, 0));
+  TfRecordReader reader(std::move(opened.file), split.file(), 0);
+  LoadedChunk loaded;
+  for (;;) {
+    loaded.offsets.push_back(reader.offset());
+    std::string record;
+    bool end = false;
+    RETURN_IF_ERROR(reader.ReadRecord(&record, &end));
+    if (end) break;
+    if (static_cast<int64_t>(loaded.records.size()) == chunk.num_elements()) {
+      return absl::DataLossError(absl::StrCat("cache chunk ", split.file(), ": more than ",
+                                              chunk.num_elements(),
+                                              " records (the manifest's count)"));
+    }
+    loaded.records.push_back(std::move(record));
+  }
+  if (static_cast<int64_t>(loaded.records.size()) != chunk.num_elements()) {
+    return absl::DataLossError(absl::StrCat("cache chunk ", split.file(), ": ",
+                                            loaded.records.size(), " records, the manifest says ",
+                                            chunk.num_elements()));
+  }
+  if (context.cache_guard != nullptr) {
+    RETURN_IF_ERROR(context.cache_guard->CheckMac(chunk, loaded.records));
+  }
+  return loaded;
+}
+
+class CheckedChunkReader : public SplitReader {
+ public:
+  CheckedChunkReader(const Split& split, LoadedChunk loaded, int64_t records_done, BufferPool* pool)
+      : split_(split), pool_(pool), loaded_(std::move(loaded)), next_(records_done) {}
+
+  absl::Status Next(Element* out, bool* end) override {
+    *end = next_ == loaded_.records.size();
+    if (*end) return absl::OkStatus();
+    int64_t index = 0;
+    RETURN_IF_ERROR(DecodeRecord(loaded_.records[next_], split_.file(), loaded_.offsets[next_],
+                                 split_.cache_chunk().first_index() + static_cast<int64_t>(next_),
+                                 pool_, &index, out));
+    std::string().swap(loaded_.records[next_]);  // served: its memory goes
+    ++next_;
+    return next_ < loaded_.records.size() ? HitFailpoint(kGetMidChunk) : absl::OkStatus();
+  }
+
+  int64_t offset() const override { return loaded_.offsets[next_]; }
+
+ private:
+  const Split split_;
+  BufferPool* const pool_;
+  LoadedChunk loaded_;
+  size_t next_;
+};
+
+absl::StatusOr<std::unique_ptr<SplitReader>> OpenManifestChunk(const Params& params,
+                                                               const SplitOpenContext& context,
+                                                               const Split& split,
+                                                               int64_t records_done) {
+  if (records_done < 0 || records_done > split.cache_chunk().num_elements()) {
+    return absl::InvalidArgumentError(absl::StrCat("cache chunk ", split.file(), " has ",
+                                                   split.cache_chunk().num_elements(),
+                                                   " records, cannot resume after ", records_done));
+  }
+  absl::StatusOr<LoadedChunk> loaded = LoadChunk(params, context, split);
+  if (loaded.ok()) {
+    return std::make_unique<CheckedChunkReader>(split, *std::move(loaded), records_done,
+                                                context.pool);
+  }
+  if (context.cache_guard == nullptr) return loaded.status();
+  return context.cache_guard->Recompute(split.cache_chunk(), records_done, loaded.status(),
+                                        context);
+}
 
 }  // namespace
 
@@ -122,13 +189,13 @@ SourceInfo CacheReadSource() {
   info.enumerate = [](const Params& params, Env* env) {
     return EnumerateFileSplits(params, env, kType, kPerSplit, ScanTfRecords);
   };
-  info.open = [](const Params& params, Env* env, const Split& split, int64_t offset,
-                 int64_t records_done,
-                 BufferPool* pool) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
+  info.open = [](const Params& params, const SplitOpenContext& context, const Split& split,
+                 int64_t offset,
+                 int64_t records_done) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
+    if (split.has_cache_chunk()) return OpenManifestChunk(params, context, split, records_done);
     ASSIGN_OR_RETURN(OpenedFileSplit opened,
-                     OpenFileSplit(params, env, split, offset, records_done));
-    return std::make_unique<CacheChunkReader>(split, std::move(opened), offset, records_done,
-                                              pool);
+                     OpenFileSplit(params, context.env, split, offset, records_done));
+    return std::make_unique<StreamedChunkReader>(split, std::move(opened), offset, context.pool);
   };
   return info;
 }

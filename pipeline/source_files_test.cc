@@ -70,7 +70,7 @@ SplitContents ReadSplit(const SourceInfo& info, const Params& params, const Spli
                         int64_t offset, int64_t records_done) {
   SplitContents out;
   absl::StatusOr<std::unique_ptr<SplitReader>> reader =
-      info.open(params, Env::Default(), split, offset, records_done, BufferPool::Default());
+      info.open(params, SplitOpenContext{}, split, offset, records_done);
   if (!reader.ok()) {
     out.status = reader.status();
     return out;
@@ -404,7 +404,7 @@ TEST_P(FileSourceTest, OpenRejectsImpossiblePositions) {
   ASSERT_TRUE(splits.ok()) << splits.status();
   const Split& s = (*splits)[0];
   for (auto [offset, done] : {std::pair<int64_t, int64_t>{-1, 0}, {0, -1}, {0, 3}}) {
-    const absl::Status status = info().open(*params, Env::Default(), s, offset, done, BufferPool::Default()).status();
+    const absl::Status status = info().open(*params, SplitOpenContext{}, s, offset, done).status();
     EXPECT_TRUE(absl::IsInvalidArgument(status)) << offset << "," << done << ": " << status;
     EXPECT_THAT(std::string(status.message()), HasSubstr(dir_.Join("a")));
   }

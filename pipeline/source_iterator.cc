@@ -5,16 +5,13 @@
 
 namespace granary {
 
-SourceIterator::SourceIterator(const SourceInfo* info, Params params, Env* env,
-                               std::unique_ptr<SplitProvider> provider, BufferPool* pool)
-    : info_(info),
-      params_(std::move(params)),
-      env_(env),
-      pool_(pool),
-      provider_(std::move(provider)) {}
+SourceIterator::SourceIterator(const SourceInfo* info, Params params,
+                               const SplitOpenContext& context,
+                               std::unique_ptr<SplitProvider> provider)
+    : info_(info), params_(std::move(params)), context_(context), provider_(std::move(provider)) {}
 
 absl::Status SourceIterator::Open(int64_t offset, int64_t records_done) {
-  auto reader = info_->open(params_, env_, split_, offset, records_done, pool_);
+  auto reader = info_->open(params_, context_, split_, offset, records_done);
   if (!reader.ok()) {
     return Annotate(reader.status(), absl::StrCat("source ", info_->type, " split ", split_.id()));
   }

@@ -18,10 +18,9 @@ namespace granary {
 
 class SourceIterator : public Iterator {
  public:
-  // `info` must outlive the iterator.
-  // Readers that yield wire images allocate them from `pool` (must outlive the iterator).
-  SourceIterator(const SourceInfo* info, Params params, Env* env,
-                 std::unique_ptr<SplitProvider> provider, BufferPool* pool = BufferPool::Default());
+  // `info` and what `context` points to must outlive the iterator.
+  SourceIterator(const SourceInfo* info, Params params, const SplitOpenContext& context,
+                 std::unique_ptr<SplitProvider> provider);
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override;
   absl::Status Save(StateWriter& writer) override;
@@ -32,8 +31,7 @@ class SourceIterator : public Iterator {
 
   const SourceInfo* const info_;
   const Params params_;
-  Env* const env_;
-  BufferPool* const pool_;
+  const SplitOpenContext context_;
   const std::unique_ptr<SplitProvider> provider_;
   // The split being read; reader_ is null between splits.
   Split split_;

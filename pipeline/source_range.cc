@@ -67,8 +67,8 @@ SourceInfo RangeSource() {
     }
     return splits;
   };
-  info.open = [](const Params& p, Env*, const Split& split, int64_t offset,
-                 int64_t records_done, BufferPool*) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
+  info.open = [](const Params& p, const SplitOpenContext&, const Split& split, int64_t offset,
+                 int64_t) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
     return std::make_unique<RangeReader>(p.GetInt("start"), p.GetInt("step", 1), offset,
                                          split.begin_record() + split.num_records());
   };

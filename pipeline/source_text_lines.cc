@@ -132,10 +132,11 @@ SourceInfo TextLinesSource() {
   info.enumerate = [](const Params& params, Env* env) {
     return EnumerateFileSplits(params, env, kType, kPerSplit, ScanLines);
   };
-  info.open = [](const Params& params, Env* env, const Split& split, int64_t offset,
-                 int64_t records_done, BufferPool*) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
+  info.open = [](const Params& params, const SplitOpenContext& context, const Split& split,
+                 int64_t offset,
+                 int64_t records_done) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
     ASSIGN_OR_RETURN(OpenedFileSplit opened,
-                     OpenFileSplit(params, env, split, offset, records_done));
+                     OpenFileSplit(params, context.env, split, offset, records_done));
     return std::make_unique<TextLinesSplitReader>(split, std::move(opened), offset);
   };
   return info;

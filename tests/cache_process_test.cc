@@ -19,6 +19,7 @@
 #include "pipeline/element.h"
 #include "pipeline/epoch_digest.h"
 #include "pipeline/tfrecord_reader.h"
+#include "pipeline/tfrecord_writer.h"
 #include "proto/cache.pb.h"
 #include "tests/local_cluster.h"
 #include "tests/run_outputs.h"
@@ -275,6 +276,71 @@ TEST_P(CacheProcessTest, AllWorkersKilledMidGetMatchesLocal) {
   const std::string output = run.ReadAll(std::chrono::seconds(180));
   ASSERT_EQ(run.Wait(), 0) << output;
   ExpectDigestsMatchLocal();
+}
+
+// Rewrites `chunk`'s file as a tenant with write access to the cache directory but without the
+// key could: well framed, the same count and indices, one element's bytes changed.
+void ForgeChunk(const CacheChunk& chunk) {
+  auto file = Env::Default()->NewSequentialFile(chunk.path());
+  ASSERT_TRUE(file.ok()) << file.status();
+  TfRecordReader reader(std::move(file).value(), chunk.path(), 0);
+  std::vector<std::string> records;
+  while (true) {
+    std::string record;
+    bool end = false;
+    ASSERT_TRUE(reader.ReadRecord(&record, &end).ok()) << chunk.path();
+    if (end) break;
+    records.push_back(std::move(record));
+  }
+  ASSERT_EQ(static_cast<int64_t>(records.size()), chunk.num_elements());
+  CachedElement cached;
+  ASSERT_TRUE(cached.ParseFromString(records[0]));
+  ASSERT_GT(cached.element().tensors_size(), 0);
+  TensorProto* tensor = cached.mutable_element()->mutable_tensors(0);
+  ASSERT_FALSE(tensor->content().empty());
+  (*tensor->mutable_content())[0] ^= 0x5a;
+  records[0] = cached.SerializeAsString();
+  auto out = Env::Default()->NewWritableFile(chunk.path());
+  ASSERT_TRUE(out.ok()) << out.status();
+  TfRecordWriter writer(std::move(out).value());
+  for (const std::string& record : records) ASSERT_TRUE(writer.Write(record).ok());
+  ASSERT_TRUE(writer.Close().ok());
+}
+
+// Issue 15, cache integrity: a chunk forged after the Put epoch fails its MAC on the worker
+// before any of it is served; the worker recomputes it from the source, the dispatcher marks the
+// cache invalid (named in the status), the next epoch computes instead of reading it, and every
+// epoch still equals `granary local`.
+TEST_P(CacheProcessTest, ForgedChunkIsRecomputedNeverServedAndTheCacheRetired) {
+  testing::LocalCluster cluster(dir_.Join("cluster"),
+                                {.workers = 2, .worker_flags = WorkerFlags(dir_.Join("ckpt"))});
+  ASSERT_TRUE(cluster.ok());
+  RunToCompletion(RunArgs(cluster, 1, false));
+  const GetStatusResponse written = AwaitCompleteCache(cluster);
+  ASSERT_EQ(written.state().caches_size(), 1);
+  const CacheState& cache = written.state().caches(0);
+  ASSERT_GT(cache.chunks_size(), 0);
+  // The last chunk of a task: recomputing it replays the most of that task's stream.
+  const CacheChunk& forged = cache.chunks(cache.chunks_size() - 1);
+  ASSERT_NO_FATAL_FAILURE(ForgeChunk(forged));
+  RunToCompletion(RunArgs(cluster, 3, false));
+  ExpectDigestsMatchLocal();
+  const GetStatusResponse status = Status(cluster);
+  ASSERT_EQ(status.state().caches_size(), 1);
+  EXPECT_TRUE(status.state().caches(0).invalid());
+  EXPECT_THAT(status.state().caches(0).invalid_reason(), ::testing::HasSubstr(forged.path()));
+  EXPECT_THAT(status.state().caches(0).invalid_reason(), ::testing::HasSubstr("MAC"));
+  std::map<int64_t, EpochCache::Mode> modes;
+  for (const EpochState& epoch : status.state().epochs())
+    modes[epoch.epoch()] = epoch.cache().mode();
+  EXPECT_EQ(modes[1], EpochCache::GET);
+  EXPECT_EQ(modes[2], EpochCache::COMPUTE) << "an invalid cache is not read again";
+  Subprocess status_command(
+      {GRANARY_BINARY, "status", "--insecure", "--dispatcher=" + cluster.dispatcher_address()},
+      Subprocess::Stderr::kMergeIntoStdout);
+  const std::string shown = status_command.ReadAll();
+  ASSERT_EQ(status_command.Wait(), 0) << shown;
+  EXPECT_THAT(shown, ::testing::HasSubstr("INVALID, not served: chunk " + forged.path()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, CacheProcessTest, ::testing::Values("full", "at_mark"),

@@ -36,6 +36,8 @@ LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& op
   for (const std::string& flag : security_flags("dispatcher", kDispatcherIdentityUri)) {
     dispatcher_.argv.push_back(flag);
   }
+  // The harness's own client (dispatcher()) sees every job's status.
+  if (options.issue_certificate) dispatcher_.argv.push_back("--admin_clients=cluster-test");
   dispatcher_.argv.insert(dispatcher_.argv.end(), options.dispatcher_flags.begin(),
                           options.dispatcher_flags.end());
   credentials_ = !options.issue_certificate

@@ -25,7 +25,8 @@ struct LocalClusterOptions {
   // in (a test's scratch directory, where its data is).
   std::vector<std::string> data_roots;
   // TLS: the dispatcher, each worker (its certificate naming its id) and the cluster's own
-  // stubs (a client 'cluster-test') get certificates issued by this (name, identity URI ->
+  // stubs (a client 'cluster-test', an --admin_clients of the dispatcher unless
+  // dispatcher_flags say otherwise) get certificates issued by this (name, identity URI ->
   // files); null: plain text (--insecure).
   std::function<TransportSecurity(const std::string& name, const std::string& identity_uri)>
       issue_certificate;

@@ -199,18 +199,16 @@ class TlsClusterTest : public ::testing::Test {
                           absl::StrCat(kAliceToken, " alice\n", kMalloryToken, " mallory\n"), false)
             .ok());
     cluster_ = std::make_unique<testing::LocalCluster>(
-        dir_.Join("cluster"), testing::LocalClusterOptions{
-                                  .workers = 2,
-                                  .dispatcher_flags = {"--tokens_file=" + dir_.Join("tokens.txt"),
-                                                       "--max_jobs_per_client=2",
-                                                       "--max_readers_per_client=3",
-                                                       "--max_pipeline_ops=8",
-                                                       "--max_pipeline_bytes=4096",
-                                                       "--max_message_bytes=65536"},
-                                  .issue_certificate = [this](const std::string& name,
-                                                              const std::string& identity) {
-                                    return certificates_->Issue(name, identity);
-                                  }});
+        dir_.Join("cluster"),
+        testing::LocalClusterOptions{
+            .workers = 2,
+            .dispatcher_flags = {"--tokens_file=" + dir_.Join("tokens.txt"),
+                                 "--admin_clients=cluster-test,ops", "--max_jobs_per_client=2",
+                                 "--max_readers_per_client=3", "--max_pipeline_ops=8",
+                                 "--max_pipeline_bytes=4096", "--max_message_bytes=65536"},
+            .issue_certificate = [this](const std::string& name, const std::string& identity) {
+              return certificates_->Issue(name, identity);
+            }});
     ASSERT_TRUE(cluster_->ok());
   }
 
@@ -522,8 +520,13 @@ TEST_F(TlsClusterTest, AForeignOrForgedCapabilityReadsNothingOfAnotherJobsTask) 
   const std::string her_capability = her_tasks.tasks(0).capability();
   ASSERT_EQ(her_capability.size(), 32u);
 
+  // Mallory's status does not show Alice's task (see below); she could guess its id, generation
+  // and worker (small numbers, two workers), so the test hands them to her as if she had.
   GetStatusResponse state;
-  ASSERT_TRUE(mallory->GetStatus(testing::RpcContext().get(), {}, &state).ok());
+  ASSERT_TRUE(
+      Dispatcher::NewStub(Channel(cluster_->dispatcher_address(), ClientCertificate("alice")))
+          ->GetStatus(testing::RpcContext().get(), {}, &state)
+          .ok());
   const TaskState* victim = nullptr;
   for (const TaskState& task : state.state().tasks()) {
     if (task.job_id() == (*job)->job_id()) victim = &task;
@@ -548,6 +551,43 @@ TEST_F(TlsClusterTest, AForeignOrForgedCapabilityReadsNothingOfAnotherJobsTask) 
   }
   EXPECT_EQ(ReadToEnd(**reader).value_or(-1), 500) << "Alice still gets her whole epoch";
   EXPECT_EQ(ReadToEnd(**her_reader).value_or(-1), 500);
+}
+
+// A client's status shows its own jobs (and those it may read), their datasets, tasks and
+// caches, and no one else's; an admin client sees them all.
+TEST_F(TlsClusterTest, StatusShowsAClientOnlyTheJobsItMayRead) {
+  auto alice = Connect(ClientCertificate("alice"));
+  auto dataset = alice->RegisterPipeline(PipelineBuilder::Range(100).Batch(10).Build());
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ASSERT_EQ(ReadEpochZero(*alice, *dataset, {.name = "alice-job", .readers = {"bob"}}).value_or(-1),
+            10);
+  const auto status_of = [&](const std::string& client) {
+    GetStatusResponse status;
+    const grpc::Status rpc =
+        Dispatcher::NewStub(Channel(cluster_->dispatcher_address(), ClientCertificate(client)))
+            ->GetStatus(testing::RpcContext().get(), {}, &status);
+    EXPECT_TRUE(rpc.ok()) << client << ": " << rpc.error_message();
+    return status.state();
+  };
+  const DispatcherStateProto mallorys = status_of("mallory");
+  EXPECT_EQ(mallorys.jobs_size(), 0) << mallorys.ShortDebugString();
+  EXPECT_EQ(mallorys.datasets_size(), 0);
+  EXPECT_EQ(mallorys.epochs_size(), 0);
+  EXPECT_EQ(mallorys.tasks_size(), 0);
+  EXPECT_EQ(mallorys.workers_size(), 2) << "workers are shown: clients dial them";
+  for (const std::string& reader : {"alice", "bob", "ops"}) {
+    const DispatcherStateProto state = status_of(reader);
+    ASSERT_EQ(state.jobs_size(), 1) << reader;
+    EXPECT_EQ(state.jobs(0).name(), "alice-job") << reader;
+    EXPECT_EQ(state.datasets_size(), 1) << reader;
+    EXPECT_GT(state.tasks_size(), 0) << reader;
+  }
+  // Mallory's own job is hers to see, and the admin sees both.
+  auto mallory = Connect(ClientCertificate("mallory"));
+  ASSERT_EQ(ReadEpochZero(*mallory, *dataset, {.name = "mallory-job"}).value_or(-1), 10);
+  EXPECT_EQ(status_of("mallory").jobs_size(), 1);
+  EXPECT_EQ(status_of("alice").jobs_size(), 1);
+  EXPECT_EQ(status_of("ops").jobs_size(), 2);
 }
 
 TEST_F(TlsClusterTest, EachClientLimitIsResourceExhaustedNamingItsFlag) {

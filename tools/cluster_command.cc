@@ -123,7 +123,9 @@ int ClusterCommand(int argc, char** argv) {
       data_roots_flag,
       absl::StrCat("--host=", host),
       absl::StrCat("--port=", base_port),
-      absl::StrCat("--worker_timeout_ms=", absl::GetFlag(FLAGS_cluster_worker_timeout_ms))};
+      absl::StrCat("--worker_timeout_ms=", absl::GetFlag(FLAGS_cluster_worker_timeout_ms)),
+      // The printed client flags are the operator's: `granary status` with them shows every job.
+      "--admin_clients=operator"};
   for (const std::string& flag : TransportSecurityFlags(*dispatcher_security)) {
     dispatcher_argv.push_back(flag);
   }

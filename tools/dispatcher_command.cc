@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -35,6 +36,9 @@ ABSL_FLAG(int64_t, job_retention_ms, 10 * 60 * 1000,
 ABSL_FLAG(std::string, tokens_file, "",
           "Bearer tokens of clients, one '<token> <client name>' per line (SECURITY.md); needs "
           "TLS. Clients may also authenticate with certificates.");
+ABSL_FLAG(std::vector<std::string>, admin_clients, {},
+          "Clients (certificate or token names) whose `granary status` shows every job; every "
+          "other client sees only the jobs it may read (SECURITY.md).");
 ABSL_FLAG(int64_t, max_jobs_per_client, granary::ClientLimits().jobs,
           "Live jobs one authenticated client may own (SECURITY.md).");
 ABSL_FLAG(int64_t, max_readers_per_client, granary::ClientLimits().readers,
@@ -54,7 +58,7 @@ int DispatcherCommand(int argc, char** argv) {
       "granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N] "
       "[--worker_timeout_ms T] [--cache_root C] [--data_roots DIRS] [--job_retention_ms R] "
       "[--check_invariants] [--plugin lib.so] (--tls_cert C --tls_key K --tls_ca CA "
-      "[--tokens_file F] | --insecure)");
+      "[--tokens_file F] [--admin_clients A,B] | --insecure)");
   absl::ParseCommandLine(argc, argv);
   BlockTerminationSignals();
   const auto fail = [](const absl::Status& status) {
@@ -107,7 +111,8 @@ int DispatcherCommand(int argc, char** argv) {
   if (!impl.ok()) return fail(impl.status());
 
   GrpcDispatcherService service(impl->get(), security.tls(),
-                                tokens.has_value() ? &*tokens : nullptr);
+                                tokens.has_value() ? &*tokens : nullptr,
+                                absl::GetFlag(FLAGS_admin_clients));
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(ListenAddress(), *credentials, &port);

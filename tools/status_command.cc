@@ -133,8 +133,9 @@ int StatusCommand(int argc, char** argv) {
                 static_cast<long long>(c.put_job_id()), static_cast<long long>(c.put_epoch()),
                 c.complete() ? "complete" : "being written\n");
     if (c.complete()) {
-      std::printf(": %d chunks, %lld elements\n", c.chunks_size(),
-                  static_cast<long long>(c.num_elements()));
+      std::printf(": %d chunks, %lld elements%s%s\n", c.chunks_size(),
+                  static_cast<long long>(c.num_elements()),
+                  c.invalid() ? "; INVALID, not served: " : "", c.invalid_reason().c_str());
     }
   }
   std::printf("tasks (%d):\n", s.tasks_size());

@@ -1,11 +1,15 @@
+// The run hooks of the cache's tasks.
+//
 // CacheRunHooks: the run hooks of a cache-writing task (TaskDef.cache_dir set, DESIGN.md §5):
 // a CachePut behind the run's cache_write op, whose sealed chunks are synced before each
 // checkpoint is written and committed after it, and all committed at the run's end
-// (checkpoint/cache_put.h has the protocol). Thread-compatible as RunHooks.
+// (checkpoint/cache_put.h has the protocol). Thread-compatible as RunHooks. CacheReadHooks: those
+// of a cache-reading task.
 #ifndef GRANARY_WORKER_CACHE_RUN_HOOKS_H_
 #define GRANARY_WORKER_CACHE_RUN_HOOKS_H_
 
 #include "checkpoint/cache_put.h"
+#include "worker/cache_chunk_recovery.h"
 #include "worker/run_hooks.h"
 
 namespace granary {
@@ -22,6 +26,18 @@ class CacheRunHooks final : public RunHooks {
 
  private:
   CachePut put_;
+};
+
+// The run hooks of a cache-reading task: its chunks checked, and recomputed when they fail
+// (cache_chunk_recovery.h).
+class CacheReadHooks final : public RunHooks {
+ public:
+  explicit CacheReadHooks(CacheChunkRecovery recovery) : recovery_(std::move(recovery)) {}
+
+  CacheChunkGuard* cache_guard() override { return &recovery_; }
+
+ private:
+  CacheChunkRecovery recovery_;
 };
 
 }  // namespace granary

@@ -22,6 +22,8 @@ class DispatcherConnection {
       const WorkerHeartbeatRequest& request) = 0;
   virtual absl::StatusOr<GetSplitsResponse> GetSplits(const GetSplitsRequest& request) = 0;
   virtual absl::Status TaskFinished(const TaskFinishedRequest& request) = 0;
+  virtual absl::StatusOr<RecomputeCacheChunkResponse> RecomputeCacheChunk(
+      const RecomputeCacheChunkRequest& request) = 0;
 };
 
 // A connection over gRPC to the dispatcher at `address` with `credentials` (the worker's

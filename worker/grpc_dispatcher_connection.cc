@@ -32,6 +32,10 @@ class GrpcDispatcherConnection : public DispatcherConnection {
   absl::Status TaskFinished(const TaskFinishedRequest& request) override {
     return Call(&Dispatcher::Stub::TaskFinished, request).status();
   }
+  absl::StatusOr<RecomputeCacheChunkResponse> RecomputeCacheChunk(
+      const RecomputeCacheChunkRequest& request) override {
+    return Call(&Dispatcher::Stub::RecomputeCacheChunk, request);
+  }
 
  private:
   template <typename Request, typename Response>

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "pipeline/cache_chunk_guard.h"
 #include "pipeline/cache_sink.h"
 #include "proto/cache.pb.h"
 
@@ -28,6 +29,9 @@ class RunHooks {
   virtual ~RunHooks() = default;
   // The sink of the run's cache_write op (IteratorContext.cache_sink); null: none.
   virtual CacheSink* cache_sink() { return nullptr; }
+  // How the run's cache_read source checks and recomputes chunks (IteratorContext.cache_guard);
+  // null: none.
+  virtual CacheChunkGuard* cache_guard() { return nullptr; }
   // Right after the iterator's state was saved: a token for what that state covers.
   virtual int64_t Saved() { return 0; }
   // Before the checkpoint of that state is written; an error skips the write.

@@ -35,6 +35,7 @@ absl::Status TaskRun::Build() {
   IteratorContext ctx{spec_.env, spec_.def.seed(), spec_.def.epoch()};
   ctx.cached_prefix_ops = spec_.def.cached_prefix_ops();
   ctx.cache_sink = hooks_->cache_sink();
+  ctx.cache_guard = hooks_->cache_guard();
   ctx.pool = spec_.pool;
   ASSIGN_OR_RETURN(it_, spec_.pipeline->MakeIterator(
                             ctx, std::make_unique<LeasedSplitProvider>(

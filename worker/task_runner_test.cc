@@ -37,6 +37,10 @@ class FakeDispatcher : public DispatcherConnection {
     return response;
   }
   absl::Status TaskFinished(const TaskFinishedRequest&) override { return absl::OkStatus(); }
+  absl::StatusOr<RecomputeCacheChunkResponse> RecomputeCacheChunk(
+      const RecomputeCacheChunkRequest&) override {
+    return absl::UnimplementedError("RecomputeCacheChunk");
+  }
 
  private:
   const std::vector<Split> splits_;

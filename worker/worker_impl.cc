@@ -209,6 +209,9 @@ absl::Status WorkerImpl::Heartbeat() {
     if (it != runners_.end() && it->second->def().generation() == def.generation()) continue;
     ASSIGN_OR_RETURN(std::shared_ptr<const Pipeline> pipeline, PipelineFor(def));
     def.clear_pipeline();  // Held once, in pipelines_.
+    // Chunks are MACed under the dispatcher's key (security/chunk_mac.h).
+    const ChunkMacKey chunk_key =
+        capability_key_.has_value() ? ChunkMacKey::Derive(*capability_key_) : ChunkMacKey();
     if (it != runners_.end()) {
       AddCheckpointCounters(it->second->Status(), &retired_totals_);
       retired.push_back(std::move(it->second));
@@ -219,7 +222,8 @@ absl::Status WorkerImpl::Heartbeat() {
     TaskRunnerOptions runner_options = options_.runner;
     runner_options.checkpoints = checkpoints_.get();
     if (shm_pool_ != nullptr) runner_options.pool = shm_pool_.get();
-    // A cache-writing task's runs write the elements at its cache point into chunk files.
+    // A cache-writing task's runs write the elements at its cache point into chunk files; a
+    // cache-reading task's check the chunks they read.
     RunHooksFactory hooks;
     if (!def.cache_dir().empty()) {
       CachePutOptions cache;
@@ -227,7 +231,12 @@ absl::Status WorkerImpl::Heartbeat() {
       cache.dir = def.cache_dir();
       cache.task_id = def.task_id();
       cache.generation = def.generation();
+      cache.mac_key = chunk_key;
       hooks = [cache] { return std::make_unique<CacheRunHooks>(cache); };
+    } else if (pipeline->def().source().type() == "cache_read") {
+      const CacheChunkRecovery recovery(dispatcher_.get(), def.task_id(), def.generation(),
+                                        chunk_key, options_.udfs);
+      hooks = [recovery] { return std::make_unique<CacheReadHooks>(recovery); };
     }
     runners_[def.task_id()] = std::make_shared<TaskRunner>(
         def, pipeline, dispatcher_.get(), runner_options,

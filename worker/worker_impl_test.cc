@@ -30,6 +30,10 @@ class UnreachableDispatcher : public DispatcherConnection {
   absl::Status TaskFinished(const TaskFinishedRequest&) override {
     return absl::UnavailableError("dispatcher down");
   }
+  absl::StatusOr<RecomputeCacheChunkResponse> RecomputeCacheChunk(
+      const RecomputeCacheChunkRequest&) override {
+    return absl::UnavailableError("dispatcher down");
+  }
 
  private:
   int* const register_calls_;

@@ -1,0 +1,46 @@
+// CacheChunkGuard: how a Get epoch's cache_read source makes sure it serves only what the Put
+// epoch wrote (checkpoint/FORMAT.md, "Chunk MAC"; SECURITY.md, cache integrity).
+//
+// Before serving any element of a manifest chunk, the reader loads the whole chunk file and
+// checks it against the manifest's entry (CacheChunk: record count, index sequence) and asks the
+// guard to check its MAC. A chunk that fails any check — damaged, cut short, gone, or forged by
+// someone without the key — is never served: the reader asks the guard to Recompute it, and
+// serves what that yields instead (the same elements, computed from the source). The worker
+// implements the guard (worker/cache_chunk_recovery.h); without one (a cache directory read
+// directly) only count and sequence are checked and a failure is DataLoss.
+#ifndef GRANARY_PIPELINE_CACHE_CHUNK_GUARD_H_
+#define GRANARY_PIPELINE_CACHE_CHUNK_GUARD_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "pipeline/source.h"
+#include "proto/pipeline.pb.h"
+
+namespace granary {
+
+class CacheChunkGuard {
+ public:
+  virtual ~CacheChunkGuard() = default;
+
+  // OK when `records` — the chunk file's records, in order — carry the MAC of the manifest's
+  // entry `chunk`; DataLoss naming the chunk otherwise.
+  virtual absl::Status CheckMac(const CacheChunk& chunk,
+                                const std::vector<std::string>& records) const = 0;
+
+  // A reader of the chunk's elements from its record `records_done` on, computed from the
+  // source (read through context.env, allocated from context.pool) instead of read from the
+  // chunk, which failed its checks with `problem`. Errors: the recomputation cannot be had
+  // (its error, naming the chunk).
+  virtual absl::StatusOr<std::unique_ptr<SplitReader>> Recompute(
+      const CacheChunk& chunk, int64_t records_done, const absl::Status& problem,
+      const SplitOpenContext& context) = 0;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_PIPELINE_CACHE_CHUNK_GUARD_H_

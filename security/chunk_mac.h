@@ -1,0 +1,62 @@
+// Chunk MACs: what makes a cache chunk unforgeable (SECURITY.md, checkpoint/FORMAT.md "Chunk
+// MAC"). A chunk's MAC is HMAC-SHA256, under a key derived from the capability key the
+// dispatcher and its workers share (security/capability.h), of the chunk's identity (the task
+// that wrote it and its first index) and its records in order. The worker writing the chunk
+// computes it; the manifest (the dispatcher's journaled state) keeps it; the worker reading the
+// chunk checks the file against it before serving a byte — so neither a damaged chunk nor one
+// written by anyone without the key (a tenant with write access to the shared cache
+// directory) is ever served.
+#ifndef GRANARY_SECURITY_CHUNK_MAC_H_
+#define GRANARY_SECURITY_CHUNK_MAC_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "security/capability.h"
+
+namespace granary {
+
+class ChunkMacKey {
+ public:
+  // A key known to everyone (all zero bytes): MACs under it detect damage, not forgery. For
+  // caches written and read without a dispatcher's key (tests, tools).
+  ChunkMacKey() : key_(32, '\0') {}
+  // The chunk key of `capability_key`: HMAC-SHA256(capability key, a fixed label), so the
+  // capability key itself never keys anything else.
+  static ChunkMacKey Derive(const CapabilityKey& capability_key);
+
+  const std::string& bytes() const { return key_; }
+
+ private:
+  explicit ChunkMacKey(std::string key) : key_(std::move(key)) {}
+  std::string key_;
+};
+
+// The MAC of one chunk, fed record by record. Thread-compatible.
+class ChunkMac {
+ public:
+  static constexpr size_t kMacBytes = 32;
+
+  ChunkMac(const ChunkMacKey& key, int64_t task_id, int64_t first_index);
+  ~ChunkMac();
+  ChunkMac(const ChunkMac&) = delete;
+  ChunkMac& operator=(const ChunkMac&) = delete;
+
+  // Adds the chunk's next record (length-prefixed, so no two record sequences share a MAC).
+  void Add(absl::string_view record);
+  // The MAC (kMacBytes) of the identity and the records added. Ends this ChunkMac.
+  std::string Finish();
+
+  // Whether two MACs are equal (compared in constant time).
+  static bool Equal(absl::string_view a, absl::string_view b);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace granary
+
+#endif  // GRANARY_SECURITY_CHUNK_MAC_H_
