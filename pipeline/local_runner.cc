@@ -5,21 +5,27 @@
 
 namespace granary {
 
+absl::StatusOr<std::unique_ptr<Iterator>> MakeEpochIterator(const Pipeline& pipeline, uint64_t seed,
+                                                            int64_t epoch, Env* env,
+                                                            CachePolicy cache_policy,
+                                                            IteratorStats* stats) {
+  ASSIGN_OR_RETURN(std::vector<Split> splits, pipeline.EnumerateSplits(env));
+  ASSIGN_OR_RETURN(std::optional<int> cache_point, CachePoint(pipeline.def(), cache_policy));
+  IteratorContext ctx{env, seed, epoch};
+  ctx.stats = stats;
+  ctx.cached_prefix_ops = cache_point.value_or(0);
+  const int64_t plan_epoch = cache_point.has_value() ? 0 : epoch;
+  return pipeline.MakeIterator(
+      ctx, std::make_unique<PlannedSplitProvider>(pipeline.PlanEpoch(splits, seed, plan_epoch)));
+}
+
 absl::StatusOr<EpochResult> RunEpochInProcess(const Pipeline& pipeline, uint64_t seed,
                                               int64_t epoch, Env* env,
                                               const EpochRunOptions& options) {
   const uint64_t start = env->NowMicros();
-  ASSIGN_OR_RETURN(std::vector<Split> splits, pipeline.EnumerateSplits(env));
-  ASSIGN_OR_RETURN(std::optional<int> cache_point,
-                   CachePoint(pipeline.def(), options.cache_policy));
   IteratorStats stats;
-  IteratorContext ctx{env, seed, epoch};
-  ctx.stats = &stats;
-  ctx.cached_prefix_ops = cache_point.value_or(0);
-  const int64_t plan_epoch = cache_point.has_value() ? 0 : epoch;
   ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it,
-                   pipeline.MakeIterator(ctx, std::make_unique<PlannedSplitProvider>(
-                                                  pipeline.PlanEpoch(splits, seed, plan_epoch))));
+                   MakeEpochIterator(pipeline, seed, epoch, env, options.cache_policy, &stats));
   EpochDigest digest(pipeline.batched());
   EpochResult result;
   result.epoch = epoch;

@@ -37,6 +37,14 @@ struct EpochRunOptions {
   CachePolicy cache_policy = CACHE_COMPUTE;
 };
 
+// The iterator of epoch `epoch` of `pipeline` over its full split plan, with the cached prefix
+// of `cache_policy` run as epoch 0 — what RunEpochInProcess pulls from (and Python's
+// granary.local). Counters go to `stats` when not null (it must outlive the iterator).
+absl::StatusOr<std::unique_ptr<Iterator>> MakeEpochIterator(const Pipeline& pipeline, uint64_t seed,
+                                                            int64_t epoch, Env* env,
+                                                            CachePolicy cache_policy,
+                                                            IteratorStats* stats = nullptr);
+
 // Runs epoch `epoch` of `pipeline` over its full split plan. Errors are the pipeline's,
 // unchanged (and CachePoint's for a cache policy the pipeline cannot have).
 absl::StatusOr<EpochResult> RunEpochInProcess(const Pipeline& pipeline, uint64_t seed,

@@ -17,6 +17,9 @@ packages=(
   libssl-dev openssl
   # The benchmark suite: the PyTorch DataLoader peer (bench/pytorch_peer.py) and the plots.
   python3 python3-torch python3-pil python3-numpy python3-matplotlib
+  # The Python package (python/): the pybind11 extension over the client library, and the
+  # interpreter's headers it builds against; its tests use python3-numpy and python3-torch.
+  pybind11-dev python3-pybind11 python3-dev
   # The safety nets (README "Safety nets"): clang for the libFuzzer build (scripts/fuzz.sh),
   # the sanitizer build (scripts/sanitize.sh) and -Wthread-safety; libclang-rt-14-dev holds
   # clang's runtimes: libFuzzer and the ASan/UBSan libraries.

@@ -575,7 +575,7 @@ TEST_F(TlsClusterTest, StatusShowsAClientOnlyTheJobsItMayRead) {
   EXPECT_EQ(mallorys.epochs_size(), 0);
   EXPECT_EQ(mallorys.tasks_size(), 0);
   EXPECT_EQ(mallorys.workers_size(), 2) << "workers are shown: clients dial them";
-  for (const std::string& reader : {"alice", "bob", "ops"}) {
+  for (const char* reader : {"alice", "bob", "ops"}) {
     const DispatcherStateProto state = status_of(reader);
     ASSERT_EQ(state.jobs_size(), 1) << reader;
     EXPECT_EQ(state.jobs(0).name(), "alice-job") << reader;

@@ -1,0 +1,113 @@
+"""Granary for Python: pipelines built in Python, run in-process or by a Granary service, read
+exactly once — every element of every epoch, through worker failures and trainer restarts.
+
+    import granary
+    ds = granary.Dataset.range(1000).shuffle(64).batch(32)
+    for (values,) in granary.local(ds, epochs=1, seed=7):      # in this process
+        ...
+    client = granary.connect("127.0.0.1:5000")                 # or through the service
+    job = client.open_job(ds, name="resnet", seed=7)
+    reader = job.epoch(0)
+    for (values,) in reader:                                   # NumPy arrays, no copy
+        ...
+    saved = reader.position()          # beside the model checkpoint; job.epoch(0, position=saved)
+                                       # resumes exactly there
+
+PyTorch: granary.torch.GranaryIterableDataset. Errors are granary.Error subclasses named after
+the C++ status (granary.InvalidArgument, granary.Unavailable, ...) carrying its message.
+"""
+
+import json
+
+from granary import _granary
+from granary._granary import (  # noqa: F401 (re-exported)
+    Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceeded, Digest, Element, Error,
+    FailedPrecondition, Internal, InvalidArgument, NotFound, OutOfRange, PermissionDenied,
+    ResourceExhausted, Unauthenticated, Unavailable, Unimplemented, Unknown, load_plugin)
+from granary.dataset import Dataset
+
+__all__ = ["Dataset", "Digest", "Element", "Error", "Client", "Job", "connect", "local",
+           "local_digests", "load_plugin"]
+
+_CACHE_POLICIES = ("compute", "full", "at_mark")
+
+
+def local(dataset, epochs=1, seed=0, cache_policy="compute", first_epoch=0):
+    """Runs `dataset` in this process and yields every element of epochs first_epoch, ...,
+    first_epoch + epochs - 1 in order, each as a tuple of NumPy arrays — what a service job
+    with this seed and cache policy delivers (for debugging, and as the reference)."""
+    for epoch in range(first_epoch, first_epoch + epochs):
+        yield from _granary.LocalEpoch(dataset.pipeline_def(), seed, epoch, cache_policy)
+
+
+def local_digests(dataset, epochs=1, seed=0, cache_policy="compute"):
+    """The digest lines `granary local --digest_out` writes: one dict per epoch with its
+    "epoch", "elements" (rows), "multiset_xxh64" and "ordered_xxh64" (hex strings)."""
+    return [json.loads(_granary.local_digest_line(dataset.pipeline_def(), seed, epoch,
+                                                  cache_policy))
+            for epoch in range(epochs)]
+
+
+class Job:
+    """A job of the service: read its epochs with epoch()."""
+
+    def __init__(self, job, dataset):
+        self._job = job
+        self._dataset = dataset
+
+    @property
+    def job_id(self):
+        return self._job.job_id
+
+    @property
+    def dataset(self):
+        return self._dataset
+
+    def epoch(self, epoch, consumer=0, position=None, digest=False):
+        """Starts epoch `epoch` (idempotently: every consumer may) and reads it as `consumer`:
+        an EpochReader, iterating tuples of NumPy arrays that view the received bytes.
+        `position` (an earlier reader's position()) resumes exactly where it stood. With
+        digest=True the reader fingerprints what it delivers (reader.digest)."""
+        return self._job.read_epoch(epoch, consumer, position or b"",
+                                    self._dataset.batched if digest else None)
+
+
+class Client:
+    """A connection to a Granary dispatcher (see connect())."""
+
+    def __init__(self, client):
+        self._client = client
+
+    def open_job(self, dataset, name="", seed=0, num_consumers=1, num_worker_slots=0,
+                 num_epochs=0, cache_policy="compute", compression="none", readers=()):
+        """Registers `dataset` and opens a job of it. Jobs with the same non-empty `name` are
+        shared: every consumer (trainer process) of a job opens it by name.
+
+        num_consumers: trainer processes the epochs are divided among. num_worker_slots: tasks
+        per consumer (0: one per live worker). cache_policy: "compute", "full" or "at_mark".
+        compression: "none", "lz4" or "zstd" for workers on other hosts. readers: other clients
+        that may read the job (when the cluster authenticates clients)."""
+        if cache_policy not in _CACHE_POLICIES:
+            raise InvalidArgument(
+                f"cache_policy {cache_policy!r} is none of {', '.join(_CACHE_POLICIES)}")
+        dataset_id = self._client.register_pipeline(dataset.pipeline_def())
+        return Job(self._client.open_job(dataset_id, name, seed, num_consumers,
+                                         num_worker_slots, num_epochs, cache_policy,
+                                         compression, list(readers)),
+                   dataset)
+
+
+def connect(address, tls_ca=None, tls_cert=None, tls_key=None, token=None, insecure=None,
+            shared_memory=True, stall_timeout_ms=60000, rpc_timeout_ms=10000):
+    """Connects to the dispatcher at `address` ("host:port").
+
+    TLS (SECURITY.md): tls_ca (the cluster CA's PEM file) with tls_cert and tls_key (this
+    client's certificate, naming it granary://client/<name>), or with a bearer `token`. Without
+    any of them the connection is plain text (insecure=True), which a TLS cluster refuses.
+    shared_memory: read elements of workers on this host through shared memory (mapped, not
+    copied). Raises granary.Unavailable if the dispatcher does not answer."""
+    if insecure is None:
+        insecure = not (tls_ca or tls_cert or tls_key or token)
+    return Client(_granary.Client(address, tls_ca or "", tls_cert or "", tls_key or "",
+                                  token or "", insecure, shared_memory, stall_timeout_ms,
+                                  rpc_timeout_ms))

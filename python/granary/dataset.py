@@ -1,0 +1,172 @@
+"""granary.Dataset: a pipeline definition built in Python, in the idiom of tf.data.
+
+A Dataset is immutable: every method returns a new one with one more op, so a common prefix
+can be shared and extended:
+
+    base = granary.Dataset.tfrecord(["/data/train-*.tfrecord"], records_per_split=512)
+    train = (base.shuffle(1024)
+                 .map("parse_example", keys=["image/encoded", "image/class/label"],
+                      dtypes=["bytes", "int64"], num_threads=4)
+                 .map("decode_jpeg", num_threads=4)
+                 .mark("decoded")
+                 .map("random_crop", height=224, width=224)
+                 .batch(128)
+                 .prefetch(2))
+
+It holds the pipeline in the JSON form of pipeline files (protobuf's JSON mapping of
+PipelineDef, README "Pipelines"), so `to_json()` writes a file `granary run --pipeline` reads and
+`Dataset.from_json(path)` reads one. Each step is checked at once by the C++ pipeline builder (op
+and UDF names, parameter types and ranges): a mistake raises granary.InvalidArgument naming it.
+"""
+
+import json
+
+from granary import _granary
+
+__all__ = ["Dataset"]
+
+
+def _source_params(files, compression, per_split_key, per_split, shuffle_splits):
+    if isinstance(files, str):
+        files = [files]
+    params = {"files": list(files)}
+    if compression:
+        params["compression"] = compression
+    if per_split:
+        params[per_split_key] = per_split
+    if shuffle_splits:
+        params["shuffle_splits"] = True
+    return params
+
+
+class Dataset:
+    """An immutable pipeline definition (see the module docstring)."""
+
+    __slots__ = ("_definition", "_serialized", "_batched")
+
+    def __init__(self, definition):
+        # `definition`: the pipeline as a JSON-compatible dict. Checked here, so that every
+        # Dataset that exists is a valid pipeline.
+        self._definition = definition
+        self._serialized = _granary.parse_pipeline_json(json.dumps(definition), "Dataset")
+        self._batched = _granary.validate_pipeline(self._serialized)
+
+    # --- Sources ---
+
+    @staticmethod
+    def range(stop, start=0, step=1, elements_per_split=0, shuffle_splits=False):
+        """The integers start, start + step, ... below stop, as int64 scalars."""
+        params = {"stop": stop}
+        if start:
+            params["start"] = start
+        if step != 1:
+            params["step"] = step
+        if elements_per_split:
+            params["elements_per_split"] = elements_per_split
+        if shuffle_splits:
+            params["shuffle_splits"] = True
+        return Dataset({"source": {"type": "range", "params": params}})
+
+    @staticmethod
+    def tfrecord(files, compression=None, records_per_split=0, shuffle_splits=False):
+        """The records of TFRecord files (glob patterns), as scalar bytes tensors.
+
+        compression: None, "GZIP" or "auto" (by the .gz suffix). records_per_split: 0 makes a
+        split of each file.
+        """
+        return Dataset({"source": {"type": "tfrecord", "params": _source_params(
+            files, compression, "records_per_split", records_per_split, shuffle_splits)}})
+
+    @staticmethod
+    def text_lines(files, compression=None, lines_per_split=0, shuffle_splits=False):
+        """The lines of text files (glob patterns), as scalar bytes tensors."""
+        return Dataset({"source": {"type": "text_lines", "params": _source_params(
+            files, compression, "lines_per_split", lines_per_split, shuffle_splits)}})
+
+    @staticmethod
+    def from_json(path):
+        """The pipeline file at `path` (${NAME} placeholders expanded from the environment)."""
+        serialized = _granary.load_pipeline_file(path)
+        return Dataset(json.loads(_granary.pipeline_to_json(serialized)))
+
+    # --- Ops ---
+
+    def _with(self, op):
+        definition = json.loads(json.dumps(self._definition))  # a deep copy
+        definition.setdefault("ops", []).append(op)
+        return Dataset(definition)
+
+    def map(self, udf, num_threads=None, **udf_params):
+        """Applies the UDF `udf` (with `udf_params`) to every element; on `num_threads` threads
+        (order preserved) when given."""
+        op = {"op": "map" if num_threads is None else "parallel_map", "udf": udf}
+        if num_threads is not None:
+            op["params"] = {"num_threads": num_threads}
+        if udf_params:
+            op["udfParams"] = udf_params
+        return self._with(op)
+
+    def filter(self, udf, **udf_params):
+        """Keeps the elements the predicate UDF `udf` accepts."""
+        op = {"op": "filter", "udf": udf}
+        if udf_params:
+            op["udfParams"] = udf_params
+        return self._with(op)
+
+    def ignore_errors(self):
+        """After a map or filter: drops the elements whose UDF failed with DataLoss or
+        InvalidArgument (counted as skipped)."""
+        return self._with({"op": "ignore_errors"})
+
+    def shuffle(self, buffer_size, seed=None):
+        """A uniform random pick from a buffer of `buffer_size` elements (keyed by the job
+        seed, the epoch and `seed`)."""
+        params = {"buffer_size": buffer_size}
+        if seed is not None:
+            params["seed"] = seed
+        return self._with({"op": "shuffle", "params": params})
+
+    def batch(self, batch_size, drop_remainder=False):
+        """Stacks `batch_size` rows into one element (shapes must agree)."""
+        return self._with({"op": "batch", "params": {"batch_size": batch_size,
+                                                      "drop_remainder": drop_remainder}})
+
+    def take(self, count):
+        return self._with({"op": "take", "params": {"count": count}})
+
+    def skip(self, count):
+        return self._with({"op": "skip", "params": {"count": count}})
+
+    def prefetch(self, buffer_size=2):
+        """A background thread runs `buffer_size` elements ahead."""
+        return self._with({"op": "prefetch", "params": {"buffer_size": buffer_size}})
+
+    def mark(self, name):
+        """A named candidate cache location (cache_policy="at_mark" caches up to the first)."""
+        return self._with({"op": "mark", "params": {"name": name}})
+
+    # --- The definition ---
+
+    def to_json(self, indent=2):
+        """The pipeline file's JSON."""
+        return json.dumps(self._definition, indent=indent)
+
+    def pipeline_def(self):
+        """The serialized PipelineDef (deterministic bytes: equal pipelines, equal bytes)."""
+        return self._serialized
+
+    @property
+    def batched(self):
+        """Whether the elements are batches (the pipeline has a batch op)."""
+        return self._batched
+
+    def __eq__(self, other):
+        return isinstance(other, Dataset) and self._serialized == other._serialized
+
+    def __hash__(self):
+        return hash(self._serialized)
+
+    def __repr__(self):
+        ops = [op["op"] if "udf" not in op else f"{op['op']}({op['udf']})"
+               for op in self._definition.get("ops", [])]
+        return f"Dataset({self._definition['source']['type']}{''.join(' -> ' + o for o in ops)})"

@@ -1,0 +1,99 @@
+"""granary.local: the in-process run equals `granary local` — its digests, and the elements it
+yields digested in Python."""
+
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+import granary
+
+BINARY = os.environ.get("GRANARY_BINARY", "granary")
+SOURCE_DIR = os.environ.get("GRANARY_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
+
+
+def cli_digests(dataset, epochs, seed, cache_policy="compute"):
+    """`granary local --digest_out` of `dataset`'s JSON: its digest lines."""
+    with tempfile.TemporaryDirectory() as tmp:
+        pipeline = os.path.join(tmp, "pipeline.json")
+        with open(pipeline, "w") as f:
+            f.write(dataset.to_json())
+        out = os.path.join(tmp, "digest")
+        subprocess.run([BINARY, "local", f"--pipeline={pipeline}", f"--epochs={epochs}",
+                        f"--seed={seed}", f"--cache_policy={cache_policy}",
+                        f"--digest_out={out}"], check=True, capture_output=True,
+                       cwd=SOURCE_DIR)
+        with open(out) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+
+class LocalTest(unittest.TestCase):
+    def check(self, dataset, epochs, seed, cache_policy="compute"):
+        expected = cli_digests(dataset, epochs, seed, cache_policy)
+        got = granary.local_digests(dataset, epochs, seed, cache_policy)
+        keys = ("epoch", "elements", "multiset_xxh64", "ordered_xxh64")
+        self.assertEqual([{k: d[k] for k in keys} for d in got],
+                         [{k: d[k] for k in keys} for d in expected], f"seed {seed}")
+        # The elements granary.local yields, digested in Python, give the same lines.
+        for epoch in range(epochs):
+            digest = granary.Digest(dataset.batched)
+            for arrays in granary.local(dataset, epochs=1, seed=seed, cache_policy=cache_policy,
+                                        first_epoch=epoch):
+                digest.add(arrays)
+            self.assertEqual(digest.rows, expected[epoch]["elements"], f"epoch {epoch}")
+            self.assertEqual(f"{digest.multiset:016x}", expected[epoch]["multiset_xxh64"])
+            self.assertEqual(f"{digest.ordered:016x}", expected[epoch]["ordered_xxh64"])
+
+    def test_range_pipeline(self):
+        ds = granary.Dataset.range(500, elements_per_split=50, shuffle_splits=True) \
+            .shuffle(32).filter("modulo", modulus=3, remainder=1).map("add", value=5).batch(16)
+        self.check(ds, epochs=2, seed=5)
+
+    def test_text_lines_example(self):
+        old = os.getcwd()
+        os.chdir(SOURCE_DIR)  # its files pattern is relative to the repository
+        try:
+            self.check(granary.Dataset.from_json("examples/text_lines.json"), epochs=2, seed=9)
+        finally:
+            os.chdir(old)
+
+    def test_at_mark_cache_policy(self):
+        ds = granary.Dataset.range(300, elements_per_split=30, shuffle_splits=True) \
+            .shuffle(16).mark("m").take(100).batch(10)
+        self.check(ds, epochs=2, seed=3, cache_policy="at_mark")
+
+    def test_elements_are_numpy_arrays(self):
+        ds = granary.Dataset.range(10).batch(4)
+        batches = list(granary.local(ds, seed=1))
+        self.assertEqual([len(b) for b in batches], [1, 1, 1])
+        values = np.concatenate([b[0] for b in batches])
+        self.assertEqual(values.dtype, np.int64)
+        self.assertEqual(sorted(values.tolist()), list(range(10)))
+        self.assertFalse(batches[0][0].flags.writeable)
+
+    def test_string_tensors_are_bytes(self):
+        old = os.getcwd()
+        os.chdir(SOURCE_DIR)
+        try:
+            ds = granary.Dataset.text_lines(["examples/data/*.txt"]).take(2)
+            lines = [arrays[0] for arrays in granary.local(ds)]
+        finally:
+            os.chdir(old)
+        self.assertEqual(len(lines), 2)
+        self.assertEqual(lines[0].dtype, object)
+        self.assertIsInstance(lines[0].item(), bytes)
+
+    def test_pipeline_errors_raise_with_the_cpp_message(self):
+        ds = granary.Dataset.tfrecord(["/nonexistent/*.tfrecord"])
+        with self.assertRaises(granary.NotFound) as raised:
+            list(granary.local(ds))
+        self.assertIn("/nonexistent/*.tfrecord", str(raised.exception))
+        with self.assertRaises(granary.InvalidArgument):
+            list(granary.local(granary.Dataset.range(10), cache_policy="sometimes"))
+
+
+if __name__ == "__main__":
+    unittest.main()
