@@ -2,19 +2,26 @@
 // the suite), and the memory each side's processes need while doing it (benchmark 7).
 //
 // The same ResNet-style pipeline over the same generated TFRecord files — decode JPEG, random
-// crop, random flip, normalize, batch of --batch_size — five ways, in rotating order per round
+// crop, random flip, normalize, batch of --batch_size — six ways, in rotating order per round
 // after a warm-up round:
 //   - PyTorch DataLoader with num_workers = 1 and 2 (bench/pytorch_peer.py under Debian's
 //     python3-torch: a map-style Dataset over the TFRecord files, PIL decode, numpy transforms);
 //   - Granary through the service: a real dispatcher and workers on 127.0.0.1, a job on 1 worker
 //     and a job on 2 workers, read by the client library in this process;
+//   - Granary from Python: a job on the same 2 workers read by a Python trainer process through
+//     granary.torch.GranaryIterableDataset under DataLoader(num_workers=0)
+//     (bench/python_client_peer.py, with --python_path for the granary package);
 //   - Granary in-process (granary local's runner).
 // Everything shares this machine's cores; each configuration's "cores busy" (CPU seconds of all
-// its processes / wall seconds) says how many it used. Peak RSS: of the dispatcher, a worker and
-// the client (this process; its peak is reset before each service epoch) over the service epochs,
-// and of the DataLoader's main process and largest worker.
+// its processes / wall seconds) says how many it used; "trainer CPU" is the reading process's
+// own CPU time per image (this process for the C++ client, the Python process for Python). Peak
+// RSS: of the dispatcher, a worker and the client (this process; its peak is reset before each
+// service epoch) over the service epochs, and of the DataLoader's main process and largest worker.
 //
 //   bench/peer_bench [--images N] [--size S] [--repetitions R] [--dir D] [--python P]
+//                    [--python_path build/python]
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -42,6 +49,9 @@
 
 ABSL_FLAG(std::string, python, "/usr/bin/python3", "Debian's Python, with python3-torch.");
 ABSL_FLAG(std::string, peer_script, "bench/pytorch_peer.py", "The PyTorch DataLoader peer.");
+ABSL_FLAG(std::string, python_client_script, "bench/python_client_peer.py",
+          "The Granary-from-Python trainer.");
+ABSL_FLAG(std::string, python_path, "build/python", "Where the granary Python package is.");
 ABSL_FLAG(int64_t, batch_size, 128, "Images per batch, on both sides.");
 
 namespace granary {
@@ -50,7 +60,26 @@ namespace {
 struct Epoch {
   double images_per_s = 0;
   double cores_busy = 0;
+  // The reading process's own CPU time per image; 0: not measured (the DataLoader peers, whose
+  // reading process is also the loading process).
+  double trainer_cpu_ms_per_image = 0;
 };
+
+// The first line of `out` as a JSON object: `what` printed no result line otherwise.
+absl::StatusOr<google::protobuf::Struct> ResultLine(const std::string& out,
+                                                    const std::string& what) {
+  google::protobuf::Struct line;
+  const std::string first_line(out.substr(0, out.find('\n')));
+  if (!google::protobuf::util::JsonStringToMessage(first_line, &line).ok()) {
+    return absl::InternalError(absl::StrCat(what, " printed no result line: '", first_line, "'"));
+  }
+  return line;
+}
+
+double NumberOf(const google::protobuf::Struct& line, const char* key) {
+  const auto it = line.fields().find(key);
+  return it == line.fields().end() ? 0.0 : it->second.number_value();
+}
 
 struct PeerEpoch {
   Epoch epoch;
@@ -73,17 +102,10 @@ absl::StatusOr<PeerEpoch> RunPeer(const std::string& data_dir, int workers, int6
                                             " (needs Debian's python3-torch, python3-pil, "
                                             "python3-numpy: scripts/setup_deps.sh installs them)"));
   }
-  google::protobuf::Struct line;
-  const std::string first_line(out.substr(0, out.find('\n')));
-  if (!google::protobuf::util::JsonStringToMessage(first_line, &line).ok()) {
-    return absl::InternalError(absl::StrCat(what, " printed no result line: '", first_line, "'"));
-  }
-  const auto number = [&line](const char* key) {
-    const auto it = line.fields().find(key);
-    return it == line.fields().end() ? 0.0 : it->second.number_value();
-  };
+  ASSIGN_OR_RETURN(const google::protobuf::Struct line, ResultLine(out, what));
+  const auto number = [&line](const char* key) { return NumberOf(line, key); };
   if (number("images") <= 0 || number("seconds") <= 0) {
-    return absl::InternalError(absl::StrCat(what, " read no images: '", first_line, "'"));
+    return absl::InternalError(absl::StrCat(what, " read no images"));
   }
   PeerEpoch result;
   result.epoch.images_per_s = number("images") / number("seconds");
@@ -92,6 +114,45 @@ absl::StatusOr<PeerEpoch> RunPeer(const std::string& data_dir, int workers, int6
   result.rss_worker = static_cast<int64_t>(number("peak_rss_workers_bytes"));
   return result;
 }
+
+// The Python trainer (bench/python_client_peer.py): one process reading every epoch of job
+// `job_name`, each when asked (its go file), as a trainer reads epochs.
+class PythonClient {
+ public:
+  PythonClient(const std::string& dir, const std::string& address, const std::string& pipeline,
+               const std::string& job_name, int num_worker_slots)
+      : go_dir_(dir + "/python_client"), what_(absl::GetFlag(FLAGS_python_client_script)) {
+    (void)Env::Default()->CreateDirs(go_dir_);
+    process_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{absl::GetFlag(FLAGS_python), what_, "--dispatcher=" + address,
+                                 "--pipeline=" + pipeline, "--job_name=" + job_name,
+                                 "--go_dir=" + go_dir_,
+                                 absl::StrCat("--num_worker_slots=", num_worker_slots)},
+        Subprocess::Stderr::kInherit, "",
+        std::vector<std::string>{"PYTHONPATH=" + absl::GetFlag(FLAGS_python_path)});
+  }
+  ~PythonClient() {
+    (void)WriteStringToFile(Env::Default(), go_dir_ + "/stop", "", /*sync=*/false);
+    if (process_->WaitFor(std::chrono::seconds(10)) < 0) process_->Kill(SIGKILL);
+  }
+
+  // Epoch `epoch` (the next one): its result line.
+  absl::StatusOr<google::protobuf::Struct> ReadEpoch(int64_t epoch) {
+    RETURN_IF_ERROR(WriteStringToFile(Env::Default(), absl::StrCat(go_dir_, "/go.", epoch), "",
+                                      /*sync=*/false));
+    const std::string line = process_->ReadLine(std::chrono::minutes(30));
+    ASSIGN_OR_RETURN(google::protobuf::Struct result, ResultLine(line, what_));
+    if (NumberOf(result, "images") <= 0 || NumberOf(result, "seconds") <= 0) {
+      return absl::InternalError(absl::StrCat(what_, " read no images"));
+    }
+    return result;
+  }
+
+ private:
+  const std::string go_dir_;
+  const std::string what_;
+  std::unique_ptr<Subprocess> process_;
+};
 
 // CPU seconds used so far by this process and `servers`.
 double CpuSecondsWith(const std::vector<pid_t>& servers) {
@@ -133,13 +194,36 @@ absl::Status Run() {
     for (const auto& [role, pid] : roles) ResetPeakRss(pid);
     const int64_t client_baseline = RssBytesOf();
     const double cpu_before = CpuSecondsWith(servers);
+    const double client_cpu_before = CpuSecondsOf();
     ASSIGN_OR_RETURN(ServiceEpoch read, ReadServiceEpoch(job, epoch));
     for (const auto& [role, pid] : roles) {
       service_rss[role] = std::max(service_rss[role], PeakRssBytesOf(pid));
     }
     client_growth = std::max(client_growth, PeakRssBytesOf() - client_baseline);
-    return Epoch{read.rows / read.seconds, (CpuSecondsWith(servers) - cpu_before) / read.seconds};
+    return Epoch{read.rows / read.seconds, (CpuSecondsWith(servers) - cpu_before) / read.seconds,
+                 (CpuSecondsOf() - client_cpu_before) * 1e3 / read.rows};
   };
+  std::string pipeline_json;
+  {
+    google::protobuf::util::JsonPrintOptions options;
+    if (!google::protobuf::util::MessageToJsonString(def, &pipeline_json, options).ok()) {
+      return absl::InternalError("the pipeline does not print as JSON");
+    }
+  }
+  const std::string pipeline_file = dir + "/python_client_pipeline.json";
+  RETURN_IF_ERROR(WriteStringToFile(env, pipeline_file, pipeline_json, /*sync=*/false));
+  PythonClient python(dir, cluster.dispatcher_address(), pipeline_file, "python-two", 2);
+  const auto python_epoch = [&](int64_t epoch) -> absl::StatusOr<Epoch> {
+    const double cpu_before = CpuSecondsWith(servers);
+    ASSIGN_OR_RETURN(const google::protobuf::Struct line, python.ReadEpoch(epoch));
+    const double seconds = NumberOf(line, "seconds");
+    const double images_read = NumberOf(line, "images");
+    // The servers' CPU from the go signal to the result line (the trainer's waiting included).
+    const double server_cpu = CpuSecondsWith(servers) - cpu_before;
+    return Epoch{images_read / seconds, (server_cpu + NumberOf(line, "cpu_seconds")) / seconds,
+                 NumberOf(line, "cpu_seconds") * 1e3 / images_read};
+  };
+
   const auto peer_epoch = [&](int workers, int64_t epoch) -> absl::StatusOr<Epoch> {
     ASSIGN_OR_RETURN(PeerEpoch peer, RunPeer(data_dir, workers, epoch));
     peer_rss_main = std::max(peer_rss_main, peer.rss_main);
@@ -156,7 +240,7 @@ absl::Status Run() {
   struct Config {
     std::string name;
     std::function<absl::StatusOr<Epoch>(int64_t epoch)> run;
-    std::vector<double> rates, cores;
+    std::vector<double> rates, cores, trainer_cpu;
   };
   std::vector<Config> configs = {
       {"PyTorch DataLoader, num_workers=1", [&](int64_t e) { return peer_epoch(1, e); }},
@@ -164,6 +248,7 @@ absl::Status Run() {
       {"PyTorch DataLoader, num_workers=2", [&](int64_t e) { return peer_epoch(2, e); }},
       {"Granary service, 2 workers", [&](int64_t e) { return service_epoch(*two, e); }},
       {"Granary in-process", local_epoch},
+      {"Granary from Python (PyTorch IterableDataset), 2 workers", python_epoch},
   };
   const int reps = absl::GetFlag(FLAGS_repetitions);
   for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up (page cache, processes).
@@ -173,6 +258,7 @@ absl::Status Run() {
       if (rep < 0) continue;
       c.rates.push_back(e.images_per_s);
       c.cores.push_back(e.cores_busy);
+      if (e.trainer_cpu_ms_per_image > 0) c.trainer_cpu.push_back(e.trainer_cpu_ms_per_image);
     }
   }
 
@@ -183,6 +269,7 @@ absl::Status Run() {
   for (const Config& c : configs) {
     peer.AddSeries(c.name, "images/s", c.rates);
     peer.AddSeries(c.name, "cores busy", c.cores);
+    if (!c.trainer_cpu.empty()) peer.AddSeries(c.name, "trainer CPU ms/image", c.trainer_cpu);
   }
   const auto ratio = [&](size_t a, size_t b) {
     return Median(configs[a].rates) / Median(configs[b].rates);
@@ -195,6 +282,10 @@ absl::Status Run() {
                    BenchTarget::AtLeast(0.8));
   peer.AddHeadline("Granary in-process / DataLoader num_workers=2", ratio(4, 2), "x",
                    BenchTarget::AtLeast(2.0));
+  peer.AddHeadline("Granary from Python 2 workers / C++ client 2 workers", ratio(5, 3), "x",
+                   BenchTarget::AtLeast(0.95));
+  peer.AddHeadline("Granary from Python 2 workers / DataLoader num_workers=2", ratio(5, 2), "x",
+                   BenchTarget::AtLeast(2.5));
   peer.AddNote(
       "The DataLoader reads records without checking their CRCs (Granary checks them); "
       "both sides share the machine's cores, see 'cores busy'.");

@@ -61,6 +61,9 @@ for entry in "${benchmarks[@]}"; do
   if [[ $binary != failpoint_bench ]]; then
     flags+=(--dir "$scratch/$binary")
   fi
+  if [[ $binary == peer_bench ]]; then
+    flags+=(--python_path "$build_dir/python")  # the granary package, for its Python row
+  fi
   echo "== $binary ${flags[*]}"
   start=$SECONDS
   "$build_dir/bench/$binary" "${flags[@]}" 2> "$scratch/$binary.log" ||

@@ -91,7 +91,9 @@ class GranaryIterableDataset(torch.utils.data.IterableDataset):
     def consumer(self):
         return self._consumer
 
-    def _open(self):
+    def open(self):
+        """Connects and opens the job now (else the first iteration does): raises at once if
+        the dispatcher cannot be reached or refuses the job. Returns the granary.Job."""
         if self._job is None:
             client = granary.connect(self._dispatcher, **self._connect_options)
             self._job = client.open_job(self._dataset, **self._job_options)
@@ -108,7 +110,7 @@ class GranaryIterableDataset(torch.utils.data.IterableDataset):
                 "GranaryIterableDataset runs in the trainer process: use "
                 "DataLoader(num_workers=0) (Granary's workers do the loading)")
         epoch, position = self._epoch, self._position
-        reader = self._open().epoch(epoch, consumer=self._consumer, position=position)
+        reader = self.open().epoch(epoch, consumer=self._consumer, position=position)
         self._reader, self._reading_epoch = reader, epoch
         self._position = None
         try:

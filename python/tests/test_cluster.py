@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import unittest
 
 import numpy as np
@@ -105,6 +106,32 @@ class ClusterTest(unittest.TestCase):
             job.epoch(0, position=b"not a position")
         with self.assertRaises(granary.Unavailable):
             granary.connect("127.0.0.1:1", rpc_timeout_ms=300)
+
+
+class GilTest(unittest.TestCase):
+    def test_waiting_for_data_releases_the_gil(self):
+        # No worker: the reader waits (until its stall timeout) for a task nobody runs. Another
+        # Python thread runs meanwhile only if the wait released the GIL.
+        with Cluster(workers=0) as cluster:
+            job = granary.connect(cluster.address, stall_timeout_ms=1500).open_job(
+                range_pipeline(), num_worker_slots=1)
+            reader = job.epoch(0)
+            counted = [0]
+            stop = threading.Event()
+
+            def count():
+                while not stop.is_set():
+                    counted[0] += 1
+
+            counter = threading.Thread(target=count)
+            counter.start()
+            try:
+                with self.assertRaises(granary.Unavailable):
+                    next(reader)
+            finally:
+                stop.set()
+                counter.join()
+        self.assertGreater(counted[0], 100000, "the other thread barely ran during the wait")
 
 
 if __name__ == "__main__":
