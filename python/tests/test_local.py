@@ -12,6 +12,7 @@ import numpy as np
 import granary
 
 BINARY = os.environ.get("GRANARY_BINARY", "granary")
+BINARY_DIR = os.environ.get("GRANARY_BINARY_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
 SOURCE_DIR = os.environ.get("GRANARY_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
 
 
@@ -93,6 +94,51 @@ class LocalTest(unittest.TestCase):
         self.assertIn("/nonexistent/*.tfrecord", str(raised.exception))
         with self.assertRaises(granary.InvalidArgument):
             list(granary.local(granary.Dataset.range(10), cache_policy="sometimes"))
+
+
+class PluginTest(unittest.TestCase):
+    def test_a_loaded_plugin_udf_builds_and_runs(self):
+        with self.assertRaises(granary.InvalidArgument):
+            granary.Dataset.range(10).map("random_jitter", amplitude=3)
+        granary.load_plugin(os.path.join(BINARY_DIR, "examples", "libgranary_example_plugin.so"))
+        ds = granary.Dataset.range(100).map("random_jitter", amplitude=3).batch(10)
+        values = np.concatenate([v for (v,) in granary.local(ds, seed=2)])
+        self.assertEqual(len(values), 100)
+        self.assertLessEqual(int(np.abs(values - np.arange(100)).max()), 3)
+        self.assertTrue((values != np.arange(100)).any(), "the jitter changed nothing")
+
+
+class BadInputTest(unittest.TestCase):
+    """Whatever Python passes, the interpreter survives: an exception naming the problem."""
+
+    def test_digest_refuses_what_granary_has_no_dtype_for(self):
+        digest = granary.Digest(False)
+        with self.assertRaises(granary.InvalidArgument) as raised:
+            digest.add([np.array([1j])])
+        self.assertIn("complex", str(raised.exception))
+        with self.assertRaises(granary.InvalidArgument) as raised:
+            digest.add([np.array([1, "two"], dtype=object)])
+        self.assertIn("must hold bytes", str(raised.exception))
+        with self.assertRaises(TypeError):
+            digest.add(5)
+        self.assertEqual(digest.rows, 0)
+
+    def test_garbage_pipeline_bytes(self):
+        with self.assertRaises(granary.InvalidArgument):
+            granary._granary.LocalEpoch(b"\xff\xff not a pipeline", 0, 0)
+        with self.assertRaises(granary.InvalidArgument):
+            granary._granary.parse_pipeline_json("{not json")
+        with self.assertRaises(TypeError):
+            granary._granary.LocalEpoch(None, 0, 0)
+
+    def test_wrong_argument_types(self):
+        with self.assertRaises(TypeError):
+            list(granary.local(granary.Dataset.range(10), seed="seven"))
+        with self.assertRaises(TypeError):
+            granary.local_digests(granary.Dataset.range(10), epochs=1, seed=-1)
+        with self.assertRaises(granary.InvalidArgument) as raised:
+            granary.load_plugin("/nonexistent/plugin.so")
+        self.assertIn("/nonexistent/plugin.so", str(raised.exception))
 
 
 if __name__ == "__main__":

@@ -73,6 +73,25 @@ class TorchTest(unittest.TestCase):
         with self.assertRaises(granary.InvalidArgument):
             granary.torch.GranaryIterableDataset(range_pipeline(), dispatcher="x", job_name="")
 
+    def test_torch_distributed_ranks_are_consumers(self):
+        seed = 17
+        with tempfile.TemporaryDirectory() as tmp:
+            ranks = [subprocess.Popen([sys.executable, os.path.join(HERE, "distributed_consumer.py"),
+                                       self.cluster.address, os.path.join(tmp, "rendezvous"),
+                                       str(rank), "2", str(seed)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                     for rank in range(2)]
+            results = []
+            for rank, process in enumerate(ranks):
+                out, err = process.communicate(timeout=120)
+                self.assertEqual(process.returncode, 0, f"rank {rank}: {err.decode()[-3000:]}")
+                results.append(json.loads(out.decode().splitlines()[-1]))
+        self.assertEqual([r["consumer"] for r in results], [0, 1])
+        expected = granary.local_digests(range_pipeline(), 1, seed)[0]
+        self.assertEqual(sum(r["rows"] for r in results), expected["elements"])
+        self.assertEqual(f"{sum(r['multiset'] for r in results) % (1 << 64):016x}",
+                         expected["multiset_xxh64"])
+
     def run_trainer(self, checkpoint, save_at, hang_at, seed):
         return subprocess.Popen([sys.executable, os.path.join(HERE, "torch_trainer.py"),
                                  self.cluster.address, checkpoint, "2", str(seed), str(save_at),
