@@ -51,6 +51,22 @@ class JobImpl final : public Job {
     return std::unique_ptr<EpochReader>(std::move(reader));
   }
 
+  absl::StatusOr<int32_t> Scale(int32_t num_worker_slots, const std::string& reason) override {
+    ScaleJobRequest request;
+    request.set_job_id(job_id_);
+    request.set_num_worker_slots(num_worker_slots);
+    request.set_reason(reason);
+    ScaleJobResponse response;
+    const grpc::Status rpc = connection_->CallDispatcher([&](grpc::ClientContext* context) {
+      return connection_->dispatcher().ScaleJob(context, request, &response);
+    });
+    if (!rpc.ok()) {
+      return Annotate(FromGrpcStatus(rpc), absl::StrCat("scaling job ", job_id_, " to ",
+                                                        num_worker_slots, " tasks per consumer"));
+    }
+    return response.running_tasks_per_consumer();
+  }
+
  private:
   const std::shared_ptr<Connection> connection_;
   const int64_t job_id_;

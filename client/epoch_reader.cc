@@ -117,8 +117,7 @@ absl::StatusOr<std::unique_ptr<GrpcEpochReader>> GrpcEpochReader::Start(
     const ClientPosition* position, Compression compression) {
   std::unique_ptr<GrpcEpochReader> reader(
       new GrpcEpochReader(std::move(connection), job_id, epoch, consumer, compression));
-  RETURN_IF_ERROR(reader->Heartbeat(/*first=*/true));
-  std::vector<Task*> tasks;
+  RETURN_IF_ERROR(reader->Heartbeat());
   {
     absl::MutexLock lock(&reader->mu_);
     if (position != nullptr) {
@@ -142,12 +141,24 @@ absl::StatusOr<std::unique_ptr<GrpcEpochReader>> GrpcEpochReader::Start(
       }
     }
     reader->last_answer_us_ = reader->connection_->env()->NowMicros();
-    for (auto& entry : reader->tasks_) tasks.push_back(entry.second.get());
+    for (auto& entry : reader->tasks_) reader->StartFetching(entry.second.get());
+    reader->fetching_ = true;
   }
   GrpcEpochReader* r = reader.get();
-  reader->threads_.emplace_back([r] { r->HeartbeatLoop(); });
-  for (Task* task : tasks) reader->threads_.emplace_back([r, task] { r->FetchLoop(task); });
+  reader->heartbeat_thread_ = std::thread([r] { r->HeartbeatLoop(); });
   return reader;
+}
+
+void GrpcEpochReader::StartFetching(Task* task) {
+  fetch_threads_.emplace_back([this, task] { FetchLoop(task); });
+}
+
+void GrpcEpochReader::MarkDone(Task* task) {
+  task->done = true;
+  if (!tasks_final_ && std::all_of(tasks_.begin(), tasks_.end(),
+                                   [](const auto& entry) { return entry.second->done; })) {
+    heartbeat_wanted_ = true;
+  }
 }
 
 GrpcEpochReader::~GrpcEpochReader() {
@@ -160,7 +171,14 @@ GrpcEpochReader::~GrpcEpochReader() {
     }
     if (heartbeat_call_ != nullptr) heartbeat_call_->TryCancel();
   }
-  for (std::thread& thread : threads_) thread.join();
+  // The heartbeat thread starts fetch threads: join it first, then no more appear.
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  std::vector<std::thread> fetchers;
+  {
+    absl::MutexLock lock(&mu_);
+    fetchers.swap(fetch_threads_);
+  }
+  for (std::thread& thread : fetchers) thread.join();
 }
 
 bool GrpcEpochReader::AwaitUntil(const absl::Condition& condition, uint64_t deadline_us) {
@@ -218,8 +236,8 @@ EpochStats GrpcEpochReader::stats() const {
 }
 
 bool GrpcEpochReader::AllDone() const {
-  return std::all_of(tasks_.begin(), tasks_.end(),
-                     [](const auto& entry) { return entry.second->done; });
+  return tasks_final_ && std::all_of(tasks_.begin(), tasks_.end(),
+                                     [](const auto& entry) { return entry.second->done; });
 }
 
 std::string GrpcEpochReader::StallMessage() const {
@@ -246,7 +264,7 @@ void GrpcEpochReader::SetPermanentError(absl::Status status) {
   if (error_.ok()) error_ = std::move(status);
 }
 
-absl::Status GrpcEpochReader::Heartbeat(bool first) {
+absl::Status GrpcEpochReader::Heartbeat() {
   ClientHeartbeatRequest request;
   request.set_job_id(job_id_);
   request.set_epoch(epoch_);
@@ -272,9 +290,8 @@ absl::Status GrpcEpochReader::Heartbeat(bool first) {
   heartbeat_error_.clear();
   for (const TaskInfo& info : response.tasks()) {
     auto it = tasks_.find(info.task_id());
-    if (it == tasks_.end()) {
-      // The task set is fixed when the epoch starts; a task appearing later is ignored.
-      if (!first) continue;
+    const bool added = it == tasks_.end();
+    if (added) {
       auto task = std::make_unique<Task>();
       task->id = info.task_id();
       it = tasks_.emplace(info.task_id(), std::move(task)).first;
@@ -285,7 +302,9 @@ absl::Status GrpcEpochReader::Heartbeat(bool first) {
     task.capability = info.capability();
     task.finished = info.finished();
     task.num_elements = info.num_elements();
+    if (added && fetching_ && !stop_) StartFetching(&task);
   }
+  tasks_final_ = response.tasks_final();
   return absl::OkStatus();
 }
 
@@ -294,12 +313,14 @@ void GrpcEpochReader::HeartbeatLoop() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      AwaitUntil(absl::Condition(&stop_), connection_->env()->NowMicros() + interval_us);
+      AwaitUntil(absl::Condition(this, &GrpcEpochReader::HeartbeatDue),
+                 connection_->env()->NowMicros() + interval_us);
       if (stop_) return;
+      heartbeat_wanted_ = false;
     }
     // A failure is recorded in heartbeat_error_; the fetch threads keep using the addresses
     // they know.
-    Heartbeat(/*first=*/false).IgnoreError();
+    Heartbeat().IgnoreError();
   }
 }
 
@@ -443,7 +464,7 @@ void GrpcEpochReader::FetchLoop(Task* task) {
       if (stop_ || !error_.ok() || task->done) return;
       if (task->finished && task->next_fetch >= task->num_elements) {
         if (task->next_fetch == task->num_elements) {
-          task->done = true;
+          MarkDone(task);
         } else {
           SetPermanentError(absl::OutOfRangeError(
               absl::StrCat("task ", task->id, " finished with ", task->num_elements,
@@ -540,7 +561,7 @@ void GrpcEpochReader::FetchLoop(Task* task) {
         retry = true;
       } else if (reply.end_of_task) {
         if (reply.num_elements == task->next_fetch) {
-          task->done = true;
+          MarkDone(task);
           return;
         }
         const std::string problem = absl::StrCat(

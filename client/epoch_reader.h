@@ -157,8 +157,18 @@ class GrpcEpochReader final : public EpochReader {
   GrpcEpochReader(std::shared_ptr<Connection> connection, int64_t job_id, int64_t epoch,
                   int32_t consumer, Compression compression);
 
-  // One ClientHeartbeat; on success updates the tasks (adds them on the first call).
-  absl::Status Heartbeat(bool first);
+  // One ClientHeartbeat; on success updates the tasks, adding those the reader does not know
+  // (a scaling step adds tasks to a running epoch) — with their fetch threads once fetching
+  // has started — and whether the task set is final.
+  absl::Status Heartbeat();
+  // Starts `task`'s fetch thread.
+  void StartFetching(Task* task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `task` has delivered its last element; asks for a heartbeat at once if that leaves every
+  // known task done while the task set may still grow.
+  void MarkDone(Task* task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HeartbeatDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stop_ || heartbeat_wanted_;
+  }
   void HeartbeatLoop();
   void FetchLoop(Task* task);
   // When `reply` (to `request`, from the worker at `address`) is large, the next call — from
@@ -179,6 +189,7 @@ class GrpcEpochReader final : public EpochReader {
   bool AwaitUntil(const absl::Condition& condition, uint64_t deadline_us)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Every task of the final task set has delivered its last element.
   bool AllDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What Next() waits for: an element, an error, or the end.
   bool ReadyToDeliver() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -196,8 +207,13 @@ class GrpcEpochReader final : public EpochReader {
   const int64_t queue_bound_;
 
   mutable absl::Mutex mu_;
-  // Fixed after Start(); the Task objects never move.
+  // Grows as heartbeats name new tasks; the Task objects never move.
   std::map<int64_t, std::unique_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
+  // The dispatcher said no task will be added (ClientHeartbeatResponse.tasks_final).
+  bool tasks_final_ ABSL_GUARDED_BY(mu_) = false;
+  // Start() has started the fetch threads: tasks found later start theirs at once.
+  bool fetching_ ABSL_GUARDED_BY(mu_) = false;
+  bool heartbeat_wanted_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   int64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
@@ -212,7 +228,9 @@ class GrpcEpochReader final : public EpochReader {
   std::string heartbeat_error_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* heartbeat_call_ ABSL_GUARDED_BY(mu_) = nullptr;
 
-  std::vector<std::thread> threads_;
+  std::thread heartbeat_thread_;
+  // Appended to by Start() and the heartbeat thread until stop_.
+  std::vector<std::thread> fetch_threads_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace granary

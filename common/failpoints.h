@@ -17,6 +17,9 @@ inline constexpr Failpoint kJournalMidGroupCommit{
 inline constexpr Failpoint kDispatcherAfterLeaseBeforeReply{
     "dispatcher.after_lease_before_reply",
     "dispatcher: a split lease is journaled and applied, the worker not answered yet"};
+inline constexpr Failpoint kDispatcherAfterScaleBeforeReply{
+    "dispatcher.after_scale_before_reply",
+    "dispatcher: a scaling step (tasks added or shed) is journaled and applied, not answered"};
 inline constexpr Failpoint kWorkerAfterProduceBeforeSend{
     "worker.after_produce_before_send",
     "worker: a GetElements answer holds produced elements, not sent yet"};
@@ -33,10 +36,15 @@ inline constexpr Failpoint kGetMidChunk{
     "get.mid_chunk", "cache Get: a record of a chunk was read, the chunk not finished"};
 
 inline constexpr const Failpoint* kAllFailpoints[] = {
-    &kJournalAfterWriteBeforeApply,  &kJournalMidGroupCommit,
-    &kDispatcherAfterLeaseBeforeReply, &kWorkerAfterProduceBeforeSend,
-    &kCheckpointAfterWriteBeforeRename, &kPutAfterCheckpointBeforeCommit,
-    &kPutMidChunkWrite,              &kGetMidChunk,
+    &kJournalAfterWriteBeforeApply,
+    &kJournalMidGroupCommit,
+    &kDispatcherAfterLeaseBeforeReply,
+    &kDispatcherAfterScaleBeforeReply,
+    &kWorkerAfterProduceBeforeSend,
+    &kCheckpointAfterWriteBeforeRename,
+    &kPutAfterCheckpointBeforeCommit,
+    &kPutMidChunkWrite,
+    &kGetMidChunk,
 };
 
 }  // namespace granary

@@ -589,7 +589,8 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
   const JobState* job = state_.FindJob(request.job_id());
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
   RETURN_IF_ERROR(CheckJobAccess(*job, caller));
-  if (state_.FindEpoch(request.job_id(), request.epoch()) == nullptr) {
+  const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch());
+  if (epoch == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("job ", request.job_id(), " has no epoch ", request.epoch()));
   }
@@ -634,7 +635,63 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
           {task->job_id(), task->task_id(), task->consumer(), task->generation()}));
     }
   }
+  // ScaleJob adds tasks only while the plan has splits to lease.
+  response->set_tasks_final(epoch->finished() || epoch->next_split() == epoch->plan_size());
   return absl::OkStatus();
+}
+
+absl::Status DispatcherImpl::ScaleJob(const ScaleJobRequest& request, ScaleJobResponse* response,
+                                      const Caller& caller) {
+  Update update;
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckUsable());
+    const JobState* job = request.job_id() != 0 ? state_.FindJob(request.job_id())
+                                                : state_.FindJobByName(request.job_name());
+    if (job == nullptr) {
+      return absl::NotFoundError(request.job_id() != 0
+                                     ? absl::StrCat("no job ", request.job_id())
+                                     : absl::StrCat("no job named '", request.job_name(), "'"));
+    }
+    RETURN_IF_ERROR(CheckJobAccess(*job, caller));
+    const int32_t consumers = std::max(job->options().num_consumers(), 1);
+    const int64_t max_slots = std::min<int64_t>(kMaxWorkerSlots, kMaxTasksPerEpoch / consumers);
+    if (request.num_worker_slots() < 1 || request.num_worker_slots() > max_slots) {
+      return absl::InvalidArgumentError(absl::StrCat("job ", job->job_id(), ": num_worker_slots ",
+                                                     request.num_worker_slots(), " is outside [1, ",
+                                                     max_slots, "]"));
+    }
+    if (static_cast<int64_t>(request.reason().size()) > kMaxScalingReasonBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("scaling reason of ", request.reason().size(),
+                                                     " bytes; the limit is ",
+                                                     kMaxScalingReasonBytes));
+    }
+    MarkActive(job->job_id());
+    update.mutable_scale_job()->set_job_id(job->job_id());
+    update.mutable_scale_job()->set_num_worker_slots(request.num_worker_slots());
+    update.mutable_scale_job()->set_reason(request.reason());
+  }
+  RETURN_IF_ERROR(JournalAndApply(
+      update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+        RETURN_IF_ERROR(applied);
+        const JobState* job = state_.FindJob(update.scale_job().job_id());
+        for (int64_t e = job->epochs_started() - 1; e >= 0; --e) {
+          const EpochState* epoch = state_.FindEpoch(job->job_id(), e);
+          if (epoch == nullptr || epoch->finished()) continue;
+          int32_t leasing = 0;
+          for (const TaskState* task : state_.TasksOfConsumer(job->job_id(), e, 0)) {
+            leasing += !task->finished() && !task->draining();
+          }
+          response->set_running_tasks_per_consumer(leasing);
+          LOG(INFO) << "job " << job->job_id() << " scaled to " << job->options().num_worker_slots()
+                    << " tasks per consumer (" << job->last_scaling() << "): epoch " << e << " has "
+                    << epoch->task_ids_size() << " tasks, " << leasing
+                    << " of consumer 0's leasing";
+          break;
+        }
+        return absl::OkStatus();
+      }));
+  return HitFailpoint(kDispatcherAfterScaleBeforeReply);
 }
 
 absl::Status DispatcherImpl::GetSplits(const GetSplitsRequest& request,
@@ -657,7 +714,8 @@ absl::Status DispatcherImpl::GetSplits(const GetSplitsRequest& request,
     for (int64_t i = request.from_seq(); i < end; ++i) *response->add_splits() = task->leased(i);
     if (response->splits_size() > 0) return true;
     const EpochState* epoch = state_.FindEpoch(task->job_id(), task->epoch());
-    response->set_end_of_splits(epoch->next_split() == epoch->plan_size());
+    // A shed task leases nothing more: it ends with what it holds.
+    response->set_end_of_splits(task->draining() || epoch->next_split() == epoch->plan_size());
     return response->end_of_splits();
   };
   {

@@ -114,6 +114,10 @@ class DispatcherImpl {
   absl::Status ClientHeartbeat(const ClientHeartbeatRequest& request,
                                ClientHeartbeatResponse* response, const Caller& caller = {});
   absl::Status GetSplits(const GetSplitsRequest& request, GetSplitsResponse* response);
+  // Journals ScaleJobUpdate for the job (by id, or by name when job_id is 0) after checking
+  // `caller` may access it and the count is in range.
+  absl::Status ScaleJob(const ScaleJobRequest& request, ScaleJobResponse* response,
+                        const Caller& caller = {});
   // The id of the worker task `task_id` is assigned to ("" if none); NotFound for no such task.
   absl::StatusOr<std::string> TaskWorker(int64_t task_id) const;
   absl::Status TaskFinished(const TaskFinishedRequest& request, TaskFinishedResponse* response);

@@ -89,6 +89,8 @@ absl::Status DispatcherState::Apply(uint64_t seq, const Update& update) {
       return ApplySetClusterId(update.set_cluster_id());
     case Update::kInvalidateCache:
       return ApplyInvalidateCache(update.invalidate_cache());
+    case Update::kScaleJob:
+      return ApplyScaleJob(update.scale_job());
     case Update::KIND_NOT_SET:
       break;
   }
@@ -222,8 +224,10 @@ absl::Status DispatcherState::ApplyLeaseSplits(const LeaseSplitsUpdate& u) {
                                                  " splits leased, not ", u.from_seq()));
   }
   ASSIGN_OR_RETURN(EpochState * epoch, EpochOf(task));
-  const int64_t n =
-      std::min<int64_t>(std::max<int64_t>(u.max(), 0), epoch->plan_size() - epoch->next_split());
+  // A shed task leases nothing more (a lease journaled before the shed was applied first).
+  const int64_t n = task.draining() ? 0
+                                    : std::min<int64_t>(std::max<int64_t>(u.max(), 0),
+                                                        epoch->plan_size() - epoch->next_split());
   for (int64_t i = 0; i < n; ++i) *task.add_leased() = epoch->plan(epoch->next_split() + i);
   epoch->set_next_split(epoch->next_split() + n);
   return absl::OkStatus();
@@ -330,6 +334,61 @@ absl::Status DispatcherState::ApplyInvalidateCache(const InvalidateCacheUpdate& 
   }
   it->second.set_invalid(true);
   it->second.set_invalid_reason(u.reason());
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyScaleJob(const ScaleJobUpdate& u) {
+  auto job_it = jobs_.find(u.job_id());
+  if (job_it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
+  JobState& job = job_it->second;
+  const int32_t consumers = std::max(job.options().num_consumers(), 1);
+  const int64_t max_slots = std::min<int64_t>(kMaxWorkerSlots, kMaxTasksPerEpoch / consumers);
+  if (u.num_worker_slots() < 1 || u.num_worker_slots() > max_slots) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", u.job_id(), ": ", u.num_worker_slots(),
+                                                   " tasks per consumer is outside [1, ", max_slots,
+                                                   "]"));
+  }
+  job.mutable_options()->set_num_worker_slots(u.num_worker_slots());
+  job.set_scaling_steps(job.scaling_steps() + 1);
+  job.set_last_scaling(u.reason().substr(0, kMaxScalingReasonBytes));
+  std::map<std::string, int64_t> loads = LiveWorkerLoads();
+  for (int64_t e = 0; e < job.epochs_started(); ++e) {
+    auto epoch_it = epochs_.find({job.job_id(), e});
+    if (epoch_it == epochs_.end()) continue;
+    EpochState& epoch = epoch_it->second;
+    if (epoch.finished() || epoch.next_split() >= epoch.plan_size()) continue;
+    for (int32_t c = 0; c < consumers; ++c) {
+      // The consumer's tasks still leasing splits, by slot.
+      std::vector<TaskState*> leasing;
+      int32_t next_slot = 0;
+      for (int64_t id : epoch.task_ids()) {
+        TaskState& task = tasks_.find(id)->second;
+        if (task.consumer() != c) continue;
+        next_slot = std::max(next_slot, task.slot() + 1);
+        if (!task.finished() && !task.draining()) leasing.push_back(&task);
+      }
+      std::sort(leasing.begin(), leasing.end(),
+                [](const TaskState* a, const TaskState* b) { return a->slot() < b->slot(); });
+      for (size_t i = u.num_worker_slots(); i < leasing.size(); ++i) {
+        leasing[i]->set_draining(true);
+      }
+      for (int64_t n = static_cast<int64_t>(leasing.size());
+           n < u.num_worker_slots() && epoch.task_ids_size() < kMaxTasksPerEpoch; ++n) {
+        TaskState task;
+        task.set_task_id(next_task_id_++);
+        task.set_job_id(job.job_id());
+        task.set_epoch(e);
+        task.set_consumer(c);
+        task.set_slot(next_slot++);
+        task.set_worker_id(ChooseTakeover(workers_, loads));
+        task.set_generation(task.worker_id().empty() ? 0 : 1);
+        if (!task.worker_id().empty()) ++loads[task.worker_id()];
+        epoch.add_task_ids(task.task_id());
+        IndexTask(task);
+        tasks_.emplace(task.task_id(), std::move(task));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

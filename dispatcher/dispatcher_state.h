@@ -81,6 +81,7 @@ class DispatcherState {
   absl::Status ApplyRetireJob(const RetireJobUpdate& u);
   absl::Status ApplySetClusterId(const SetClusterIdUpdate& u);
   absl::Status ApplyInvalidateCache(const InvalidateCacheUpdate& u);
+  absl::Status ApplyScaleJob(const ScaleJobUpdate& u);
 
   // Adds `task` to (removes it from) the indices by worker.
   void IndexTask(const TaskState& task);

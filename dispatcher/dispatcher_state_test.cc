@@ -508,5 +508,107 @@ TEST_F(DispatcherStateCacheTest, CachesRoundTripThroughProtoAndReplayIsExact) {
   EXPECT_TRUE(absl::IsInvalidArgument(DispatcherState::FromProto(twice).status()));
 }
 
+// Elastic tasks (issue 17): ScaleJobUpdate adds tasks to a running epoch's consumers or sheds
+// them; shed tasks lease nothing more.
+class ScaleJobTest : public DispatcherStateTest {
+ protected:
+  absl::Status Scale(int32_t slots, const std::string& reason = "test") {
+    Update u;
+    u.mutable_scale_job()->set_job_id(1);
+    u.mutable_scale_job()->set_num_worker_slots(slots);
+    u.mutable_scale_job()->set_reason(reason);
+    return Apply(u);
+  }
+  // consumer -> the worker of each task still leasing, by slot.
+  std::map<int32_t, std::vector<std::string>> Leasing() const {
+    std::map<int32_t, std::vector<std::string>> out;
+    for (const auto& [id, task] : state_.tasks()) {
+      if (!task.finished() && !task.draining()) out[task.consumer()].push_back(task.worker_id());
+    }
+    return out;
+  }
+};
+
+TEST_F(ScaleJobTest, ScalingUpAddsTasksToEachConsumerOnStandbysThenTheLeastLoaded) {
+  Register("a");
+  Register("b");
+  Register("s", /*standby=*/true);
+  StartJob(/*consumers=*/2, /*slots=*/1, /*splits=*/10);
+  ASSERT_THAT(Leasing(), (std::map<int32_t, std::vector<std::string>>{{0, {"a"}}, {1, {"b"}}}));
+  ASSERT_TRUE(Scale(2, "autoscale: 2 workers").ok());
+  // Consumer 0's new task takes the idle standby; consumer 1's the least-loaded, lowest id.
+  EXPECT_THAT(Leasing(),
+              (std::map<int32_t, std::vector<std::string>>{{0, {"a", "s"}}, {1, {"b", "a"}}}));
+  EXPECT_EQ(state_.FindEpoch(1, 0)->task_ids_size(), 4);
+  const JobState* job = state_.FindJob(1);
+  EXPECT_EQ(job->options().num_worker_slots(), 2);
+  EXPECT_EQ(job->scaling_steps(), 1);
+  EXPECT_EQ(job->last_scaling(), "autoscale: 2 workers");
+  for (const auto& [id, task] : state_.tasks()) EXPECT_EQ(task.generation(), 1) << id;
+}
+
+TEST_F(ScaleJobTest, ScalingDownShedsTheHighestSlotsWhichLeaseNothingMore) {
+  Register("a");
+  Register("b");
+  Register("c");
+  StartJob(/*consumers=*/1, /*slots=*/3, /*splits=*/10);
+  ASSERT_TRUE(Lease(3, 0, 1).ok());
+  ASSERT_TRUE(Scale(1).ok());
+  const TaskState* kept = state_.FindTask(1);
+  EXPECT_FALSE(kept->draining());
+  EXPECT_TRUE(state_.FindTask(2)->draining());
+  EXPECT_TRUE(state_.FindTask(3)->draining());
+  // The shed task keeps its lease and gets no more; the kept one leases on.
+  ASSERT_TRUE(Lease(3, 1, 4).ok());
+  EXPECT_EQ(state_.FindTask(3)->leased_size(), 1);
+  ASSERT_TRUE(Lease(1, 0, 4).ok());
+  EXPECT_EQ(kept->leased_size(), 4);
+  EXPECT_EQ(state_.FindEpoch(1, 0)->next_split(), 5);
+  // Growing again adds new tasks (slots 3, 4): a shed task is never revived.
+  ASSERT_TRUE(Scale(3).ok());
+  EXPECT_EQ(state_.FindEpoch(1, 0)->task_ids_size(), 5);
+  EXPECT_TRUE(state_.FindTask(2)->draining());
+  EXPECT_EQ(state_.FindTask(5)->slot(), 4);
+}
+
+TEST_F(ScaleJobTest, AFullyLeasedEpochIsLeftAloneOnlyLaterEpochsChange) {
+  Register("a");
+  StartJob(/*consumers=*/1, /*slots=*/1, /*splits=*/2);
+  ASSERT_TRUE(Lease(1, 0, 2).ok());
+  ASSERT_TRUE(Scale(4).ok());
+  EXPECT_EQ(state_.FindEpoch(1, 0)->task_ids_size(), 1);
+  EXPECT_EQ(state_.FindJob(1)->options().num_worker_slots(), 4);
+}
+
+TEST_F(ScaleJobTest, OutOfRangeCountsAndUnknownJobsChangeNothing) {
+  Register("a");
+  StartJob(/*consumers=*/1, /*slots=*/1, /*splits=*/2);
+  const std::string before = SerializeDeterministically(state_.ToProto());
+  EXPECT_TRUE(absl::IsInvalidArgument(Scale(0)));
+  EXPECT_TRUE(absl::IsInvalidArgument(Scale(kMaxWorkerSlots + 1)));
+  Update other;
+  other.mutable_scale_job()->set_job_id(9);
+  other.mutable_scale_job()->set_num_worker_slots(2);
+  EXPECT_TRUE(absl::IsNotFound(Apply(other)));
+  DispatcherStateProto after = state_.ToProto();
+  after.set_applied_seq(0);
+  DispatcherStateProto was;
+  ASSERT_TRUE(was.ParseFromString(before));
+  was.set_applied_seq(0);
+  EXPECT_EQ(SerializeDeterministically(after), SerializeDeterministically(was));
+}
+
+TEST_F(ScaleJobTest, TasksAddedWithNoLiveWorkerWaitForOne) {
+  Register("a");
+  StartJob(/*consumers=*/1, /*slots=*/1, /*splits=*/4);
+  ASSERT_TRUE(Lose("a", 1).ok());
+  ASSERT_TRUE(Scale(2).ok());
+  EXPECT_EQ(state_.FindTask(2)->worker_id(), "");
+  EXPECT_EQ(state_.FindTask(2)->generation(), 0);
+  Register("b");  // takes both unassigned tasks
+  EXPECT_EQ(state_.FindTask(1)->worker_id(), "b");
+  EXPECT_EQ(state_.FindTask(2)->worker_id(), "b");
+}
+
 }  // namespace
 }  // namespace granary

@@ -124,6 +124,14 @@ grpc::Status GrpcDispatcherService::RecomputeCacheChunk(grpc::ServerContext* con
   return ToGrpcStatus(impl_->RecomputeCacheChunk(*request, response));
 }
 
+grpc::Status GrpcDispatcherService::ScaleJob(grpc::ServerContext* context,
+                                             const ScaleJobRequest* request,
+                                             ScaleJobResponse* response) {
+  const absl::StatusOr<Caller> caller = ClientCaller(context, "ScaleJob");
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  return ToGrpcStatus(impl_->ScaleJob(*request, response, *caller));
+}
+
 grpc::Status GrpcDispatcherService::GetStatus(grpc::ServerContext* context,
                                               const GetStatusRequest* request,
                                               GetStatusResponse* response) {

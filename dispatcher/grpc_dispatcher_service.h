@@ -54,6 +54,8 @@ class GrpcDispatcherService final : public Dispatcher::Service {
                                    RecomputeCacheChunkResponse* response) override;
   grpc::Status GetStatus(grpc::ServerContext*, const GetStatusRequest* request,
                          GetStatusResponse* response) override;
+  grpc::Status ScaleJob(grpc::ServerContext*, const ScaleJobRequest* request,
+                        ScaleJobResponse* response) override;
 
  private:
   // The calling client (unauthenticated when identities are not enforced); Unauthenticated or

@@ -43,10 +43,14 @@ constexpr int kFiles = 8;
 
 // The ResNet-style pipeline of examples/imagenet_resnet.json at a small scale, with a `mark`
 // for the at_mark cache policy.
+// Splits of 4 records: tasks lease them as the client reads (4 at a time), so an epoch's plan
+// is still being leased when a fault or a scaling step strikes mid-epoch.
 std::string ChaosPipeline(const std::string& data_dir) {
   return absl::StrCat(R"({
   "source": {"type": "tfrecord",
-             "params": {"files": [")", data_dir, R"(/*.tfrecord"], "shuffle_splits": true}},
+             "params": {"files": [")",
+                      data_dir, R"(/*.tfrecord"], "shuffle_splits": true,
+                        "records_per_split": 4}},
   "ops": [
     {"op": "shuffle", "params": {"buffer_size": 64}},
     {"op": "map", "udf": "parse_example",
@@ -57,7 +61,8 @@ std::string ChaosPipeline(const std::string& data_dir) {
     {"op": "map", "udf": "random_flip"},
     {"op": "map", "udf": "normalize",
      "udfParams": {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}},
-    {"op": "batch", "params": {"batch_size": )", kBatchSize, R"(, "drop_remainder": false}},
+    {"op": "batch", "params": {"batch_size": )",
+                      kBatchSize, R"(, "drop_remainder": false}},
     {"op": "prefetch", "params": {"buffer_size": 2}}
   ]
 }
@@ -102,6 +107,9 @@ int64_t CountFailpointFirings(Env* env, const std::string& logs) {
   }
   return n;
 }
+
+// The job the chaos client reads (and scaling steps scale).
+constexpr char kChaosJobName[] = "chaos";
 
 // Drives one run: faults in plan order, restarts after failpoint crashes, the verdict.
 class ChaosRun {
@@ -157,13 +165,17 @@ class ChaosRun {
     p.client_flags = common;
     // One element per request, one request at a time: the client pulls no faster than it
     // consumes, so the workers' progress (and checkpoints) follows the client's.
-    for (const char* flag : {"--job_name=chaos", "--stall_timeout_ms=60000", "--rpc_timeout_ms=3000",
+    p.client_flags.push_back(absl::StrCat("--job_name=", kChaosJobName));
+    for (const char* flag : {"--stall_timeout_ms=60000", "--rpc_timeout_ms=3000",
                              "--max_outstanding_requests=1", "--max_request_bytes=1"}) {
       p.client_flags.push_back(flag);
     }
     p.client_flags.push_back("--digest_out=" + options_.dir + "/service.jsonl");
     p.client_flags.push_back("--position_file=" + position_file());
     p.client_flags.push_back(absl::StrCat("--step_ms=", options_.step_ms));
+    // Small windows: workers produce (and lease splits) only a few elements ahead of the client,
+    // so faults and scaling steps land while the epoch's plan is still being leased.
+    p.extra_worker_flags.push_back("--window_bytes=262144");
     if (options_.testonly_break_workers) {
       p.extra_worker_flags.push_back("--testonly_skip_element_after_restore");
     }
@@ -195,7 +207,15 @@ class ChaosRun {
            processes.CheckpointsWritten(fault.checkpointer) >= fault.checkpoints;
   }
 
-  absl::Status Inject(const ChaosFault& fault, ChaosProcesses& processes) {
+  // Injects `fault`; false when it cannot be yet (a scaling step while the dispatcher is down):
+  // the caller tries again.
+  absl::StatusOr<bool> Inject(const ChaosFault& fault, ChaosProcesses& processes) {
+    if (fault.scale_to > 0) {
+      const absl::Status scaled =
+          processes.ScaleJob(kChaosJobName, fault.scale_to, "granary chaos: " + fault.Describe());
+      if (absl::IsUnavailable(scaled)) return false;
+      RETURN_IF_ERROR(scaled);
+    }
     const auto position = ReadRunPositionFile(env_, position_file());
     std::fprintf(out_, "  fault %lld (%s) at epoch %lld row %lld\n",
                  static_cast<long long>(report_.faults_injected + 1), fault.Describe().c_str(),
@@ -210,12 +230,12 @@ class ChaosRun {
     }
     ++report_.faults_injected;
     recovering_.clear();
-    if (fault.for_good) return absl::OkStatus();
+    if (fault.for_good) return true;
     for (const std::string& victim : killed) {
       processes.Restart(victim);
       if (victim != "client") recovering_.push_back(victim);
     }
-    return absl::OkStatus();
+    return true;
   }
 
   // Whether the servers restarted by the last fault all serve again.
@@ -259,7 +279,10 @@ class ChaosRun {
         } else {
           now = Triggered(fault, processes);
         }
-        if (now) RETURN_IF_ERROR(Inject(plan_.faults[next++], processes));
+        if (now) {
+          ASSIGN_OR_RETURN(const bool injected, Inject(plan_.faults[next], processes));
+          if (injected) ++next;
+        }
       }
       if (absl::Now() > deadline) {
         return absl::DeadlineExceededError(

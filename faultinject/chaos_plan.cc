@@ -53,6 +53,11 @@ void AddRandomFaults(Draws& draws, int64_t rows_per_epoch, ChaosPlan& plan) {
     ChaosFault f;
     f.epoch = draws.Between(0, plan.epochs - 1);
     f.rows = MidEpochRow(draws, rows_per_epoch);
+    if (draws.Chance(25)) {
+      f.scale_to = static_cast<int32_t>(draws.Between(1, plan.workers + plan.standby));
+      primary.push_back(std::move(f));
+      continue;
+    }
     for (const std::string& m : members) {
       if (draws.Chance(35)) f.victims.push_back(m);
     }
@@ -64,7 +69,17 @@ void AddRandomFaults(Draws& draws, int64_t rows_per_epoch, ChaosPlan& plan) {
   });
   for (ChaosFault& f : primary) {
     const std::vector<std::string> restarted = f.victims;
+    const bool scaled = f.scale_to > 0;
     plan.faults.push_back(std::move(f));
+    if (scaled) {
+      if (draws.Chance(30)) {  // The dispatcher dies right after the step.
+        ChaosFault again;
+        again.during_recovery = true;
+        again.victims = {"dispatcher"};
+        plan.faults.push_back(std::move(again));
+      }
+      continue;
+    }
     if (draws.Chance(30)) {  // Strike again while they recover.
       ChaosFault again;
       again.during_recovery = true;
@@ -90,13 +105,18 @@ std::string ChaosFault::Describe() const {
                       checkpoints == 1 ? "" : "s");
     }
   }
+  if (scale_to > 0) {
+    return absl::StrCat(when, ": scale the job to ", scale_to, " task", scale_to == 1 ? "" : "s",
+                        " per consumer");
+  }
   return absl::StrCat(when, ": SIGKILL ", absl::StrJoin(victims, " "),
                       for_good ? " for good" : ", restart");
 }
 
 const std::vector<std::string>& ChaosScenarios() {
-  static const auto* scenarios = new std::vector<std::string>{
-      "nofail", "recover", "failover", "killall", "dispatcher", "putfail", "getfail", "random"};
+  static const auto* scenarios =
+      new std::vector<std::string>{"nofail",  "recover", "failover", "killall", "dispatcher",
+                                   "putfail", "getfail", "scale",    "random"};
   return *scenarios;
 }
 
@@ -145,6 +165,30 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
       f.checkpoints = draws.Between(1, 2);
     }
     f.victims = AllWorkers(workers);
+  } else if (scenario == "scale") {
+    plan.standby = 1;
+    f.epoch = draws.Between(0, epochs - 1);
+    const auto at = [&](int64_t lo_percent, int64_t hi_percent) {
+      ChaosFault step;
+      step.epoch = f.epoch;
+      step.rows =
+          draws.Between(rows_per_epoch * lo_percent / 100, rows_per_epoch * hi_percent / 100);
+      return step;
+    };
+    ChaosFault shrink = at(10, 25);
+    shrink.scale_to = 1;
+    ChaosFault grow = at(30, 45);
+    grow.scale_to = workers + 1;
+    ChaosFault kill = at(50, 60);
+    kill.victims = {worker};
+    ChaosFault again;  // as soon as the killed worker serves again
+    again.during_recovery = true;
+    again.scale_to = std::max(1, workers / 2);
+    ChaosFault dispatcher;  // right after that step
+    dispatcher.during_recovery = true;
+    dispatcher.victims = {"dispatcher"};
+    plan.faults = {shrink, grow, kill, again, dispatcher};
+    return plan;
   } else {  // random
     plan.cache_policy = SomeCachePolicy(draws, /*compute_too=*/true);
     plan.standby = 1;

@@ -13,9 +13,13 @@
 //   dispatcher  the dispatcher alone SIGKILLed mid-epoch and restarted
 //   putfail     all workers SIGKILLed mid cache-writing (Put) epoch 0; the Get epochs must match
 //   getfail     all workers SIGKILLed mid cache-reading (Get) epoch, restarted
+//   scale       the job scaled mid-epoch (issue 17): shrunk to 1 task, grown onto every worker
+//               and a standby, a worker SIGKILLed while the joined tasks run, then scaled again
+//               and the dispatcher SIGKILLed right after the step
 //   random      1-4 faults, each SIGKILLing a random non-empty subset of dispatcher, workers and
-//               client, several in one epoch at times, some right after the previous fault's
-//               restart (a fault during recovery), under a random cache policy
+//               client — or scaling the job — several in one epoch at times, some right after
+//               the previous fault's restart or scaling step (a fault during recovery), under a
+//               random cache policy
 // Where a scenario leaves a choice (which worker, which epoch, at what row), the seed decides.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PLAN_H_
 #define GRANARY_FAULTINJECT_CHAOS_PLAN_H_
@@ -45,6 +49,9 @@ struct ChaosFault {
   // address.
   std::vector<std::string> victims;
   bool for_good = false;
+  // Or, when > 0: scale the job to this many tasks per consumer (ScaleJob) — tasks join its
+  // running epoch or are shed (issue 17).
+  int32_t scale_to = 0;
 
   // One line, e.g. "epoch 1 row 240, after worker-0's 2nd checkpoint: kill worker-0, restart".
   std::string Describe() const;

@@ -9,10 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/env.h"
 #include "common/failpoint.h"
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "proto/dispatcher.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
 #include "security/certificate_authority.h"
 #include "security/peer_identity.h"
@@ -183,6 +185,22 @@ std::map<std::string, int> ChaosProcesses::ReapExited() {
     if (code >= 0) exited[name] = code;
   }
   return exited;
+}
+
+absl::Status ChaosProcesses::ScaleJob(const std::string& job_name, int32_t num_worker_slots,
+                                      const std::string& reason) const {
+  if (!running(kDispatcher) || !processes_.at(kDispatcher).serving) {
+    return absl::UnavailableError("the dispatcher is not serving");
+  }
+  auto stub = Dispatcher::NewStub(grpc::CreateChannel(dispatcher_address_, credentials_));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  ScaleJobRequest request;
+  request.set_job_name(job_name);
+  request.set_num_worker_slots(num_worker_slots);
+  request.set_reason(reason);
+  ScaleJobResponse response;
+  return FromGrpcStatus(stub->ScaleJob(&context, request, &response));
 }
 
 int64_t ChaosProcesses::CheckpointsWritten(const std::string& worker) const {

@@ -66,6 +66,10 @@ class ChaosProcesses {
   // Checkpoints `worker` wrote since it started (its status RPC); -1 if it does not answer or
   // has not announced its address since it started (Serving), in which case it is not dialed.
   int64_t CheckpointsWritten(const std::string& worker) const;
+  // Scales job `job_name` to `num_worker_slots` tasks per consumer (ScaleJob, as the client
+  // would). Unavailable while the dispatcher is down or restarting: the caller tries again.
+  absl::Status ScaleJob(const std::string& job_name, int32_t num_worker_slots,
+                        const std::string& reason) const;
 
   const std::string& dispatcher_address() const { return dispatcher_address_; }
   std::string log_path(const std::string& name) const;

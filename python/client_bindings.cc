@@ -125,6 +125,14 @@ class PyJob {
  public:
   explicit PyJob(std::shared_ptr<Job> job) : job_(std::move(job)) {}
   int64_t job_id() const { return job_->job_id(); }
+  int32_t Scale(int32_t num_worker_slots, const std::string& reason) {
+    absl::StatusOr<int32_t> running;
+    {
+      py::gil_scoped_release release;
+      running = job_->Scale(num_worker_slots, reason);
+    }
+    return ValueOrThrow(std::move(running));
+  }
   std::unique_ptr<PyEpochReader> ReadEpoch(int64_t epoch, int32_t consumer,
                                            const py::bytes& position,
                                            std::optional<bool> digest_batched) {
@@ -202,6 +210,10 @@ void RegisterClientBindings(py::module_& m) {
 
   py::class_<PyJob>(m, "Job")
       .def_property_readonly("job_id", &PyJob::job_id)
+      .def("scale", &PyJob::Scale, "num_worker_slots"_a, "reason"_a = "",
+           "Sets the job's tasks per consumer, for its running epoch too (tasks join or are "
+           "shed mid-epoch, exactly once throughout). Returns the running epoch's tasks per "
+           "consumer after the step.")
       .def("read_epoch", &PyJob::ReadEpoch, "epoch"_a, "consumer"_a = 0, "position"_a = py::bytes(),
            "digest_batched"_a = py::none(),
            "Starts (idempotently) and reads epoch `epoch` as `consumer`, from `position` if "

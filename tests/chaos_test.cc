@@ -60,8 +60,8 @@ TEST_P(ChaosScenarioTest, EveryEpochExactlyOnceWithEveryPlannedFaultInjected) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, ChaosScenarioTest,
-                         ::testing::Values("nofail", "recover", "failover", "killall",
-                                           "dispatcher", "putfail", "getfail", "random"));
+                         ::testing::Values("nofail", "recover", "failover", "killall", "dispatcher",
+                                           "putfail", "getfail", "scale", "random"));
 
 // The kill, restart and takeover scenarios over shared memory: every element by segment,
 // mapped by the client while workers die under it (issue 14).
@@ -84,12 +84,12 @@ struct FailpointCase {
   const char* failpoint;
   const char* inject;  // PROCESS:SPEC
   const char* cache;
+  const char* scenario = "nofail";  // one that passes the failpoint
 };
 const FailpointCase kFailpointCases[] = {
     {"journal.after_write_before_apply",
      "dispatcher:journal.after_write_before_apply=after(12):crash", "compute"},
-    {"journal.mid_group_commit", "dispatcher:journal.mid_group_commit=after(10):crash",
-     "compute"},
+    {"journal.mid_group_commit", "dispatcher:journal.mid_group_commit=after(10):crash", "compute"},
     {"dispatcher.after_lease_before_reply",
      "dispatcher:dispatcher.after_lease_before_reply=after(3):crash", "compute"},
     {"worker.after_produce_before_send",
@@ -100,6 +100,8 @@ const FailpointCase kFailpointCases[] = {
      "workers:put.after_checkpoint_before_commit=after(2):crash", "full"},
     {"put.mid_chunk_write", "workers:put.mid_chunk_write=after(20):crash", "full"},
     {"get.mid_chunk", "workers:get.mid_chunk=after(20):crash", "at_mark"},
+    {"dispatcher.after_scale_before_reply",
+     "dispatcher:dispatcher.after_scale_before_reply=after(2):crash", "compute", "scale"},
 };
 
 void PrintTo(const FailpointCase& c, std::ostream* os) { *os << c.inject; }
@@ -107,8 +109,8 @@ void PrintTo(const FailpointCase& c, std::ostream* os) { *os << c.inject; }
 class ChaosFailpointTest : public ::testing::TestWithParam<FailpointCase> {};
 
 TEST_P(ChaosFailpointTest, CrashAtTheFailpointThenExactlyOnce) {
-  const std::string args = absl::StrCat("--scenario nofail --seed 5 --cache ", GetParam().cache,
-                                        " --inject '", GetParam().inject, "'");
+  const std::string args = absl::StrCat("--scenario ", GetParam().scenario, " --seed 5 --cache ",
+                                        GetParam().cache, " --inject '", GetParam().inject, "'");
   const CommandResult r = Chaos(args);
   EXPECT_EQ(r.exit_code, 0) << "granary chaos " << args << ":\n" << r.output;
   EXPECT_THAT(r.output, HasSubstr("crashed at a failpoint: restarting it")) << r.output;

@@ -237,8 +237,29 @@ class FakeWorker final : public Worker::Service {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     if (!dispatcher_->WorkerHeartbeat(&context, request, &response).ok()) return;
-    absl::MutexLock lock(&mu_);
-    for (const TaskDef& task : response.tasks()) tasks_[task.task_id()] = task.generation();
+    {
+      absl::MutexLock lock(&mu_);
+      for (const TaskDef& task : response.tasks()) tasks_[task.task_id()] = task.generation();
+    }
+    // Like a real worker, it leases the epoch's splits (all it can, at once; its elements do
+    // not depend on them): readers end an epoch only once its plan is leased, when no scaling
+    // step can add a task any more.
+    for (const TaskDef& task : response.tasks()) LeaseAll(task.task_id());
+  }
+
+  void LeaseAll(int64_t task) {
+    for (int64_t seq = 0;;) {
+      GetSplitsRequest request;
+      request.set_task_id(task);
+      request.set_from_seq(seq);
+      request.set_max(4096);
+      GetSplitsResponse response;
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      if (!dispatcher_->GetSplits(&context, request, &response).ok()) return;
+      if (response.end_of_splits()) return;
+      seq += response.splits_size();
+    }
   }
 
   bool NotHanging() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !hang_; }

@@ -100,6 +100,8 @@ void LocalCluster::StopDispatcher(int signal) {
   dispatcher_.process->Wait();
 }
 
+int LocalCluster::WaitDispatcherExit() { return dispatcher_.process->Wait(); }
+
 bool LocalCluster::RestartDispatcher() {
   if (!Launch(dispatcher_, dir_ + "/logs/dispatcher.log")) return false;
   return dispatcher_.address == dispatcher_address_;

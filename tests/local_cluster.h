@@ -52,6 +52,8 @@ class LocalCluster {
 
   // Sends `signal` to the dispatcher and reaps it.
   void StopDispatcher(int signal);
+  // Waits for the dispatcher to exit by itself (a failpoint's crash); its exit code.
+  int WaitDispatcherExit();
   // Starts the dispatcher again on the same journal and address; false if it did not come up.
   bool RestartDispatcher();
 

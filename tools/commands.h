@@ -33,6 +33,8 @@ int ClusterCommand(int argc, char** argv);
 int RunCommand(int argc, char** argv);
 // granary status --dispatcher HOST:PORT
 int StatusCommand(int argc, char** argv);
+// granary scale: sets a job's tasks per consumer, mid-epoch too.
+int ScaleCommand(int argc, char** argv);
 // granary journal dump --journal_dir D
 int JournalCommand(int argc, char** argv);
 // granary chaos --scenario S --seed N [--workers W] [--epochs E] [--dir D] [--inject P:SPEC]

@@ -110,11 +110,17 @@ int StatusCommand(int argc, char** argv) {
   }
   std::printf("jobs (%d):\n", s.jobs_size());
   for (const JobState& j : s.jobs()) {
-    std::printf("  job %lld %s dataset %s seed %llu consumers %d epochs started %lld\n",
-                static_cast<long long>(j.job_id()),
-                j.name().empty() ? "(anonymous)" : ("'" + j.name() + "'").c_str(),
-                j.dataset_id().c_str(), static_cast<unsigned long long>(j.options().seed()),
-                j.options().num_consumers(), static_cast<long long>(j.epochs_started()));
+    std::printf(
+        "  job %lld %s dataset %s seed %llu consumers %d tasks per consumer %d epochs "
+        "started %lld\n",
+        static_cast<long long>(j.job_id()),
+        j.name().empty() ? "(anonymous)" : ("'" + j.name() + "'").c_str(), j.dataset_id().c_str(),
+        static_cast<unsigned long long>(j.options().seed()), j.options().num_consumers(),
+        j.options().num_worker_slots(), static_cast<long long>(j.epochs_started()));
+    if (j.scaling_steps() > 0) {
+      std::printf("    scaled %lld times; last: %s\n", static_cast<long long>(j.scaling_steps()),
+                  j.last_scaling().c_str());
+    }
   }
   std::printf("epochs (%d):\n", s.epochs_size());
   for (const EpochState& e : s.epochs()) {
@@ -140,15 +146,15 @@ int StatusCommand(int argc, char** argv) {
   }
   std::printf("tasks (%d):\n", s.tasks_size());
   for (const TaskState& t : s.tasks()) {
-    std::printf("  task %lld job %lld epoch %lld consumer %d slot %d: worker %s gen %lld, "
-                "%d splits%s\n",
-                static_cast<long long>(t.task_id()), static_cast<long long>(t.job_id()),
-                static_cast<long long>(t.epoch()), t.consumer(), t.slot(),
-                t.worker_id().empty() ? "(none)" : t.worker_id().c_str(),
-                static_cast<long long>(t.generation()), t.leased_size(),
-                t.finished() ? (", finished: " + std::to_string(t.num_elements()) + " elements")
-                                   .c_str()
-                             : "");
+    std::printf(
+        "  task %lld job %lld epoch %lld consumer %d slot %d: worker %s gen %lld, "
+        "%d splits%s%s\n",
+        static_cast<long long>(t.task_id()), static_cast<long long>(t.job_id()),
+        static_cast<long long>(t.epoch()), t.consumer(), t.slot(),
+        t.worker_id().empty() ? "(none)" : t.worker_id().c_str(),
+        static_cast<long long>(t.generation()), t.leased_size(), t.draining() ? ", shed" : "",
+        t.finished() ? (", finished: " + std::to_string(t.num_elements()) + " elements").c_str()
+                     : "");
   }
   PrintWorkerStatus(s, live, *credentials);
   return 0;

@@ -63,6 +63,12 @@ class Job:
     def dataset(self):
         return self._dataset
 
+    def scale(self, num_worker_slots, reason=""):
+        """Sets the job's tasks per consumer — for its running epoch (tasks join on more
+        workers, or the newest are shed) and the epochs after; every element still arrives
+        exactly once. Returns the running epoch's tasks per consumer after the step."""
+        return self._job.scale(num_worker_slots, reason)
+
     def epoch(self, epoch, consumer=0, position=None, digest=False):
         """Starts epoch `epoch` (idempotently: every consumer may) and reads it as `consumer`:
         an EpochReader, iterating tuples of NumPy arrays that view the received bytes.

@@ -83,6 +83,21 @@ class ClusterTest(unittest.TestCase):
         expected = granary.local_digests(range_pipeline(), 1, seed)[0]
         self.assertEqual(rest.digest["rows"] + 37 * 20, expected["elements"], f"seed {seed}")
 
+    def test_scaling_mid_epoch_keeps_exactly_once(self):
+        seed = 6
+        job = granary.connect(self.cluster.address).open_job(range_pipeline(), name="scaled",
+                                                              seed=seed, num_worker_slots=1)
+        reader = job.epoch(0, digest=True)
+        for _ in range(5):
+            next(reader)
+        self.assertGreaterEqual(job.scale(2, reason="python test"), 0)
+        with self.assertRaises(granary.InvalidArgument):
+            job.scale(0)
+        for _ in reader:
+            pass
+        expected = granary.local_digests(range_pipeline(), 1, seed)[0]
+        self.assertEqual(f"{reader.digest['multiset']:016x}", expected["multiset_xxh64"])
+
     def test_stats(self):
         job = granary.connect(self.cluster.address).open_job(range_pipeline(), seed=2)
         reader = job.epoch(0)

@@ -153,6 +153,15 @@ class Job {
   // consumer.
   virtual absl::StatusOr<std::unique_ptr<EpochReader>> ReadEpoch(
       int64_t epoch, int32_t consumer = 0, const std::string& position = "") = 0;
+  // Sets the job's tasks per consumer (JobSpec.num_worker_slots) for the epochs it starts
+  // later and for its running epoch: tasks join it on more workers, or the newest are shed —
+  // they lease no more splits, finish those they hold and end — while readers follow, every
+  // element still delivered exactly once. `reason` shows in `granary status`. Returns the
+  // running epoch's leasing tasks per consumer after the step (0: no epoch running; an epoch
+  // whose splits are all leased keeps its tasks). InvalidArgument outside [1, 4096];
+  // PermissionDenied for a job this client may not read.
+  virtual absl::StatusOr<int32_t> Scale(int32_t num_worker_slots,
+                                        const std::string& reason = "") = 0;
 };
 
 // Thread-safe.

@@ -1,0 +1,215 @@
+// Elastic tasks (issue 17) against real dispatcher and worker processes on 127.0.0.1: a job's
+// running epoch gains tasks on more workers and sheds them while its reader reads, and every
+// element still arrives exactly once — the epoch's digest equals the in-process run's — also
+// when the worker that joined is SIGKILLed, and when the dispatcher dies right after journaling
+// a scaling step.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/env.h"
+#include "common/failpoint.h"
+#include "common/scoped_temp_dir.h"
+#include "gmock/gmock.h"
+#include "granary/client.h"
+#include "gtest/gtest.h"
+#include "pipeline/epoch_digest.h"
+#include "pipeline/local_runner.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/udf.h"
+#include "tests/local_cluster.h"
+
+namespace granary {
+namespace {
+
+constexpr uint64_t kSeed = 13;
+// 400 splits of 50 values, batches of 10: 2000 elements, read slowly enough (small worker
+// windows) that splits are still unleased when the job scales.
+PipelineDef Pipeline() {
+  return PipelineBuilder::Range(20000,
+                                {{"elements_per_split", int64_t{50}}, {"shuffle_splits", true}})
+      .Shuffle(32)
+      .Map("add", {{"value", int64_t{7}}})
+      .Batch(10)
+      .Build();
+}
+
+// The epoch's multiset digest and rows computed in this process.
+std::pair<uint64_t, int64_t> LocalDigest(int64_t epoch) {
+  const auto pipeline = granary::Pipeline::Create(Pipeline(), UdfRegistry::WithBuiltins());
+  EXPECT_TRUE(pipeline.ok()) << pipeline.status();
+  EpochDigest digest(true);
+  EpochRunOptions options;
+  options.on_element = [&](const Element& e) { digest.Add(e); };
+  EXPECT_TRUE(RunEpochInProcess(**pipeline, kSeed, epoch, Env::Default(), options).ok());
+  return {digest.multiset(), digest.rows()};
+}
+
+class ElasticTest : public ::testing::Test {
+ protected:
+  void Start(int workers, std::vector<std::string> dispatcher_flags = {}) {
+    cluster_ = std::make_unique<testing::LocalCluster>(
+        dir_.Join("cluster"),
+        testing::LocalClusterOptions{.workers = workers,
+                                     .worker_flags = {"--window_bytes=4096"},
+                                     .dispatcher_flags = std::move(dispatcher_flags),
+                                     .worker_timeout_ms = 1000});
+    ASSERT_TRUE(cluster_->ok());
+    // Small requests keep the reader from fetching far ahead of its trainer (its queue holds
+    // two requests' bytes), so tasks lease splits only as the trainer reads.
+    auto client = Client::Connect({.dispatcher_address = cluster_->dispatcher_address(),
+                                   .max_bytes_per_request = 1024,
+                                   .stall_timeout_ms = 30000,
+                                   .insecure = true});
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+    auto dataset = client_->RegisterPipeline(Pipeline());
+    ASSERT_TRUE(dataset.ok()) << dataset.status();
+    auto job =
+        client_->OpenJob(*dataset, {.name = "elastic", .seed = kSeed, .num_worker_slots = 1});
+    ASSERT_TRUE(job.ok()) << job.status();
+    job_ = *std::move(job);
+  }
+
+  // Reads `n` elements (all when n < 0) into the digest, a simulated training step of 1 ms
+  // each, so that the epoch lasts long enough (~2 s) for workers to pick up new tasks.
+  void Read(EpochReader& reader, int64_t n) {
+    for (int64_t i = 0; n < 0 || i < n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ReceivedElement element;
+      bool end = false;
+      const absl::Status status = reader.Next(&element, &end);
+      ASSERT_TRUE(status.ok()) << status;
+      if (end) {
+        ended_ = true;
+        return;
+      }
+      digest_.Add(element.tensors());
+    }
+  }
+
+  // Reads on, a few elements at a time, until every task of epoch 0 has leased a split.
+  void ReadUntilEveryTaskLeased(EpochReader& reader) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (true) {
+      const std::vector<TaskState> tasks = Tasks(0);
+      if (std::all_of(tasks.begin(), tasks.end(),
+                      [](const TaskState& t) { return t.leased_size() > 0; })) {
+        return;
+      }
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "a task never leased a split";
+      Read(reader, 5);
+      ASSERT_FALSE(ended_) << "the epoch ended before every task leased a split";
+    }
+  }
+
+  void ExpectExactlyOnce(int64_t epoch) {
+    ASSERT_TRUE(ended_);
+    const auto [multiset, rows] = LocalDigest(epoch);
+    EXPECT_EQ(digest_.rows(), rows);
+    EXPECT_EQ(digest_.multiset(), multiset) << "seed " << kSeed << " epoch " << epoch;
+  }
+
+  // The tasks of epoch `epoch` of the job, from the dispatcher.
+  std::vector<TaskState> Tasks(int64_t epoch) {
+    GetStatusResponse status;
+    const grpc::Status rpc =
+        cluster_->dispatcher().GetStatus(testing::RpcContext().get(), {}, &status);
+    EXPECT_TRUE(rpc.ok()) << rpc.error_message();
+    std::vector<TaskState> tasks;
+    for (const TaskState& task : status.state().tasks()) {
+      if (task.job_id() == job_->job_id() && task.epoch() == epoch) tasks.push_back(task);
+    }
+    return tasks;
+  }
+
+  testing::ScopedTempDir dir_;
+  std::unique_ptr<testing::LocalCluster> cluster_;
+  std::unique_ptr<Client> client_;
+  std::unique_ptr<Job> job_;
+  EpochDigest digest_{true};
+  bool ended_ = false;
+};
+
+TEST_F(ElasticTest, TasksJoinAndAreShedMidEpochExactlyOnce) {
+  Start(3);
+  auto reader = job_->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  Read(**reader, 300);
+  auto grown = job_->Scale(3, "test: grow");
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  EXPECT_EQ(*grown, 3);
+  ReadUntilEveryTaskLeased(**reader);
+  Read(**reader, 100);
+  auto shrunk = job_->Scale(1, "test: shrink");
+  ASSERT_TRUE(shrunk.ok()) << shrunk.status();
+  EXPECT_EQ(*shrunk, 1);
+  Read(**reader, -1);
+  ExpectExactlyOnce(0);
+  const std::vector<TaskState> tasks = Tasks(0);
+  ASSERT_EQ(tasks.size(), 3u);
+  std::set<std::string> workers;
+  int draining = 0;
+  for (const TaskState& task : tasks) {
+    EXPECT_TRUE(task.finished());
+    EXPECT_GT(task.num_elements(), 0) << "task " << task.task_id() << " never produced";
+    workers.insert(task.worker_id());
+    draining += task.draining();
+  }
+  EXPECT_EQ(workers.size(), 3u);
+  EXPECT_EQ(draining, 2);
+  // The next epoch starts with the job's new size.
+  auto next = job_->ReadEpoch(1);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(Tasks(1).size(), 1u);
+}
+
+TEST_F(ElasticTest, TheJoiningWorkerKilledMidEpochLosesNothing) {
+  Start(2);
+  auto reader = job_->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  Read(**reader, 200);
+  ASSERT_TRUE(job_->Scale(2, "test").ok());
+  ReadUntilEveryTaskLeased(**reader);
+  // The task that joined runs on the worker the first did not.
+  const std::vector<TaskState> tasks = Tasks(0);
+  ASSERT_EQ(tasks.size(), 2u);
+  const std::string joined = tasks[1].worker_id();
+  ASSERT_NE(joined, tasks[0].worker_id());
+  const int index = joined == cluster_->worker_id(0) ? 0 : 1;
+  cluster_->KillWorker(index);
+  Read(**reader, 300);
+  ASSERT_TRUE(cluster_->RestartWorker(index));
+  Read(**reader, -1);
+  ExpectExactlyOnce(0);
+}
+
+TEST_F(ElasticTest, TheDispatcherDyingRightAfterJournalingAScalingStepLosesNothing) {
+  ::setenv("GRANARY_FAILPOINTS", "dispatcher.after_scale_before_reply=crash", 1);
+  Start(2);
+  ::unsetenv("GRANARY_FAILPOINTS");
+  auto reader = job_->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  Read(**reader, 200);
+  // The dispatcher journals the step, crashes before answering; the client retries the
+  // Unavailable call against the restarted dispatcher, where the step is already applied. (The
+  // restart is this thread's: a child dies with the thread that started it, PR_SET_PDEATHSIG.)
+  absl::StatusOr<int32_t> scaled = absl::UnknownError("not called");
+  std::thread scale([&] { scaled = job_->Scale(2, "test"); });
+  EXPECT_EQ(cluster_->WaitDispatcherExit(), kFailpointCrashExitCode);
+  ASSERT_TRUE(cluster_->RestartDispatcher());
+  scale.join();
+  ASSERT_TRUE(scaled.ok()) << scaled.status();
+  Read(**reader, -1);
+  ExpectExactlyOnce(0);
+  EXPECT_EQ(Tasks(0).size(), 2u) << "the step applied once, the retry changed nothing";
+}
+
+}  // namespace
+}  // namespace granary
