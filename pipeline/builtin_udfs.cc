@@ -11,6 +11,7 @@ void RegisterBuiltinUdfs(UdfRegistry* registry) {
   RegisterNormalizeUdf(registry);
   RegisterCastUdf(registry);
   RegisterBasicUdfs(registry);
+  RegisterSimulateCostUdf(registry);
 }
 
 }  // namespace granary

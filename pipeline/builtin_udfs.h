@@ -32,6 +32,9 @@ void RegisterNormalizeUdf(UdfRegistry* registry);
 void RegisterCastUdf(UdfRegistry* registry);
 // Text and test helpers: non_empty (predicate), string_length, modulo (predicate), add.
 void RegisterBasicUdfs(UdfRegistry* registry);
+// simulate_cost: sleeps us_per_element µs, the element unchanged (wall time without CPU, for
+// measuring the resource policies on one machine).
+void RegisterSimulateCostUdf(UdfRegistry* registry);
 
 }  // namespace granary
 

@@ -51,6 +51,7 @@ benchmarks=(
   "journal_bench:journal"
   "cache_bench:cache"
   "failpoint_bench:failpoint"
+  "policy_bench:policy"
 )
 results=()
 for entry in "${benchmarks[@]}"; do
