@@ -107,6 +107,10 @@ class ClientImpl final : public Client {
     request.mutable_options()->set_num_worker_slots(spec.num_worker_slots);
     request.mutable_options()->set_num_epochs(spec.num_epochs);
     for (const std::string& reader : spec.readers) request.mutable_options()->add_readers(reader);
+    request.mutable_options()->set_autoscale(
+        spec.autoscale == JobAutoscale::kCachew  ? AUTOSCALE_CACHEW
+        : spec.autoscale == JobAutoscale::kModel ? AUTOSCALE_MODEL
+                                                 : AUTOSCALE_NONE);
     request.mutable_options()->set_cache_policy(
         spec.cache_policy == JobCachePolicy::kFull     ? CACHE_FULL
         : spec.cache_policy == JobCachePolicy::kAtMark ? CACHE_AT_MARK

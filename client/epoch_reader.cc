@@ -196,6 +196,8 @@ absl::Status GrpcEpochReader::Next(ReceivedElement* element, bool* end) {
   *end = false;
   absl::MutexLock lock(&mu_);
   const uint64_t start = connection_->env()->NowMicros();
+  // The trainer's step: from the last element handed out to this call.
+  if (last_delivered_us_ > 0) step_us_ += start - last_delivered_us_;
   const uint64_t stall_us = static_cast<uint64_t>(options_.stall_timeout_ms) * 1000;
   const absl::Condition ready(this, &GrpcEpochReader::ReadyToDeliver);
   // A worker's answer moves the deadline on: wait again until then.
@@ -213,6 +215,8 @@ absl::Status GrpcEpochReader::Next(ReceivedElement* element, bool* end) {
     queued_bytes_ -= front.bytes;
     *element = std::move(front.element);
     queue_.pop_front();
+    last_delivered_us_ = connection_->env()->NowMicros();
+    wait_us_ += last_delivered_us_ - start;
     return absl::OkStatus();
   }
   if (!error_.ok()) return error_;
@@ -274,6 +278,9 @@ absl::Status GrpcEpochReader::Heartbeat() {
     absl::MutexLock lock(&mu_);
     if (stop_) return absl::CancelledError("reader stopped");
     for (const auto& [id, task] : tasks_) (*request.mutable_next_index())[id] = task->next_deliver;
+    request.set_delivered(stats_.elements);
+    request.set_wait_us(static_cast<int64_t>(wait_us_));
+    request.set_step_us(static_cast<int64_t>(step_us_));
     heartbeat_call_ = context.get();
   }
   ClientHeartbeatResponse response;

@@ -225,6 +225,12 @@ class GrpcEpochReader final : public EpochReader {
   EpochStats stats_ ABSL_GUARDED_BY(mu_);
   // When a worker last answered a GetElements call (Env clock).
   uint64_t last_answer_us_ ABSL_GUARDED_BY(mu_) = 0;
+  // The trainer's time per element, for the dispatcher's resource policies: in Next() waiting
+  // for elements delivered, and between Next() calls (its steps); when the last one was handed
+  // out (0: none yet).
+  uint64_t wait_us_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t step_us_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t last_delivered_us_ ABSL_GUARDED_BY(mu_) = 0;
   std::string heartbeat_error_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* heartbeat_call_ ABSL_GUARDED_BY(mu_) = nullptr;
 

@@ -13,6 +13,7 @@
 #include "common/failpoints.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "dispatcher/policy/autoscaler.h"
 #include "dispatcher/request_limits.h"
 #include "dispatcher/state_invariants.h"
 #include "glog/logging.h"
@@ -552,7 +553,14 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
             [](const TaskState* a, const TaskState* b) { return a->task_id() < b->task_id(); });
   std::set<std::string> held(request.pipeline_keys().begin(), request.pipeline_keys().end());
   std::map<int64_t, int64_t> running;
-  for (const RunningTask& r : request.running()) running[r.task_id()] = r.generation();
+  for (const RunningTask& r : request.running()) {
+    running[r.task_id()] = r.generation();
+    const TaskState* task = state_.FindTask(r.task_id());
+    if (task != nullptr && task->generation() == r.generation() && !task->finished() &&
+        task->worker_id() == request.worker_id() && r.produced() >= 0 && r.busy_us() >= 0) {
+      metrics_.ProducerTotals(task->job_id(), task->task_id(), r.produced(), r.busy_us());
+    }
+  }
   int64_t pipeline_bytes = 0;
   for (const TaskState* task : tasks) {
     response->add_assigned_task_ids(task->task_id());
@@ -620,6 +628,10 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
   }
   MarkActive(request.job_id());
   for (const auto& [task_id, next_index] : request.next_index()) consumed_[task_id] = next_index;
+  if (request.delivered() >= 0 && request.wait_us() >= 0 && request.step_us() >= 0) {
+    metrics_.ReaderTotals(request.job_id(), request.consumer(), request.delivered(),
+                          request.wait_us(), request.step_us());
+  }
   for (const TaskState* task : tasks) {
     TrackUnread(*task);
     TaskInfo* info = response->add_tasks();
@@ -781,7 +793,10 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
   *update.mutable_task_finished()->mutable_cache_chunks() = request.cache_chunks();
   return JournalAndApply(
       update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-        if (const TaskState* task = state_.FindTask(request.task_id())) TrackUnread(*task);
+        if (const TaskState* task = state_.FindTask(request.task_id())) {
+          TrackUnread(*task);
+          metrics_.ForgetTask(task->job_id(), task->task_id());
+        }
         return absl::IsAlreadyExists(applied) ? absl::OkStatus() : applied;
       });
 }
@@ -839,6 +854,58 @@ absl::Status DispatcherImpl::RecomputeCacheChunk(const RecomputeCacheChunkReques
       update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
         return absl::IsAlreadyExists(applied) ? absl::OkStatus() : applied;
       });
+}
+
+absl::Status DispatcherImpl::RunPolicies() {
+  std::vector<Update> steps;
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckUsable());
+    for (const auto& [id, job] : state_.jobs()) {
+      if (job.options().autoscale() == AUTOSCALE_NONE) continue;
+      // Only while an epoch is handing out splits: a step changes nothing else now, and an
+      // epoch's tail (workers ending one by one) says nothing of the rates.
+      bool running = false;
+      for (int64_t e = 0; e < job.epochs_started(); ++e) {
+        const EpochState* epoch = state_.FindEpoch(id, e);
+        running = running || (epoch != nullptr && !epoch->finished() &&
+                              epoch->next_split() < epoch->plan_size());
+      }
+      if (!running) continue;
+      std::optional<JobMetrics> metrics = metrics_.Take(id, kMinElementsPerDecision);
+      if (!metrics.has_value()) continue;
+      // The period after a step mixes the counts before and after it (joining workers start,
+      // shed ones drain): it is not shown to the policy.
+      if (settling_.erase(id) > 0) continue;
+      metrics->remote_workers = std::max(job.options().num_worker_slots(), 1);
+      std::unique_ptr<Autoscaler>& policy = autoscalers_[id];
+      if (policy == nullptr) {
+        if (job.options().autoscale() == AUTOSCALE_CACHEW) {
+          policy = std::make_unique<CachewAutoscaler>();
+        } else {
+          policy = std::make_unique<ModelAutoscaler>();
+        }
+      }
+      const std::optional<ScalingDecision> decision = policy->Observe(*metrics);
+      if (!decision.has_value() || decision->remote_workers == metrics->remote_workers) continue;
+      Update& step = steps.emplace_back();
+      step.mutable_scale_job()->set_job_id(id);
+      step.mutable_scale_job()->set_num_worker_slots(decision->remote_workers);
+      step.mutable_scale_job()->set_reason(decision->reason.substr(0, kMaxScalingReasonBytes));
+      settling_.insert(id);
+    }
+  }
+  for (const Update& step : steps) {
+    RETURN_IF_ERROR(
+        JournalAndApply(step, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          if (applied.ok()) {
+            LOG(INFO) << "job " << step.scale_job().job_id() << ": " << step.scale_job().reason()
+                      << " -> " << step.scale_job().num_worker_slots() << " tasks per consumer";
+          }
+          return absl::OkStatus();
+        }));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status DispatcherImpl::GetStatus(const GetStatusRequest& request, GetStatusResponse* response,
@@ -912,6 +979,9 @@ absl::Status DispatcherImpl::RetireIdleJobs() {
                       LOG(INFO) << "job " << job << " idle for over " << options_.job_retention_ms
                                 << " ms with every epoch finished: retired";
                       last_active_.erase(job);
+                      metrics_.Forget(job);
+                      autoscalers_.erase(job);
+                      settling_.erase(job);
                       for (int64_t id : tasks) {
                         consumed_.erase(id);
                         unread_finished_.erase(id);
@@ -925,11 +995,18 @@ absl::Status DispatcherImpl::RetireIdleJobs() {
 void DispatcherImpl::LivenessLoop() {
   const absl::Duration period =
       absl::Milliseconds(std::max<int64_t>(options_.worker_timeout_ms / 4, 10));
+  uint64_t last_policies_us = options_.env->NowMicros();
   while (!stopping_.WaitForNotificationWithTimeout(period)) {
     const absl::Status status = CheckLiveness();
     if (!status.ok()) LOG(ERROR) << "failure detector: " << status;
     const absl::Status retired = RetireIdleJobs();
     if (!retired.ok()) LOG(ERROR) << "retiring idle jobs: " << retired;
+    const uint64_t now = options_.env->NowMicros();
+    if (now - last_policies_us >= static_cast<uint64_t>(options_.policy_period_ms) * 1000) {
+      last_policies_us = now;
+      const absl::Status scaled = RunPolicies();
+      if (!scaled.ok()) LOG(ERROR) << "resource policies: " << scaled;
+    }
   }
 }
 

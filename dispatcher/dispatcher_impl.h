@@ -50,6 +50,8 @@
 #include "common/env.h"
 #include "dispatcher/caller.h"
 #include "dispatcher/dispatcher_state.h"
+#include "dispatcher/job_metrics_collector.h"
+#include "dispatcher/policy/autoscaler.h"
 #include "dispatcher/request_limits.h"
 #include "journal/journal.h"
 #include "pipeline/udf.h"
@@ -89,6 +91,8 @@ struct DispatcherOptions {
   // Checks the state invariants (state_invariants.h) after every applied record and aborts the
   // process on a violation. For tests: the check walks the whole state.
   bool check_invariants = false;
+  // How often jobs with an autoscale policy are measured and decided on (issue 17).
+  int64_t policy_period_ms = 2000;
 };
 
 class DispatcherImpl {
@@ -128,6 +132,12 @@ class DispatcherImpl {
   // The state `caller` may see (VisibleState, caller.h) and the live workers.
   absl::Status GetStatus(const GetStatusRequest& request, GetStatusResponse* response,
                          const Caller& caller = {});
+
+  // One pass of the resource policies: for each job with JobOptions.autoscale whose running
+  // epoch still hands out splits, its metrics since the last pass go to its policy, and a
+  // decision becomes a journaled scaling step (ScaleJobUpdate, the decision's reason with it).
+  // Also run every policy_period_ms by the background thread.
+  absl::Status RunPolicies() ABSL_LOCKS_EXCLUDED(mu_);
 
   // One pass of the failure detector: journals WorkerLost for every live worker silent for
   // longer than the timeout. Also run every timeout/4 by a background thread started by Open.
@@ -196,6 +206,12 @@ class DispatcherImpl {
   // Task id -> the next index its consumer needs, from its latest client heartbeat (lower than
   // before when the consumer resumed from an older saved position).
   std::map<int64_t, int64_t> consumed_ ABSL_GUARDED_BY(mu_);
+  // The trainers' and workers' heartbeat counters per job, and each autoscaled job's policy
+  // (not journaled: its decisions are; a restarted dispatcher measures and decides afresh).
+  JobMetricsCollector metrics_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::unique_ptr<Autoscaler>> autoscalers_ ABSL_GUARDED_BY(mu_);
+  // Jobs scaled in the last policy pass: their next period is skipped.
+  std::set<int64_t> settling_ ABSL_GUARDED_BY(mu_);
   // The finished tasks whose consumer has not read to their end: their workers still serve
   // them (listed in worker heartbeats with the unfinished ones). A finished task whose consumer
   // has read to its end is no longer listed to its worker; listed again (its consumer resumed

@@ -30,6 +30,10 @@ absl::Status ValidateJobOptions(const JobOptions& options) {
                      options.num_worker_slots(), " = ", tasks, " tasks per epoch; the limit is ",
                      kMaxTasksPerEpoch));
   }
+  if (!Autoscale_IsValid(options.autoscale())) {
+    return absl::InvalidArgumentError(absl::StrCat("job option autoscale ", options.autoscale(),
+                                                   " is none of the known policies"));
+  }
   if (options.num_epochs() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("job option num_epochs is ", options.num_epochs(), "; it must be >= 0"));

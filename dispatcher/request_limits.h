@@ -49,6 +49,8 @@ inline constexpr int kMaxTaskDefsPerHeartbeat = 4096;
 inline constexpr int64_t kMaxHeartbeatPipelineBytes = 16 << 20;
 // Bytes of a job name, a worker id and a worker address.
 inline constexpr int64_t kMaxNameBytes = 1024;
+// Elements a job's trainers must have received in a policy period before its policy decides.
+inline constexpr int64_t kMinElementsPerDecision = 5;
 // Bytes of a scaling step's reason kept in the job's state (JobState.last_scaling).
 inline constexpr int64_t kMaxScalingReasonBytes = 1024;
 // Clients a job's ACL may name (JobOptions.readers).

@@ -247,7 +247,7 @@ void RegisterClientBindings(py::module_& m) {
           [](PyClient& client, const std::string& dataset_id, const std::string& name,
              uint64_t seed, int32_t num_consumers, int32_t num_worker_slots, int64_t num_epochs,
              const std::string& cache_policy, const std::string& compression,
-             std::vector<std::string> readers) {
+             std::vector<std::string> readers, const std::string& autoscale) {
             JobSpec spec;
             spec.name = name;
             spec.seed = seed;
@@ -257,11 +257,20 @@ void RegisterClientBindings(py::module_& m) {
             spec.cache_policy = ParseJobCachePolicy(cache_policy);
             spec.compression = ParseJobCompression(compression);
             spec.readers = std::move(readers);
+            if (autoscale == "cachew") {
+              spec.autoscale = JobAutoscale::kCachew;
+            } else if (autoscale == "model") {
+              spec.autoscale = JobAutoscale::kModel;
+            } else if (autoscale != "none") {
+              throw StatusError{absl::InvalidArgumentError(
+                  absl::StrCat("autoscale '", autoscale, "' is none of none, cachew, model"))};
+            }
             return client.OpenJob(dataset_id, spec);
           },
           "dataset_id"_a, "name"_a = "", "seed"_a = 0, "num_consumers"_a = 1,
           "num_worker_slots"_a = 0, "num_epochs"_a = 0, "cache_policy"_a = "compute",
-          "compression"_a = "none", "readers"_a = std::vector<std::string>());
+          "compression"_a = "none", "readers"_a = std::vector<std::string>(),
+          "autoscale"_a = "none");
 }
 
 }  // namespace granary::python

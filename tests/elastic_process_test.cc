@@ -211,5 +211,62 @@ TEST_F(ElasticTest, TheDispatcherDyingRightAfterJournalingAScalingStepLosesNothi
   EXPECT_EQ(Tasks(0).size(), 2u) << "the step applied once, the retry changed nothing";
 }
 
+// Autoscaling (issue 17) on real processes: workers whose pipeline costs 20 ms of wall time per
+// batch (simulate_cost: a sleep, so five worker processes on two cores behave like five hosts)
+// and a trainer stepping every 5 ms. The model-based policy measures both and scales the job from
+// 1 task to what the rates call for in at most three decisions; the epoch is exactly once.
+TEST(AutoscaleTest, TheModelPolicyScalesToTheMeasuredNeedExactlyOnce) {
+  testing::ScopedTempDir dir;
+  testing::LocalCluster cluster(dir.Join("cluster"),
+                                {.workers = 5, .dispatcher_flags = {"--policy_period_ms=400"}});
+  ASSERT_TRUE(cluster.ok());
+  auto client = Client::Connect({.dispatcher_address = cluster.dispatcher_address(),
+                                 .stall_timeout_ms = 30000,
+                                 .insecure = true});
+  ASSERT_TRUE(client.ok()) << client.status();
+  const PipelineDef def = PipelineBuilder::Range(4000, {{"elements_per_split", int64_t{20}}})
+                              .Batch(10)
+                              .Map("simulate_cost", {{"us_per_element", int64_t{20000}}})
+                              .Build();
+  auto dataset = (*client)->RegisterPipeline(def);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  auto job = (*client)->OpenJob(*dataset, {.name = "autoscaled",
+                                           .seed = kSeed,
+                                           .num_worker_slots = 1,
+                                           .autoscale = JobAutoscale::kModel});
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto reader = (*job)->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EpochDigest digest(true);
+  for (bool end = false;;) {
+    ReceivedElement element;
+    ASSERT_TRUE((*reader)->Next(&element, &end).ok());
+    if (end) break;
+    digest.Add(element.tensors());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the trainer's step
+  }
+  // The reference without the sleeps (simulate_cost leaves every element as it is).
+  const PipelineDef reference =
+      PipelineBuilder::Range(4000, {{"elements_per_split", int64_t{20}}}).Batch(10).Build();
+  const auto local = granary::Pipeline::Create(reference, UdfRegistry::WithBuiltins());
+  ASSERT_TRUE(local.ok()) << local.status();
+  EpochDigest expected(true);
+  EpochRunOptions options;
+  options.on_element = [&](const Element& e) { expected.Add(e); };
+  ASSERT_TRUE(RunEpochInProcess(**local, kSeed, 0, Env::Default(), options).ok());
+  EXPECT_EQ(digest.rows(), expected.rows());
+  EXPECT_EQ(digest.multiset(), expected.multiset());
+
+  GetStatusResponse status;
+  ASSERT_TRUE(cluster.dispatcher().GetStatus(testing::RpcContext().get(), {}, &status).ok());
+  ASSERT_EQ(status.state().jobs_size(), 1);
+  const JobState& state = status.state().jobs(0);
+  // 200 batches/s wanted, 50 made per worker: ceil(200 x 1.05 / 50) = 5.
+  EXPECT_GE(state.options().num_worker_slots(), 4) << state.last_scaling();
+  EXPECT_GE(state.scaling_steps(), 1);
+  EXPECT_LE(state.scaling_steps(), 3) << state.last_scaling();
+  EXPECT_THAT(state.last_scaling(), ::testing::HasSubstr("model"));
+}
+
 }  // namespace
 }  // namespace granary

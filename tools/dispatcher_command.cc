@@ -1,4 +1,5 @@
 // granary dispatcher: serves the dispatcher over gRPC until SIGINT or SIGTERM.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -47,6 +48,8 @@ ABSL_FLAG(int64_t, max_pipeline_bytes, granary::ClientLimits().pipeline_bytes,
           "Largest pipeline definition accepted, in serialized bytes.");
 ABSL_FLAG(int64_t, max_pipeline_ops, granary::ClientLimits().pipeline_ops,
           "Most ops a pipeline may have.");
+ABSL_FLAG(int64_t, policy_period_ms, 2000,
+          "How often autoscaled jobs are measured and decided on (issue 17).");
 ABSL_FLAG(bool, check_invariants, false,
           "Check the state's invariants after every journal record and abort on a violation "
           "(for tests and chaos runs: the check walks the whole state).");
@@ -102,6 +105,7 @@ int DispatcherCommand(int argc, char** argv) {
   options.cache_root = absl::GetFlag(FLAGS_cache_root);
   options.job_retention_ms = absl::GetFlag(FLAGS_job_retention_ms);
   options.check_invariants = absl::GetFlag(FLAGS_check_invariants);
+  options.policy_period_ms = std::max<int64_t>(absl::GetFlag(FLAGS_policy_period_ms), 100);
   options.limits.jobs = absl::GetFlag(FLAGS_max_jobs_per_client);
   options.limits.readers = absl::GetFlag(FLAGS_max_readers_per_client);
   options.limits.pipeline_bytes = absl::GetFlag(FLAGS_max_pipeline_bytes);

@@ -78,6 +78,9 @@ ABSL_FLAG(int64_t, max_request_bytes, 64 << 20, "Payload bytes asked for per Get
 ABSL_FLAG(std::string, token_file, "",
           "A file holding this client's bearer token (instead of a client certificate; needs "
           "--tls_ca).");
+ABSL_FLAG(std::string, autoscale, "none",
+          "Whether the dispatcher sets the job's workers from the measured rates: none, cachew "
+          "(one worker per decision) or model (straight to what the rates call for).");
 ABSL_FLAG(int32_t, step_ms, 0,
           "Simulated training step: sleep this long after each element (0: read as fast as "
           "possible).");
@@ -179,6 +182,15 @@ absl::Status Run() {
   spec.compression = compression == COMPRESSION_LZ4    ? JobCompression::kLz4
                      : compression == COMPRESSION_ZSTD ? JobCompression::kZstd
                                                        : JobCompression::kNone;
+  const std::string autoscale = absl::GetFlag(FLAGS_autoscale);
+  if (autoscale == "cachew") {
+    spec.autoscale = JobAutoscale::kCachew;
+  } else if (autoscale == "model") {
+    spec.autoscale = JobAutoscale::kModel;
+  } else if (autoscale != "none") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--autoscale '", autoscale, "' is none of none, cachew, model"));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<Job> job, client->OpenJob(dataset, spec));
   std::printf("granary run: job %lld, dataset %s, consumer %d\n",
               static_cast<long long>(job->job_id()), dataset.c_str(), consumer);

@@ -93,11 +93,15 @@ void TaskRunner::Produce(int64_t run_id) {
     }
     ReplyElement element;
     bool end = false;
+    const uint64_t busy_from = options_.env->NowMicros();
     const absl::Status status = (*run)->Next(&element, &end);
+    const uint64_t busy_us = options_.env->NowMicros() - busy_from;
     int64_t finished_count = -1;
     {
       absl::MutexLock lock(&mu_);
       if (!IsCurrent(run_id)) return;
+      busy_us_ += static_cast<int64_t>(busy_us);
+      if (!end) ++made_;
       if (!status.ok()) {
         error_ = Annotate(status, absl::StrCat("task ", def().task_id(), " element ", produced_));
         LOG(ERROR) << error_;
@@ -231,6 +235,8 @@ TaskStatus TaskRunner::Status() const {
   status.set_last_checkpoint_index(last_checkpoint_index_);
   status.set_checkpoint_stall_us(checkpoint_stall_us_);
   status.set_transport(transport_);
+  status.set_made(made_);
+  status.set_busy_us(busy_us_);
   return status;
 }
 

@@ -131,6 +131,9 @@ class TaskRunner {
   // The producer discards (as recomputed) elements below this index.
   int64_t discard_below_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t recomputed_ ABSL_GUARDED_BY(mu_) = 0;
+  // Elements the producer made (recomputed ones too), and the time it was busy making them.
+  int64_t made_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t busy_us_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t recomputed_reported_ ABSL_GUARDED_BY(mu_) = 0;
   // Highest from_index seen since the current run started (a restart below the window resets
   // it): everything below it is acknowledged.

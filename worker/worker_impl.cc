@@ -189,6 +189,9 @@ absl::Status WorkerImpl::Heartbeat() {
       RunningTask* running = request.add_running();
       running->set_task_id(id);
       running->set_generation(runner->def().generation());
+      const TaskStatus status = runner->Status();
+      running->set_produced(status.made());
+      running->set_busy_us(status.busy_us());
     }
   }
   absl::StatusOr<WorkerHeartbeatResponse> response = dispatcher_->WorkerHeartbeat(request);

@@ -85,21 +85,23 @@ class Client:
         self._client = client
 
     def open_job(self, dataset, name="", seed=0, num_consumers=1, num_worker_slots=0,
-                 num_epochs=0, cache_policy="compute", compression="none", readers=()):
+                 num_epochs=0, cache_policy="compute", compression="none", readers=(),
+                 autoscale="none"):
         """Registers `dataset` and opens a job of it. Jobs with the same non-empty `name` are
         shared: every consumer (trainer process) of a job opens it by name.
 
         num_consumers: trainer processes the epochs are divided among. num_worker_slots: tasks
         per consumer (0: one per live worker). cache_policy: "compute", "full" or "at_mark".
         compression: "none", "lz4" or "zstd" for workers on other hosts. readers: other clients
-        that may read the job (when the cluster authenticates clients)."""
+        that may read the job (when the cluster authenticates clients). autoscale: "none",
+        "cachew" or "model" — the dispatcher sets the job's workers from the measured rates."""
         if cache_policy not in _CACHE_POLICIES:
             raise InvalidArgument(
                 f"cache_policy {cache_policy!r} is none of {', '.join(_CACHE_POLICIES)}")
         dataset_id = self._client.register_pipeline(dataset.pipeline_def())
         return Job(self._client.open_job(dataset_id, name, seed, num_consumers,
                                          num_worker_slots, num_epochs, cache_policy,
-                                         compression, list(readers)),
+                                         compression, list(readers), autoscale),
                    dataset)
 
 

@@ -87,6 +87,12 @@ enum class JobCachePolicy { kCompute, kFull, kAtMark };
 // uint8 images); float32 batches barely compress. Never applied through shared memory.
 enum class JobCompression { kNone, kLz4, kZstd };
 
+// Whether the dispatcher sets the job's workers itself from the trainers' and workers' metrics
+// (each decision a scaling step, as Job::Scale makes, shown in `granary status`): by Cachew's
+// rule — one worker per decision while the batch time improves by more than 7% — or by
+// Granary's model — straight to ceil(the trainer's consumption / a worker's rate).
+enum class JobAutoscale { kNone, kCachew, kModel };
+
 struct JobSpec {
   // Jobs with the same non-empty name are shared (every consumer of a job opens it by name).
   std::string name;
@@ -104,6 +110,7 @@ struct JobSpec {
   // Clients besides this one that may open and read the job (its ACL) when the cluster
   // authenticates clients (SECURITY.md); the job's owner is the client that creates it.
   std::vector<std::string> readers;
+  JobAutoscale autoscale = JobAutoscale::kNone;
 };
 
 struct EpochStats {
