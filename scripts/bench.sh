@@ -59,7 +59,7 @@ for entry in "${benchmarks[@]}"; do
   read -r -a names <<< "${entry#*:}"
   results+=("${names[@]}")
   flags=("${quick[@]}" --json_dir "$out")
-  if [[ $binary != failpoint_bench ]]; then
+  if [[ $binary != failpoint_bench && $binary != policy_bench ]]; then
     flags+=(--dir "$scratch/$binary")
   fi
   if [[ $binary == peer_bench ]]; then
