@@ -285,6 +285,19 @@ class TlsClusterTest : public ::testing::Test {
       request.set_task_id(1);
       return dispatcher.TaskFinished(c, request, &finished);
     });
+    RecomputeCacheChunkResponse recompute;
+    call("RecomputeCacheChunk", [&](grpc::ClientContext* c) {
+      RecomputeCacheChunkRequest request;
+      request.set_task_id(1);
+      return dispatcher.RecomputeCacheChunk(c, request, &recompute);
+    });
+    ScaleJobResponse scaled;
+    call("ScaleJob", [&](grpc::ClientContext* c) {
+      ScaleJobRequest request;
+      request.set_job_id(1);
+      request.set_num_worker_slots(2);
+      return dispatcher.ScaleJob(c, request, &scaled);
+    });
     GetStatusResponse status;
     call("GetStatus", [&](grpc::ClientContext* c) { return dispatcher.GetStatus(c, {}, &status); });
     GetElementsResponse elements;
@@ -471,6 +484,17 @@ TEST_F(TlsClusterTest, OnlyAJobsOwnerAndItsReadersMayOpenStartOrHeartbeatIt) {
   heartbeat.set_job_id((*job)->job_id());
   ClientHeartbeatResponse tasks;
   EXPECT_EQ(raw->ClientHeartbeat(testing::RpcContext().get(), heartbeat, &tasks).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // Nor scales it (issue 17), by id or by name.
+  ScaleJobRequest scale;
+  scale.set_job_id((*job)->job_id());
+  scale.set_num_worker_slots(4);
+  ScaleJobResponse scaled;
+  EXPECT_EQ(raw->ScaleJob(testing::RpcContext().get(), scale, &scaled).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  scale.set_job_id(0);
+  scale.set_job_name("alice-job");
+  EXPECT_EQ(raw->ScaleJob(testing::RpcContext().get(), scale, &scaled).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
 
   // Bob is a reader; Alice by token is Alice.
