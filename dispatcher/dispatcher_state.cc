@@ -204,13 +204,17 @@ absl::Status DispatcherState::ApplyRegisterWorker(const RegisterWorkerUpdate& u)
   w.set_incarnation(w.incarnation() + 1);
   w.set_standby(u.standby());
   w.set_lost(false);
-  // Tasks left without a worker (none was alive) go to the live workers now.
+  // Tasks left without a worker (none was alive) go to the live workers now — finished ones
+  // too, as WorkerLost moves them: their consumers may not have read all of them yet (found by
+  // `granary chaos --soak`: every worker lost at once after a dispatcher restart left a
+  // finished, half-read task with no worker, and its reader stalled).
   std::map<std::string, int64_t> loads = LiveWorkerLoads();
-  const std::set<int64_t> unassigned = unfinished_tasks_by_worker_[""];
+  const std::set<int64_t> unassigned = tasks_by_worker_[""];
   for (int64_t id : unassigned) {
+    TaskState& task = tasks_.find(id)->second;
     const std::string target = ChooseTakeover(workers_, loads);
-    Reassign(tasks_.find(id)->second, target);
-    ++loads[target];
+    Reassign(task, target);
+    if (!task.finished()) ++loads[target];
   }
   return absl::OkStatus();
 }

@@ -508,6 +508,26 @@ TEST_F(DispatcherStateCacheTest, CachesRoundTripThroughProtoAndReplayIsExact) {
   EXPECT_TRUE(absl::IsInvalidArgument(DispatcherState::FromProto(twice).status()));
 }
 
+// Found by the chaos soak (scale scenario, seed 441731): all workers lost at once left a
+// finished task its consumer had not read to the end without a worker; a worker registering
+// must take it, as WorkerLost moves finished tasks.
+TEST_F(DispatcherStateTest, AFinishedTaskLeftWithoutAWorkerGoesToTheNextToRegister) {
+  Register("a");
+  StartJob(/*consumers=*/1, /*slots=*/2, /*splits=*/4);
+  Update f;
+  f.mutable_task_finished()->set_task_id(1);
+  f.mutable_task_finished()->set_generation(1);
+  f.mutable_task_finished()->set_num_elements(3);
+  ASSERT_TRUE(Apply(f).ok());
+  ASSERT_TRUE(Lose("a", 1).ok());
+  EXPECT_EQ(state_.FindTask(1)->worker_id(), "");
+  EXPECT_EQ(state_.FindTask(2)->worker_id(), "");
+  Register("b");
+  EXPECT_EQ(state_.FindTask(1)->worker_id(), "b") << "the finished task still has a reader";
+  EXPECT_TRUE(state_.FindTask(1)->finished());
+  EXPECT_EQ(state_.FindTask(2)->worker_id(), "b");
+}
+
 // Elastic tasks (issue 17): ScaleJobUpdate adds tasks to a running epoch's consumers or sheds
 // them; shed tasks lease nothing more.
 class ScaleJobTest : public DispatcherStateTest {
