@@ -648,7 +648,7 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
     }
   }
   // ScaleJob adds tasks only while the plan has splits to lease.
-  response->set_tasks_final(epoch->finished() || epoch->next_split() == epoch->plan_size());
+  response->set_tasks_final(!HandsOutSplits(*epoch));
   return absl::OkStatus();
 }
 
@@ -666,8 +666,7 @@ absl::Status DispatcherImpl::ScaleJob(const ScaleJobRequest& request, ScaleJobRe
                                      : absl::StrCat("no job named '", request.job_name(), "'"));
     }
     RETURN_IF_ERROR(CheckJobAccess(*job, caller));
-    const int32_t consumers = std::max(job->options().num_consumers(), 1);
-    const int64_t max_slots = std::min<int64_t>(kMaxWorkerSlots, kMaxTasksPerEpoch / consumers);
+    const int64_t max_slots = MaxWorkerSlots(job->options().num_consumers());
     if (request.num_worker_slots() < 1 || request.num_worker_slots() > max_slots) {
       return absl::InvalidArgumentError(absl::StrCat("job ", job->job_id(), ": num_worker_slots ",
                                                      request.num_worker_slots(), " is outside [1, ",
@@ -868,8 +867,7 @@ absl::Status DispatcherImpl::RunPolicies() {
       bool running = false;
       for (int64_t e = 0; e < job.epochs_started(); ++e) {
         const EpochState* epoch = state_.FindEpoch(id, e);
-        running = running || (epoch != nullptr && !epoch->finished() &&
-                              epoch->next_split() < epoch->plan_size());
+        running = running || (epoch != nullptr && HandsOutSplits(*epoch));
       }
       if (!running) continue;
       std::optional<JobMetrics> metrics = metrics_.Take(id, kMinElementsPerDecision);

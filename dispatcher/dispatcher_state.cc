@@ -346,7 +346,7 @@ absl::Status DispatcherState::ApplyScaleJob(const ScaleJobUpdate& u) {
   if (job_it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
   JobState& job = job_it->second;
   const int32_t consumers = std::max(job.options().num_consumers(), 1);
-  const int64_t max_slots = std::min<int64_t>(kMaxWorkerSlots, kMaxTasksPerEpoch / consumers);
+  const int64_t max_slots = MaxWorkerSlots(consumers);
   if (u.num_worker_slots() < 1 || u.num_worker_slots() > max_slots) {
     return absl::InvalidArgumentError(absl::StrCat("job ", u.job_id(), ": ", u.num_worker_slots(),
                                                    " tasks per consumer is outside [1, ", max_slots,
@@ -360,7 +360,7 @@ absl::Status DispatcherState::ApplyScaleJob(const ScaleJobUpdate& u) {
     auto epoch_it = epochs_.find({job.job_id(), e});
     if (epoch_it == epochs_.end()) continue;
     EpochState& epoch = epoch_it->second;
-    if (epoch.finished() || epoch.next_split() >= epoch.plan_size()) continue;
+    if (!HandsOutSplits(epoch)) continue;
     for (int32_t c = 0; c < consumers; ++c) {
       // The consumer's tasks still leasing splits, by slot.
       std::vector<TaskState*> leasing;

@@ -28,6 +28,12 @@
 
 namespace granary {
 
+// Whether `epoch` still hands out splits (not finished, its plan not fully leased): while it
+// does, a scaling step may add or shed its tasks; after, its task set is final.
+inline bool HandsOutSplits(const EpochState& epoch) {
+  return !epoch.finished() && epoch.next_split() < epoch.plan_size();
+}
+
 class DispatcherState {
  public:
   DispatcherState() = default;

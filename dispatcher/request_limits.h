@@ -9,6 +9,7 @@
 #ifndef GRANARY_DISPATCHER_REQUEST_LIMITS_H_
 #define GRANARY_DISPATCHER_REQUEST_LIMITS_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/status/status.h"
@@ -47,6 +48,11 @@ inline constexpr int64_t kMaxSplitsPerLease = 4096;
 // the budget is sent alone.
 inline constexpr int kMaxTaskDefsPerHeartbeat = 4096;
 inline constexpr int64_t kMaxHeartbeatPipelineBytes = 16 << 20;
+// Tasks per consumer a scaling step may set for a job of `consumers` consumers: at most
+// kMaxWorkerSlots, and no more than kMaxTasksPerEpoch over all its consumers.
+inline int64_t MaxWorkerSlots(int32_t consumers) {
+  return std::min<int64_t>(kMaxWorkerSlots, kMaxTasksPerEpoch / std::max(consumers, 1));
+}
 // Bytes of a job name, a worker id and a worker address.
 inline constexpr int64_t kMaxNameBytes = 1024;
 // Elements a job's trainers must have received in a policy period before its policy decides.

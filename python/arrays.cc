@@ -45,10 +45,13 @@ py::object StringArray(const TensorView& view) {
 
 }  // namespace
 
+py::capsule ElementOwner(const ReceivedElement& element) {
+  return py::capsule(new ReceivedElement(element),
+                     [](void* p) { delete static_cast<ReceivedElement*>(p); });
+}
+
 py::tuple ElementArrays(const ReceivedElement& element) {
-  // One capsule per element, the base of each of its arrays.
-  py::capsule owner(new ReceivedElement(element),
-                    [](void* p) { delete static_cast<ReceivedElement*>(p); });
+  const py::capsule owner = ElementOwner(element);  // the base of each of its arrays
   py::tuple out(element.tensors().size());
   for (size_t i = 0; i < element.tensors().size(); ++i) {
     const TensorView& view = element.tensor(i);

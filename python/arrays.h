@@ -18,6 +18,10 @@
 
 namespace granary::python {
 
+// A capsule holding a copy of `element` (a reference to its bytes): the base of arrays that
+// view them.
+pybind11::capsule ElementOwner(const ReceivedElement& element);
+
 // The element's tensors as a tuple of NumPy arrays (see above).
 pybind11::tuple ElementArrays(const ReceivedElement& element);
 

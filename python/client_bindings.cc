@@ -46,10 +46,8 @@ class PyElement {
   explicit PyElement(ReceivedElement element) : element_(std::move(element)) {}
   py::tuple arrays() const { return ElementArrays(element_); }
   py::array wire_image() const {
-    py::capsule owner(new ReceivedElement(element_),
-                      [](void* p) { delete static_cast<ReceivedElement*>(p); });
     py::array image(py::dtype("u1"), {static_cast<py::ssize_t>(element_.bytes().size())},
-                    element_.bytes().data(), owner);
+                    element_.bytes().data(), ElementOwner(element_));
     image.attr("setflags")("write"_a = false);
     return image;
   }

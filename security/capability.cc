@@ -60,13 +60,16 @@ absl::StatusOr<CapabilityKey> CapabilityKey::FromBytes(absl::string_view bytes) 
   return CapabilityKey(std::string(bytes));
 }
 
-std::string CapabilityKey::Mint(const CapabilityScope& scope) const {
-  const std::string message = Message(scope);
+std::string HmacSha256(absl::string_view key, absl::string_view message) {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
-  HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &size);
   return std::string(reinterpret_cast<const char*>(mac), size);
+}
+
+std::string CapabilityKey::Mint(const CapabilityScope& scope) const {
+  return HmacSha256(key_, Message(scope));
 }
 
 bool CapabilityKey::Verify(const CapabilityScope& scope, absl::string_view capability) const {

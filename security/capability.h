@@ -27,6 +27,10 @@ struct CapabilityScope {
   int64_t generation = 0;
 };
 
+// HMAC-SHA256 of `message` under `key`: what capabilities are, and what derives the keys of
+// other MACs from the capability key (security/chunk_mac.h).
+std::string HmacSha256(absl::string_view key, absl::string_view message);
+
 class CapabilityKey {
  public:
   static constexpr size_t kKeyBytes = 32;

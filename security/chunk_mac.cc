@@ -3,7 +3,6 @@
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "glog/logging.h"
 
@@ -27,12 +26,7 @@ EVP_MAC* Hmac() {
 }  // namespace
 
 ChunkMacKey ChunkMacKey::Derive(const CapabilityKey& capability_key) {
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  const std::string& key = capability_key.bytes();
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(kKeyLabel), sizeof(kKeyLabel) - 1, mac, &size);
-  return ChunkMacKey(std::string(reinterpret_cast<const char*>(mac), size));
+  return ChunkMacKey(HmacSha256(capability_key.bytes(), kKeyLabel));
 }
 
 struct ChunkMac::State {

@@ -94,7 +94,7 @@ std::optional<ScalingDecision> ModelAutoscaler::Observe(const JobMetrics& m) {
                                           "makes %.1f: ceil(%.2f) = %d workers",
                                           consumption, m.remote_worker_rate, needed, target));
   }
-  const double waiting = m.batch_s() > 0 ? m.wait_s / m.batch_s() : 0;
+  const double waiting = m.wait_fraction();
   if (waiting > options_.wait_tolerance && w < options_.max_workers) {
     return Remote(
         w + 1, absl::StrFormat("model: the trainer still waits %.0f%% of its time", 100 * waiting));

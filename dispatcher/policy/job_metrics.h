@@ -24,6 +24,8 @@ struct JobMetrics {
   int32_t workers() const { return remote_workers + local_workers; }
   // The trainer's time per batch: what Cachew's rule compares.
   double batch_s() const { return wait_s + step_s; }
+  // The share of that time the trainer waits for data (0 when nothing was measured).
+  double wait_fraction() const { return batch_s() > 0 ? wait_s / batch_s() : 0; }
 };
 
 // The prices Pecan's AutoPlacement weighs (its defaults: a remote worker $0.427/h, the

@@ -17,8 +17,6 @@ ScalingDecision Place(int32_t remote, int32_t local, std::string reason) {
   return d;
 }
 
-double Waiting(const JobMetrics& m) { return m.batch_s() > 0 ? m.wait_s / m.batch_s() : 0; }
-
 }  // namespace
 
 double CostPerBatch(double batch_s, int32_t remote_workers, const Prices& prices) {
@@ -52,7 +50,7 @@ std::optional<ScalingDecision> PecanPlacement::Observe(const JobMetrics& m) {
   const int32_t l = m.local_workers;
   const double b = m.batch_s();
   if (b <= 0 || m.step_s <= 0) return std::nullopt;
-  const bool waits = Waiting(m) > options_.wait_tolerance;
+  const bool waits = m.wait_fraction() > options_.wait_tolerance;
   switch (phase_) {
     case Phase::kLocal:
       if (l == 0) base_step_s_ = m.step_s;
@@ -122,7 +120,7 @@ std::optional<ScalingDecision> ModelPlacement::Observe(const JobMetrics& m) {
   if (decisions_ == 0) {
     // Measure what a local worker costs the trainer before choosing.
     base_step_s_ = m.step_s;
-    if (options_.max_local > 0 && l == 0 && Waiting(m) > options_.wait_tolerance) {
+    if (options_.max_local > 0 && l == 0 && m.wait_fraction() > options_.wait_tolerance) {
       ++decisions_;
       return Place(r, 1, "model: probing one local worker to measure its slowdown");
     }
@@ -153,10 +151,10 @@ std::optional<ScalingDecision> ModelPlacement::Observe(const JobMetrics& m) {
                                  1e3 * choice.cost_per_batch));
   }
   // Corrections.
-  if (Waiting(m) > options_.wait_tolerance && r < options_.max_remote) {
-    return Place(
-        r + 1, l,
-        absl::StrFormat("model: the trainer still waits %.0f%% of its time", 100 * Waiting(m)));
+  if (m.wait_fraction() > options_.wait_tolerance && r < options_.max_remote) {
+    return Place(r + 1, l,
+                 absl::StrFormat("model: the trainer still waits %.0f%% of its time",
+                                 100 * m.wait_fraction()));
   }
   return std::nullopt;
 }
