@@ -2,12 +2,16 @@
 // StartEpoch; the reading itself is GrpcEpochReader (epoch_reader.h).
 #include "granary/client.h"
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "client/connection.h"
 #include "client/epoch_reader.h"
+#include "client/local_workers.h"
 #include "client/position.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
@@ -18,8 +22,12 @@ namespace {
 // Thread-safe: every member is immutable or thread-safe.
 class JobImpl final : public Job {
  public:
-  JobImpl(std::shared_ptr<Connection> connection, int64_t job_id, Compression compression)
-      : connection_(std::move(connection)), job_id_(job_id), compression_(compression) {}
+  JobImpl(std::shared_ptr<Connection> connection, int64_t job_id, Compression compression,
+          int32_t local_workers)
+      : connection_(std::move(connection)),
+        job_id_(job_id),
+        compression_(compression),
+        local_workers_(local_workers) {}
 
   int64_t job_id() const override { return job_id_; }
 
@@ -34,6 +42,8 @@ class JobImpl final : public Job {
     if (!position.empty()) {
       ASSIGN_OR_RETURN(start, DecodePosition(position, job_id_, epoch, consumer));
     }
+    // Local workers register before the epoch starts, so that its local tasks start on them.
+    RETURN_IF_ERROR(StartLocalWorkers(consumer));
     StartEpochRequest request;
     request.set_job_id(job_id_);
     request.set_epoch(epoch);
@@ -51,10 +61,12 @@ class JobImpl final : public Job {
     return std::unique_ptr<EpochReader>(std::move(reader));
   }
 
-  absl::StatusOr<int32_t> Scale(int32_t num_worker_slots, const std::string& reason) override {
+  absl::StatusOr<int32_t> Scale(int32_t num_worker_slots, const std::string& reason,
+                                int32_t num_local_slots) override {
     ScaleJobRequest request;
     request.set_job_id(job_id_);
     request.set_num_worker_slots(num_worker_slots);
+    if (num_local_slots >= 0) request.set_num_local_slots(num_local_slots);
     request.set_reason(reason);
     ScaleJobResponse response;
     const grpc::Status rpc = connection_->CallDispatcher([&](grpc::ClientContext* context) {
@@ -68,9 +80,37 @@ class JobImpl final : public Job {
   }
 
  private:
+  // Starts this job's local workers for `consumer`, once.
+  absl::Status StartLocalWorkers(int32_t consumer) {
+    if (local_workers_ <= 0) return absl::OkStatus();
+    absl::MutexLock lock(&mu_);
+    if (local_.count(consumer) > 0) return absl::OkStatus();
+    const ClientOptions& client = connection_->options();
+    LocalWorkersOptions options;
+    ASSIGN_OR_RETURN(options.binary, LocalWorkersBinary(client.granary_binary));
+    options.dispatcher_address = client.dispatcher_address;
+    options.job_id = job_id_;
+    options.consumer = consumer;
+    options.count = local_workers_;
+    options.flags = client.local_worker_flags;
+    if (client.insecure) options.flags.push_back("--insecure");
+    options.log_dir = client.local_worker_log_dir;
+    absl::StatusOr<std::unique_ptr<LocalWorkers>> started = LocalWorkers::Start(options);
+    if (!started.ok()) {
+      return Annotate(started.status(), absl::StrCat("starting job ", job_id_, "'s ",
+                                                     local_workers_, " local workers"));
+    }
+    local_[consumer] = *std::move(started);
+    return absl::OkStatus();
+  }
+
   const std::shared_ptr<Connection> connection_;
   const int64_t job_id_;
   const Compression compression_;
+  const int32_t local_workers_;
+  absl::Mutex mu_;
+  // By consumer: the local workers this Job started; they stop with it.
+  std::map<int32_t, std::unique_ptr<LocalWorkers>> local_ ABSL_GUARDED_BY(mu_);
 };
 
 // Thread-safe.
@@ -95,9 +135,9 @@ class ClientImpl final : public Client {
     if (spec.num_consumers < 1) {
       return absl::InvalidArgumentError("JobSpec.num_consumers must be at least 1");
     }
-    if (spec.num_worker_slots < 0 || spec.num_epochs < 0) {
+    if (spec.num_worker_slots < 0 || spec.num_epochs < 0 || spec.local_workers < 0) {
       return absl::InvalidArgumentError(
-          "JobSpec.num_worker_slots and num_epochs must not be negative");
+          "JobSpec.num_worker_slots, num_epochs and local_workers must not be negative");
     }
     GetOrCreateJobRequest request;
     request.set_dataset_id(dataset_id);
@@ -107,6 +147,15 @@ class ClientImpl final : public Client {
     request.mutable_options()->set_num_worker_slots(spec.num_worker_slots);
     request.mutable_options()->set_num_epochs(spec.num_epochs);
     for (const std::string& reader : spec.readers) request.mutable_options()->add_readers(reader);
+    request.mutable_options()->set_placement(
+        spec.placement == JobPlacement::kPecan  ? PLACEMENT_PECAN
+        : spec.placement == JobPlacement::kAuto ? PLACEMENT_AUTO
+                                                : PLACEMENT_STATIC);
+    // A placement policy starts with no local worker and adds them; without one each local
+    // worker runs a task.
+    if (spec.placement == JobPlacement::kStatic) {
+      request.mutable_options()->set_num_local_slots(spec.local_workers);
+    }
     request.mutable_options()->set_autoscale(
         spec.autoscale == JobAutoscale::kCachew  ? AUTOSCALE_CACHEW
         : spec.autoscale == JobAutoscale::kModel ? AUTOSCALE_MODEL
@@ -114,7 +163,7 @@ class ClientImpl final : public Client {
     request.mutable_options()->set_cache_policy(
         spec.cache_policy == JobCachePolicy::kFull     ? CACHE_FULL
         : spec.cache_policy == JobCachePolicy::kAtMark ? CACHE_AT_MARK
-                                                    : CACHE_COMPUTE);
+                                                       : CACHE_COMPUTE);
     GetOrCreateJobResponse response;
     const grpc::Status rpc = connection_->CallDispatcher([&](grpc::ClientContext* context) {
       return connection_->dispatcher().GetOrCreateJob(context, request, &response);
@@ -127,7 +176,8 @@ class ClientImpl final : public Client {
     const Compression compression = spec.compression == JobCompression::kLz4    ? COMPRESSION_LZ4
                                     : spec.compression == JobCompression::kZstd ? COMPRESSION_ZSTD
                                                                                 : COMPRESSION_NONE;
-    return std::unique_ptr<Job>(new JobImpl(connection_, response.job_id(), compression));
+    return std::unique_ptr<Job>(
+        new JobImpl(connection_, response.job_id(), compression, spec.local_workers));
   }
 
  private:

@@ -13,7 +13,9 @@
 #include "common/failpoints.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "dispatcher/assignment_policy.h"
 #include "dispatcher/policy/autoscaler.h"
+#include "dispatcher/policy/placement.h"
 #include "dispatcher/request_limits.h"
 #include "dispatcher/state_invariants.h"
 #include "glog/logging.h"
@@ -273,15 +275,14 @@ absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& reque
   }
   if (const int64_t bytes = static_cast<int64_t>(request.pipeline().ByteSizeLong());
       bytes > options_.limits.pipeline_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("the pipeline has ", bytes,
-                                                     " bytes; the limit is ",
-                                                     options_.limits.pipeline_bytes,
-                                                     " (--max_pipeline_bytes)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the pipeline has ", bytes, " bytes; the limit is ",
+                     options_.limits.pipeline_bytes, " (--max_pipeline_bytes)"));
   }
   if (request.pipeline().ops_size() > options_.limits.pipeline_ops) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the pipeline has ", request.pipeline().ops_size(), " ops; the limit is ",
-        options_.limits.pipeline_ops, " (--max_pipeline_ops)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the pipeline has ", request.pipeline().ops_size(), " ops; the limit is ",
+                     options_.limits.pipeline_ops, " (--max_pipeline_ops)"));
   }
   auto pipeline = Pipeline::Create(request.pipeline(), *options_.udfs);
   if (!pipeline.ok()) return Annotate(pipeline.status(), "invalid pipeline");
@@ -373,9 +374,9 @@ absl::Status DispatcherImpl::CheckClientLimits(const Caller& caller,
     readers += job.options().num_consumers();
   }
   if (jobs + 1 > options_.limits.jobs) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("client '", caller.client, "' owns ", jobs, " jobs; the limit is ",
-                     options_.limits.jobs, " (--max_jobs_per_client)"));
+    return absl::ResourceExhaustedError(absl::StrCat("client '", caller.client, "' owns ", jobs,
+                                                     " jobs; the limit is ", options_.limits.jobs,
+                                                     " (--max_jobs_per_client)"));
   }
   if (readers + options.num_consumers() > options_.limits.readers) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -489,10 +490,23 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
   }
   RETURN_IF_ERROR(ValidateName("worker id", request.worker_id()));
   RETURN_IF_ERROR(ValidateName("worker address", request.address()));
+  if (request.local_job_id() != 0) {
+    absl::MutexLock lock(&mu_);
+    const JobState* job = state_.FindJob(request.local_job_id());
+    if (job == nullptr || request.local_consumer() < 0 ||
+        request.local_consumer() >= std::max(job->options().num_consumers(), 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "worker ", request.worker_id(), " registers as local to job ", request.local_job_id(),
+          " consumer ", request.local_consumer(), ", which does not exist"));
+    }
+  }
   Update update;
   update.mutable_register_worker()->set_worker_id(request.worker_id());
   update.mutable_register_worker()->set_address(request.address());
   update.mutable_register_worker()->set_standby(request.standby());
+  update.mutable_register_worker()->set_local_job_id(request.local_job_id());
+  update.mutable_register_worker()->set_local_consumer(request.local_consumer());
+  update.mutable_register_worker()->set_take_over_load(request.take_over_load());
   return JournalAndApply(
       update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
         RETURN_IF_ERROR(applied);
@@ -558,7 +572,8 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
     const TaskState* task = state_.FindTask(r.task_id());
     if (task != nullptr && task->generation() == r.generation() && !task->finished() &&
         task->worker_id() == request.worker_id() && r.produced() >= 0 && r.busy_us() >= 0) {
-      metrics_.ProducerTotals(task->job_id(), task->task_id(), r.produced(), r.busy_us());
+      metrics_.ProducerTotals(task->job_id(), task->task_id(), IsLocalWorker(*worker), r.produced(),
+                              r.busy_us());
     }
   }
   int64_t pipeline_bytes = 0;
@@ -666,12 +681,10 @@ absl::Status DispatcherImpl::ScaleJob(const ScaleJobRequest& request, ScaleJobRe
                                      : absl::StrCat("no job named '", request.job_name(), "'"));
     }
     RETURN_IF_ERROR(CheckJobAccess(*job, caller));
-    const int64_t max_slots = MaxWorkerSlots(job->options().num_consumers());
-    if (request.num_worker_slots() < 1 || request.num_worker_slots() > max_slots) {
-      return absl::InvalidArgumentError(absl::StrCat("job ", job->job_id(), ": num_worker_slots ",
-                                                     request.num_worker_slots(), " is outside [1, ",
-                                                     max_slots, "]"));
-    }
+    const int32_t local = request.has_num_local_slots() ? request.num_local_slots()
+                                                        : job->options().num_local_slots();
+    RETURN_IF_ERROR(ValidateScaling(job->job_id(), request.num_worker_slots(), local,
+                                    job->options().num_consumers()));
     if (static_cast<int64_t>(request.reason().size()) > kMaxScalingReasonBytes) {
       return absl::InvalidArgumentError(absl::StrCat("scaling reason of ", request.reason().size(),
                                                      " bytes; the limit is ",
@@ -680,6 +693,7 @@ absl::Status DispatcherImpl::ScaleJob(const ScaleJobRequest& request, ScaleJobRe
     MarkActive(job->job_id());
     update.mutable_scale_job()->set_job_id(job->job_id());
     update.mutable_scale_job()->set_num_worker_slots(request.num_worker_slots());
+    update.mutable_scale_job()->set_num_local_slots(local);
     update.mutable_scale_job()->set_reason(request.reason());
   }
   RETURN_IF_ERROR(JournalAndApply(
@@ -695,8 +709,9 @@ absl::Status DispatcherImpl::ScaleJob(const ScaleJobRequest& request, ScaleJobRe
           }
           response->set_running_tasks_per_consumer(leasing);
           LOG(INFO) << "job " << job->job_id() << " scaled to " << job->options().num_worker_slots()
-                    << " tasks per consumer (" << job->last_scaling() << "): epoch " << e << " has "
-                    << epoch->task_ids_size() << " tasks, " << leasing
+                    << " remote + " << job->options().num_local_slots()
+                    << " local tasks per consumer (" << job->last_scaling() << "): epoch " << e
+                    << " has " << epoch->task_ids_size() << " tasks, " << leasing
                     << " of consumer 0's leasing";
           break;
         }
@@ -780,9 +795,8 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
       const bool whole_output =
           epoch->cache().cached_prefix_ops() ==
           state_.FindDataset(state_.FindJob(task->job_id())->dataset_id())->pipeline().ops_size();
-      RETURN_IF_ERROR(
-          CheckCacheChunks(request, epoch->cache().mode() == EpochCache::PUT, whole_output,
-                           epoch->cache().cache_dir()));
+      RETURN_IF_ERROR(CheckCacheChunks(request, epoch->cache().mode() == EpochCache::PUT,
+                                       whole_output, epoch->cache().cache_dir()));
     }
   }
   Update update;
@@ -855,13 +869,45 @@ absl::Status DispatcherImpl::RecomputeCacheChunk(const RecomputeCacheChunkReques
       });
 }
 
+std::unique_ptr<ResourcePolicy> DispatcherImpl::NewPolicy(const JobState& job) const {
+  const JobOptions& o = job.options();
+  // As many local workers as every consumer has live; as many remote ones as the provisioner
+  // may start (or are live now).
+  std::map<int32_t, int32_t> local_per_consumer;
+  int32_t remote = 0;
+  for (const auto& [id, w] : state_.workers()) {
+    if (w.lost()) continue;
+    if (w.local_job_id() == job.job_id()) ++local_per_consumer[w.local_consumer()];
+    if (!IsLocalWorker(w) && !w.standby()) ++remote;
+  }
+  const int32_t max_remote = std::max(provisioner_ != nullptr ? max_workers_ : remote, 1);
+  int32_t max_local = 0;
+  if (static_cast<int32_t>(local_per_consumer.size()) == std::max(o.num_consumers(), 1)) {
+    max_local = INT32_MAX;
+    for (const auto& [consumer, n] : local_per_consumer) max_local = std::min(max_local, n);
+  }
+  if (o.autoscale() == AUTOSCALE_CACHEW) {
+    return std::make_unique<CachewAutoscaler>(CachewOptions{.max_workers = max_remote});
+  }
+  if (o.autoscale() == AUTOSCALE_MODEL) {
+    return std::make_unique<ModelAutoscaler>(ModelOptions{.max_workers = max_remote});
+  }
+  PlacementOptions options;
+  options.prices = options_.prices;
+  options.max_local = max_local;
+  options.max_remote = max_remote;
+  if (o.placement() == PLACEMENT_PECAN) return std::make_unique<PecanPlacement>(options);
+  return std::make_unique<ModelPlacement>(options);
+}
+
 absl::Status DispatcherImpl::RunPolicies() {
   std::vector<Update> steps;
   {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckUsable());
     for (const auto& [id, job] : state_.jobs()) {
-      if (job.options().autoscale() == AUTOSCALE_NONE) continue;
+      const JobOptions& o = job.options();
+      if (o.autoscale() == AUTOSCALE_NONE && o.placement() == PLACEMENT_STATIC) continue;
       // Only while an epoch is handing out splits: a step changes nothing else now, and an
       // epoch's tail (workers ending one by one) says nothing of the rates.
       bool running = false;
@@ -875,20 +921,24 @@ absl::Status DispatcherImpl::RunPolicies() {
       // The period after a step mixes the counts before and after it (joining workers start,
       // shed ones drain): it is not shown to the policy.
       if (settling_.erase(id) > 0) continue;
-      metrics->remote_workers = std::max(job.options().num_worker_slots(), 1);
-      std::unique_ptr<Autoscaler>& policy = autoscalers_[id];
-      if (policy == nullptr) {
-        if (job.options().autoscale() == AUTOSCALE_CACHEW) {
-          policy = std::make_unique<CachewAutoscaler>();
-        } else {
-          policy = std::make_unique<ModelAutoscaler>();
-        }
-      }
+      metrics->local_workers = o.num_local_slots();
+      metrics->remote_workers =
+          o.num_local_slots() > 0 ? o.num_worker_slots() : std::max(o.num_worker_slots(), 1);
+      std::unique_ptr<ResourcePolicy>& policy = policies_[id];
+      if (policy == nullptr) policy = NewPolicy(job);
       const std::optional<ScalingDecision> decision = policy->Observe(*metrics);
-      if (!decision.has_value() || decision->remote_workers == metrics->remote_workers) continue;
+      if (!decision.has_value()) continue;
+      // An autoscaler decides remote workers only.
+      const int32_t local =
+          o.placement() == PLACEMENT_STATIC ? o.num_local_slots() : decision->local_workers;
+      if (decision->remote_workers == metrics->remote_workers && local == o.num_local_slots()) {
+        continue;
+      }
+      if (!ValidateScaling(id, decision->remote_workers, local, o.num_consumers()).ok()) continue;
       Update& step = steps.emplace_back();
       step.mutable_scale_job()->set_job_id(id);
       step.mutable_scale_job()->set_num_worker_slots(decision->remote_workers);
+      step.mutable_scale_job()->set_num_local_slots(local);
       step.mutable_scale_job()->set_reason(decision->reason.substr(0, kMaxScalingReasonBytes));
       settling_.insert(id);
     }
@@ -898,7 +948,8 @@ absl::Status DispatcherImpl::RunPolicies() {
         JournalAndApply(step, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
           if (applied.ok()) {
             LOG(INFO) << "job " << step.scale_job().job_id() << ": " << step.scale_job().reason()
-                      << " -> " << step.scale_job().num_worker_slots() << " tasks per consumer";
+                      << " -> " << step.scale_job().num_worker_slots() << " remote + "
+                      << step.scale_job().num_local_slots() << " local tasks per consumer";
           }
           return absl::OkStatus();
         }));
@@ -910,6 +961,13 @@ absl::Status DispatcherImpl::GetStatus(const GetStatusRequest& request, GetStatu
                                        const Caller& caller) {
   absl::MutexLock lock(&mu_);
   *response->mutable_state() = VisibleState(state_.ToProto(), caller);
+  if (provisioner_ != nullptr) {
+    response->set_provisioning(absl::StrCat(
+        provisioner_->Describe(), ": ", requested_workers_ < 0 ? 0 : requested_workers_,
+        " workers requested (", min_workers_, "-", max_workers_, ")",
+        provisioning_.ok() ? ""
+                           : absl::StrCat("; last request failed: ", provisioning_.message())));
+  }
   const uint64_t now = options_.env->NowMicros();
   for (const auto& [id, seen] : last_seen_) {
     const WorkerState* worker = state_.FindWorker(id);
@@ -978,7 +1036,7 @@ absl::Status DispatcherImpl::RetireIdleJobs() {
                                 << " ms with every epoch finished: retired";
                       last_active_.erase(job);
                       metrics_.Forget(job);
-                      autoscalers_.erase(job);
+                      policies_.erase(job);
                       settling_.erase(job);
                       for (int64_t id : tasks) {
                         consumed_.erase(id);
@@ -1005,7 +1063,75 @@ void DispatcherImpl::LivenessLoop() {
       const absl::Status scaled = RunPolicies();
       if (!scaled.ok()) LOG(ERROR) << "resource policies: " << scaled;
     }
+    Provision();
   }
+}
+
+void DispatcherImpl::SetProvisioner(std::unique_ptr<Provisioner> provisioner, int32_t min_workers,
+                                    int32_t max_workers) {
+  absl::MutexLock lock(&mu_);
+  provisioner_ = std::move(provisioner);
+  min_workers_ = std::max(min_workers, 0);
+  max_workers_ = std::max(max_workers, min_workers_);
+  requested_workers_ = -1;
+}
+
+void DispatcherImpl::Provision() {
+  Provisioner* provisioner;
+  int32_t wanted = 0;
+  std::vector<std::string> idle;
+  {
+    absl::MutexLock lock(&mu_);
+    if (provisioner_ == nullptr || !CheckUsable().ok()) return;
+    provisioner = provisioner_.get();
+    // A worker for every unfinished remote task of an unfinished epoch.
+    int64_t tasks = 0;
+    for (const auto& [key, epoch] : state_.epochs()) {
+      if (epoch.finished()) continue;
+      for (int64_t id : epoch.task_ids()) {
+        const TaskState* task = state_.FindTask(id);
+        tasks += task != nullptr && !task->finished() && !task->local();
+      }
+    }
+    wanted = static_cast<int32_t>(std::clamp<int64_t>(tasks, min_workers_, max_workers_));
+    const uint64_t now = options_.env->NowMicros();
+    const uint64_t period_us = static_cast<uint64_t>(options_.policy_period_ms) * 1000;
+    if (wanted >= requested_workers_) lower_since_us_ = now;
+    const bool retry = !provisioning_.ok() && now - last_provision_us_ >= period_us;
+    // Shrinking waits until the count has stayed lower for three periods (an epoch's end and
+    // the next one's start are moments apart).
+    const bool shrink = wanted < requested_workers_ && now - lower_since_us_ >= 3 * period_us;
+    // Workers busy when a shrink was asked for are stopped once idle: asked again.
+    int32_t live_remote = 0;
+    for (const auto& [id, worker] : state_.workers()) {
+      live_remote += !worker.lost() && !IsLocalWorker(worker);
+    }
+    const bool surplus = wanted < live_remote && now - last_provision_us_ >= 3 * period_us;
+    if (!(wanted > requested_workers_ || shrink || retry || surplus)) return;
+    last_provision_us_ = now;
+    std::set<int64_t> held;
+    for (const auto& [id, worker] : state_.workers()) {
+      if (worker.lost() || IsLocalWorker(worker)) continue;
+      bool busy = !state_.UnfinishedTasksOfWorker(id).empty();
+      for (int64_t task : unread_finished_) {
+        const TaskState* t = state_.FindTask(task);
+        busy = busy || (t != nullptr && t->worker_id() == id);
+      }
+      if (!busy) idle.push_back(id);
+    }
+  }
+  // Outside the lock: a command may take seconds.
+  const absl::Status status = provisioner->Resize(wanted, idle);
+  absl::MutexLock lock(&mu_);
+  if (status.ok()) {
+    if (wanted != requested_workers_) {
+      LOG(INFO) << "provisioner " << provisioner->Describe() << ": " << wanted << " workers";
+    }
+    requested_workers_ = wanted;
+  } else {
+    LOG(ERROR) << "provisioner " << provisioner->Describe() << ": " << status;
+  }
+  provisioning_ = status;
 }
 
 }  // namespace granary

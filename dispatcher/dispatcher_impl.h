@@ -51,7 +51,9 @@
 #include "dispatcher/caller.h"
 #include "dispatcher/dispatcher_state.h"
 #include "dispatcher/job_metrics_collector.h"
-#include "dispatcher/policy/autoscaler.h"
+#include "dispatcher/policy/job_metrics.h"
+#include "dispatcher/policy/resource_policy.h"
+#include "dispatcher/provisioner.h"
 #include "dispatcher/request_limits.h"
 #include "journal/journal.h"
 #include "pipeline/udf.h"
@@ -91,8 +93,10 @@ struct DispatcherOptions {
   // Checks the state invariants (state_invariants.h) after every applied record and aborts the
   // process on a violation. For tests: the check walks the whole state.
   bool check_invariants = false;
-  // How often jobs with an autoscale policy are measured and decided on (issue 17).
+  // How often jobs with an autoscale or placement policy are measured and decided on (issue 17).
   int64_t policy_period_ms = 2000;
+  // What a remote worker and the trainer cost, for placement policies (Pecan's defaults).
+  Prices prices;
 };
 
 class DispatcherImpl {
@@ -133,11 +137,21 @@ class DispatcherImpl {
   absl::Status GetStatus(const GetStatusRequest& request, GetStatusResponse* response,
                          const Caller& caller = {});
 
-  // One pass of the resource policies: for each job with JobOptions.autoscale whose running
-  // epoch still hands out splits, its metrics since the last pass go to its policy, and a
-  // decision becomes a journaled scaling step (ScaleJobUpdate, the decision's reason with it).
-  // Also run every policy_period_ms by the background thread.
+  // One pass of the resource policies: for each job with JobOptions.autoscale or placement
+  // whose running epoch still hands out splits, its metrics since the last pass go to its
+  // policy, and a decision becomes a journaled scaling step (ScaleJobUpdate, the decision's reason
+  // with it). Also run every policy_period_ms by the background thread.
   absl::Status RunPolicies() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Gives the dispatcher a provisioner (provisioner.h) that keeps between `min_workers` and
+  // `max_workers` remote workers, as many as the jobs' tasks want; placement policies then
+  // count on max_workers remote workers (without a provisioner: on the live ones).
+  void SetProvisioner(std::unique_ptr<Provisioner> provisioner, int32_t min_workers,
+                      int32_t max_workers) ABSL_LOCKS_EXCLUDED(mu_);
+  // One pass of provisioning: asks the provisioner for the workers the jobs want, if that
+  // changed. Also run by the background thread, which must be the only caller (the local
+  // provisioner's workers belong to the thread that starts them).
+  void Provision() ABSL_LOCKS_EXCLUDED(mu_);
 
   // One pass of the failure detector: journals WorkerLost for every live worker silent for
   // longer than the timeout. Also run every timeout/4 by a background thread started by Open.
@@ -185,6 +199,9 @@ class DispatcherImpl {
   // How epoch `epoch` of `job` uses its cache, given the caches known now.
   absl::StatusOr<EpochCache> DecideEpochCache(const JobState& job, const PipelineDef& def) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The policy JobOptions.autoscale or .placement names for `job`, sized by the workers live now.
+  std::unique_ptr<ResourcePolicy> NewPolicy(const JobState& job) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LivenessLoop();
 
   const DispatcherOptions options_;
@@ -209,7 +226,7 @@ class DispatcherImpl {
   // The trainers' and workers' heartbeat counters per job, and each autoscaled job's policy
   // (not journaled: its decisions are; a restarted dispatcher measures and decides afresh).
   JobMetricsCollector metrics_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, std::unique_ptr<Autoscaler>> autoscalers_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::unique_ptr<ResourcePolicy>> policies_ ABSL_GUARDED_BY(mu_);
   // Jobs scaled in the last policy pass: their next period is skipped.
   std::set<int64_t> settling_ ABSL_GUARDED_BY(mu_);
   // The finished tasks whose consumer has not read to their end: their workers still serve
@@ -221,6 +238,17 @@ class DispatcherImpl {
   // Job id -> when a client last asked about it (Env::NowMicros); after a restart, the
   // restart's time.
   std::map<int64_t, uint64_t> last_active_ ABSL_GUARDED_BY(mu_);
+
+  // Provisioning (SetProvisioner; Provision).
+  std::unique_ptr<Provisioner> provisioner_ ABSL_GUARDED_BY(mu_);
+  int32_t min_workers_ ABSL_GUARDED_BY(mu_) = 0;
+  int32_t max_workers_ ABSL_GUARDED_BY(mu_) = 0;
+  // The count last granted (-1: none yet), the last request's outcome and time, and since when
+  // the wanted count has been below the granted one.
+  int32_t requested_workers_ ABSL_GUARDED_BY(mu_) = -1;
+  absl::Status provisioning_ ABSL_GUARDED_BY(mu_);
+  uint64_t last_provision_us_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t lower_since_us_ ABSL_GUARDED_BY(mu_) = 0;
 
   absl::Notification stopping_;
   std::thread liveness_thread_;

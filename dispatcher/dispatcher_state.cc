@@ -168,23 +168,33 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u) {
   *epoch.mutable_plan() = u.plan();
   *epoch.mutable_cache() = u.cache();
 
-  int64_t slots = job.options().num_worker_slots();
-  if (slots <= 0) {
-    slots = std::count_if(workers_.begin(), workers_.end(),
-                          [](const auto& w) { return !w.second.lost() && !w.second.standby(); });
+  // Remote tasks per consumer: as the job says, or (0, and no local ones) one per live remote
+  // worker; then its local ones.
+  int64_t remote = job.options().num_worker_slots();
+  int64_t local = std::max(job.options().num_local_slots(), 0);
+  if (remote <= 0 && local == 0) {
+    remote = std::count_if(workers_.begin(), workers_.end(), [](const auto& w) {
+      return !w.second.lost() && !w.second.standby() && !IsLocalWorker(w.second);
+    });
   }
   const int32_t consumers = std::max(job.options().num_consumers(), 1);
-  slots = std::clamp<int64_t>(slots, 1, kMaxTasksPerEpoch / consumers);
-  const std::vector<std::string> assignment = AssignNewTasks(workers_, consumers * slots);
+  const int64_t max_slots = kMaxTasksPerEpoch / consumers;
+  remote = std::clamp<int64_t>(remote, local > 0 ? 0 : 1, max_slots);
+  local = std::min(local, max_slots - remote);
+  const std::vector<std::string> assignment = AssignNewTasks(workers_, consumers * remote);
+  std::map<std::string, int64_t> loads = LiveWorkerLoads();
   for (int32_t c = 0; c < consumers; ++c) {
-    for (int32_t s = 0; s < slots; ++s) {
+    for (int32_t s = 0; s < remote + local; ++s) {
       TaskState task;
       task.set_task_id(next_task_id_++);
       task.set_job_id(u.job_id());
       task.set_epoch(u.epoch());
       task.set_consumer(c);
       task.set_slot(s);
-      task.set_worker_id(assignment[c * slots + s]);
+      task.set_local(s >= remote);
+      task.set_worker_id(task.local() ? ChooseWorker(workers_, loads, task)
+                                      : assignment[c * remote + s]);
+      if (!task.worker_id().empty()) ++loads[task.worker_id()];
       task.set_generation(task.worker_id().empty() ? 0 : 1);
       epoch.add_task_ids(task.task_id());
       IndexTask(task);
@@ -198,25 +208,72 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u) {
 absl::Status DispatcherState::ApplyRegisterWorker(const RegisterWorkerUpdate& u) {
   RETURN_IF_ERROR(ValidateName("worker id", u.worker_id()));
   RETURN_IF_ERROR(ValidateName("worker address", u.address()));
+  if (u.local_job_id() < 0 || u.local_consumer() < 0 || u.local_consumer() >= kMaxConsumers) {
+    return absl::InvalidArgumentError(absl::StrCat("worker ", u.worker_id(), " is local to job ",
+                                                   u.local_job_id(), " consumer ",
+                                                   u.local_consumer(), ", which cannot exist"));
+  }
   WorkerState& w = workers_[u.worker_id()];
   w.set_worker_id(u.worker_id());
   w.set_address(u.address());
   w.set_incarnation(w.incarnation() + 1);
   w.set_standby(u.standby());
   w.set_lost(false);
+  w.set_local_job_id(u.local_job_id());
+  w.set_local_consumer(u.local_job_id() == 0 ? 0 : u.local_consumer());
+  // A worker id registering as another kind than before keeps only the tasks it may run.
+  std::map<std::string, int64_t> loads = LiveWorkerLoads();
+  const std::set<int64_t> held = tasks_by_worker_[u.worker_id()];
+  for (int64_t id : held) {
+    TaskState& task = tasks_.find(id)->second;
+    if (!IsLocalWorker(w) || (task.local() && IsLocalTo(w, task))) continue;
+    std::map<std::string, int64_t> others = loads;  // not a candidate for its own task
+    others.erase(u.worker_id());
+    const std::string target = ChooseWorker(workers_, others, task);
+    if (!task.finished()) --loads[u.worker_id()];
+    Reassign(task, target);
+    if (!target.empty() && !task.finished()) ++loads[target];
+  }
   // Tasks left without a worker (none was alive) go to the live workers now — finished ones
   // too, as WorkerLost moves them: their consumers may not have read all of them yet (found by
   // `granary chaos --soak`: every worker lost at once after a dispatcher restart left a
   // finished, half-read task with no worker, and its reader stalled).
-  std::map<std::string, int64_t> loads = LiveWorkerLoads();
   const std::set<int64_t> unassigned = tasks_by_worker_[""];
   for (int64_t id : unassigned) {
     TaskState& task = tasks_.find(id)->second;
-    const std::string target = ChooseTakeover(workers_, loads);
+    const std::string target = ChooseWorker(workers_, loads, task);
+    if (target.empty()) continue;  // a remote task, and a local worker registered
     Reassign(task, target);
     if (!task.finished()) ++loads[target];
   }
+  if (u.take_over_load() && !u.standby() && u.local_job_id() == 0 && loads[u.worker_id()] == 0) {
+    TakeOverLoad(u.worker_id(), loads);
+  }
   return absl::OkStatus();
+}
+
+void DispatcherState::TakeOverLoad(const std::string& worker_id,
+                                   const std::map<std::string, int64_t>& loads) {
+  // The most loaded remote worker holding two tasks or more (ties: lowest id).
+  std::string busiest;
+  int64_t busiest_load = 1;
+  for (const auto& [id, load] : loads) {
+    if (load > busiest_load && !IsLocalWorker(workers_.at(id))) {
+      busiest = id;
+      busiest_load = load;
+    }
+  }
+  if (busiest.empty()) return;
+  // Its remote task, of an epoch still handing out splits, with the fewest splits leased
+  // (ties: the newest): the least to recompute.
+  TaskState* moved = nullptr;
+  for (int64_t id : unfinished_tasks_by_worker_[busiest]) {
+    TaskState& task = tasks_.find(id)->second;
+    const EpochState* epoch = FindEpoch(task.job_id(), task.epoch());
+    if (task.local() || task.draining() || epoch == nullptr || !HandsOutSplits(*epoch)) continue;
+    if (moved == nullptr || task.leased_size() <= moved->leased_size()) moved = &task;
+  }
+  if (moved != nullptr) Reassign(*moved, worker_id);
 }
 
 absl::Status DispatcherState::ApplyLeaseSplits(const LeaseSplitsUpdate& u) {
@@ -310,7 +367,7 @@ absl::Status DispatcherState::ApplyWorkerLost(const WorkerLostUpdate& u) {
   const std::set<int64_t> held = tasks_by_worker_[u.worker_id()];
   for (int64_t id : held) {
     TaskState& task = tasks_.find(id)->second;
-    const std::string target = ChooseTakeover(workers_, loads);
+    const std::string target = ChooseWorker(workers_, loads, task);
     Reassign(task, target);
     if (!target.empty() && !task.finished()) ++loads[target];
   }
@@ -346,13 +403,10 @@ absl::Status DispatcherState::ApplyScaleJob(const ScaleJobUpdate& u) {
   if (job_it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
   JobState& job = job_it->second;
   const int32_t consumers = std::max(job.options().num_consumers(), 1);
-  const int64_t max_slots = MaxWorkerSlots(consumers);
-  if (u.num_worker_slots() < 1 || u.num_worker_slots() > max_slots) {
-    return absl::InvalidArgumentError(absl::StrCat("job ", u.job_id(), ": ", u.num_worker_slots(),
-                                                   " tasks per consumer is outside [1, ", max_slots,
-                                                   "]"));
-  }
+  RETURN_IF_ERROR(
+      ValidateScaling(u.job_id(), u.num_worker_slots(), u.num_local_slots(), consumers));
   job.mutable_options()->set_num_worker_slots(u.num_worker_slots());
+  job.mutable_options()->set_num_local_slots(u.num_local_slots());
   job.set_scaling_steps(job.scaling_steps() + 1);
   job.set_last_scaling(u.reason().substr(0, kMaxScalingReasonBytes));
   std::map<std::string, int64_t> loads = LiveWorkerLoads();
@@ -362,34 +416,37 @@ absl::Status DispatcherState::ApplyScaleJob(const ScaleJobUpdate& u) {
     EpochState& epoch = epoch_it->second;
     if (!HandsOutSplits(epoch)) continue;
     for (int32_t c = 0; c < consumers; ++c) {
-      // The consumer's tasks still leasing splits, by slot.
-      std::vector<TaskState*> leasing;
+      // The consumer's tasks still leasing splits, remote and local, by slot.
+      std::vector<TaskState*> leasing[2];
       int32_t next_slot = 0;
       for (int64_t id : epoch.task_ids()) {
         TaskState& task = tasks_.find(id)->second;
         if (task.consumer() != c) continue;
         next_slot = std::max(next_slot, task.slot() + 1);
-        if (!task.finished() && !task.draining()) leasing.push_back(&task);
+        if (!task.finished() && !task.draining()) leasing[task.local()].push_back(&task);
       }
-      std::sort(leasing.begin(), leasing.end(),
-                [](const TaskState* a, const TaskState* b) { return a->slot() < b->slot(); });
-      for (size_t i = u.num_worker_slots(); i < leasing.size(); ++i) {
-        leasing[i]->set_draining(true);
-      }
-      for (int64_t n = static_cast<int64_t>(leasing.size());
-           n < u.num_worker_slots() && epoch.task_ids_size() < kMaxTasksPerEpoch; ++n) {
-        TaskState task;
-        task.set_task_id(next_task_id_++);
-        task.set_job_id(job.job_id());
-        task.set_epoch(e);
-        task.set_consumer(c);
-        task.set_slot(next_slot++);
-        task.set_worker_id(ChooseTakeover(workers_, loads));
-        task.set_generation(task.worker_id().empty() ? 0 : 1);
-        if (!task.worker_id().empty()) ++loads[task.worker_id()];
-        epoch.add_task_ids(task.task_id());
-        IndexTask(task);
-        tasks_.emplace(task.task_id(), std::move(task));
+      for (const bool local : {false, true}) {
+        std::vector<TaskState*>& tasks = leasing[local];
+        const int64_t target = local ? u.num_local_slots() : u.num_worker_slots();
+        std::sort(tasks.begin(), tasks.end(),
+                  [](const TaskState* a, const TaskState* b) { return a->slot() < b->slot(); });
+        for (size_t i = target; i < tasks.size(); ++i) tasks[i]->set_draining(true);
+        for (int64_t n = static_cast<int64_t>(tasks.size());
+             n < target && epoch.task_ids_size() < kMaxTasksPerEpoch; ++n) {
+          TaskState task;
+          task.set_task_id(next_task_id_++);
+          task.set_job_id(job.job_id());
+          task.set_epoch(e);
+          task.set_consumer(c);
+          task.set_slot(next_slot++);
+          task.set_local(local);
+          task.set_worker_id(ChooseWorker(workers_, loads, task));
+          task.set_generation(task.worker_id().empty() ? 0 : 1);
+          if (!task.worker_id().empty()) ++loads[task.worker_id()];
+          epoch.add_task_ids(task.task_id());
+          IndexTask(task);
+          tasks_.emplace(task.task_id(), std::move(task));
+        }
       }
     }
   }

@@ -97,6 +97,8 @@ class DispatcherState {
   absl::StatusOr<EpochState*> EpochOf(const TaskState& task);
   // Gives `task` to `worker_id` ("" = unassigned) as a new generation.
   void Reassign(TaskState& task, const std::string& worker_id);
+  // RegisterWorkerUpdate.take_over_load: moves one task to the idle `worker_id`.
+  void TakeOverLoad(const std::string& worker_id, const std::map<std::string, int64_t>& loads);
   // Number of unfinished tasks per live worker (every live worker present, possibly with 0).
   std::map<std::string, int64_t> LiveWorkerLoads() const;
 

@@ -22,25 +22,29 @@ void JobMetricsCollector::ReaderTotals(int64_t job, int32_t consumer, int64_t de
   period.step_us += add.b_us;
 }
 
-void JobMetricsCollector::ProducerTotals(int64_t job, int64_t task, int64_t produced,
+void JobMetricsCollector::ProducerTotals(int64_t job, int64_t task, bool local, int64_t produced,
                                          int64_t busy_us) {
   const Totals add = Increase(producers_[{job, task}], {produced, busy_us, 0});
   Period& period = periods_[job];
-  period.produced += add.count;
-  period.busy_us += add.a_us;
+  period.produced[local] += add.count;
+  period.busy_us[local] += add.a_us;
 }
 
 std::optional<JobMetrics> JobMetricsCollector::Take(int64_t job, int64_t min_delivered) {
   auto it = periods_.find(job);
   if (it == periods_.end()) return std::nullopt;
   const Period& p = it->second;
-  if (p.delivered < min_delivered || p.delivered <= 0 || p.busy_us <= 0 || p.produced <= 0) {
+  const auto rate = [&](bool local) {
+    return p.busy_us[local] > 0 ? p.produced[local] / (p.busy_us[local] / 1e6) : 0.0;
+  };
+  if (p.delivered < min_delivered || p.delivered <= 0 || (rate(false) <= 0 && rate(true) <= 0)) {
     return std::nullopt;
   }
   JobMetrics m;
   m.wait_s = p.wait_us / 1e6 / p.delivered;
   m.step_s = p.step_us / 1e6 / p.delivered;
-  m.remote_worker_rate = p.produced / (p.busy_us / 1e6);
+  m.remote_worker_rate = rate(false);
+  m.local_worker_rate = rate(true);
   periods_.erase(it);
   return m;
 }

@@ -24,10 +24,12 @@ class JobMetricsCollector {
   // generation): they count whole.
   void ReaderTotals(int64_t job, int32_t consumer, int64_t delivered, int64_t wait_us,
                     int64_t step_us);
-  void ProducerTotals(int64_t job, int64_t task, int64_t produced, int64_t busy_us);
+  // `local`: the runner is on a local worker (its rate is the job's local_worker_rate).
+  void ProducerTotals(int64_t job, int64_t task, bool local, int64_t produced, int64_t busy_us);
   // The job's metrics since the last Take — per element: the trainer's wait and step, one
-  // producer's rate while busy — with remote_workers unset; nullopt (the period goes on) when
-  // fewer than `min_delivered` elements were delivered or no producer was busy.
+  // remote and one local producer's rate while busy (0 where none was) — with the worker counts
+  // unset; nullopt (the period goes on) when fewer than `min_delivered` elements were delivered
+  // or no producer was busy.
   std::optional<JobMetrics> Take(int64_t job, int64_t min_delivered);
   // Drops what is kept of a finished task, and of a retired job.
   void ForgetTask(int64_t job, int64_t task);
@@ -41,7 +43,8 @@ class JobMetricsCollector {
   };
   struct Period {
     int64_t delivered = 0, wait_us = 0, step_us = 0;
-    int64_t produced = 0, busy_us = 0;
+    // [0] remote runners, [1] local ones.
+    int64_t produced[2] = {0, 0}, busy_us[2] = {0, 0};
   };
   // The increase from `last` to `now` (all of `now` when it is below: a new reader or runner).
   static Totals Increase(Totals& last, const Totals& now);

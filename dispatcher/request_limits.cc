@@ -22,13 +22,25 @@ absl::Status ValidateJobOptions(const JobOptions& options) {
   if (options.num_worker_slots() < 0 || options.num_worker_slots() > kMaxWorkerSlots) {
     return OutOfBounds("num_worker_slots", options.num_worker_slots(), 0, kMaxWorkerSlots);
   }
-  const int64_t tasks = static_cast<int64_t>(std::max(options.num_consumers(), 1)) *
-                        std::max(options.num_worker_slots(), 1);
+  if (options.num_local_slots() < 0 || options.num_local_slots() > kMaxWorkerSlots) {
+    return OutOfBounds("num_local_slots", options.num_local_slots(), 0, kMaxWorkerSlots);
+  }
+  const int64_t tasks =
+      static_cast<int64_t>(std::max(options.num_consumers(), 1)) *
+      (std::max(options.num_worker_slots(), 1) + int64_t{options.num_local_slots()});
   if (tasks > kMaxTasksPerEpoch) {
     return absl::InvalidArgumentError(
-        absl::StrCat("job options num_consumers ", options.num_consumers(), " x num_worker_slots ",
-                     options.num_worker_slots(), " = ", tasks, " tasks per epoch; the limit is ",
-                     kMaxTasksPerEpoch));
+        absl::StrCat("job options num_consumers ", options.num_consumers(), " x (num_worker_slots ",
+                     options.num_worker_slots(), " + num_local_slots ", options.num_local_slots(),
+                     ") = ", tasks, " tasks per epoch; the limit is ", kMaxTasksPerEpoch));
+  }
+  if (!Placement_IsValid(options.placement())) {
+    return absl::InvalidArgumentError(absl::StrCat("job option placement ", options.placement(),
+                                                   " is none of the known policies"));
+  }
+  if (options.placement() != PLACEMENT_STATIC && options.autoscale() != AUTOSCALE_NONE) {
+    return absl::InvalidArgumentError(
+        "job options autoscale and placement both set the job's workers: choose one");
   }
   if (!Autoscale_IsValid(options.autoscale())) {
     return absl::InvalidArgumentError(absl::StrCat("job option autoscale ", options.autoscale(),
@@ -47,6 +59,16 @@ absl::Status ValidateJobOptions(const JobOptions& options) {
   if (!CachePolicy_IsValid(options.cache_policy())) {
     return absl::InvalidArgumentError(
         absl::StrCat("job option cache_policy ", options.cache_policy(), " is not a policy"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateScaling(int64_t job_id, int64_t remote, int64_t local, int32_t consumers) {
+  const int64_t max_slots = MaxWorkerSlots(consumers);
+  if (remote < 0 || local < 0 || remote + local < 1 || remote + local > max_slots) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job ", job_id, ": ", remote, " remote + ", local,
+        " local tasks per consumer; each must be >= 0 and together in [1, ", max_slots, "]"));
   }
   return absl::OkStatus();
 }

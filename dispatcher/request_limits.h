@@ -48,11 +48,16 @@ inline constexpr int64_t kMaxSplitsPerLease = 4096;
 // the budget is sent alone.
 inline constexpr int kMaxTaskDefsPerHeartbeat = 4096;
 inline constexpr int64_t kMaxHeartbeatPipelineBytes = 16 << 20;
-// Tasks per consumer a scaling step may set for a job of `consumers` consumers: at most
-// kMaxWorkerSlots, and no more than kMaxTasksPerEpoch over all its consumers.
+// Tasks per consumer (remote and local together) a scaling step may set for a job of
+// `consumers` consumers: at most kMaxWorkerSlots, and no more than kMaxTasksPerEpoch over all
+// its consumers.
 inline int64_t MaxWorkerSlots(int32_t consumers) {
   return std::min<int64_t>(kMaxWorkerSlots, kMaxTasksPerEpoch / std::max(consumers, 1));
 }
+// OK when a scaling step to `remote` remote and `local` local tasks per consumer is in range
+// for a job of `consumers` consumers: each at least 0, together at least 1 and at most
+// MaxWorkerSlots(consumers). Else InvalidArgument naming the job and the counts.
+absl::Status ValidateScaling(int64_t job_id, int64_t remote, int64_t local, int32_t consumers);
 // Bytes of a job name, a worker id and a worker address.
 inline constexpr int64_t kMaxNameBytes = 1024;
 // Elements a job's trainers must have received in a policy period before its policy decides.

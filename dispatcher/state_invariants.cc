@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/deterministic_serialization.h"
 #include "common/status_macros.h"
+#include "dispatcher/assignment_policy.h"
 #include "dispatcher/request_limits.h"
 
 namespace granary {
@@ -60,6 +61,12 @@ absl::Status CheckTask(const DispatcherState& state, const TaskState& task) {
     }
     if (task.generation() < 1) {
       return Violation("task ", task.task_id(), " is assigned at generation ", task.generation());
+    }
+    if (IsLocalWorker(*worker) && !(task.local() && IsLocalTo(*worker, task))) {
+      return Violation("task ", task.task_id(), " of job ", task.job_id(), " consumer ",
+                       task.consumer(), " runs on worker ", task.worker_id(),
+                       ", which is local to job ", worker->local_job_id(), " consumer ",
+                       worker->local_consumer());
     }
   }
   if (task.finished() && task.num_elements() < 0) {

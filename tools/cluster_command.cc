@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "common/env.h"
 #include "common/subprocess.h"
 #include "security/certificate_authority.h"
@@ -26,7 +28,10 @@
 
 ABSL_DECLARE_FLAG(std::string, journal_dir);
 ABSL_DECLARE_FLAG(std::string, cache_root);
-ABSL_FLAG(int, workers, 2, "Workers to start.");
+ABSL_FLAG(int, workers, 2, "Workers to start (with --max_workers: the fewest kept).");
+// The dispatcher's flag, read here too: with it the dispatcher's local provisioner starts the
+// workers, between --workers and --max_workers as the jobs' tasks want (issue 17).
+ABSL_DECLARE_FLAG(int32_t, max_workers);
 // `--standby M` on the command line (the worker's --standby is a boolean flag of the same
 // binary, so ClusterCommand renames it before parsing).
 ABSL_FLAG(int, cluster_standby, 0,
@@ -42,7 +47,7 @@ namespace granary {
 
 int ClusterCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "granary cluster --workers N [--standby M] [--port P] --dir D [--restart] "
+      "granary cluster --workers N [--standby M | --max_workers K] [--port P] --dir D [--restart] "
       "[--data_roots DIRS (default: ./data if it exists)] [--insecure (default: TLS with a "
       "throwaway CA in D/tls)] [-- extra worker flags]");
   // Rename --standby M / --standby=M (before any "--") to --cluster_standby.
@@ -115,34 +120,54 @@ int ClusterCommand(int argc, char** argv) {
   };
 
   std::vector<std::string> dispatcher_argv = {
-      self,
-      "dispatcher",
-      "--journal_dir=" + dir + "/journal",
+      self, "dispatcher", "--journal_dir=" + dir + "/journal",
       "--cache_root=" + (absl::GetFlag(FLAGS_cache_root).empty() ? dir + "/cache"
                                                                  : absl::GetFlag(FLAGS_cache_root)),
-      data_roots_flag,
-      absl::StrCat("--host=", host),
-      absl::StrCat("--port=", base_port),
+      data_roots_flag, absl::StrCat("--host=", host), absl::StrCat("--port=", base_port),
       absl::StrCat("--worker_timeout_ms=", absl::GetFlag(FLAGS_cluster_worker_timeout_ms)),
       // The printed client flags are the operator's: `granary status` with them shows every job.
       "--admin_clients=operator"};
   for (const std::string& flag : TransportSecurityFlags(*dispatcher_security)) {
     dispatcher_argv.push_back(flag);
   }
+  const int max_workers = absl::GetFlag(FLAGS_max_workers);
+  // Each worker's flags but its id, port and certificate.
+  std::vector<std::string> worker_flags = {data_roots_flag, absl::StrCat("--host=", host)};
+  for (size_t r = 1; r < rest.size(); ++r) worker_flags.push_back(rest[r]);
+  if (max_workers > 0) {
+    if (absl::GetFlag(FLAGS_cluster_standby) > 0 || max_workers < absl::GetFlag(FLAGS_workers)) {
+      return fail(absl::InvalidArgumentError(
+          "--max_workers must be at least --workers, and takes no --standby (idle workers are "
+          "the standbys)"));
+    }
+    // Certificates for every id the provisioner may use; its flags name them by {id}.
+    std::vector<std::string> provisioned = worker_flags;
+    for (int i = 0; i < max_workers; ++i) {
+      const std::string name = absl::StrCat("worker-", i);
+      const absl::StatusOr<TransportSecurity> security =
+          LocalSecurityFor(ca.get(), name, WorkerIdentityUri(name), {host});
+      if (!security.ok()) return fail(security.status());
+      if (i > 0) continue;
+      for (const std::string& flag : TransportSecurityFlags(*security)) {
+        provisioned.push_back(absl::StrReplaceAll(flag, {{name, "{id}"}}));
+      }
+    }
+    dispatcher_argv.push_back("--provisioner=local");
+    dispatcher_argv.push_back(absl::StrCat("--min_workers=", absl::GetFlag(FLAGS_workers)));
+    dispatcher_argv.push_back(absl::StrCat("--max_workers=", max_workers));
+    dispatcher_argv.push_back("--provisioned_worker_flags=" + absl::StrJoin(provisioned, " "));
+    dispatcher_argv.push_back("--provisioned_worker_log_dir=" + dir + "/logs");
+  }
   const absl::StatusOr<std::string> dispatcher =
       supervisor.Start("dispatcher", "dispatcher", std::move(dispatcher_argv));
   if (!dispatcher.ok()) return fail(dispatcher.status());
-  const int total = absl::GetFlag(FLAGS_workers) + absl::GetFlag(FLAGS_cluster_standby);
+  const int total =
+      max_workers > 0 ? 0 : absl::GetFlag(FLAGS_workers) + absl::GetFlag(FLAGS_cluster_standby);
   for (int i = 0; i < total; ++i) {
     const bool standby = i >= absl::GetFlag(FLAGS_workers);
     const std::string name = absl::StrCat("worker-", i);
     std::vector<std::string> worker = {
-        self,
-        "worker",
-        "--dispatcher=" + *dispatcher,
-        "--worker_id=" + name,
-        data_roots_flag,
-        absl::StrCat("--host=", host),
+        self, "worker", "--dispatcher=" + *dispatcher, "--worker_id=" + name,
         absl::StrCat("--port=", base_port == 0 ? 0 : base_port + 1 + i)};
     if (standby) worker.push_back("--standby");
     const absl::StatusOr<TransportSecurity> worker_security =
@@ -151,10 +176,16 @@ int ClusterCommand(int argc, char** argv) {
     for (const std::string& flag : TransportSecurityFlags(*worker_security)) {
       worker.push_back(flag);
     }
-    for (size_t r = 1; r < rest.size(); ++r) worker.push_back(rest[r]);
+    worker.insert(worker.end(), worker_flags.begin(), worker_flags.end());
     const absl::StatusOr<std::string> started =
         supervisor.Start("worker", name, std::move(worker), standby ? "standby" : "");
     if (!started.ok()) return fail(started.status());
+  }
+  if (max_workers > 0) {
+    std::printf(
+        "workers: started by the dispatcher's local provisioner, %d to %d as the jobs' "
+        "tasks want; their logs are %s/logs/worker-*.log\n",
+        absl::GetFlag(FLAGS_workers), max_workers, dir.c_str());
   }
   // What `granary run` / `status` (and ClientOptions) need to reach this cluster.
   std::printf("client flags: %s\n",

@@ -9,10 +9,13 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "dispatcher/grpc_dispatcher_service.h"
+#include "dispatcher/policy/job_metrics.h"
+#include "dispatcher/provisioner.h"
 #include "dispatcher/request_limits.h"
 #include "glog/logging.h"
 #include "grpcpp/security/server_credentials.h"
@@ -50,6 +53,24 @@ ABSL_FLAG(int64_t, max_pipeline_ops, granary::ClientLimits().pipeline_ops,
           "Most ops a pipeline may have.");
 ABSL_FLAG(int64_t, policy_period_ms, 2000,
           "How often autoscaled jobs are measured and decided on (issue 17).");
+ABSL_FLAG(std::string, provisioner, "none",
+          "How the dispatcher gets more remote workers, or fewer, as its jobs' tasks want "
+          "(issue 17): none, local (starts `granary worker` processes of this binary on this "
+          "host) or command (runs --provision_command with the count).");
+ABSL_FLAG(std::string, provision_command, "",
+          "With --provisioner=command: a shell command; {n} is replaced by the worker count, e.g. "
+          "'kubectl scale statefulset granary-worker --replicas={n}'.");
+ABSL_FLAG(int32_t, min_workers, 0, "With a provisioner: the fewest workers it keeps.");
+ABSL_FLAG(int32_t, max_workers, 0, "With a provisioner: the most workers it starts.");
+ABSL_FLAG(std::string, provisioned_worker_flags, "",
+          "With --provisioner=local: more flags of each worker it starts, space-separated; {id} "
+          "is replaced by the worker's id (e.g. --tls_cert=/d/tls/{id}.pem).");
+ABSL_FLAG(std::string, provisioned_worker_log_dir, "",
+          "With --provisioner=local: each worker's stderr goes to DIR/<id>.log.");
+ABSL_FLAG(double, worker_price_per_hour, granary::Prices().worker_per_hour,
+          "What a remote worker costs per hour, for placement policies (Pecan's default).");
+ABSL_FLAG(double, trainer_price_per_hour, granary::Prices().trainer_per_hour,
+          "What the trainer's host costs per hour, for placement policies (Pecan's default).");
 ABSL_FLAG(bool, check_invariants, false,
           "Check the state's invariants after every journal record and abort on a violation "
           "(for tests and chaos runs: the check walks the whole state).");
@@ -60,7 +81,8 @@ int DispatcherCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N] "
       "[--worker_timeout_ms T] [--cache_root C] [--data_roots DIRS] [--job_retention_ms R] "
-      "[--check_invariants] [--plugin lib.so] (--tls_cert C --tls_key K --tls_ca CA "
+      "[--check_invariants] [--plugin lib.so] [--provisioner local|command --max_workers N "
+      "[--min_workers M] [--provision_command CMD]] (--tls_cert C --tls_key K --tls_ca CA "
       "[--tokens_file F] [--admin_clients A,B] | --insecure)");
   absl::ParseCommandLine(argc, argv);
   BlockTerminationSignals();
@@ -106,6 +128,22 @@ int DispatcherCommand(int argc, char** argv) {
   options.job_retention_ms = absl::GetFlag(FLAGS_job_retention_ms);
   options.check_invariants = absl::GetFlag(FLAGS_check_invariants);
   options.policy_period_ms = std::max<int64_t>(absl::GetFlag(FLAGS_policy_period_ms), 100);
+  options.prices.worker_per_hour = absl::GetFlag(FLAGS_worker_price_per_hour);
+  options.prices.trainer_per_hour = absl::GetFlag(FLAGS_trainer_price_per_hour);
+  const std::string provisioner = absl::GetFlag(FLAGS_provisioner);
+  if (provisioner != "none" && provisioner != "local" && provisioner != "command") {
+    return fail(absl::InvalidArgumentError(
+        absl::StrCat("--provisioner '", provisioner, "' is none of none, local, command")));
+  }
+  if (provisioner == "command" && absl::GetFlag(FLAGS_provision_command).empty()) {
+    return fail(absl::InvalidArgumentError("--provisioner=command needs --provision_command"));
+  }
+  if (provisioner != "none" &&
+      (absl::GetFlag(FLAGS_max_workers) < 1 || absl::GetFlag(FLAGS_min_workers) < 0 ||
+       absl::GetFlag(FLAGS_min_workers) > absl::GetFlag(FLAGS_max_workers))) {
+    return fail(absl::InvalidArgumentError(
+        "a provisioner needs 0 <= --min_workers <= --max_workers and --max_workers >= 1"));
+  }
   options.limits.jobs = absl::GetFlag(FLAGS_max_jobs_per_client);
   options.limits.readers = absl::GetFlag(FLAGS_max_readers_per_client);
   options.limits.pipeline_bytes = absl::GetFlag(FLAGS_max_pipeline_bytes);
@@ -125,6 +163,21 @@ int DispatcherCommand(int argc, char** argv) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     return fail(absl::UnavailableError(absl::StrCat("cannot listen on ", ListenAddress())));
+  }
+  const std::string address = absl::StrCat(absl::GetFlag(FLAGS_host), ":", port);
+  if (provisioner == "local") {
+    LocalProvisionerOptions local;
+    local.binary = SelfExecutablePath();
+    local.dispatcher_address = address;
+    local.max_workers = absl::GetFlag(FLAGS_max_workers);
+    local.flags =
+        absl::StrSplit(absl::GetFlag(FLAGS_provisioned_worker_flags), ' ', absl::SkipEmpty());
+    local.log_dir = absl::GetFlag(FLAGS_provisioned_worker_log_dir);
+    (*impl)->SetProvisioner(NewLocalProvisioner(std::move(local)), absl::GetFlag(FLAGS_min_workers),
+                            absl::GetFlag(FLAGS_max_workers));
+  } else if (provisioner == "command") {
+    (*impl)->SetProvisioner(NewCommandProvisioner(absl::GetFlag(FLAGS_provision_command)),
+                            absl::GetFlag(FLAGS_min_workers), absl::GetFlag(FLAGS_max_workers));
   }
   std::printf("granary dispatcher%s%s:%d\n", kListeningOn, absl::GetFlag(FLAGS_host).c_str(), port);
   std::fflush(stdout);

@@ -38,6 +38,7 @@
 #include "common/env.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "common/subprocess.h"
 #include "granary/client.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/element.h"
@@ -81,6 +82,17 @@ ABSL_FLAG(std::string, token_file, "",
 ABSL_FLAG(std::string, autoscale, "none",
           "Whether the dispatcher sets the job's workers from the measured rates: none, cachew "
           "(one worker per decision) or model (straight to what the rates call for).");
+ABSL_FLAG(int32_t, local_workers, 0,
+          "Local workers (Pecan's): start this many `granary worker` processes of this binary on "
+          "this host for this consumer; they serve only it, through shared memory.");
+ABSL_FLAG(std::string, local_worker_flags, "",
+          "More flags for the local workers, space-separated: in a TLS cluster a worker "
+          "certificate (--tls_cert=... --tls_key=... --tls_ca=...), --data_roots=... for file "
+          "sources. --insecure is passed on.");
+ABSL_FLAG(std::string, placement, "static",
+          "Whether the dispatcher places the job's workers, local and remote, from the measured "
+          "rates and prices: static, pecan (Pecan's AutoPlacement, one worker per decision) or "
+          "auto (Granary's model).");
 ABSL_FLAG(int32_t, step_ms, 0,
           "Simulated training step: sleep this long after each element (0: read as fast as "
           "possible).");
@@ -166,6 +178,9 @@ absl::Status Run() {
     options.bearer_token = std::string(absl::StripAsciiWhitespace(*token));
   }
   options.max_bytes_per_request = absl::GetFlag(FLAGS_max_request_bytes);
+  options.granary_binary = SelfExecutablePath();
+  options.local_worker_flags =
+      absl::StrSplit(absl::GetFlag(FLAGS_local_worker_flags), ' ', absl::SkipEmpty());
   ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Connect(options));
   ASSIGN_OR_RETURN(std::string dataset, client->RegisterPipeline(def));
   JobSpec spec;
@@ -190,6 +205,16 @@ absl::Status Run() {
   } else if (autoscale != "none") {
     return absl::InvalidArgumentError(
         absl::StrCat("--autoscale '", autoscale, "' is none of none, cachew, model"));
+  }
+  spec.local_workers = absl::GetFlag(FLAGS_local_workers);
+  const std::string placement = absl::GetFlag(FLAGS_placement);
+  if (placement == "pecan") {
+    spec.placement = JobPlacement::kPecan;
+  } else if (placement == "auto") {
+    spec.placement = JobPlacement::kAuto;
+  } else if (placement != "static") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--placement '", placement, "' is none of static, pecan, auto"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Job> job, client->OpenJob(dataset, spec));
   std::printf("granary run: job %lld, dataset %s, consumer %d\n",

@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -29,34 +30,32 @@ void PrintWorkerStatus(const DispatcherStateProto& s, const std::set<std::string
     if (w.lost() || !live.count(w.worker_id())) continue;
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
-    auto stub = Worker::NewStub(
-        grpc::CreateCustomChannel(w.address(), credentials, args));
+    auto stub = Worker::NewStub(grpc::CreateCustomChannel(w.address(), credentials, args));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
     GetWorkerStatusResponse status;
     const grpc::Status rpc = stub->GetWorkerStatus(&context, GetWorkerStatusRequest(), &status);
     if (!rpc.ok()) {
-      std::printf("worker %s: no status: %s\n", w.worker_id().c_str(),
-                  rpc.error_message().c_str());
+      std::printf("worker %s: no status: %s\n", w.worker_id().c_str(), rpc.error_message().c_str());
       continue;
     }
-    std::printf("worker %s: %s, %lld shared-memory sessions; buffer pool %lld MB live, %lld MB "
-                "cached, %lld blocks mapped, %lld reused\n",
-                w.worker_id().c_str(),
-                status.shared_memory() ? "shared memory for clients on its host" : "TCP only",
-                static_cast<long long>(status.shm_sessions()),
-                static_cast<long long>(status.pool_live_bytes() >> 20),
-                static_cast<long long>(status.pool_cached_bytes() >> 20),
-                static_cast<long long>(status.pool_maps()),
-                static_cast<long long>(status.pool_reuses()));
+    std::printf(
+        "worker %s: %s, %lld shared-memory sessions; buffer pool %lld MB live, %lld MB "
+        "cached, %lld blocks mapped, %lld reused\n",
+        w.worker_id().c_str(),
+        status.shared_memory() ? "shared memory for clients on its host" : "TCP only",
+        static_cast<long long>(status.shm_sessions()),
+        static_cast<long long>(status.pool_live_bytes() >> 20),
+        static_cast<long long>(status.pool_cached_bytes() >> 20),
+        static_cast<long long>(status.pool_maps()), static_cast<long long>(status.pool_reuses()));
     for (const TaskStatus& t : status.tasks()) {
-      std::printf("  task %lld gen %lld: %s, produced %lld, window %lld..%lld (%lld of %lld MB)%s\n",
-                  static_cast<long long>(t.task_id()), static_cast<long long>(t.generation()),
-                  t.transport().empty() ? "not read yet" : ("read by " + t.transport()).c_str(),
-                  static_cast<long long>(t.produced()), static_cast<long long>(t.window_start()),
-                  static_cast<long long>(t.produced()),
-                  static_cast<long long>(t.buffered_bytes() >> 20),
-                  static_cast<long long>(t.window_bytes() >> 20), t.finished() ? ", ended" : "");
+      std::printf(
+          "  task %lld gen %lld: %s, produced %lld, window %lld..%lld (%lld of %lld MB)%s\n",
+          static_cast<long long>(t.task_id()), static_cast<long long>(t.generation()),
+          t.transport().empty() ? "not read yet" : ("read by " + t.transport()).c_str(),
+          static_cast<long long>(t.produced()), static_cast<long long>(t.window_start()),
+          static_cast<long long>(t.produced()), static_cast<long long>(t.buffered_bytes() >> 20),
+          static_cast<long long>(t.window_bytes() >> 20), t.finished() ? ", ended" : "");
     }
   }
 }
@@ -95,28 +94,37 @@ int StatusCommand(int argc, char** argv) {
   }
   const DispatcherStateProto& s = status.state();
   const std::set<std::string> live(status.live_workers().begin(), status.live_workers().end());
-  std::printf("journal: %llu records applied\n",
-              static_cast<unsigned long long>(s.applied_seq()));
+  std::printf("journal: %llu records applied\n", static_cast<unsigned long long>(s.applied_seq()));
   std::printf("workers (%d):\n", s.workers_size());
   std::map<std::string, int> load;
   for (const TaskState& t : s.tasks()) {
     if (!t.finished()) ++load[t.worker_id()];
   }
   for (const WorkerState& w : s.workers()) {
+    const std::string local =
+        w.local_job_id() == 0
+            ? std::string(w.standby() ? "standby" : "")
+            : absl::StrCat("local to job ", w.local_job_id(), " consumer ", w.local_consumer());
     std::printf("  %-16s %-22s incarnation %-3lld %-8s %-7s %d tasks\n", w.worker_id().c_str(),
                 w.address().c_str(), static_cast<long long>(w.incarnation()),
-                w.lost() ? "LOST" : (live.count(w.worker_id()) ? "live" : "silent"),
-                w.standby() ? "standby" : "", load[w.worker_id()]);
+                w.lost() ? "LOST" : (live.count(w.worker_id()) ? "live" : "silent"), local.c_str(),
+                load[w.worker_id()]);
   }
   std::printf("jobs (%d):\n", s.jobs_size());
   for (const JobState& j : s.jobs()) {
     std::printf(
-        "  job %lld %s dataset %s seed %llu consumers %d tasks per consumer %d epochs "
-        "started %lld\n",
+        "  job %lld %s dataset %s seed %llu consumers %d tasks per consumer %d remote + %d "
+        "local%s epochs started %lld\n",
         static_cast<long long>(j.job_id()),
         j.name().empty() ? "(anonymous)" : ("'" + j.name() + "'").c_str(), j.dataset_id().c_str(),
         static_cast<unsigned long long>(j.options().seed()), j.options().num_consumers(),
-        j.options().num_worker_slots(), static_cast<long long>(j.epochs_started()));
+        j.options().num_worker_slots(), j.options().num_local_slots(),
+        j.options().autoscale() != AUTOSCALE_NONE
+            ? absl::StrCat(" (autoscale ", Autoscale_Name(j.options().autoscale()), ")").c_str()
+        : j.options().placement() != PLACEMENT_STATIC
+            ? absl::StrCat(" (placement ", Placement_Name(j.options().placement()), ")").c_str()
+            : "",
+        static_cast<long long>(j.epochs_started()));
     if (j.scaling_steps() > 0) {
       std::printf("    scaled %lld times; last: %s\n", static_cast<long long>(j.scaling_steps()),
                   j.last_scaling().c_str());
@@ -124,7 +132,7 @@ int StatusCommand(int argc, char** argv) {
   }
   std::printf("epochs (%d):\n", s.epochs_size());
   for (const EpochState& e : s.epochs()) {
-    const char* cache = e.cache().cache_key().empty()            ? ""
+    const char* cache = e.cache().cache_key().empty()         ? ""
                         : e.cache().mode() == EpochCache::PUT ? ", writes cache "
                         : e.cache().mode() == EpochCache::GET ? ", reads cache "
                                                               : ", computes (cache busy) ";
@@ -148,11 +156,12 @@ int StatusCommand(int argc, char** argv) {
   for (const TaskState& t : s.tasks()) {
     std::printf(
         "  task %lld job %lld epoch %lld consumer %d slot %d: worker %s gen %lld, "
-        "%d splits%s%s\n",
+        "%d splits%s%s%s\n",
         static_cast<long long>(t.task_id()), static_cast<long long>(t.job_id()),
         static_cast<long long>(t.epoch()), t.consumer(), t.slot(),
         t.worker_id().empty() ? "(none)" : t.worker_id().c_str(),
-        static_cast<long long>(t.generation()), t.leased_size(), t.draining() ? ", shed" : "",
+        static_cast<long long>(t.generation()), t.leased_size(), t.local() ? ", local" : "",
+        t.draining() ? ", shed" : "",
         t.finished() ? (", finished: " + std::to_string(t.num_elements()) + " elements").c_str()
                      : "");
   }

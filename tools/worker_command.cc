@@ -2,11 +2,14 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "glog/logging.h"
@@ -23,6 +26,12 @@ ABSL_DECLARE_FLAG(std::string, dispatcher);
 ABSL_FLAG(std::string, worker_id, "", "Stable identity of this worker (kept across restarts).");
 ABSL_FLAG(bool, standby, false,
           "Hold no tasks until the dispatcher fails one over to this worker.");
+ABSL_FLAG(std::string, local_to, "",
+          "JOB_ID/CONSUMER: a local worker on that trainer's host, running only its local tasks "
+          "(started by the client for JobSpec.local_workers; `granary run --local_workers`).");
+ABSL_FLAG(bool, take_over_load, false,
+          "Started by a provisioner for the load: take a task from the most loaded worker on "
+          "joining.");
 ABSL_FLAG(int64_t, window_bytes, 256 << 20,
           "Per task: payload bytes produced ahead of the client before the pipeline waits.");
 ABSL_FLAG(int, threads, 0,
@@ -50,7 +59,8 @@ int WorkerCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary worker --dispatcher HOST:PORT --worker_id ID [--port P] [--host H] [--standby] "
       "[--window_bytes B] [--threads N] [--checkpoint_dir D] [--checkpoint_interval_ms T] "
-      "[--local_transport auto|shm|tcp] [--data_roots DIRS] [--plugin lib.so] "
+      "[--local_transport auto|shm|tcp] [--local_to JOB/CONSUMER] [--data_roots DIRS] [--plugin "
+      "lib.so] "
       "(--tls_cert C --tls_key K --tls_ca CA | --insecure)");
   absl::ParseCommandLine(argc, argv);
   BlockTerminationSignals();
@@ -93,6 +103,16 @@ int WorkerCommand(int argc, char** argv) {
   options.worker_id = absl::GetFlag(FLAGS_worker_id);
   options.address = absl::StrCat(absl::GetFlag(FLAGS_host), ":", port);
   options.standby = absl::GetFlag(FLAGS_standby);
+  options.take_over_load = absl::GetFlag(FLAGS_take_over_load);
+  if (const std::string local_to = absl::GetFlag(FLAGS_local_to); !local_to.empty()) {
+    const std::vector<std::string> parts = absl::StrSplit(local_to, '/');
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &options.local_job_id) ||
+        !absl::SimpleAtoi(parts[1], &options.local_consumer) || options.local_job_id < 1 ||
+        options.local_consumer < 0) {
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+          "--local_to=", local_to, ": expected JOB_ID/CONSUMER, e.g. --local_to=3/0")));
+    }
+  }
   options.local_transport = *local_transport;
   options.shm_min_bytes = absl::GetFlag(FLAGS_shm_min_bytes);
   options.heartbeat_interval_ms = absl::GetFlag(FLAGS_heartbeat_interval_ms);

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/deterministic_serialization.h"
-#include "common/hash.h"
 #include "common/failpoints.h"
+#include "common/hash.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "transport/compression.h"
@@ -42,9 +42,8 @@ absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Start(
   std::unique_ptr<WorkerImpl> worker(new WorkerImpl(options, std::move(dispatcher)));
   if (options.local_transport != LocalTransport::kTcp) {
     absl::StatusOr<std::unique_ptr<ShmServer>> server =
-        MemfdBacking::Available()
-            ? ShmServer::Start(options.address)
-            : absl::UnavailableError("this kernel has no memfd_create");
+        MemfdBacking::Available() ? ShmServer::Start(options.address)
+                                  : absl::UnavailableError("this kernel has no memfd_create");
     if (server.ok()) {
       worker->shm_server_ = *std::move(server);
       BufferPoolOptions pool;
@@ -93,6 +92,9 @@ absl::Status WorkerImpl::Register() {
   request.set_worker_id(options_.worker_id);
   request.set_address(options_.address);
   request.set_standby(options_.standby);
+  request.set_local_job_id(options_.local_job_id);
+  request.set_local_consumer(options_.local_consumer);
+  request.set_take_over_load(options_.take_over_load);
   ASSIGN_OR_RETURN(RegisterWorkerResponse response, dispatcher_->RegisterWorker(request));
   // Destroyed outside mu_, the runners before the store they use.
   std::unique_ptr<CheckpointStore> old_checkpoints;
@@ -109,10 +111,10 @@ absl::Status WorkerImpl::Register() {
     pipelines_.clear();
     old_checkpoints = std::move(checkpoints_);
     if (!options_.checkpoint_dir.empty()) {
-      ASSIGN_OR_RETURN(checkpoints_, CheckpointStore::Open(options_.runner.env,
-                                                           options_.checkpoint_dir,
-                                                           {.keep = options_.checkpoints_kept,
-                                                            .owner = response.cluster_id()}));
+      ASSIGN_OR_RETURN(checkpoints_,
+                       CheckpointStore::Open(
+                           options_.runner.env, options_.checkpoint_dir,
+                           {.keep = options_.checkpoints_kept, .owner = response.cluster_id()}));
     }
     cluster_id_ = response.cluster_id();
   }
@@ -136,11 +138,11 @@ absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const Ta
                                             " without its pipeline ", def.pipeline_key(),
                                             ", which this worker does not hold"));
   }
-  auto pipeline = Pipeline::Create(
-      options_.parallel_map_threads > 0
-          ? WithParallelMapThreads(def.pipeline(), options_.parallel_map_threads)
-          : def.pipeline(),
-      *options_.udfs);
+  auto pipeline =
+      Pipeline::Create(options_.parallel_map_threads > 0
+                           ? WithParallelMapThreads(def.pipeline(), options_.parallel_map_threads)
+                           : def.pipeline(),
+                       *options_.udfs);
   if (!pipeline.ok()) {
     return Annotate(pipeline.status(), absl::StrCat("dataset ", def.dataset_id()));
   }
@@ -219,9 +221,8 @@ absl::Status WorkerImpl::Heartbeat() {
       AddCheckpointCounters(it->second->Status(), &retired_totals_);
       retired.push_back(std::move(it->second));
     }
-    LOG(INFO) << "worker " << options_.worker_id << ": running task " << def.task_id()
-              << " (job " << def.job_id() << " epoch " << def.epoch() << ") generation "
-              << def.generation();
+    LOG(INFO) << "worker " << options_.worker_id << ": running task " << def.task_id() << " (job "
+              << def.job_id() << " epoch " << def.epoch() << ") generation " << def.generation();
     TaskRunnerOptions runner_options = options_.runner;
     runner_options.checkpoints = checkpoints_.get();
     if (shm_pool_ != nullptr) runner_options.pool = shm_pool_.get();
@@ -282,8 +283,8 @@ absl::Status WorkerImpl::Heartbeat() {
 }
 
 void WorkerImpl::HeartbeatLoop() {
-  while (!stopping_.WaitForNotificationWithTimeout(absl::Milliseconds(
-      MoreTasks() ? kMinHeartbeatIntervalMs : options_.heartbeat_interval_ms))) {
+  while (!stopping_.WaitForNotificationWithTimeout(
+      absl::Milliseconds(MoreTasks() ? kMinHeartbeatIntervalMs : options_.heartbeat_interval_ms))) {
     const absl::Status status = Heartbeat();
     if (!status.ok()) {
       LOG_EVERY_N(WARNING, 10) << "heartbeat: " << status;
@@ -342,14 +343,13 @@ absl::Status WorkerImpl::GetElements(const GetElementsRequest& request, Elements
     runner = FindRunner(request.task_id());
   }
   if (runner == nullptr) {
-    return absl::NotFoundError(absl::StrCat("task ", request.task_id(),
-                                            " does not run on worker ", options_.worker_id));
+    return absl::NotFoundError(
+        absl::StrCat("task ", request.task_id(), " does not run on worker ", options_.worker_id));
   }
   if (runner->def().generation() != request.generation()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("task ", request.task_id(), " runs on worker ", options_.worker_id,
-                     " at generation ", runner->def().generation(), ", not ",
-                     request.generation()));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "task ", request.task_id(), " runs on worker ", options_.worker_id, " at generation ",
+        runner->def().generation(), ", not ", request.generation()));
   }
   if (!Compression_IsValid(request.compression())) {
     return absl::InvalidArgumentError(

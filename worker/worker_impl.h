@@ -10,6 +10,9 @@
 // incarnation (it declared it lost) makes the worker register again.
 //
 // A standby worker is registered as such and holds no task until the dispatcher moves one to it.
+// A local worker (issue 17; `local_job_id`) runs on a trainer's host and gets only the local
+// tasks of that trainer's consumer. A worker a provisioner started (`take_over_load`) takes a
+// task from the most loaded worker when it joins.
 // Thread-safe.
 #ifndef GRANARY_WORKER_WORKER_IMPL_H_
 #define GRANARY_WORKER_WORKER_IMPL_H_
@@ -56,6 +59,10 @@ struct WorkerOptions {
   // each pooled segment is a memfd, a file descriptor of the worker's).
   int64_t shm_min_bytes = kPooledBytes;
   bool standby = false;
+  // Non-zero: local to consumer `local_consumer` of job `local_job_id` (RegisterWorkerRequest).
+  int64_t local_job_id = 0;
+  int32_t local_consumer = 0;
+  bool take_over_load = false;
   // A real-time wait between heartbeats (it ends early when the worker stops); the worker's
   // other timers (registration deadline, back-offs) run on runner.env's clock.
   int heartbeat_interval_ms = 200;

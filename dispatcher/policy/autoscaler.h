@@ -11,8 +11,7 @@
 //    ceil(consumption × (1 + margin) / per-worker rate), then corrects by one while the trainer
 //    still waits for data or a worker is spare. Converges in ≤ 3 decisions.
 //
-// Both are deterministic functions of the observations (no clock, no randomness): the
-// dispatcher journals each decision before acting (DESIGN.md §9), so a restart replays them.
+// Both are ResourcePolicies (resource_policy.h) deciding remote workers only.
 // Thread-compatible.
 #ifndef GRANARY_DISPATCHER_POLICY_AUTOSCALER_H_
 #define GRANARY_DISPATCHER_POLICY_AUTOSCALER_H_
@@ -21,17 +20,10 @@
 #include <optional>
 
 #include "dispatcher/policy/job_metrics.h"
+#include "dispatcher/policy/resource_policy.h"
 #include "dispatcher/policy/scaling_decision.h"
 
 namespace granary {
-
-class Autoscaler {
- public:
-  virtual ~Autoscaler() = default;
-  // The decision after `metrics` (measured at the job's current worker count), or nullopt to
-  // keep it. Only remote_workers is decided.
-  virtual std::optional<ScalingDecision> Observe(const JobMetrics& metrics) = 0;
-};
 
 struct CachewOptions {
   double improve = 0.07;  // add another while the batch time improves by more than this
@@ -40,7 +32,7 @@ struct CachewOptions {
   int32_t max_workers = 64;
 };
 
-class CachewAutoscaler : public Autoscaler {
+class CachewAutoscaler : public ResourcePolicy {
  public:
   explicit CachewAutoscaler(const CachewOptions& options = {}) : options_(options) {}
   std::optional<ScalingDecision> Observe(const JobMetrics& metrics) override;
@@ -61,7 +53,7 @@ struct ModelOptions {
   int32_t max_workers = 64;
 };
 
-class ModelAutoscaler : public Autoscaler {
+class ModelAutoscaler : public ResourcePolicy {
  public:
   explicit ModelAutoscaler(const ModelOptions& options = {}) : options_(options) {}
   std::optional<ScalingDecision> Observe(const JobMetrics& metrics) override;

@@ -13,7 +13,7 @@
 //    measured rates — then corrects by one remote worker while the trainer still waits.
 //    Converges in ≤ 3 decisions.
 //
-// Deterministic, like autoscaler.h. Thread-compatible.
+// Both are ResourcePolicies (resource_policy.h). Thread-compatible.
 #ifndef GRANARY_DISPATCHER_POLICY_PLACEMENT_H_
 #define GRANARY_DISPATCHER_POLICY_PLACEMENT_H_
 
@@ -22,6 +22,7 @@
 #include <optional>
 
 #include "dispatcher/policy/job_metrics.h"
+#include "dispatcher/policy/resource_policy.h"
 #include "dispatcher/policy/scaling_decision.h"
 
 namespace granary {
@@ -54,14 +55,7 @@ PlacementChoice CheapestNearBest(const std::function<double(int32_t, int32_t)>& 
                                  int32_t max_remote, int32_t max_local,
                                  const PlacementOptions& options);
 
-class Placement {
- public:
-  virtual ~Placement() = default;
-  // The decision after `metrics`, or nullopt to keep the placement.
-  virtual std::optional<ScalingDecision> Observe(const JobMetrics& metrics) = 0;
-};
-
-class PecanPlacement : public Placement {
+class PecanPlacement : public ResourcePolicy {
  public:
   explicit PecanPlacement(const PlacementOptions& options = {}) : options_(options) {}
   std::optional<ScalingDecision> Observe(const JobMetrics& metrics) override;
@@ -77,7 +71,7 @@ class PecanPlacement : public Placement {
   int stable_periods_ = 0;
 };
 
-class ModelPlacement : public Placement {
+class ModelPlacement : public ResourcePolicy {
  public:
   explicit ModelPlacement(const PlacementOptions& options = {}) : options_(options) {}
   std::optional<ScalingDecision> Observe(const JobMetrics& metrics) override;

@@ -71,6 +71,15 @@ struct ClientOptions {
   // sent with every dispatcher call — only over TLS (tls_ca_file).
   std::string bearer_token;
   bool insecure = false;
+  // Local workers (JobSpec.local_workers) are `granary worker` processes of this executable
+  // (empty: $GRANARY_BINARY, else this process if it is `granary`, else `granary` on $PATH),
+  // started with these extra flags — in a TLS cluster a worker certificate (--tls_cert,
+  // --tls_key, --tls_ca), and --data_roots for file sources, --plugin, --threads as needed
+  // (--insecure is added when `insecure` is set) — each logging to
+  // <local_worker_log_dir>/<worker id>.log (empty: this process's stderr).
+  std::string granary_binary;
+  std::vector<std::string> local_worker_flags;
+  std::string local_worker_log_dir;
 };
 
 // Which epochs of a job write and read the dispatcher's Put/Get cache (the dispatcher needs
@@ -93,6 +102,13 @@ enum class JobCompression { kNone, kLz4, kZstd };
 // Granary's model — straight to ceil(the trainer's consumption / a worker's rate).
 enum class JobAutoscale { kNone, kCachew, kModel };
 
+// Whether the dispatcher places the job's workers itself (issue 17; needs local workers to
+// place any locally): by Pecan's AutoPlacement — local workers first, one per decision, while
+// they slow the trainer by at most 10%, then remote ones while each pays for itself at the
+// dispatcher's prices — or by Granary's model, which measures one local worker and then jumps to
+// the cheapest placement within 5% of the best batch time.
+enum class JobPlacement { kStatic, kPecan, kAuto };
+
 struct JobSpec {
   // Jobs with the same non-empty name are shared (every consumer of a job opens it by name).
   std::string name;
@@ -111,6 +127,13 @@ struct JobSpec {
   // authenticates clients (SECURITY.md); the job's owner is the client that creates it.
   std::vector<std::string> readers;
   JobAutoscale autoscale = JobAutoscale::kNone;
+  // Local workers (Pecan's): worker processes this client starts on its own host, for each
+  // consumer it reads, before reading (ClientOptions.granary_binary and local_worker_flags say
+  // how). They serve only this trainer, through shared memory, and stop with the Job. With
+  // placement kStatic each runs one task of every epoch (the job's num_local_slots, for a job
+  // this open creates); with a placement policy the policy decides how many of them work.
+  int32_t local_workers = 0;
+  JobPlacement placement = JobPlacement::kStatic;
 };
 
 struct EpochStats {
@@ -160,15 +183,16 @@ class Job {
   // consumer.
   virtual absl::StatusOr<std::unique_ptr<EpochReader>> ReadEpoch(
       int64_t epoch, int32_t consumer = 0, const std::string& position = "") = 0;
-  // Sets the job's tasks per consumer (JobSpec.num_worker_slots) for the epochs it starts
-  // later and for its running epoch: tasks join it on more workers, or the newest are shed —
+  // Sets the job's remote tasks per consumer (JobSpec.num_worker_slots) — and, with
+  // `num_local_slots` >= 0, its local ones — for the epochs it starts later and for its running
+  // epoch: tasks join it on more workers, or the newest are shed —
   // they lease no more splits, finish those they hold and end — while readers follow, every
   // element still delivered exactly once. `reason` shows in `granary status`. Returns the
   // running epoch's leasing tasks per consumer after the step (0: no epoch running; an epoch
-  // whose splits are all leased keeps its tasks). InvalidArgument outside [1, 4096];
-  // PermissionDenied for a job this client may not read.
-  virtual absl::StatusOr<int32_t> Scale(int32_t num_worker_slots,
-                                        const std::string& reason = "") = 0;
+  // whose splits are all leased keeps its tasks). InvalidArgument unless remote + local is in
+  // [1, 4096]; PermissionDenied for a job this client may not read.
+  virtual absl::StatusOr<int32_t> Scale(int32_t num_worker_slots, const std::string& reason = "",
+                                        int32_t num_local_slots = -1) = 0;
 };
 
 // Thread-safe.

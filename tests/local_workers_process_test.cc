@@ -1,0 +1,240 @@
+// Local workers and AutoPlacement (issue 17) against real processes on 127.0.0.1: a trainer
+// that asks for local workers starts `granary worker` processes on its host, which register as
+// local to its consumer, run only its local tasks (another job's tasks never land on them) and
+// serve it through shared memory; the epoch is exactly once — also when a local worker is
+// SIGKILLed mid-epoch — and the placement policy puts local workers to work before remote ones.
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/env.h"
+#include "common/scoped_temp_dir.h"
+#include "gmock/gmock.h"
+#include "granary/client.h"
+#include "gtest/gtest.h"
+#include "pipeline/epoch_digest.h"
+#include "pipeline/local_runner.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/udf.h"
+#include "tests/local_cluster.h"
+
+namespace granary {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint64_t kSeed = 21;
+
+PipelineDef Pipeline(int64_t us_per_batch = 0) {
+  PipelineBuilder b =
+      PipelineBuilder::Range(6000, {{"elements_per_split", int64_t{30}}, {"shuffle_splits", true}});
+  b.Map("add", {{"value", int64_t{3}}}).Batch(10);
+  if (us_per_batch > 0) b.Map("simulate_cost", {{"us_per_element", us_per_batch}});
+  return b.Build();
+}
+
+// The epoch's multiset digest and rows computed in this process (simulate_cost changes no
+// element).
+std::pair<uint64_t, int64_t> LocalDigest(int64_t epoch) {
+  const auto pipeline = granary::Pipeline::Create(Pipeline(), UdfRegistry::WithBuiltins());
+  EXPECT_TRUE(pipeline.ok()) << pipeline.status();
+  EpochDigest digest(true);
+  EpochRunOptions options;
+  options.on_element = [&](const Element& e) { digest.Add(e); };
+  EXPECT_TRUE(RunEpochInProcess(**pipeline, kSeed, epoch, Env::Default(), options).ok());
+  return {digest.multiset(), digest.rows()};
+}
+
+// The pids of this process's children started as local workers (--local_to=...).
+std::vector<pid_t> LocalWorkerPids() {
+  std::vector<pid_t> pids;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (const dirent* entry = ::readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid <= 0) continue;
+    std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+    std::string comm_and_rest((std::istreambuf_iterator<char>(stat)), {});
+    const size_t close = comm_and_rest.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(comm_and_rest.substr(close + 2));
+    char state;
+    pid_t parent = 0;
+    fields >> state >> parent;
+    if (parent != ::getpid()) continue;
+    std::ifstream cmdline(absl::StrCat("/proc/", pid, "/cmdline"));
+    const std::string args((std::istreambuf_iterator<char>(cmdline)), {});
+    if (args.find("--local_to=") != std::string::npos) pids.push_back(pid);
+  }
+  ::closedir(proc);
+  return pids;
+}
+
+class LocalWorkersTest : public ::testing::Test {
+ protected:
+  void Start(int remote_workers, std::vector<std::string> dispatcher_flags = {}) {
+    cluster_ = std::make_unique<testing::LocalCluster>(
+        dir_.Join("cluster"),
+        testing::LocalClusterOptions{.workers = remote_workers,
+                                     .worker_flags = {"--window_bytes=4096"},
+                                     .dispatcher_flags = std::move(dispatcher_flags),
+                                     .worker_timeout_ms = 1000});
+    ASSERT_TRUE(cluster_->ok());
+    ASSERT_TRUE(Env::Default()->CreateDirs(dir_.Join("local-logs")).ok());
+    auto client =
+        Client::Connect({.dispatcher_address = cluster_->dispatcher_address(),
+                         .max_bytes_per_request = 1024,
+                         .stall_timeout_ms = 30000,
+                         .insecure = true,
+                         .granary_binary = GRANARY_BINARY,
+                         .local_worker_flags = {"--window_bytes=4096", "--shm_min_bytes=1"},
+                         .local_worker_log_dir = dir_.Join("local-logs")});
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  std::unique_ptr<Job> Open(const PipelineDef& def, const JobSpec& spec) {
+    auto dataset = client_->RegisterPipeline(def);
+    EXPECT_TRUE(dataset.ok()) << dataset.status();
+    auto job = client_->OpenJob(*dataset, spec);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? *std::move(job) : nullptr;
+  }
+
+  // Reads the rest of the epoch into `digest`, `step` per element; `after` is called once
+  // after `at` elements.
+  void ReadAll(EpochReader& reader, EpochDigest& digest, std::chrono::milliseconds step,
+               int64_t at = -1, const std::function<void()>& after = {}) {
+    for (int64_t i = 0;; ++i) {
+      if (i == at && after) after();
+      ReceivedElement element;
+      bool end = false;
+      const absl::Status status = reader.Next(&element, &end);
+      ASSERT_TRUE(status.ok()) << status;
+      if (end) return;
+      digest.Add(element.tensors());
+      std::this_thread::sleep_for(step);
+    }
+  }
+
+  DispatcherStateProto State() {
+    GetStatusResponse status;
+    const grpc::Status rpc =
+        cluster_->dispatcher().GetStatus(testing::RpcContext().get(), {}, &status);
+    EXPECT_TRUE(rpc.ok()) << rpc.error_message();
+    return status.state();
+  }
+
+  testing::ScopedTempDir dir_;
+  std::unique_ptr<testing::LocalCluster> cluster_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(LocalWorkersTest, LocalWorkersRunOnlyTheirTrainersTasksThroughSharedMemoryExactlyOnce) {
+  Start(/*remote_workers=*/1);
+  std::unique_ptr<Job> job = Open(
+      Pipeline(), {.name = "with-local", .seed = kSeed, .num_worker_slots = 1, .local_workers = 2});
+  ASSERT_NE(job, nullptr);
+  auto reader = job->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(LocalWorkerPids().size(), 2u);
+  // Another job, without local workers, opened while they are registered.
+  std::unique_ptr<Job> other =
+      Open(Pipeline(), {.name = "remote-only", .seed = kSeed, .num_worker_slots = 2});
+  ASSERT_NE(other, nullptr);
+  auto other_reader = other->ReadEpoch(0);
+  ASSERT_TRUE(other_reader.ok()) << other_reader.status();
+  EpochDigest digest(true), other_digest(true);
+  ReadAll(**reader, digest, std::chrono::milliseconds(0));
+  ReadAll(**other_reader, other_digest, std::chrono::milliseconds(0));
+  const auto [multiset, rows] = LocalDigest(0);
+  EXPECT_EQ(digest.rows(), rows);
+  EXPECT_EQ(digest.multiset(), multiset) << "seed " << kSeed;
+  EXPECT_EQ(other_digest.multiset(), multiset) << "seed " << kSeed;
+  EXPECT_GT((*reader)->stats().shared_memory_elements, 0);
+
+  const DispatcherStateProto state = State();
+  std::set<std::string> local_ids;
+  for (const WorkerState& w : state.workers()) {
+    if (w.local_job_id() != 0) {
+      EXPECT_EQ(w.local_job_id(), job->job_id());
+      EXPECT_EQ(w.local_consumer(), 0);
+      local_ids.insert(w.worker_id());
+    }
+  }
+  EXPECT_EQ(local_ids.size(), 2u);
+  int local_tasks = 0;
+  for (const TaskState& t : state.tasks()) {
+    if (t.job_id() == other->job_id()) {
+      EXPECT_EQ(local_ids.count(t.worker_id()), 0u) << "task " << t.task_id();
+      continue;
+    }
+    EXPECT_EQ(t.local(), local_ids.count(t.worker_id()) > 0) << "task " << t.task_id();
+    EXPECT_GT(t.num_elements(), 0) << "task " << t.task_id() << " never produced";
+    local_tasks += t.local();
+  }
+  EXPECT_EQ(local_tasks, 2);
+  // The local workers stop with the job.
+  job.reset();
+  EXPECT_TRUE(LocalWorkerPids().empty());
+}
+
+TEST_F(LocalWorkersTest, ALocalWorkerKilledMidEpochLosesNothing) {
+  Start(/*remote_workers=*/1);
+  std::unique_ptr<Job> job = Open(
+      Pipeline(), {.name = "killed", .seed = kSeed, .num_worker_slots = 1, .local_workers = 2});
+  ASSERT_NE(job, nullptr);
+  auto reader = job->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  const std::vector<pid_t> pids = LocalWorkerPids();
+  ASSERT_EQ(pids.size(), 2u);
+  EpochDigest digest(true);
+  ReadAll(**reader, digest, std::chrono::milliseconds(1), /*at=*/150,
+          [&] { ASSERT_EQ(::kill(pids[0], SIGKILL), 0); });
+  const auto [multiset, rows] = LocalDigest(0);
+  EXPECT_EQ(digest.rows(), rows);
+  EXPECT_EQ(digest.multiset(), multiset) << "seed " << kSeed;
+}
+
+// Granary's placement on a live cluster: workers whose pipeline costs 20 ms of wall time per
+// batch (simulate_cost: a sleep, so worker processes on two cores behave like hosts), a trainer
+// stepping every 5 ms (200 batches/s: four workers' worth), two local workers available and
+// four remote ones. Local workers cost nothing here and slow nothing, so the cheapest placement
+// near the best time uses both and the remote workers that are still needed.
+TEST_F(LocalWorkersTest, TheModelPlacementPutsLocalWorkersToWorkFirstExactlyOnce) {
+  Start(/*remote_workers=*/4, {"--policy_period_ms=400"});
+  std::unique_ptr<Job> job =
+      Open(Pipeline(/*us_per_batch=*/20000), {.name = "placed",
+                                              .seed = kSeed,
+                                              .num_worker_slots = 1,
+                                              .local_workers = 2,
+                                              .placement = JobPlacement::kAuto});
+  ASSERT_NE(job, nullptr);
+  auto reader = job->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EpochDigest digest(true);
+  ReadAll(**reader, digest, std::chrono::milliseconds(5));
+  const auto [multiset, rows] = LocalDigest(0);
+  EXPECT_EQ(digest.rows(), rows);
+  EXPECT_EQ(digest.multiset(), multiset) << "seed " << kSeed;
+  const DispatcherStateProto state = State();
+  ASSERT_EQ(state.jobs_size(), 1);
+  const JobState& placed = state.jobs(0);
+  EXPECT_EQ(placed.options().num_local_slots(), 2) << placed.last_scaling();
+  EXPECT_GE(placed.options().num_worker_slots(), 1) << placed.last_scaling();
+  EXPECT_GE(placed.scaling_steps(), 2) << "a probe, then the jump";
+  EXPECT_THAT(placed.last_scaling(), HasSubstr("model"));
+}
+
+}  // namespace
+}  // namespace granary
