@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/bench_report.h"
+#include "bench/policy_report.h"
 #include "dispatcher/policy/autoscaler.h"
 #include "dispatcher/policy/placement.h"
 #include "dispatcher/policy/simulated_job.h"
@@ -75,67 +76,44 @@ absl::Status Run() {
     const auto add = [&](const std::string& policy, const Outcome& o, const PlacementChoice& oracle,
                          bool granary, bool plot) {
       const double batch_s = true_batch_s(o.remote, o.local);
-      const double cost = CostPerBatch(batch_s, o.remote, options.prices);
-      const std::string name =
-          absl::StrCat(shape.name, ": ", policy, " (", o.remote, " remote + ", o.local, " local)");
-      report.AddSeries(name, "ms per batch", {1e3 * batch_s});
-      report.AddSeries(name, "$ per 1000 batches", {1e3 * cost});
-      report.AddSeries(name, "decisions", {static_cast<double>(o.decisions)});
-      if (granary) {
-        report.AddHeadline(absl::StrCat(shape.name, ": ", policy, " cost / oracle"),
-                           cost / oracle.cost_per_batch, "x", BenchTarget::AtMost(1.05));
-        report.AddHeadline(absl::StrCat(shape.name, ": ", policy, " batch time / oracle"),
-                           batch_s / oracle.batch_s, "x", BenchTarget::AtMost(1.05));
-        report.AddHeadline(absl::StrCat(shape.name, ": ", policy, " decisions"), o.decisions, "",
-                           BenchTarget::AtMost(3));
-      }
+      const PolicyOutcome outcome{.policy = policy,
+                                  .remote = o.remote,
+                                  .local = o.local,
+                                  .batch_s = batch_s,
+                                  .cost_per_batch = CostPerBatch(batch_s, o.remote, options.prices),
+                                  .decisions = o.decisions};
+      ReportPolicyOutcome(report, shape.name, outcome, oracle, granary);
       if (plot) {
         for (int i = 0; i < 12; ++i) {
           report.AddSeries(absl::StrCat(policy, " workers, period ", i), "workers",
                            {static_cast<double>(o.workers[i])}, BenchPoint{policy, double(i)});
         }
       }
+      return outcome;
     };
     // Autoscaling: remote workers only, from 1.
     const PlacementChoice scale_oracle = CheapestNearBest(true_batch_s, kMaxRemote, 0, options);
-    report.AddSeries(
-        absl::StrCat(shape.name, ": autoscaling oracle (", scale_oracle.remote, " remote)"),
-        "$ per 1000 batches", {1e3 * scale_oracle.cost_per_batch});
+    ReportOracle(report, shape.name, PolicyKind::kAutoscaling, scale_oracle);
     CachewAutoscaler cachew({.recheck_every = 1000, .max_workers = kMaxRemote});
     ModelAutoscaler model({.max_workers = kMaxRemote});
     const bool plot = shape.name == "preprocessing-bound";
-    const Outcome cachew_outcome = Drive(cachew, shape.job, 1, 0);
-    const Outcome model_outcome = Drive(model, shape.job, 1, 0);
-    add("Cachew autoscaling", cachew_outcome, scale_oracle, false, plot);
-    add("Granary autoscaling", model_outcome, scale_oracle, true, plot);
-    report.AddHeadline(
-        absl::StrCat(shape.name, ": Granary / Cachew autoscaling cost"),
-        CostPerBatch(true_batch_s(model_outcome.remote, 0), model_outcome.remote, options.prices) /
-            CostPerBatch(true_batch_s(cachew_outcome.remote, 0), cachew_outcome.remote,
-                         options.prices),
-        "x", BenchTarget::AtMost(1.0));
+    const PolicyOutcome cachew_outcome =
+        add("Cachew autoscaling", Drive(cachew, shape.job, 1, 0), scale_oracle, false, plot);
+    const PolicyOutcome model_outcome =
+        add("Granary autoscaling", Drive(model, shape.job, 1, 0), scale_oracle, true, plot);
+    ReportGranaryVsBaseline(report, shape.name, PolicyKind::kAutoscaling, model_outcome,
+                            cachew_outcome);
     // Placement: local and remote workers, from none.
     const PlacementChoice place_oracle =
         CheapestNearBest(true_batch_s, kMaxRemote, kMaxLocal, options);
-    report.AddSeries(absl::StrCat(shape.name, ": placement oracle (", place_oracle.remote,
-                                  " remote + ", place_oracle.local, " local)"),
-                     "$ per 1000 batches", {1e3 * place_oracle.cost_per_batch});
+    ReportOracle(report, shape.name, PolicyKind::kPlacement, place_oracle);
     PecanPlacement pecan(options);
     ModelPlacement model_placement(options);
-    const Outcome pecan_outcome = Drive(pecan, shape.job, 0, 0);
-    const Outcome placed = Drive(model_placement, shape.job, 0, 0);
-    add("Pecan placement", pecan_outcome, place_oracle, false, plot);
-    add("Granary placement", placed, place_oracle, true, plot);
-    // Pecan's rule may stop cheaper but slower than "nearly the best" batch time allows: the
-    // oracle's criterion, which Granary's meets, is cost within that bound. Both shown.
-    const double pecan_batch_s = true_batch_s(pecan_outcome.remote, pecan_outcome.local);
-    report.AddHeadline(absl::StrCat(shape.name, ": Pecan placement batch time / oracle"),
-                       pecan_batch_s / place_oracle.batch_s, "x");
-    report.AddHeadline(
-        absl::StrCat(shape.name, ": Granary / Pecan placement cost"),
-        CostPerBatch(true_batch_s(placed.remote, placed.local), placed.remote, options.prices) /
-            CostPerBatch(pecan_batch_s, pecan_outcome.remote, options.prices),
-        "x");
+    const PolicyOutcome pecan_outcome =
+        add("Pecan placement", Drive(pecan, shape.job, 0, 0), place_oracle, false, plot);
+    const PolicyOutcome placed =
+        add("Granary placement", Drive(model_placement, shape.job, 0, 0), place_oracle, true, plot);
+    ReportGranaryVsBaseline(report, shape.name, PolicyKind::kPlacement, placed, pecan_outcome);
   }
   report.AddNote(
       "Simulated: the policies observe dispatcher/policy/simulated_job.h, not a running "

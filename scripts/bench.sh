@@ -7,7 +7,7 @@
 #
 # --out defaults to bench/results. --quick: tiny sizes and one repetition, to check the suite
 # runs (the test suite does this); without --out its files go to a temporary directory that is
-# removed afterwards. A full run takes about half an hour on 2 cores.
+# removed afterwards. A full run takes about 40 minutes on 2 cores.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${GRANARY_BUILD_DIR:-$root/build}
@@ -52,6 +52,7 @@ benchmarks=(
   "cache_bench:cache"
   "failpoint_bench:failpoint"
   "policy_bench:policy"
+  "policy_cluster_bench:policy_cluster"
 )
 results=()
 for entry in "${benchmarks[@]}"; do
