@@ -1109,15 +1109,14 @@ void DispatcherImpl::Provision() {
     const bool surplus = wanted < live_remote && now - last_provision_us_ >= 3 * period_us;
     if (!(wanted > requested_workers_ || shrink || retry || surplus)) return;
     last_provision_us_ = now;
-    std::set<int64_t> held;
+    // Idle: holding no unfinished task, nor a finished one its consumer still reads.
+    std::set<std::string> serving;
+    for (int64_t id : unread_finished_) {
+      if (const TaskState* t = state_.FindTask(id); t != nullptr) serving.insert(t->worker_id());
+    }
     for (const auto& [id, worker] : state_.workers()) {
-      if (worker.lost() || IsLocalWorker(worker)) continue;
-      bool busy = !state_.UnfinishedTasksOfWorker(id).empty();
-      for (int64_t task : unread_finished_) {
-        const TaskState* t = state_.FindTask(task);
-        busy = busy || (t != nullptr && t->worker_id() == id);
-      }
-      if (!busy) idle.push_back(id);
+      if (worker.lost() || IsLocalWorker(worker) || serving.count(id) > 0) continue;
+      if (state_.UnfinishedTasksOfWorker(id).empty()) idle.push_back(id);
     }
   }
   // Outside the lock: a command may take seconds.

@@ -1,6 +1,7 @@
 #include "dispatcher/dispatcher_state.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -185,20 +186,10 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u) {
   std::map<std::string, int64_t> loads = LiveWorkerLoads();
   for (int32_t c = 0; c < consumers; ++c) {
     for (int32_t s = 0; s < remote + local; ++s) {
-      TaskState task;
-      task.set_task_id(next_task_id_++);
-      task.set_job_id(u.job_id());
-      task.set_epoch(u.epoch());
-      task.set_consumer(c);
-      task.set_slot(s);
-      task.set_local(s >= remote);
-      task.set_worker_id(task.local() ? ChooseWorker(workers_, loads, task)
-                                      : assignment[c * remote + s]);
-      if (!task.worker_id().empty()) ++loads[task.worker_id()];
-      task.set_generation(task.worker_id().empty() ? 0 : 1);
-      epoch.add_task_ids(task.task_id());
-      IndexTask(task);
-      tasks_.emplace(task.task_id(), std::move(task));
+      const bool local_slot = s >= remote;
+      AddTask(epoch, c, s, local_slot,
+              local_slot ? std::nullopt : std::optional<std::string>(assignment[c * remote + s]),
+              loads);
     }
   }
   epochs_.emplace(std::make_pair(u.job_id(), u.epoch()), std::move(epoch));
@@ -227,25 +218,16 @@ absl::Status DispatcherState::ApplyRegisterWorker(const RegisterWorkerUpdate& u)
   for (int64_t id : held) {
     TaskState& task = tasks_.find(id)->second;
     if (!IsLocalWorker(w) || (task.local() && IsLocalTo(w, task))) continue;
-    std::map<std::string, int64_t> others = loads;  // not a candidate for its own task
-    others.erase(u.worker_id());
-    const std::string target = ChooseWorker(workers_, others, task);
+    // ChooseWorker never picks w for a task w may not run.
     if (!task.finished()) --loads[u.worker_id()];
-    Reassign(task, target);
-    if (!target.empty() && !task.finished()) ++loads[target];
+    MoveTask(task, loads);
   }
   // Tasks left without a worker (none was alive) go to the live workers now — finished ones
   // too, as WorkerLost moves them: their consumers may not have read all of them yet (found by
   // `granary chaos --soak`: every worker lost at once after a dispatcher restart left a
   // finished, half-read task with no worker, and its reader stalled).
   const std::set<int64_t> unassigned = tasks_by_worker_[""];
-  for (int64_t id : unassigned) {
-    TaskState& task = tasks_.find(id)->second;
-    const std::string target = ChooseWorker(workers_, loads, task);
-    if (target.empty()) continue;  // a remote task, and a local worker registered
-    Reassign(task, target);
-    if (!task.finished()) ++loads[target];
-  }
+  for (int64_t id : unassigned) MoveTask(tasks_.find(id)->second, loads);
   if (u.take_over_load() && !u.standby() && u.local_job_id() == 0 && loads[u.worker_id()] == 0) {
     TakeOverLoad(u.worker_id(), loads);
   }
@@ -365,12 +347,7 @@ absl::Status DispatcherState::ApplyWorkerLost(const WorkerLostUpdate& u) {
   // Finished tasks move too: their consumers may not have read all of them yet.
   std::map<std::string, int64_t> loads = LiveWorkerLoads();
   const std::set<int64_t> held = tasks_by_worker_[u.worker_id()];
-  for (int64_t id : held) {
-    TaskState& task = tasks_.find(id)->second;
-    const std::string target = ChooseWorker(workers_, loads, task);
-    Reassign(task, target);
-    if (!target.empty() && !task.finished()) ++loads[target];
-  }
+  for (int64_t id : held) MoveTask(tasks_.find(id)->second, loads);
   return absl::OkStatus();
 }
 
@@ -433,19 +410,7 @@ absl::Status DispatcherState::ApplyScaleJob(const ScaleJobUpdate& u) {
         for (size_t i = target; i < tasks.size(); ++i) tasks[i]->set_draining(true);
         for (int64_t n = static_cast<int64_t>(tasks.size());
              n < target && epoch.task_ids_size() < kMaxTasksPerEpoch; ++n) {
-          TaskState task;
-          task.set_task_id(next_task_id_++);
-          task.set_job_id(job.job_id());
-          task.set_epoch(e);
-          task.set_consumer(c);
-          task.set_slot(next_slot++);
-          task.set_local(local);
-          task.set_worker_id(ChooseWorker(workers_, loads, task));
-          task.set_generation(task.worker_id().empty() ? 0 : 1);
-          if (!task.worker_id().empty()) ++loads[task.worker_id()];
-          epoch.add_task_ids(task.task_id());
-          IndexTask(task);
-          tasks_.emplace(task.task_id(), std::move(task));
+          AddTask(epoch, c, next_slot++, local, std::nullopt, loads);
         }
       }
     }
@@ -478,6 +443,31 @@ absl::Status DispatcherState::ApplyRetireJob(const RetireJobUpdate& u) {
   if (!job.name().empty()) job_ids_by_name_.erase(job.name());
   jobs_.erase(job_it);
   return absl::OkStatus();
+}
+
+void DispatcherState::AddTask(EpochState& epoch, int32_t consumer, int32_t slot, bool local,
+                              const std::optional<std::string>& worker_id,
+                              std::map<std::string, int64_t>& loads) {
+  TaskState task;
+  task.set_task_id(next_task_id_++);
+  task.set_job_id(epoch.job_id());
+  task.set_epoch(epoch.epoch());
+  task.set_consumer(consumer);
+  task.set_slot(slot);
+  task.set_local(local);
+  task.set_worker_id(worker_id.has_value() ? *worker_id : ChooseWorker(workers_, loads, task));
+  task.set_generation(task.worker_id().empty() ? 0 : 1);
+  if (!task.worker_id().empty()) ++loads[task.worker_id()];
+  epoch.add_task_ids(task.task_id());
+  IndexTask(task);
+  tasks_.emplace(task.task_id(), std::move(task));
+}
+
+void DispatcherState::MoveTask(TaskState& task, std::map<std::string, int64_t>& loads) {
+  const std::string target = ChooseWorker(workers_, loads, task);
+  if (target.empty() && task.worker_id().empty()) return;
+  Reassign(task, target);
+  if (!target.empty() && !task.finished()) ++loads[target];
 }
 
 void DispatcherState::Reassign(TaskState& task, const std::string& worker_id) {

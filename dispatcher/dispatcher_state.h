@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -95,6 +96,14 @@ class DispatcherState {
 
   // The epoch `task` belongs to; DataLoss if it does not exist (an inconsistent state).
   absl::StatusOr<EpochState*> EpochOf(const TaskState& task);
+  // Creates a task of `epoch` (the next task id) for `consumer`'s `slot` on `worker_id` — or,
+  // without one, on the worker ChooseWorker picks ("" = unassigned, generation 0) — and adds it
+  // to the epoch, the indices and `loads`.
+  void AddTask(EpochState& epoch, int32_t consumer, int32_t slot, bool local,
+               const std::optional<std::string>& worker_id, std::map<std::string, int64_t>& loads);
+  // Gives `task` to the worker ChooseWorker picks among `loads` as a new generation, and counts
+  // it there; a task without a worker that finds none stays as it is.
+  void MoveTask(TaskState& task, std::map<std::string, int64_t>& loads);
   // Gives `task` to `worker_id` ("" = unassigned) as a new generation.
   void Reassign(TaskState& task, const std::string& worker_id);
   // RegisterWorkerUpdate.take_over_load: moves one task to the idle `worker_id`.
