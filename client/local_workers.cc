@@ -27,11 +27,12 @@ std::string HostName() {
 
 absl::StatusOr<std::string> LocalWorkersBinary(const std::string& configured) {
   std::vector<std::string> candidates;
-  if (!configured.empty()) candidates.push_back(configured);
-  if (const char* env = std::getenv("GRANARY_BINARY"); env != nullptr && *env != '\0') {
-    candidates.push_back(env);
-  }
-  if (configured.empty()) {
+  if (!configured.empty()) {
+    candidates.push_back(configured);
+  } else {
+    if (const char* env = std::getenv("GRANARY_BINARY"); env != nullptr && *env != '\0') {
+      candidates.push_back(env);
+    }
     const std::string self = SelfExecutablePath();
     if (self.size() >= 8 && self.substr(self.size() - 8) == "/granary") candidates.push_back(self);
     if (const char* path = std::getenv("PATH"); path != nullptr) {
