@@ -13,16 +13,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/env.h"
 #include "common/failpoint.h"
 #include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
 #include "gtest/gtest.h"
 #include "pipeline/epoch_digest.h"
-#include "pipeline/local_runner.h"
-#include "pipeline/pipeline.h"
-#include "pipeline/udf.h"
+#include "tests/in_process_digest.h"
 #include "tests/local_cluster.h"
 
 namespace granary {
@@ -38,17 +35,6 @@ PipelineDef Pipeline() {
       .Map("add", {{"value", int64_t{7}}})
       .Batch(10)
       .Build();
-}
-
-// The epoch's multiset digest and rows computed in this process.
-std::pair<uint64_t, int64_t> LocalDigest(int64_t epoch) {
-  const auto pipeline = granary::Pipeline::Create(Pipeline(), UdfRegistry::WithBuiltins());
-  EXPECT_TRUE(pipeline.ok()) << pipeline.status();
-  EpochDigest digest(true);
-  EpochRunOptions options;
-  options.on_element = [&](const Element& e) { digest.Add(e); };
-  EXPECT_TRUE(RunEpochInProcess(**pipeline, kSeed, epoch, Env::Default(), options).ok());
-  return {digest.multiset(), digest.rows()};
 }
 
 class ElasticTest : public ::testing::Test {
@@ -111,9 +97,9 @@ class ElasticTest : public ::testing::Test {
 
   void ExpectExactlyOnce(int64_t epoch) {
     ASSERT_TRUE(ended_);
-    const auto [multiset, rows] = LocalDigest(epoch);
-    EXPECT_EQ(digest_.rows(), rows);
-    EXPECT_EQ(digest_.multiset(), multiset) << "seed " << kSeed << " epoch " << epoch;
+    const testing::InProcessDigest expected = testing::DigestInProcess(Pipeline(), kSeed, epoch);
+    EXPECT_EQ(digest_.rows(), expected.rows);
+    EXPECT_EQ(digest_.multiset(), expected.multiset) << "seed " << kSeed << " epoch " << epoch;
   }
 
   // The tasks of epoch `epoch` of the job, from the dispatcher.
@@ -248,14 +234,9 @@ TEST(AutoscaleTest, TheModelPolicyScalesToTheMeasuredNeedExactlyOnce) {
   // The reference without the sleeps (simulate_cost leaves every element as it is).
   const PipelineDef reference =
       PipelineBuilder::Range(4000, {{"elements_per_split", int64_t{20}}}).Batch(10).Build();
-  const auto local = granary::Pipeline::Create(reference, UdfRegistry::WithBuiltins());
-  ASSERT_TRUE(local.ok()) << local.status();
-  EpochDigest expected(true);
-  EpochRunOptions options;
-  options.on_element = [&](const Element& e) { expected.Add(e); };
-  ASSERT_TRUE(RunEpochInProcess(**local, kSeed, 0, Env::Default(), options).ok());
-  EXPECT_EQ(digest.rows(), expected.rows());
-  EXPECT_EQ(digest.multiset(), expected.multiset());
+  const testing::InProcessDigest expected = testing::DigestInProcess(reference, kSeed, 0);
+  EXPECT_EQ(digest.rows(), expected.rows);
+  EXPECT_EQ(digest.multiset(), expected.multiset);
 
   GetStatusResponse status;
   ASSERT_TRUE(cluster.dispatcher().GetStatus(testing::RpcContext().get(), {}, &status).ok());

@@ -23,9 +23,7 @@
 #include "granary/client.h"
 #include "gtest/gtest.h"
 #include "pipeline/epoch_digest.h"
-#include "pipeline/local_runner.h"
-#include "pipeline/pipeline.h"
-#include "pipeline/udf.h"
+#include "tests/in_process_digest.h"
 #include "tests/local_cluster.h"
 
 namespace granary {
@@ -41,18 +39,6 @@ PipelineDef Pipeline(int64_t us_per_batch = 0) {
   b.Map("add", {{"value", int64_t{3}}}).Batch(10);
   if (us_per_batch > 0) b.Map("simulate_cost", {{"us_per_element", us_per_batch}});
   return b.Build();
-}
-
-// The epoch's multiset digest and rows computed in this process (simulate_cost changes no
-// element).
-std::pair<uint64_t, int64_t> LocalDigest(int64_t epoch) {
-  const auto pipeline = granary::Pipeline::Create(Pipeline(), UdfRegistry::WithBuiltins());
-  EXPECT_TRUE(pipeline.ok()) << pipeline.status();
-  EpochDigest digest(true);
-  EpochRunOptions options;
-  options.on_element = [&](const Element& e) { digest.Add(e); };
-  EXPECT_TRUE(RunEpochInProcess(**pipeline, kSeed, epoch, Env::Default(), options).ok());
-  return {digest.multiset(), digest.rows()};
 }
 
 // The pids of this process's children started as local workers (--local_to=...).
@@ -157,7 +143,8 @@ TEST_F(LocalWorkersTest, LocalWorkersRunOnlyTheirTrainersTasksThroughSharedMemor
   EpochDigest digest(true), other_digest(true);
   ReadAll(**reader, digest, std::chrono::milliseconds(0));
   ReadAll(**other_reader, other_digest, std::chrono::milliseconds(0));
-  const auto [multiset, rows] = LocalDigest(0);
+  // simulate_cost changes no element.
+  const auto [multiset, rows] = testing::DigestInProcess(Pipeline(), kSeed, 0);
   EXPECT_EQ(digest.rows(), rows);
   EXPECT_EQ(digest.multiset(), multiset) << "seed " << kSeed;
   EXPECT_EQ(other_digest.multiset(), multiset) << "seed " << kSeed;
@@ -201,7 +188,8 @@ TEST_F(LocalWorkersTest, ALocalWorkerKilledMidEpochLosesNothing) {
   EpochDigest digest(true);
   ReadAll(**reader, digest, std::chrono::milliseconds(1), /*at=*/150,
           [&] { ASSERT_EQ(::kill(pids[0], SIGKILL), 0); });
-  const auto [multiset, rows] = LocalDigest(0);
+  // simulate_cost changes no element.
+  const auto [multiset, rows] = testing::DigestInProcess(Pipeline(), kSeed, 0);
   EXPECT_EQ(digest.rows(), rows);
   EXPECT_EQ(digest.multiset(), multiset) << "seed " << kSeed;
 }
@@ -224,7 +212,8 @@ TEST_F(LocalWorkersTest, TheModelPlacementPutsLocalWorkersToWorkFirstExactlyOnce
   ASSERT_TRUE(reader.ok()) << reader.status();
   EpochDigest digest(true);
   ReadAll(**reader, digest, std::chrono::milliseconds(5));
-  const auto [multiset, rows] = LocalDigest(0);
+  // simulate_cost changes no element.
+  const auto [multiset, rows] = testing::DigestInProcess(Pipeline(), kSeed, 0);
   EXPECT_EQ(digest.rows(), rows);
   EXPECT_EQ(digest.multiset(), multiset) << "seed " << kSeed;
   const DispatcherStateProto state = State();

@@ -10,15 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/env.h"
 #include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
 #include "gtest/gtest.h"
 #include "pipeline/epoch_digest.h"
-#include "pipeline/local_runner.h"
-#include "pipeline/pipeline.h"
-#include "pipeline/udf.h"
+#include "tests/in_process_digest.h"
 #include "tests/local_cluster.h"
 
 namespace granary {
@@ -110,14 +107,9 @@ TEST(LocalProvisionerProcessTest, WorkersComeForAScalingStepTakeItsTasksAndGoWhe
   EXPECT_THAT(Status(cluster).provisioning(), HasSubstr("local: 3 workers requested"));
   read(-1);
   // Exactly once through the step and the takeovers it caused.
-  const auto local = granary::Pipeline::Create(Pipeline(), UdfRegistry::WithBuiltins());
-  ASSERT_TRUE(local.ok()) << local.status();
-  EpochDigest expected(true);
-  EpochRunOptions options;
-  options.on_element = [&](const Element& e) { expected.Add(e); };
-  ASSERT_TRUE(RunEpochInProcess(**local, kSeed, 0, Env::Default(), options).ok());
-  EXPECT_EQ(digest.rows(), expected.rows());
-  EXPECT_EQ(digest.multiset(), expected.multiset()) << "seed " << kSeed;
+  const testing::InProcessDigest expected = testing::DigestInProcess(Pipeline(), kSeed, 0);
+  EXPECT_EQ(digest.rows(), expected.rows);
+  EXPECT_EQ(digest.multiset(), expected.multiset) << "seed " << kSeed;
   // The epoch over, the job wants no worker: back to --min_workers.
   EXPECT_TRUE(Eventually([&] { return Status(cluster).live_workers_size() == 1; },
                          std::chrono::seconds(30)))
