@@ -123,11 +123,11 @@ class PyJob {
  public:
   explicit PyJob(std::shared_ptr<Job> job) : job_(std::move(job)) {}
   int64_t job_id() const { return job_->job_id(); }
-  int32_t Scale(int32_t num_worker_slots, const std::string& reason) {
+  int32_t Scale(int32_t num_worker_slots, const std::string& reason, int32_t num_local_slots) {
     absl::StatusOr<int32_t> running;
     {
       py::gil_scoped_release release;
-      running = job_->Scale(num_worker_slots, reason);
+      running = job_->Scale(num_worker_slots, reason, num_local_slots);
     }
     return ValueOrThrow(std::move(running));
   }
@@ -208,10 +208,10 @@ void RegisterClientBindings(py::module_& m) {
 
   py::class_<PyJob>(m, "Job")
       .def_property_readonly("job_id", &PyJob::job_id)
-      .def("scale", &PyJob::Scale, "num_worker_slots"_a, "reason"_a = "",
-           "Sets the job's tasks per consumer, for its running epoch too (tasks join or are "
-           "shed mid-epoch, exactly once throughout). Returns the running epoch's tasks per "
-           "consumer after the step.")
+      .def("scale", &PyJob::Scale, "num_worker_slots"_a, "reason"_a = "", "num_local_slots"_a = -1,
+           "Sets the job's remote tasks per consumer (and its local ones, if num_local_slots >= "
+           "0), for its running epoch too (tasks join or are shed mid-epoch, exactly once "
+           "throughout). Returns the running epoch's tasks per consumer after the step.")
       .def("read_epoch", &PyJob::ReadEpoch, "epoch"_a, "consumer"_a = 0, "position"_a = py::bytes(),
            "digest_batched"_a = py::none(),
            "Starts (idempotently) and reads epoch `epoch` as `consumer`, from `position` if "
@@ -222,7 +222,8 @@ void RegisterClientBindings(py::module_& m) {
       .def(py::init([](const std::string& address, const std::string& tls_ca,
                        const std::string& tls_cert, const std::string& tls_key,
                        const std::string& token, bool insecure, bool shared_memory,
-                       int stall_timeout_ms, int rpc_timeout_ms) {
+                       int stall_timeout_ms, int rpc_timeout_ms,
+                       std::vector<std::string> local_worker_flags) {
              ClientOptions options;
              options.dispatcher_address = address;
              options.tls_ca_file = tls_ca;
@@ -233,11 +234,12 @@ void RegisterClientBindings(py::module_& m) {
              options.shared_memory = shared_memory;
              options.stall_timeout_ms = stall_timeout_ms;
              options.rpc_timeout_ms = rpc_timeout_ms;
+             options.local_worker_flags = std::move(local_worker_flags);
              return std::make_unique<PyClient>(options);
            }),
            "address"_a, "tls_ca"_a = "", "tls_cert"_a = "", "tls_key"_a = "", "token"_a = "",
            "insecure"_a = false, "shared_memory"_a = true, "stall_timeout_ms"_a = 60000,
-           "rpc_timeout_ms"_a = 10000)
+           "rpc_timeout_ms"_a = 10000, "local_worker_flags"_a = std::vector<std::string>())
       .def("register_pipeline", &PyClient::Register, "def"_a,
            "Registers a serialized PipelineDef; returns its dataset id.")
       .def(
@@ -245,7 +247,8 @@ void RegisterClientBindings(py::module_& m) {
           [](PyClient& client, const std::string& dataset_id, const std::string& name,
              uint64_t seed, int32_t num_consumers, int32_t num_worker_slots, int64_t num_epochs,
              const std::string& cache_policy, const std::string& compression,
-             std::vector<std::string> readers, const std::string& autoscale) {
+             std::vector<std::string> readers, const std::string& autoscale, int32_t local_workers,
+             const std::string& placement) {
             JobSpec spec;
             spec.name = name;
             spec.seed = seed;
@@ -263,12 +266,21 @@ void RegisterClientBindings(py::module_& m) {
               throw StatusError{absl::InvalidArgumentError(
                   absl::StrCat("autoscale '", autoscale, "' is none of none, cachew, model"))};
             }
+            spec.local_workers = local_workers;
+            if (placement == "pecan") {
+              spec.placement = JobPlacement::kPecan;
+            } else if (placement == "auto") {
+              spec.placement = JobPlacement::kAuto;
+            } else if (placement != "static") {
+              throw StatusError{absl::InvalidArgumentError(
+                  absl::StrCat("placement '", placement, "' is none of static, pecan, auto"))};
+            }
             return client.OpenJob(dataset_id, spec);
           },
           "dataset_id"_a, "name"_a = "", "seed"_a = 0, "num_consumers"_a = 1,
           "num_worker_slots"_a = 0, "num_epochs"_a = 0, "cache_policy"_a = "compute",
           "compression"_a = "none", "readers"_a = std::vector<std::string>(),
-          "autoscale"_a = "none");
+          "autoscale"_a = "none", "local_workers"_a = 0, "placement"_a = "static");
 }
 
 }  // namespace granary::python

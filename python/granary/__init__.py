@@ -63,11 +63,13 @@ class Job:
     def dataset(self):
         return self._dataset
 
-    def scale(self, num_worker_slots, reason=""):
-        """Sets the job's tasks per consumer — for its running epoch (tasks join on more
-        workers, or the newest are shed) and the epochs after; every element still arrives
-        exactly once. Returns the running epoch's tasks per consumer after the step."""
-        return self._job.scale(num_worker_slots, reason)
+    def scale(self, num_worker_slots, reason="", num_local_slots=None):
+        """Sets the job's remote tasks per consumer (and, with num_local_slots, its local ones)
+        — for its running epoch (tasks join on more workers, or the newest are shed) and the
+        epochs after; every element still arrives exactly once. Returns the running epoch's
+        tasks per consumer after the step."""
+        return self._job.scale(num_worker_slots, reason,
+                               -1 if num_local_slots is None else num_local_slots)
 
     def epoch(self, epoch, consumer=0, position=None, digest=False):
         """Starts epoch `epoch` (idempotently: every consumer may) and reads it as `consumer`:
@@ -86,7 +88,7 @@ class Client:
 
     def open_job(self, dataset, name="", seed=0, num_consumers=1, num_worker_slots=0,
                  num_epochs=0, cache_policy="compute", compression="none", readers=(),
-                 autoscale="none"):
+                 autoscale="none", local_workers=0, placement="static"):
         """Registers `dataset` and opens a job of it. Jobs with the same non-empty `name` are
         shared: every consumer (trainer process) of a job opens it by name.
 
@@ -94,28 +96,36 @@ class Client:
         per consumer (0: one per live worker). cache_policy: "compute", "full" or "at_mark".
         compression: "none", "lz4" or "zstd" for workers on other hosts. readers: other clients
         that may read the job (when the cluster authenticates clients). autoscale: "none",
-        "cachew" or "model" — the dispatcher sets the job's workers from the measured rates."""
+        "cachew" or "model" — the dispatcher sets the job's workers from the measured rates.
+        local_workers: worker processes this client starts on its host for each consumer it
+        reads (the `granary` binary: $GRANARY_BINARY or on $PATH), serving only it through shared
+        memory; they stop with the job. placement: "static" (each local worker runs a task),
+        "pecan" or "auto" — the dispatcher places the job's local and remote workers."""
         if cache_policy not in _CACHE_POLICIES:
             raise InvalidArgument(
                 f"cache_policy {cache_policy!r} is none of {', '.join(_CACHE_POLICIES)}")
         dataset_id = self._client.register_pipeline(dataset.pipeline_def())
         return Job(self._client.open_job(dataset_id, name, seed, num_consumers,
                                          num_worker_slots, num_epochs, cache_policy,
-                                         compression, list(readers), autoscale),
+                                         compression, list(readers), autoscale,
+                                         local_workers, placement),
                    dataset)
 
 
 def connect(address, tls_ca=None, tls_cert=None, tls_key=None, token=None, insecure=None,
-            shared_memory=True, stall_timeout_ms=60000, rpc_timeout_ms=10000):
+            shared_memory=True, stall_timeout_ms=60000, rpc_timeout_ms=10000,
+            local_worker_flags=()):
     """Connects to the dispatcher at `address` ("host:port").
 
     TLS (SECURITY.md): tls_ca (the cluster CA's PEM file) with tls_cert and tls_key (this
     client's certificate, naming it granary://client/<name>), or with a bearer `token`. Without
     any of them the connection is plain text (insecure=True), which a TLS cluster refuses.
     shared_memory: read elements of workers on this host through shared memory (mapped, not
-    copied). Raises granary.Unavailable if the dispatcher does not answer."""
+    copied). local_worker_flags: more flags for the local workers of open_job(local_workers=)
+    (in a TLS cluster a worker certificate; --data_roots for file sources). Raises
+    granary.Unavailable if the dispatcher does not answer."""
     if insecure is None:
         insecure = not (tls_ca or tls_cert or tls_key or token)
     return Client(_granary.Client(address, tls_ca or "", tls_cert or "", tls_key or "",
                                   token or "", insecure, shared_memory, stall_timeout_ms,
-                                  rpc_timeout_ms))
+                                  rpc_timeout_ms, list(local_worker_flags)))

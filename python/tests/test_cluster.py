@@ -98,6 +98,21 @@ class ClusterTest(unittest.TestCase):
         expected = granary.local_digests(range_pipeline(), 1, seed)[0]
         self.assertEqual(f"{reader.digest['multiset']:016x}", expected["multiset_xxh64"])
 
+    def test_local_workers_serve_the_trainer_exactly_once(self):
+        seed = 8
+        client = granary.connect(self.cluster.address, local_worker_flags=["--shm_min_bytes=1"])
+        job = client.open_job(range_pipeline(), name="with-local-workers", seed=seed,
+                              num_worker_slots=1, local_workers=1)
+        reader = job.epoch(0, digest=True)
+        for _ in reader:
+            pass
+        expected = granary.local_digests(range_pipeline(), 1, seed)[0]
+        self.assertEqual(f"{reader.digest['multiset']:016x}", expected["multiset_xxh64"],
+                         f"seed {seed}")
+        self.assertGreater(reader.stats["shared_memory_elements"], 0)
+        with self.assertRaises(granary.InvalidArgument):
+            client.open_job(range_pipeline(), placement="everywhere")
+
     def test_stats(self):
         job = granary.connect(self.cluster.address).open_job(range_pipeline(), seed=2)
         reader = job.epoch(0)
