@@ -221,7 +221,8 @@ TEST_F(LocalWorkersTest, TheModelPlacementPutsLocalWorkersToWorkFirstExactlyOnce
   const JobState& placed = state.jobs(0);
   EXPECT_EQ(placed.options().num_local_slots(), 2) << placed.last_scaling();
   EXPECT_GE(placed.options().num_worker_slots(), 1) << placed.last_scaling();
-  EXPECT_GE(placed.scaling_steps(), 2) << "a probe, then the jump";
+  EXPECT_GE(placed.scaling_steps(), 1) << "the probe puts the local workers to work";
+  EXPECT_LE(placed.scaling_steps(), 3) << placed.last_scaling();
   EXPECT_THAT(placed.last_scaling(), HasSubstr("model"));
 }
 

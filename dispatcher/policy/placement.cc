@@ -113,50 +113,65 @@ std::optional<ScalingDecision> PecanPlacement::Observe(const JobMetrics& m) {
   return std::nullopt;
 }
 
+PlacementChoice ModelPlacement::Choose(const JobMetrics& m, double per_local,
+                                       int32_t max_local) const {
+  const double local_rate = m.local_worker_rate > 0 ? m.local_worker_rate : m.remote_worker_rate;
+  const auto predicted = [&](int32_t remote, int32_t local) {
+    const double step = base_step_s_ * (1 + per_local * local);
+    const double supply = local * local_rate + remote * m.remote_worker_rate;
+    return supply <= 0 ? std::numeric_limits<double>::infinity() : std::max(step, 1 / supply);
+  };
+  return CheapestNearBest(predicted, options_.max_remote, max_local, options_);
+}
+
 std::optional<ScalingDecision> ModelPlacement::Observe(const JobMetrics& m) {
   const int32_t r = m.remote_workers;
   const int32_t l = m.local_workers;
   if (m.step_s <= 0 || m.remote_worker_rate <= 0) return std::nullopt;
-  if (decisions_ == 0) {
-    // Measure what a local worker costs the trainer before choosing.
-    base_step_s_ = m.step_s;
-    if (options_.max_local > 0 && l == 0 && m.wait_fraction() > options_.wait_tolerance) {
-      ++decisions_;
-      return Place(r, 1, "model: probing one local worker to measure its slowdown");
+  switch (phase_) {
+    case Phase::kStart: {
+      base_step_s_ = m.step_s;
+      phase_ = Phase::kMeasure;
+      if (options_.max_local == 0 || l > 0) break;
+      // Probe local workers — free ones, even when the trainer is fed, since they may replace
+      // remote ones — together with the remote count the measured rates call for if local
+      // workers cost the trainer nothing: the probe then runs near where the job will stay.
+      PlacementChoice probe = Choose(m, 0, options_.max_local);
+      probe.local = std::max(probe.local, 1);
+      return Place(probe.remote, probe.local,
+                   absl::StrFormat("model: probing %d local workers to measure their slowdown, "
+                                   "%d remote at %.1f batches/s each",
+                                   probe.local, probe.remote, m.remote_worker_rate));
     }
-    decisions_ = 1;
+    case Phase::kMeasure:
+      break;
+    case Phase::kCorrect:
+      if (m.wait_fraction() > options_.wait_tolerance && r < options_.max_remote) {
+        return Place(r + 1, l,
+                     absl::StrFormat("model: the trainer still waits %.0f%% of its time",
+                                     100 * m.wait_fraction()));
+      }
+      return std::nullopt;
   }
-  if (decisions_ == 1) {
-    ++decisions_;
-    // Linear slowdown per local worker, from the probe; local workers only as far as the
-    // trainer's step may grow.
-    const double per_local = l > 0 ? std::max(0.0, m.step_s / base_step_s_ - 1) / l : 0;
-    int32_t max_local = 0;
-    for (int32_t k = 1; l > 0 && k <= options_.max_local; ++k) {
-      if (per_local * k <= options_.slowdown_limit) max_local = k;
-    }
-    const double local_rate = m.local_worker_rate > 0 ? m.local_worker_rate : m.remote_worker_rate;
-    const auto predicted = [&](int32_t remote, int32_t local) {
-      const double step = base_step_s_ * (1 + per_local * local);
-      const double supply = local * local_rate + remote * m.remote_worker_rate;
-      return supply <= 0 ? std::numeric_limits<double>::infinity() : std::max(step, 1 / supply);
-    };
-    const PlacementChoice choice =
-        CheapestNearBest(predicted, options_.max_remote, max_local, options_);
-    if (choice.remote == r && choice.local == l) return std::nullopt;
-    return Place(choice.remote, choice.local,
-                 absl::StrFormat("model: %d local (%.1f%% slowdown each), %d remote workers: "
-                                 "%.2f ms per batch at $%.4f per 1000 batches",
-                                 choice.local, 100 * per_local, choice.remote, 1e3 * choice.batch_s,
-                                 1e3 * choice.cost_per_batch));
+  // kMeasure: the step time with `l` local workers, averaged over options_.measure_periods
+  // periods (one period's step time is too noisy for a few percent of slowdown).
+  measured_step_s_ += m.step_s;
+  if (++measured_periods_ < options_.measure_periods) return std::nullopt;
+  phase_ = Phase::kCorrect;
+  const double step_s = measured_step_s_ / measured_periods_;
+  // Linear slowdown per local worker; local workers only as far as the trainer's step may grow.
+  const double per_local = l > 0 ? std::max(0.0, step_s / base_step_s_ - 1) / l : 0;
+  int32_t max_local = 0;
+  for (int32_t k = 1; l > 0 && k <= options_.max_local; ++k) {
+    if (per_local * k <= options_.slowdown_limit) max_local = k;
   }
-  // Corrections.
-  if (m.wait_fraction() > options_.wait_tolerance && r < options_.max_remote) {
-    return Place(r + 1, l,
-                 absl::StrFormat("model: the trainer still waits %.0f%% of its time",
-                                 100 * m.wait_fraction()));
-  }
-  return std::nullopt;
+  const PlacementChoice choice = Choose(m, per_local, max_local);
+  if (choice.remote == r && choice.local == l) return std::nullopt;
+  return Place(choice.remote, choice.local,
+               absl::StrFormat("model: %d local (%.1f%% slowdown each), %d remote workers: "
+                               "%.2f ms per batch at $%.4f per 1000 batches",
+                               choice.local, 100 * per_local, choice.remote, 1e3 * choice.batch_s,
+                               1e3 * choice.cost_per_batch));
 }
 
 }  // namespace granary

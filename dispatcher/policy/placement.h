@@ -7,11 +7,13 @@
 //    with none (a local worker that slows it more is removed); then add remote workers while
 //    each one's cost is repaid by the trainer time it saves (`Prices`); when stable, shed a
 //    remote worker whose saving no longer pays (and put it back if it did pay).
-//  * ModelPlacement — Granary's: probes one local worker to measure the slowdown it causes,
-//    then jumps to the local count the 10% bound allows and to the remote count that minimizes
-//    the cost per batch among those within 5% of the best batch time — computed from the
-//    measured rates — then corrects by one remote worker while the trainer still waits.
-//    Converges in ≤ 3 decisions.
+//  * ModelPlacement — Granary's: its first decision probes local workers (free ones, even when
+//    the trainer is fed: they may replace remote ones) together with the remote count the
+//    measured worker rate calls for; it averages the trainer's step over `measure_periods`
+//    periods to measure the slowdown per local worker, then jumps to the local count the 10%
+//    bound allows and the remote count that minimizes the cost per batch among those within 5%
+//    of the best batch time — computed from the measured rates — then corrects by one remote
+//    worker while the trainer still waits. Converges in ≤ 3 decisions.
 //
 // Both are ResourcePolicies (resource_policy.h). Thread-compatible.
 #ifndef GRANARY_DISPATCHER_POLICY_PLACEMENT_H_
@@ -33,7 +35,8 @@ struct PlacementOptions {
   double slowdown_limit = 0.10;  // the trainer's step may grow this much for local workers
   double wait_tolerance = 0.05;  // a trainer waiting less than this fraction is fed
   double time_tolerance = 0.05;  // "nearly the best" batch time
-  int recheck_every = 10;
+  int recheck_every = 10;        // PecanPlacement: stable periods between re-checks
+  int measure_periods = 2;       // ModelPlacement: periods its slowdown measurement averages
   Prices prices;
 };
 
@@ -77,9 +80,16 @@ class ModelPlacement : public ResourcePolicy {
   std::optional<ScalingDecision> Observe(const JobMetrics& metrics) override;
 
  private:
+  enum class Phase { kStart, kMeasure, kCorrect };
+  // The cheapest placement near the best batch time the rates in `m` predict, for local
+  // workers slowing the trainer's step `per_local` each and at most `max_local` of them.
+  PlacementChoice Choose(const JobMetrics& m, double per_local, int32_t max_local) const;
+
   const PlacementOptions options_;
-  int decisions_ = 0;
-  double base_step_s_ = 0;
+  Phase phase_ = Phase::kStart;
+  double base_step_s_ = 0;  // the trainer's step with no local worker
+  double measured_step_s_ = 0;
+  int measured_periods_ = 0;
 };
 
 }  // namespace granary
