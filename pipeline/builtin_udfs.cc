@@ -6,6 +6,7 @@ void RegisterBuiltinUdfs(UdfRegistry* registry) {
   RegisterParseExampleUdf(registry);
   RegisterDecodeImageUdfs(registry);
   RegisterRandomCropUdf(registry);
+  RegisterRandomResizedCropUdf(registry);
   RegisterRandomFlipUdf(registry);
   RegisterResizeUdf(registry);
   RegisterNormalizeUdf(registry);

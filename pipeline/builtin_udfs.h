@@ -21,6 +21,9 @@ void RegisterParseExampleUdf(UdfRegistry* registry);
 void RegisterDecodeImageUdfs(UdfRegistry* registry);
 // random_crop: params index, and either height+width or fraction (of each side).
 void RegisterRandomCropUdf(UdfRegistry* registry);
+// random_resized_crop: torchvision's RandomResizedCrop. params: index, height, width (output),
+//   scale, ratio ([min, max]).
+void RegisterRandomResizedCropUdf(UdfRegistry* registry);
 // random_flip: horizontal flip with probability `probability` (default 0.5). params: index.
 void RegisterRandomFlipUdf(UdfRegistry* registry);
 // resize: bilinear. params: index, height, width.

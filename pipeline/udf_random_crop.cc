@@ -8,12 +8,12 @@
 // same element and key therefore always give the same crop.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
 #include "pipeline/builtin_udfs.h"
+#include "pipeline/image_crop.h"
 #include "pipeline/limits.h"
 #include "pipeline/udf_tensor_access.h"
 
@@ -22,17 +22,13 @@ namespace {
 
 constexpr char kName[] = "random_crop";
 
-class RandomCrop : public Udf {
+class RandomCrop : public CropUdf {
  public:
   // fraction > 0 selects the fractional mode; otherwise height and width are used.
   RandomCrop(int64_t index, int64_t height, int64_t width, double fraction)
-      : index_(index), height_(height), width_(width), fraction_(fraction) {}
+      : CropUdf(kName, index), height_(height), width_(width), fraction_(fraction) {}
 
-  absl::Status Map(Element& element, const UdfCall& call) const override {
-    ASSIGN_OR_RETURN(Tensor * t, MutableImageAt(element, index_, {DT_UINT8, DT_FLOAT}, kName));
-    const int64_t h = t->shape()[0];
-    const int64_t w = t->shape()[1];
-    const int64_t c = t->shape()[2];
+  absl::StatusOr<CropWindow> Window(int64_t h, int64_t w, const UdfCall& call) const override {
     int64_t crop_h = height_;
     int64_t crop_w = width_;
     if (fraction_ > 0) {
@@ -47,23 +43,12 @@ class RandomCrop : public Udf {
     StatelessRandom rng(call.random_key);
     const int64_t y = static_cast<int64_t>(rng.Uniform(h - crop_h + 1));
     const int64_t x = static_cast<int64_t>(rng.Uniform(w - crop_w + 1));
-    if (crop_h == h && crop_w == w) return absl::OkStatus();
-
-    const size_t pixel_bytes = c * DtypeSize(t->dtype());
-    const size_t src_stride = w * pixel_bytes;
-    const size_t row_bytes = crop_w * pixel_bytes;
-    Tensor out = Tensor::Uninitialized(t->dtype(), {crop_h, crop_w, c});
-    const char* src = t->content().data() + y * src_stride + x * pixel_bytes;
-    char* dst = out.mutable_bytes();
-    for (int64_t r = 0; r < crop_h; ++r) {
-      std::memcpy(dst + r * row_bytes, src + r * src_stride, row_bytes);
-    }
-    *t = std::move(out);
-    return absl::OkStatus();
+    return CropWindow{y, x, crop_h, crop_w};
   }
 
+  absl::StatusOr<Tensor> Finish(Tensor cropped) const override { return cropped; }
+
  private:
-  const int64_t index_;
   const int64_t height_;
   const int64_t width_;
   const double fraction_;
@@ -91,15 +76,8 @@ absl::StatusOr<std::unique_ptr<Udf>> MakeRandomCrop(const Params& p) {
   }
   if (!p.Has("height")) return p.Invalid("height", "is missing: width needs height");
   if (!p.Has("width")) return p.Invalid("width", "is missing: height needs width");
-  const int64_t height = p.GetInt("height");
-  const int64_t width = p.GetInt("width");
-  if (height <= 0) return p.Invalid("height", absl::StrCat("must be positive, got ", height));
-  if (width <= 0) return p.Invalid("width", absl::StrCat("must be positive, got ", width));
-  RETURN_IF_ERROR(CheckParamLimit(p, "height", height, kMaxImageSide, "kMaxImageSide"));
-  RETURN_IF_ERROR(CheckParamLimit(p, "width", width, kMaxImageSide, "kMaxImageSide"));
-  RETURN_IF_ERROR(
-      CheckParamLimit(p, "height' * 'width", height * width, kMaxImagePixels, "kMaxImagePixels"));
-  return std::make_unique<RandomCrop>(index, height, width, 0);
+  ASSIGN_OR_RETURN(const ImageSize size, ImageSizeParams(p));
+  return std::make_unique<RandomCrop>(index, size.height, size.width, 0);
 }
 
 }  // namespace

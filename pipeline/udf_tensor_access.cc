@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "pipeline/limits.h"
 #include "pipeline/tensor.h"
 
 namespace granary {
@@ -16,6 +18,18 @@ absl::StatusOr<int64_t> TensorIndexParam(const Params& params) {
     return params.Invalid(kTensorIndexParam.name, absl::StrCat("must be >= 0, got ", index));
   }
   return index;
+}
+
+absl::StatusOr<ImageSize> ImageSizeParams(const Params& p) {
+  const int64_t height = p.GetInt("height");
+  const int64_t width = p.GetInt("width");
+  if (height <= 0) return p.Invalid("height", absl::StrCat("must be positive, got ", height));
+  if (width <= 0) return p.Invalid("width", absl::StrCat("must be positive, got ", width));
+  RETURN_IF_ERROR(CheckParamLimit(p, "height", height, kMaxImageSide, "kMaxImageSide"));
+  RETURN_IF_ERROR(CheckParamLimit(p, "width", width, kMaxImageSide, "kMaxImageSide"));
+  RETURN_IF_ERROR(
+      CheckParamLimit(p, "height' * 'width", height * width, kMaxImagePixels, "kMaxImagePixels"));
+  return ImageSize{height, width};
 }
 
 absl::StatusOr<const Tensor*> TensorAt(const Element& element, int64_t index,
@@ -32,9 +46,8 @@ absl::StatusOr<const Tensor*> TensorAt(const Element& element, int64_t index,
   }
   std::vector<absl::string_view> names;
   for (DataType d : dtypes) names.push_back(DataTypeName(d));
-  return absl::InvalidArgumentError(absl::StrCat(udf, ": tensor ", index, " is ",
-                                                 t.DebugString(), ", need ",
-                                                 absl::StrJoin(names, " or ")));
+  return absl::InvalidArgumentError(absl::StrCat(udf, ": tensor ", index, " is ", t.DebugString(),
+                                                 ", need ", absl::StrJoin(names, " or ")));
 }
 
 absl::StatusOr<Tensor*> MutableTensorAt(Element& element, int64_t index,
