@@ -3,7 +3,9 @@
 #include <cstdlib>
 
 #include "absl/time/clock.h"
+#include "bench/process_stats.h"
 #include "common/status_macros.h"
+#include "pipeline/local_runner.h"
 #include "pipeline/pipeline_loader.h"
 #include "pipeline/synthetic_imagenet.h"
 
@@ -38,6 +40,41 @@ absl::StatusOr<ServiceEpoch> ReadServiceEpoch(Job& job, int64_t epoch) {
   read.bytes = reader->stats().payload_bytes;
   read.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   return read;
+}
+
+PipelineDef OpsBefore(PipelineDef def, const std::string& name) {
+  auto* ops = def.mutable_ops();
+  for (int i = 0; i < ops->size(); ++i) {
+    if (ops->Get(i).op() == name || ops->Get(i).udf() == name) {
+      ops->DeleteSubrange(i, ops->size() - i);
+      break;
+    }
+  }
+  return def;
+}
+
+absl::StatusOr<std::vector<EpochRates>> InterleaveEpochs(
+    const std::vector<std::unique_ptr<Pipeline>>& pipelines, int repetitions, Env* env) {
+  std::vector<EpochRates> measured(pipelines.size());
+  for (int rep = -1; rep < repetitions; ++rep) {
+    for (size_t i = 0; i < pipelines.size(); ++i) {
+      EpochRunOptions options;
+      options.digest = false;
+      int64_t rows = 0;
+      const bool batched = pipelines[i]->batched();
+      options.on_element = [&rows, batched](const Element& e) {
+        rows += batched ? e.tensors[0].shape()[0] : 1;
+      };
+      const double cpu_before = CpuSecondsOf();
+      ASSIGN_OR_RETURN(EpochResult result,
+                       RunEpochInProcess(*pipelines[i], 1, rep + 1, env, options));
+      if (rep < 0) continue;
+      measured[i].rates.push_back(rows / result.seconds);
+      measured[i].cpu_seconds += CpuSecondsOf() - cpu_before;
+      measured[i].wall_seconds += result.seconds;
+    }
+  }
+  return measured;
 }
 
 }  // namespace granary

@@ -1,14 +1,17 @@
 // What the benchmarks share: the generated ImageNet-style dataset with the pipeline that reads
-// it, and reading one epoch through the service.
+// it, reading one epoch through the service, and in-process epochs of pipelines compared.
 #ifndef GRANARY_BENCH_BENCH_SETUP_H_
 #define GRANARY_BENCH_BENCH_SETUP_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/env.h"
 #include "granary/client.h"
+#include "pipeline/pipeline.h"
 #include "proto/pipeline.pb.h"
 
 namespace granary {
@@ -27,6 +30,23 @@ struct ServiceEpoch {
 
 // Reads epoch `epoch` of `job` (consumer 0) to its end.
 absl::StatusOr<ServiceEpoch> ReadServiceEpoch(Job& job, int64_t epoch);
+
+// `def` without its ops from the first one named `name` on: its op ("batch") or its UDF
+// ("random_resized_crop").
+PipelineDef OpsBefore(PipelineDef def, const std::string& name);
+
+// What InterleaveEpochs measured of one pipeline: its rows (a batch counts its rows) per
+// second in each epoch, and the process's CPU and wall time over them.
+struct EpochRates {
+  std::vector<double> rates;
+  double cpu_seconds = 0;
+  double wall_seconds = 0;
+};
+
+// After a warm-up round, `repetitions` rounds of one in-process epoch of each pipeline in turn
+// (A B A B ...: drifts of the machine hit every pipeline alike).
+absl::StatusOr<std::vector<EpochRates>> InterleaveEpochs(
+    const std::vector<std::unique_ptr<Pipeline>>& pipelines, int repetitions, Env* env);
 
 }  // namespace granary
 

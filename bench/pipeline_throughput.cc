@@ -45,47 +45,6 @@ void SetParam(PipelineDef& def, const std::string& op, const std::string& param,
   }
 }
 
-// `def` without its ops from the first `op` on.
-PipelineDef Before(PipelineDef def, const std::string& op) {
-  auto* ops = def.mutable_ops();
-  for (int i = 0; i < ops->size(); ++i) {
-    if (ops->Get(i).op() == op) {
-      ops->DeleteSubrange(i, ops->size() - i);
-      break;
-    }
-  }
-  return def;
-}
-
-struct Measured {
-  std::vector<double> rates;  // rows/s
-  double cpu_seconds = 0, wall_seconds = 0;
-};
-
-// Runs an epoch of each pipeline per round, interleaved, after a warm-up round.
-absl::StatusOr<std::vector<Measured>> Interleave(
-    const std::vector<std::unique_ptr<Pipeline>>& pipelines, int repetitions, Env* env) {
-  std::vector<Measured> measured(pipelines.size());
-  for (int rep = -1; rep < repetitions; ++rep) {
-    for (size_t i = 0; i < pipelines.size(); ++i) {
-      EpochRunOptions options;
-      options.digest = false;
-      int64_t rows = 0;
-      const bool batched = pipelines[i]->batched();
-      options.on_element = [&rows, batched](const Element& e) {
-        rows += batched ? e.tensors[0].shape()[0] : 1;
-      };
-      const double cpu_before = CpuSecondsOf();
-      ASSIGN_OR_RETURN(EpochResult result, RunEpochInProcess(*pipelines[i], 1, rep + 1, env, options));
-      if (rep < 0) continue;
-      measured[i].rates.push_back(rows / result.seconds);
-      measured[i].cpu_seconds += CpuSecondsOf() - cpu_before;
-      measured[i].wall_seconds += result.seconds;
-    }
-  }
-  return measured;
-}
-
 absl::Status Run() {
   Env* env = Env::Default();
   const UdfRegistry udfs = UdfRegistry::WithBuiltins();
@@ -102,11 +61,11 @@ absl::Status Run() {
                      repetitions);
   for (const std::string& size_text : sizes) {
     const int64_t size = std::stoll(size_text);
-    ASSIGN_OR_RETURN(PipelineDef def,
-                     ImagenetPipeline(env,
-                                      absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size,
-                                                   "_", images),
-                                      images, size, absl::GetFlag(FLAGS_pipeline)));
+    ASSIGN_OR_RETURN(
+        PipelineDef def,
+        ImagenetPipeline(env,
+                         absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size, "_", images),
+                         images, size, absl::GetFlag(FLAGS_pipeline)));
     SetParam(def, "batch", "batch_size", absl::GetFlag(FLAGS_batch_size));
     const std::vector<int> thread_counts = {1, 2};
     std::vector<std::unique_ptr<Pipeline>> pipelines;
@@ -115,7 +74,8 @@ absl::Status Run() {
                        Pipeline::Create(WithParallelMapThreads(def, threads), udfs));
       pipelines.push_back(std::move(p));
     }
-    ASSIGN_OR_RETURN(std::vector<Measured> measured, Interleave(pipelines, repetitions, env));
+    ASSIGN_OR_RETURN(std::vector<EpochRates> measured,
+                     InterleaveEpochs(pipelines, repetitions, env));
     for (size_t i = 0; i < thread_counts.size(); ++i) {
       const std::string config =
           absl::StrCat(size, "x", size, ", ", thread_counts[i], " thread(s) per parallel_map");
@@ -130,15 +90,16 @@ absl::Status Run() {
     // The last two ops' cost, at 2 threads.
     const PipelineDef two = WithParallelMapThreads(def, 2);
     const std::vector<std::pair<std::string, PipelineDef>> stages = {
-        {"up to normalize", Before(two, "batch")},
-        {"up to batch", Before(two, "prefetch")},
+        {"up to normalize", OpsBefore(two, "batch")},
+        {"up to batch", OpsBefore(two, "prefetch")},
         {"whole (batch + prefetch)", two}};
     std::vector<std::unique_ptr<Pipeline>> staged;
     for (const auto& [name, stage] : stages) {
       ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, Pipeline::Create(stage, udfs));
       staged.push_back(std::move(p));
     }
-    ASSIGN_OR_RETURN(std::vector<Measured> stage_rates, Interleave(staged, repetitions, env));
+    ASSIGN_OR_RETURN(std::vector<EpochRates> stage_rates,
+                     InterleaveEpochs(staged, repetitions, env));
     for (size_t i = 0; i < stages.size(); ++i) {
       report.AddSeries(absl::StrCat(size, "x", size, ", 2 threads, ", stages[i].first), "images/s",
                        stage_rates[i].rates);

@@ -119,6 +119,10 @@ struct JpegDecodeState {
   JpegErrorManager err;
   std::string problem;            // Why RunJpegDecode failed.
   std::vector<uint8_t> cmyk_row;  // Scratch row for CMYK / YCCK input.
+  // The window to decode (all of the image when choose is null or declines).
+  const ChooseCropWindow* choose = nullptr;
+  CropWindow window;
+  std::vector<uint8_t> rows;  // Scratch rows of a window's decoded iMCU columns.
 };
 
 // Converts one row of 4-component CMYK (as libjpeg returns it) to RGB or gray. Adobe writes
@@ -147,6 +151,76 @@ void CmykRowTo(const uint8_t* cmyk, int64_t width, bool inverted, int channels, 
   }
 }
 
+// Decodes s->window's rows and columns into *out (after jpeg_start_decompress), reading past the
+// window to the end of the image so that damage anywhere is found. False when libjpeg stops
+// early, with the reason in s->problem.
+bool DecodeWindowRows(JpegDecodeState* s, bool cmyk, int channels, Tensor* out) {
+  const CropWindow& window = s->window;
+  // One pixel beyond the window on each side: fancy upsampling makes the first and last pixel of
+  // a cropped scanline from the edge's chroma alone, so those must be pixels the window drops.
+  // And at least two iMCU columns: a scanline of a single chroma sample is upsampled unlike the
+  // same sample within a wider one (found by DecodeJpegWindowTest).
+  const int64_t image_width = s->cinfo.image_width;
+  const int64_t min_width = 2 * s->cinfo.max_h_samp_factor * DCTSIZE;
+  int64_t begin = std::max<int64_t>(window.x - 1, 0);
+  int64_t end = std::min<int64_t>(window.x + window.width + 1, image_width);
+  end = std::min(std::max(end, begin + min_width), image_width);
+  begin = std::max<int64_t>(std::min(begin, end - min_width), 0);
+  JDIMENSION x = static_cast<JDIMENSION>(begin);
+  JDIMENSION width = static_cast<JDIMENSION>(end - begin);
+  if (width < image_width) jpeg_crop_scanline(&s->cinfo, &x, &width);  // Whole iMCU columns.
+  const size_t components = s->cinfo.output_components;
+  const size_t decoded_stride = static_cast<size_t>(s->cinfo.output_width) * components;
+  const size_t skip_bytes = static_cast<size_t>(window.x - x) * components;
+  if (window.y > 0 && jpeg_skip_scanlines(&s->cinfo, static_cast<JDIMENSION>(window.y)) !=
+                          static_cast<JDIMENSION>(window.y)) {
+    s->problem = absl::StrCat("libjpeg could not skip to row ", window.y);
+    s->err.damaged = true;
+    return false;
+  }
+  *out = Tensor::Uninitialized(DT_UINT8, {window.height, window.width, channels});
+  uint8_t* base = out->data<uint8_t>();
+  const size_t stride = static_cast<size_t>(window.width) * channels;
+  constexpr int kRowsPerCall = 16;
+  s->rows.resize(kRowsPerCall * decoded_stride);
+  JSAMPROW rows[kRowsPerCall];
+  for (int i = 0; i < kRowsPerCall; ++i) rows[i] = s->rows.data() + i * decoded_stride;
+  for (int64_t done = 0; done < window.height;) {
+    const int n = static_cast<int>(std::min<int64_t>(kRowsPerCall, window.height - done));
+    const JDIMENSION read = jpeg_read_scanlines(&s->cinfo, rows, n);
+    if (read == 0) {
+      s->problem = absl::StrCat("libjpeg stopped at row ", s->cinfo.output_scanline, " of ",
+                                s->cinfo.output_height);
+      s->err.damaged = true;
+      return false;
+    }
+    for (JDIMENSION i = 0; i < read; ++i, ++done) {
+      uint8_t* dst = base + done * stride;
+      if (cmyk) {
+        CmykRowTo(rows[i] + skip_bytes, window.width, s->cinfo.saw_Adobe_marker, channels, dst);
+      } else {
+        std::memcpy(dst, rows[i] + skip_bytes, stride);
+      }
+    }
+  }
+  // Through the rest of the entropy-coded data, for its damage: skipping to the very end would
+  // not read it (libjpeg-turbo just declares the end reached), skipping all but the last row does.
+  const JDIMENSION rest = s->cinfo.output_height - s->cinfo.output_scanline;
+  if (rest > 1 && jpeg_skip_scanlines(&s->cinfo, rest - 1) != rest - 1) {
+    s->problem =
+        absl::StrCat("libjpeg could not skip to the end from row ", s->cinfo.output_scanline);
+    s->err.damaged = true;
+    return false;
+  }
+  if (rest > 0 && jpeg_read_scanlines(&s->cinfo, rows, 1) != 1) {
+    s->problem = absl::StrCat("libjpeg stopped at row ", s->cinfo.output_scanline, " of ",
+                              s->cinfo.output_height);
+    s->err.damaged = true;
+    return false;
+  }
+  return true;
+}
+
 // Decodes `bytes` into *out. Returns false on failure with the reason in s->problem (or in
 // s->err.message for libjpeg errors). The caller destroys s->cinfo in either case.
 bool RunJpegDecode(absl::string_view bytes, int requested_channels, JpegDecodeState* s,
@@ -169,6 +243,20 @@ bool RunJpegDecode(absl::string_view bytes, int requested_channels, JpegDecodeSt
     s->problem = std::string(TooLarge(height, width).message());
     return false;
   }
+  s->window = CropWindow{0, 0, height, width};
+  if (s->choose != nullptr) {
+    const std::optional<CropWindow> window = (*s->choose)(height, width);
+    if (window.has_value()) {
+      const CropWindow& w = *window;
+      if (w.y < 0 || w.x < 0 || w.height <= 0 || w.width <= 0 || w.y + w.height > height ||
+          w.x + w.width > width) {
+        s->problem = absl::StrCat("the window of ", w.height, "x", w.width, " at (", w.y, ", ", w.x,
+                                  ") is not inside the image of ", height, "x", width);
+        return false;
+      }
+      s->window = w;
+    }
+  }
   const bool cmyk = s->cinfo.jpeg_color_space == JCS_CMYK || s->cinfo.jpeg_color_space == JCS_YCCK;
   const int channels =
       requested_channels != 0 ? requested_channels : (s->cinfo.num_components == 1 ? 1 : 3);
@@ -188,28 +276,33 @@ bool RunJpegDecode(absl::string_view bytes, int requested_channels, JpegDecodeSt
     return false;
   }
 
-  *out = Tensor::Uninitialized(DT_UINT8, {height, width, channels});
-  uint8_t* base = out->data<uint8_t>();
-  const size_t stride = static_cast<size_t>(width) * channels;
-  if (cmyk) {
-    s->cmyk_row.resize(static_cast<size_t>(width) * 4);
-    JSAMPROW row = s->cmyk_row.data();
-    const bool inverted = s->cinfo.saw_Adobe_marker;
-    while (s->cinfo.output_scanline < s->cinfo.output_height) {
-      const size_t y = s->cinfo.output_scanline;
-      if (jpeg_read_scanlines(&s->cinfo, &row, 1) != 1) break;
-      CmykRowTo(row, width, inverted, channels, base + y * stride);
-    }
+  const CropWindow& window = s->window;
+  if (window.height != height || window.width != width) {
+    if (!DecodeWindowRows(s, cmyk, channels, out)) return false;
   } else {
-    // Hand libjpeg several output rows at once; it decodes straight into the tensor.
-    constexpr int kRowsPerCall = 16;
-    JSAMPROW rows[kRowsPerCall];
-    while (s->cinfo.output_scanline < s->cinfo.output_height) {
-      const size_t y = s->cinfo.output_scanline;
-      const int n = static_cast<int>(
-          std::min<size_t>(kRowsPerCall, s->cinfo.output_height - s->cinfo.output_scanline));
-      for (int i = 0; i < n; ++i) rows[i] = base + (y + i) * stride;
-      if (jpeg_read_scanlines(&s->cinfo, rows, n) == 0) break;
+    *out = Tensor::Uninitialized(DT_UINT8, {height, width, channels});
+    uint8_t* base = out->data<uint8_t>();
+    const size_t stride = static_cast<size_t>(width) * channels;
+    if (cmyk) {
+      s->cmyk_row.resize(static_cast<size_t>(width) * 4);
+      JSAMPROW row = s->cmyk_row.data();
+      const bool inverted = s->cinfo.saw_Adobe_marker;
+      while (s->cinfo.output_scanline < s->cinfo.output_height) {
+        const size_t y = s->cinfo.output_scanline;
+        if (jpeg_read_scanlines(&s->cinfo, &row, 1) != 1) break;
+        CmykRowTo(row, width, inverted, channels, base + y * stride);
+      }
+    } else {
+      // Hand libjpeg several output rows at once; it decodes straight into the tensor.
+      constexpr int kRowsPerCall = 16;
+      JSAMPROW rows[kRowsPerCall];
+      while (s->cinfo.output_scanline < s->cinfo.output_height) {
+        const size_t y = s->cinfo.output_scanline;
+        const int n = static_cast<int>(
+            std::min<size_t>(kRowsPerCall, s->cinfo.output_height - s->cinfo.output_scanline));
+        for (int i = 0; i < n; ++i) rows[i] = base + (y + i) * stride;
+        if (jpeg_read_scanlines(&s->cinfo, rows, n) == 0) break;
+      }
     }
   }
   if (s->cinfo.output_scanline < s->cinfo.output_height) {
@@ -310,6 +403,11 @@ std::string FirstBytesHex(absl::string_view bytes) {
 }
 
 absl::StatusOr<Tensor> DecodeJpeg(absl::string_view bytes, int channels) {
+  return DecodeJpegWindow(bytes, channels, nullptr);
+}
+
+absl::StatusOr<Tensor> DecodeJpegWindow(absl::string_view bytes, int channels,
+                                        const ChooseCropWindow& choose) {
   if (channels != 0 && channels != 1 && channels != 3) {
     return absl::InvalidArgumentError(
         absl::StrCat("JPEG channels must be 0 (as encoded), 1 or 3, got ", channels));
@@ -322,6 +420,7 @@ absl::StatusOr<Tensor> DecodeJpeg(absl::string_view bytes, int channels) {
                                                    " (first bytes ", FirstBytesHex(bytes), ")"));
   }
   JpegDecodeState state{};
+  if (choose) state.choose = &choose;
   Tensor image;
   const bool ok = RunJpegDecode(bytes, channels, &state, &image);
   jpeg_destroy_decompress(&state.cinfo);  // Safe on a zeroed or half-built struct.

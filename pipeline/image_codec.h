@@ -9,10 +9,13 @@
 #ifndef GRANARY_PIPELINE_IMAGE_CODEC_H_
 #define GRANARY_PIPELINE_IMAGE_CODEC_H_
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "pipeline/crop_window.h"
 #include "pipeline/limits.h"
 #include "pipeline/tensor.h"
 
@@ -41,6 +44,18 @@ std::string FirstBytesHex(absl::string_view bytes);
 // the header or about unsupported features (with libjpeg's message), an image larger than
 // kMaxImagePixels.
 absl::StatusOr<Tensor> DecodeJpeg(absl::string_view bytes, int channels);
+
+// Chooses, from an image's height and width, the window of it to decode; nullopt: all of it.
+using ChooseCropWindow = std::function<std::optional<CropWindow>(int64_t height, int64_t width)>;
+
+// Decodes the window of a JPEG that `choose` picks once the header is read: the window's
+// pixels, byte for byte those of DecodeJpeg followed by cutting out the window — only the iMCU
+// rows and columns that hold the window (and a pixel around it, where fancy upsampling reads)
+// run the inverse DCT, upsampling and color conversion (libjpeg-turbo's jpeg_skip_scanlines and
+// jpeg_crop_scanline). All of the entropy-coded data is still read, so a damaged image fails as
+// DecodeJpeg fails. The errors of DecodeJpeg, and InvalidArgument for a window outside the image.
+absl::StatusOr<Tensor> DecodeJpegWindow(absl::string_view bytes, int channels,
+                                        const ChooseCropWindow& choose);
 
 // Decodes a PNG into uint8 [height, width, channels]. `channels` is 1 (gray), 2 (gray + alpha),
 // 3 (RGB), 4 (RGBA) or 0 (as encoded: the PNG's own color channels plus alpha if it has alpha

@@ -136,24 +136,6 @@ TEST(ImageCodecTest, DecodesPngToRgbaWithOpaqueAlpha) {
   }
 }
 
-// Encodes `pixels` (rows of `width` pixels in `format`) as a PNG through libpng.
-std::string EncodePng(const std::vector<uint8_t>& pixels, int width, int height,
-                      png_uint_32 format) {
-  png_image png;
-  std::memset(&png, 0, sizeof(png));
-  png.version = PNG_IMAGE_VERSION;
-  png.width = width;
-  png.height = height;
-  png.format = format;
-  png_alloc_size_t size = 0;
-  EXPECT_TRUE(png_image_write_to_memory(&png, nullptr, &size, 0, pixels.data(), 0, nullptr));
-  std::string out(size, '\0');
-  EXPECT_TRUE(png_image_write_to_memory(&png, out.data(), &size, 0, pixels.data(), 0, nullptr))
-      << png.message;
-  out.resize(size);
-  return out;
-}
-
 TEST(ImageCodecTest, DecodesRgbaPngKeepingOrCompositingAlpha) {
   // One opaque orange pixel, one fully transparent white pixel.
   const std::string png = EncodePng({255, 128, 0, 255, 255, 255, 255, 0}, 2, 1, PNG_FORMAT_RGBA);

@@ -29,6 +29,9 @@ struct OpBuildArgs {
   // Shared by a parallel_map and the batch op right after it (batch_placement.h); null
   // otherwise.
   std::shared_ptr<BatchPlacement> placement;
+  // In a fused map chain: this op's UDF decodes a JPEG that the next op's UDF crops, and the two
+  // run as one partial decode (decode_crop_fusion.h).
+  bool decode_crop_with_next = false;
 };
 
 struct OpInfo {
@@ -81,9 +84,9 @@ std::unique_ptr<Iterator> NewMapIterator(std::unique_ptr<Iterator> input,
                                          std::vector<OpBuildArgs> chain);
 // A stage on `num_threads` threads, order-preserving. With `placement` (a batch op follows),
 // each thread places the rows it makes into their batch (batch_placement.h).
-std::unique_ptr<Iterator> NewParallelMapIterator(std::unique_ptr<Iterator> input,
-                                                 std::vector<OpBuildArgs> chain, int num_threads,
-                                                 std::shared_ptr<BatchPlacement> placement = nullptr);
+std::unique_ptr<Iterator> NewParallelMapIterator(
+    std::unique_ptr<Iterator> input, std::vector<OpBuildArgs> chain, int num_threads,
+    std::shared_ptr<BatchPlacement> placement = nullptr);
 // parallel_map's validated num_threads param (default: the number of cores).
 absl::StatusOr<int> ParallelMapThreads(const Params& params);
 

@@ -9,6 +9,7 @@
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
 #include "pipeline/allocation_guard.h"
+#include "pipeline/decode_crop_fusion.h"
 #include "pipeline/source_iterator.h"
 
 namespace granary {
@@ -147,11 +148,17 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
       }
       chain.push_back(args_for(i));
     }
+    for (size_t k = 0; options_.fuse_decode_crop && k + 1 < chain.size(); ++k) {
+      if (chain[k].udf != nullptr && chain[k + 1].udf != nullptr &&
+          FusesDecodeCrop(*chain[k].udf, *chain[k + 1].udf)) {
+        chain[k].decode_crop_with_next = true;
+        ++k;  // A crop fuses with one decode only.
+      }
+    }
     // A batch right after a parallel stage has its rows placed by the stage's threads.
     std::shared_ptr<BatchPlacement> placement;
     if (num_threads > 0 && i < ops_.size() && ops_[i].info->name == "batch") {
-      placement =
-          std::make_shared<BatchPlacement>(ops_[i].params.GetInt("batch_size"), ctx.pool);
+      placement = std::make_shared<BatchPlacement>(ops_[i].params.GetInt("batch_size"), ctx.pool);
     }
     it = num_threads == 0
              ? NewMapIterator(std::move(it), std::move(chain))

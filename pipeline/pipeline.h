@@ -31,6 +31,9 @@ struct PipelineOptions {
   // Run each run of consecutive map / parallel_map ops as one stage (op.h). Off only to compare
   // against or debug the unfused pipeline: the output is the same either way.
   bool fuse_maps = true;
+  // Within such a stage, decode only the part of a JPEG that a crop right after the decode keeps
+  // (decode_crop_fusion.h). Off only to compare: the output is the same either way.
+  bool fuse_decode_crop = true;
 };
 
 class Pipeline {

@@ -1,7 +1,5 @@
-// decode_jpeg and decode_image: replace the encoded image at `index` (a string scalar) by its
-// pixels, uint8 [height, width, channels]. decode_jpeg accepts only JPEG; decode_image sniffs
-// JPEG or PNG by magic bytes. params: index (default 0), channels (default 3; 1 for grayscale,
-// 3 for RGB, 0 for as encoded, see image_codec.h).
+#include "pipeline/udf_decode_image.h"
+
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -11,43 +9,37 @@
 #include "pipeline/udf_tensor_access.h"
 
 namespace granary {
-namespace {
 
-class DecodeImageUdf : public Udf {
- public:
-  DecodeImageUdf(const char* name, bool jpeg_only, int64_t index, int channels)
-      : name_(name), jpeg_only_(jpeg_only), index_(index), channels_(channels) {}
-
-  absl::Status Map(Element& element, const UdfCall& call) const override {
-    ASSIGN_OR_RETURN(Tensor * t, MutableTensorAt(element, index_, DT_STRING, name_));
-    if (t->rank() != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(name_, ": tensor ", index_, " is ",
-                                                     t->DebugString(),
-                                                     ", need string[] (one encoded image)"));
-    }
-    const std::string& bytes = t->strings()[0];
-    absl::StatusOr<Tensor> image;
-    if (jpeg_only_) {
-      if (SniffImageFormat(bytes) == ImageFormat::kPng) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(name_, ": the input is a PNG (first bytes ", FirstBytesHex(bytes),
-                         "), not a JPEG; use decode_image to decode PNG and JPEG"));
-      }
-      image = DecodeJpeg(bytes, channels_);
-    } else {
-      image = DecodeImage(bytes, channels_);
-    }
-    if (!image.ok()) return Annotate(image.status(), name_);
-    *t = *std::move(image);
-    return absl::OkStatus();
+absl::StatusOr<Tensor*> DecodeImageUdf::EncodedImage(Element& element) const {
+  ASSIGN_OR_RETURN(Tensor * t, MutableTensorAt(element, index_, DT_STRING, name_));
+  if (t->rank() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(name_, ": tensor ", index_, " is ",
+                                                   t->DebugString(),
+                                                   ", need string[] (one encoded image)"));
   }
+  return t;
+}
 
- private:
-  const char* const name_;
-  const bool jpeg_only_;
-  const int64_t index_;
-  const int channels_;
-};
+absl::Status DecodeImageUdf::Map(Element& element, const UdfCall&) const {
+  ASSIGN_OR_RETURN(Tensor * t, EncodedImage(element));
+  const std::string& bytes = t->strings()[0];
+  absl::StatusOr<Tensor> image;
+  if (jpeg_only_) {
+    if (SniffImageFormat(bytes) == ImageFormat::kPng) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": the input is a PNG (first bytes ", FirstBytesHex(bytes),
+                       "), not a JPEG; use decode_image to decode PNG and JPEG"));
+    }
+    image = DecodeJpeg(bytes, channels_);
+  } else {
+    image = DecodeImage(bytes, channels_);
+  }
+  if (!image.ok()) return Annotate(image.status(), name_);
+  *t = *std::move(image);
+  return absl::OkStatus();
+}
+
+namespace {
 
 void RegisterDecoder(UdfRegistry* registry, const char* name, bool jpeg_only) {
   registry

@@ -5,6 +5,7 @@
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
 #include "pipeline/allocation_guard.h"
+#include "pipeline/decode_crop_fusion.h"
 
 namespace granary {
 namespace {
@@ -32,7 +33,20 @@ absl::Status MarkUdfElementError(absl::Status status) {
 }
 
 absl::Status InvokeMapUdfs(const std::vector<OpBuildArgs>& chain, Element& element) {
-  for (const OpBuildArgs& args : chain) {
+  for (size_t k = 0; k < chain.size(); ++k) {
+    const OpBuildArgs& args = chain[k];
+    if (args.decode_crop_with_next) {
+      const OpBuildArgs& crop = chain[++k];
+      bool crop_failed = false;
+      const absl::Status status = CatchAllocationFailure([&] {
+        return RunDecodeCrop(*args.udf, CallFor(args, element), *crop.udf, CallFor(crop, element),
+                             element, &crop_failed);
+      });
+      if (!status.ok()) {
+        return MarkUdfElementError(Annotate(status, Context(crop_failed ? crop : args, element)));
+      }
+      continue;
+    }
     const UdfCall call = CallFor(args, element);
     const absl::Status status =
         CatchAllocationFailure([&] { return args.udf->Map(element, call); });

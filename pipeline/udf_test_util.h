@@ -4,7 +4,10 @@
 #ifndef GRANARY_PIPELINE_UDF_TEST_UTIL_H_
 #define GRANARY_PIPELINE_UDF_TEST_UTIL_H_
 
+#include <png.h>
+
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -82,6 +85,24 @@ inline std::string ImagenetJpeg() {
       ReadTestRecords("imagenet_inception_train-00000-of-00001.tfrecord");
   EXPECT_EQ(records.size(), 1u);
   return records.empty() ? "" : BytesFeature(records[0], "image/encoded");
+}
+
+// Encodes `pixels` (rows of `width` pixels in `format`) as a PNG through libpng.
+inline std::string EncodePng(const std::vector<uint8_t>& pixels, int width, int height,
+                             png_uint_32 format) {
+  png_image png;
+  std::memset(&png, 0, sizeof(png));
+  png.version = PNG_IMAGE_VERSION;
+  png.width = width;
+  png.height = height;
+  png.format = format;
+  png_alloc_size_t size = 0;
+  EXPECT_TRUE(png_image_write_to_memory(&png, nullptr, &size, 0, pixels.data(), 0, nullptr));
+  std::string out(size, '\0');
+  EXPECT_TRUE(png_image_write_to_memory(&png, out.data(), &size, 0, pixels.data(), 0, nullptr))
+      << png.message;
+  out.resize(size);
+  return out;
 }
 
 // The first bytes of a GIF: an image format neither decoder supports.

@@ -40,6 +40,7 @@ cd "$root"
 # benchmark binary -> the result files it writes.
 benchmarks=(
   "pipeline_throughput:pipeline_throughput"
+  "decode_crop_bench:decode_crop"
   "service_bench:service"
   "transport_bench:transport"
   "peer_bench:peer memory"

@@ -1,0 +1,83 @@
+// The decode-crop fusion (issue 18, pipeline/decode_crop_fusion.h): the standard ImageNet
+// training pipeline (examples/imagenet_random_resized_crop.json: parse, decode_jpeg,
+// random_resized_crop to 224x224, flip, normalize, batch) on 512x512 JPEGs, in process, with
+// the fusion off and on, and the decode-only ceiling (the pipeline up to decode_jpeg, every
+// image decoded whole) — interleaved epochs in one run, each parallel_map at 1 thread and at 2.
+// Targets: fused >= 1.5x unfused, and above the decode-only ceiling.
+//
+//   bench/decode_crop_bench [--size 512] [--images N] [--repetitions R] [--dir D]
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "bench/bench_report.h"
+#include "bench/bench_setup.h"
+#include "bench/sample_stats.h"
+#include "common/env.h"
+#include "common/status_macros.h"
+
+ABSL_FLAG(int64_t, size, 512, "Side of the source images.");
+ABSL_FLAG(int64_t, images, 1024, "Images per dataset.");
+ABSL_FLAG(int, repetitions, 5, "Epochs measured per configuration.");
+ABSL_FLAG(std::string, dir, "/tmp/granary_bench", "Where datasets are generated.");
+
+namespace granary {
+namespace {
+
+absl::Status Run() {
+  Env* env = Env::Default();
+  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
+  const bool quick = QuickBench();
+  const int repetitions = quick ? 1 : absl::GetFlag(FLAGS_repetitions);
+  const int64_t images = quick ? 32 : absl::GetFlag(FLAGS_images);
+  const int64_t size = quick ? 128 : absl::GetFlag(FLAGS_size);
+  BenchReport report("decode_crop",
+                     absl::StrCat("decode_jpeg + random_resized_crop(224) fused vs unfused on ",
+                                  size, "x", size, " JPEGs, in process"),
+                     repetitions);
+  ASSIGN_OR_RETURN(
+      const PipelineDef def,
+      ImagenetPipeline(env, absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size, "_", images),
+                       images, size, "examples/imagenet_random_resized_crop.json"));
+  for (int threads : {1, 2}) {
+    const PipelineDef with_threads = WithParallelMapThreads(def, threads);
+    PipelineOptions unfused;
+    unfused.fuse_decode_crop = false;
+    const std::vector<std::pair<std::string, std::pair<PipelineDef, PipelineOptions>>> configs = {
+        {"decode only (ceiling)", {OpsBefore(with_threads, "random_resized_crop"), {}}},
+        {"unfused", {with_threads, unfused}},
+        {"fused", {with_threads, {}}}};
+    std::vector<std::unique_ptr<Pipeline>> pipelines;
+    for (const auto& [name, config] : configs) {
+      ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p,
+                       Pipeline::Create(config.first, udfs, config.second));
+      pipelines.push_back(std::move(p));
+    }
+    ASSIGN_OR_RETURN(const std::vector<EpochRates> rates,
+                     InterleaveEpochs(pipelines, repetitions, env));
+    const std::string at = absl::StrCat(threads, " thread(s) per parallel_map");
+    for (size_t i = 0; i < configs.size(); ++i) {
+      report.AddSeries(absl::StrCat(configs[i].first, ", ", at), "images/s", rates[i].rates);
+    }
+    report.AddHeadline(absl::StrCat(at, ": fused / unfused"),
+                       Median(rates[2].rates) / Median(rates[1].rates), "x",
+                       BenchTarget::AtLeast(1.5));
+    report.AddHeadline(absl::StrCat(at, ": fused / decode-only ceiling"),
+                       Median(rates[2].rates) / Median(rates[0].rates), "x",
+                       BenchTarget::AtLeast(1.0));
+  }
+  report.AddNote(
+      "The decode-only ceiling runs parse_example and decode_jpeg (whole images) and nothing "
+      "after; unfused and fused run the whole pipeline, fused decoding only the window "
+      "random_resized_crop keeps (same output bytes). Interleaved epochs after a warm-up.");
+  return report.Finish();
+}
+
+}  // namespace
+}  // namespace granary
+
+int main(int argc, char** argv) {
+  return granary::BenchMain(argc, argv, "decode_crop_bench", granary::Run);
+}
