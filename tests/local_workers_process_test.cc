@@ -25,6 +25,7 @@
 #include "pipeline/epoch_digest.h"
 #include "tests/in_process_digest.h"
 #include "tests/local_cluster.h"
+#include "tests/run_command.h"
 
 namespace granary {
 namespace {
@@ -224,6 +225,33 @@ TEST_F(LocalWorkersTest, TheModelPlacementPutsLocalWorkersToWorkFirstExactlyOnce
   EXPECT_GE(placed.scaling_steps(), 1) << "the probe puts the local workers to work";
   EXPECT_LE(placed.scaling_steps(), 3) << placed.last_scaling();
   EXPECT_THAT(placed.last_scaling(), HasSubstr("model"));
+}
+
+// `granary scale --local_workers` sets a job's local tasks per consumer beside its remote ones
+// (and leaves them as they are without the flag).
+TEST_F(LocalWorkersTest, GranaryScaleSetsLocalTasksFromTheCommandLine) {
+  Start(/*remote_workers=*/1);
+  std::unique_ptr<Job> job = Open(
+      Pipeline(), {.name = "scaled", .seed = kSeed, .num_worker_slots = 1, .local_workers = 2});
+  ASSERT_NE(job, nullptr);
+  const std::string scale = absl::StrCat(GRANARY_BINARY, " scale --insecure --dispatcher ",
+                                         cluster_->dispatcher_address(), " --job scaled");
+  testing::CommandResult r = testing::RunCommand(scale + " --workers 0 --local_workers 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("0 remote + 2 local tasks per consumer")) << r.output;
+  DispatcherStateProto state = State();
+  ASSERT_EQ(state.jobs_size(), 1);
+  EXPECT_EQ(state.jobs(0).options().num_worker_slots(), 0);
+  EXPECT_EQ(state.jobs(0).options().num_local_slots(), 2);
+  r = testing::RunCommand(scale + " --workers 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  state = State();
+  EXPECT_EQ(state.jobs(0).options().num_worker_slots(), 3);
+  EXPECT_EQ(state.jobs(0).options().num_local_slots(), 2) << "unchanged without --local_workers";
+  // No task at all is refused, naming the problem; nothing changes.
+  r = testing::RunCommand(scale + " --workers 0 --local_workers 0");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(State().jobs(0).options().num_worker_slots(), 3);
 }
 
 }  // namespace

@@ -1,7 +1,11 @@
 // granary scale: sets a job's tasks per consumer — for its running epoch (tasks join on more
 // workers, or the newest are shed, exactly once throughout) and the epochs after (issue 17).
 //
-//   granary scale --dispatcher HOST:PORT --job NAME_OR_ID --workers N [--reason R] (TLS flags)
+//   granary scale --dispatcher HOST:PORT --job NAME_OR_ID --workers N [--local_workers L]
+//                 [--reason R] (TLS flags)
+//
+// --workers sets the remote tasks per consumer; --local_workers, when given, also the local ones
+// (tasks for the local workers of each consumer, which its client started: JobSpec.local_workers).
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -10,7 +14,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "grpcpp/create_channel.h"
 #include "proto/dispatcher.grpc.pb.h"
@@ -19,6 +25,7 @@
 
 ABSL_DECLARE_FLAG(std::string, dispatcher);
 ABSL_DECLARE_FLAG(int, workers);
+ABSL_DECLARE_FLAG(int32_t, local_workers);
 ABSL_FLAG(std::string, job, "", "The job to scale: its name, or its id.");
 ABSL_FLAG(std::string, reason, "by hand (granary scale)", "Why, for `granary status`.");
 
@@ -26,8 +33,16 @@ namespace granary {
 
 int ScaleCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "granary scale --dispatcher HOST:PORT --job NAME_OR_ID --workers N [--reason R] "
+      "granary scale --dispatcher HOST:PORT --job NAME_OR_ID --workers N [--local_workers L] "
+      "[--reason R] "
       "(--tls_ca CA [--tls_cert C --tls_key K] | --insecure)");
+  // Whether --local_workers was given (its default, shared with `granary run`, is 0).
+  bool local_given = false;
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    local_given =
+        local_given || arg == "--local_workers" || absl::StartsWith(arg, "--local_workers=");
+  }
   absl::ParseCommandLine(argc, argv);
   const std::string address = absl::GetFlag(FLAGS_dispatcher);
   const std::string job = absl::GetFlag(FLAGS_job);
@@ -50,6 +65,7 @@ int ScaleCommand(int argc, char** argv) {
     request.set_job_name(job);
   }
   request.set_num_worker_slots(absl::GetFlag(FLAGS_workers));
+  if (local_given) request.set_num_local_slots(absl::GetFlag(FLAGS_local_workers));
   request.set_reason(absl::GetFlag(FLAGS_reason));
   auto stub = Dispatcher::NewStub(grpc::CreateChannel(address, *credentials));
   grpc::ClientContext context;
@@ -61,8 +77,12 @@ int ScaleCommand(int argc, char** argv) {
                  rpc.error_message().c_str());
     return 1;
   }
-  std::printf("job %s: %d tasks per consumer; its running epoch has %d leasing\n", job.c_str(),
-              request.num_worker_slots(), response.running_tasks_per_consumer());
+  std::printf("job %s: %d remote%s tasks per consumer; its running epoch has %d leasing\n",
+              job.c_str(), request.num_worker_slots(),
+              request.has_num_local_slots()
+                  ? absl::StrCat(" + ", request.num_local_slots(), " local").c_str()
+                  : "",
+              response.running_tasks_per_consumer());
   return 0;
 }
 
