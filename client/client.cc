@@ -147,6 +147,7 @@ class ClientImpl final : public Client {
     request.mutable_options()->set_num_worker_slots(spec.num_worker_slots);
     request.mutable_options()->set_num_epochs(spec.num_epochs);
     for (const std::string& reader : spec.readers) request.mutable_options()->add_readers(reader);
+    request.mutable_options()->set_auto_order(spec.auto_order);
     request.mutable_options()->set_placement(
         spec.placement == JobPlacement::kPecan  ? PLACEMENT_PECAN
         : spec.placement == JobPlacement::kAuto ? PLACEMENT_AUTO

@@ -528,6 +528,7 @@ const PipelineDef& DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* d
   def->set_epoch(task.epoch());
   def->set_generation(task.generation());
   def->set_consumer(task.consumer());
+  def->set_auto_order(job->options().auto_order());
   def->set_dataset_id(job->dataset_id());
   def->set_seed(job->options().seed());
   def->set_cached_prefix_ops(cache.cached_prefix_ops());

@@ -20,6 +20,8 @@ namespace granary {
 
 // Rows in one batch (batch's batch_size). ImageNet-scale training uses at most a few thousand.
 inline constexpr int64_t kMaxBatchSize = int64_t{1} << 20;
+// The largest op position an OpDef.original_index (AutoOrder's) may name.
+inline constexpr int64_t kMaxOps = int64_t{1} << 20;
 // Each side of an image an op produces (resize, random_crop), in pixels.
 inline constexpr int64_t kMaxImageSide = 65536;
 // Pixels (height * width) of an image an op produces or a decoder accepts: 256 Mpixel. A corrupt

@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "pipeline/allocation_guard.h"
 #include "pipeline/decode_crop_fusion.h"
+#include "pipeline/limits.h"
 #include "pipeline/source_iterator.h"
 
 namespace granary {
@@ -21,6 +22,16 @@ std::string OpLabel(int index, const OpDef& op) {
 }
 
 }  // namespace
+
+std::vector<int> UserOpIndices(const PipelineDef& def) {
+  std::vector<int> indices;
+  int index = def.cached_ops();
+  for (const OpDef& op : def.ops()) {
+    indices.push_back(op.has_original_index() ? op.original_index() : index);
+    if (op.op() != "cache_write") ++index;
+  }
+  return indices;
+}
 
 absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& def,
                                                            const UdfRegistry& udfs,
@@ -41,13 +52,17 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
                                                      absl::StrCat("source ", type)));
   if (p->source_->validate) RETURN_IF_ERROR(p->source_->validate(p->source_params_, nullptr));
 
-  // Op indices count the user's ops (PipelineDef.cached_ops): an inserted cache_write does not.
-  int index = def.cached_ops();
+  const std::vector<int> indices = UserOpIndices(def);
   const OpInfo* previous = nullptr;
-  for (const OpDef& op : def.ops()) {
+  for (int i = 0; i < def.ops_size(); ++i) {
+    const OpDef& op = def.ops(i);
     CompiledOp compiled;
-    compiled.index = index;
-    if (op.op() != "cache_write") ++index;
+    compiled.index = indices[i];
+    if (op.has_original_index() && (op.original_index() < 0 || op.original_index() > kMaxOps)) {
+      return absl::InvalidArgumentError(absl::StrCat(OpLabel(i, op), ": original_index ",
+                                                     op.original_index(), " is outside [0, ",
+                                                     kMaxOps, "] (kMaxOps, pipeline/limits.h)"));
+    }
     compiled.label = OpLabel(compiled.index, op);
     compiled.info = FindOp(op.op());
     if (compiled.info == nullptr) {

@@ -89,6 +89,11 @@ class Pipeline {
 // `def` with every parallel_map set to `num_threads` threads (a worker's --threads, benchmarks).
 PipelineDef WithParallelMapThreads(PipelineDef def, int num_threads);
 
+// Each op's index as the user wrote the pipeline — what its random key and error label use:
+// its OpDef.original_index when AutoOrder moved it, else its position counted from
+// def.cached_ops (ops a cache_read source stands in for), an inserted cache_write not counted.
+std::vector<int> UserOpIndices(const PipelineDef& def);
+
 }  // namespace granary
 
 #endif  // GRANARY_PIPELINE_PIPELINE_H_

@@ -46,6 +46,24 @@ class Udf {
   virtual absl::StatusOr<bool> Keep(const Element& element, const UdfCall& call) const;
 };
 
+// What a map UDF does to the image at its `index` param, for AutoOrder's commutation rules
+// (pipeline/optimizer/auto_order.h). Declared at registration; kOther never moves.
+enum class UdfRole {
+  kOther,
+  // Each output value is a function of the input value at the same position and channel alone,
+  // the shape [height, width, channels] stays, and the output dtype is uint8 or float32, which
+  // every kPixelSelecting UDF takes (normalize).
+  kPixelwise,
+  // Each output pixel is a copy of one input pixel, chosen from the image's height and width
+  // and the call's random key alone, never its values (random_crop, random_flip); works on any
+  // numeric dtype.
+  kPixelSelecting,
+  // Output pixels interpolate several input pixels (resize, random_resized_crop).
+  kResampling,
+  kParser,   // records to tensors (parse_example)
+  kDecoder,  // encoded bytes to pixels (decode_jpeg, decode_image)
+};
+
 struct UdfInfo {
   std::string name;
   UdfKind kind = UdfKind::kMap;
@@ -53,6 +71,7 @@ struct UdfInfo {
   // Builds the UDF from its validated parameters; InvalidArgument (via params.Invalid) for
   // values out of range.
   std::function<absl::StatusOr<std::unique_ptr<Udf>>(const Params& params)> factory;
+  UdfRole role = UdfRole::kOther;
 };
 
 // Thread-compatible: register everything first, then share it read-only.

@@ -56,7 +56,8 @@ void RegisterDecoder(UdfRegistry* registry, const char* name, bool jpeg_only) {
                     }
                     return std::make_unique<DecodeImageUdf>(name, jpeg_only, index,
                                                             static_cast<int>(channels));
-                  }})
+                  },
+                  UdfRole::kDecoder})
       .IgnoreError();
 }
 

@@ -220,7 +220,8 @@ void RegisterNormalizeUdf(UdfRegistry* registry) {
                    {"scale", ParamType::kFloat},
                    {"mean", ParamType::kFloatList},
                    {"std", ParamType::kFloatList}},
-                  MakeNormalize})
+                  MakeNormalize,
+                  UdfRole::kPixelwise})
       .IgnoreError();
 }
 

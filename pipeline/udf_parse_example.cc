@@ -221,7 +221,8 @@ void RegisterParseExampleUdf(UdfRegistry* registry) {
           {kName,
            UdfKind::kMap,
            {{"keys", ParamType::kStringList, true}, {"dtypes", ParamType::kStringList, true}},
-           MakeParseExample})
+           MakeParseExample,
+           UdfRole::kParser})
       .IgnoreError();
 }
 

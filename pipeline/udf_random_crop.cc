@@ -90,7 +90,8 @@ void RegisterRandomCropUdf(UdfRegistry* registry) {
                    {"height", ParamType::kInt},
                    {"width", ParamType::kInt},
                    {"fraction", ParamType::kFloat}},
-                  MakeRandomCrop})
+                  MakeRandomCrop,
+                  UdfRole::kPixelSelecting})
       .IgnoreError();
 }
 

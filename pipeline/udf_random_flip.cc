@@ -96,7 +96,8 @@ void RegisterRandomFlipUdf(UdfRegistry* registry) {
       ->Register({kName,
                   UdfKind::kMap,
                   {kTensorIndexParam, {"probability", ParamType::kFloat}},
-                  MakeRandomFlip})
+                  MakeRandomFlip,
+                  UdfRole::kPixelSelecting})
       .IgnoreError();
 }
 

@@ -129,7 +129,8 @@ void RegisterRandomResizedCropUdf(UdfRegistry* registry) {
                    {"width", ParamType::kInt, true},
                    {"scale", ParamType::kFloatList},
                    {"ratio", ParamType::kFloatList}},
-                  MakeRandomResizedCrop})
+                  MakeRandomResizedCrop,
+                  UdfRole::kResampling})
       .IgnoreError();
 }
 

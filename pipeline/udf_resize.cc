@@ -46,7 +46,8 @@ void RegisterResizeUdf(UdfRegistry* registry) {
           {kName,
            UdfKind::kMap,
            {kTensorIndexParam, {"height", ParamType::kInt, true}, {"width", ParamType::kInt, true}},
-           MakeResize})
+           MakeResize,
+           UdfRole::kResampling})
       .IgnoreError();
 }
 

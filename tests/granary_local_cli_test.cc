@@ -42,13 +42,16 @@ class LocalCliTest : public ::testing::Test {
     return text.value_or("");
   }
 
-  // Runs `granary local` and returns the digest file's contents.
-  static std::string Digests(const std::string& pipeline, uint64_t seed, const std::string& tag) {
+  // Runs `granary local` (with `flags`) and returns the digest file's contents; `output` gets
+  // what it printed.
+  static std::string Digests(const std::string& pipeline, uint64_t seed, const std::string& tag,
+                             const std::string& flags = "", std::string* output = nullptr) {
     const std::string out = dir_->Join("digest_" + tag);
     const auto r = RunCommand(absl::StrCat("GRANARY_DATA=", dir_->path(), "/data ", GRANARY_BINARY,
                                            " local --epochs 2 --pipeline ", pipeline, " --seed ",
-                                           seed, " --digest_out ", out));
+                                           seed, " --digest_out ", out, " ", flags));
     EXPECT_EQ(r.exit_code, 0) << r.output;
+    if (output != nullptr) *output = r.output;
     return Read(out);
   }
 
@@ -72,6 +75,17 @@ TEST_F(LocalCliTest, SameSeedWritesIdenticalDigests) {
   EXPECT_EQ(a, b) << "seed 5";
   EXPECT_THAT(a, HasSubstr(R"({"epoch":0,"elements":96,)"));
   EXPECT_THAT(a, HasSubstr(R"({"epoch":1,"elements":96,)"));
+}
+
+TEST_F(LocalCliTest, AutoOrderShowsItsOrderAndKeepsTheDigests) {
+  // Normalize (4x the bytes) written before the crop and flip: AutoOrder runs them first.
+  const std::string pipeline =
+      testing::SourceDir() + "/examples/imagenet_resnet_normalize_first.json";
+  std::string printed;
+  const std::string reordered = Digests(pipeline, 9, "auto", "--auto_order", &printed);
+  EXPECT_THAT(printed, HasSubstr("auto_order: shuffle parse_example decode_jpeg random_crop(op 4) "
+                                 "random_flip(op 5) normalize(op 3) batch prefetch"));
+  EXPECT_EQ(reordered, Digests(pipeline, 9, "as_written")) << "seed 9";
 }
 
 TEST_F(LocalCliTest, OtherSeedChangesOrderNotContentOfShuffledUnaugmentedPipeline) {
@@ -116,24 +130,24 @@ TEST_P(BadPipelineCliTest, IsRejectedNamingTheCulprit) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadPipelineCliTest,
-    ::testing::Values(
-        BadPipeline{"unknown_op",
-                    R"({"source": {"type": "range", "params": {"stop": 3}},
+    ::testing::Values(BadPipeline{"unknown_op",
+                                  R"({"source": {"type": "range", "params": {"stop": 3}},
                         "ops": [{"op": "unbatch"}]})",
-                    "op 0 (unbatch): unknown op"},
-        BadPipeline{"unknown_udf",
-                    R"({"source": {"type": "range", "params": {"stop": 3}},
+                                  "op 0 (unbatch): unknown op"},
+                      BadPipeline{"unknown_udf",
+                                  R"({"source": {"type": "range", "params": {"stop": 3}},
                         "ops": [{"op": "map", "udf": "decode_webp"}]})",
-                    "op 0 (map, udf 'decode_webp'): unknown UDF"},
-        BadPipeline{"wrong_param_type",
-                    R"({"source": {"type": "range", "params": {"stop": 3}},
+                                  "op 0 (map, udf 'decode_webp'): unknown UDF"},
+                      BadPipeline{
+                          "wrong_param_type",
+                          R"({"source": {"type": "range", "params": {"stop": 3}},
                         "ops": [{"op": "batch", "params": {"batch_size": "32"}}]})",
-                    "op 0 (batch): param 'batch_size' must be an integer, got string \"32\""},
-        BadPipeline{"missing_file",
-                    R"({"source": {"type": "tfrecord",
+                          "op 0 (batch): param 'batch_size' must be an integer, got string \"32\""},
+                      BadPipeline{"missing_file",
+                                  R"({"source": {"type": "tfrecord",
                                    "params": {"files": ["/nonexistent/train-*.tfrecord"]}}})",
-                    "pattern '/nonexistent/train-*.tfrecord' matches no file"},
-        BadPipeline{"not_json", R"({"source": )", "not a valid pipeline"}),
+                                  "pattern '/nonexistent/train-*.tfrecord' matches no file"},
+                      BadPipeline{"not_json", R"({"source": )", "not a valid pipeline"}),
     [](const auto& info) { return info.param.name; });
 
 TEST_F(LocalCliTest, MissingPipelineFileIsNamed) {

@@ -18,7 +18,7 @@ const std::vector<Command>& Commands() {
   static const auto* const commands = new std::vector<Command>{
       {"local",
        LocalCommand,
-       {"pipeline", "epochs", "seed", "digest_out", "cache_policy", "plugin"}},
+       {"pipeline", "epochs", "seed", "digest_out", "cache_policy", "plugin", "auto_order"}},
       {"datagen", DatagenCommand, {"out", "images", "files", "size", "datagen_seed"}},
       {"dispatcher",
        DispatcherCommand,
@@ -49,7 +49,8 @@ const std::vector<Command>& Commands() {
         "num_worker_slots", "digest_out", "position_file", "stall_timeout_ms", "rpc_timeout_ms",
         "max_outstanding_requests", "max_request_bytes", "step_ms", "cache_policy",
         "shared_memory", "compression", "plugin", "tls_cert", "tls_key", "tls_ca", "insecure",
-        "token_file", "autoscale", "local_workers", "local_worker_flags", "placement"}},
+        "token_file", "autoscale", "local_workers", "local_worker_flags", "placement",
+        "auto_order"}},
       {"status", StatusCommand, {"dispatcher", "tls_cert", "tls_key", "tls_ca", "insecure"}},
       {"scale",
        ScaleCommand,

@@ -11,8 +11,9 @@
 #include "absl/strings/str_format.h"
 #include "common/env.h"
 #include "common/status_macros.h"
-#include "pipeline/local_runner.h"
 #include "pipeline/cache_policy.h"
+#include "pipeline/local_runner.h"
+#include "pipeline/optimizer/auto_order.h"
 #include "pipeline/pipeline_loader.h"
 #include "tools/commands.h"
 #include "tools/udf_flags.h"
@@ -24,6 +25,10 @@ ABSL_FLAG(std::string, digest_out, "", "If set, write one digest line per epoch 
 ABSL_FLAG(std::string, cache_policy, "compute",
           "compute | full | at_mark: the job's Put/Get cache (DESIGN.md §5). `local` runs the "
           "cached prefix as epoch 0 in every epoch, which is what the service's cache serves.");
+ABSL_FLAG(bool, auto_order, false,
+          "Reorder the pipeline by AutoOrder (pipeline/optimizer/auto_order.h): swaps that change "
+          "no output byte. `local` prints the order it chose and runs it; `run` has the job's "
+          "workers do so.");
 
 namespace granary {
 namespace {
@@ -36,11 +41,15 @@ absl::Status RunLocal() {
   Env* env = Env::Default();
   ASSIGN_OR_RETURN(UdfRegistry udfs, UdfRegistryFromFlags());
   ASSIGN_OR_RETURN(PipelineDef def, LoadPipelineFile(env, path));
+  if (absl::GetFlag(FLAGS_auto_order)) {
+    ASSIGN_OR_RETURN(const std::vector<OpProfile> profile, ProfileOps(def, udfs, env));
+    def = Reorder(def, udfs, profile);
+    std::printf("auto_order: %s\n", DescribeOrder(def).c_str());
+  }
   auto pipeline = Pipeline::Create(def, udfs);
   if (!pipeline.ok()) return Annotate(pipeline.status(), absl::StrCat("pipeline ", path));
   EpochRunOptions run_options;
-  ASSIGN_OR_RETURN(run_options.cache_policy,
-                   ParseCachePolicy(absl::GetFlag(FLAGS_cache_policy)));
+  ASSIGN_OR_RETURN(run_options.cache_policy, ParseCachePolicy(absl::GetFlag(FLAGS_cache_policy)));
 
   std::string digests;
   int64_t total_rows = 0;

@@ -57,6 +57,7 @@ ABSL_DECLARE_FLAG(uint64_t, seed);
 ABSL_DECLARE_FLAG(std::string, digest_out);
 ABSL_DECLARE_FLAG(std::string, cache_policy);
 
+ABSL_DECLARE_FLAG(bool, auto_order);  // local_command.cc
 ABSL_FLAG(std::string, job_name, "",
           "Name of the job: consumers of one job and a resumed run open it by name. Empty: a "
           "new anonymous job.");
@@ -207,6 +208,7 @@ absl::Status Run() {
         absl::StrCat("--autoscale '", autoscale, "' is none of none, cachew, model"));
   }
   spec.local_workers = absl::GetFlag(FLAGS_local_workers);
+  spec.auto_order = absl::GetFlag(FLAGS_auto_order);
   const std::string placement = absl::GetFlag(FLAGS_placement);
   if (placement == "pecan") {
     spec.placement = JobPlacement::kPecan;

@@ -11,6 +11,7 @@
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
+#include "pipeline/optimizer/auto_order.h"
 #include "transport/compression.h"
 #include "transport/shm_backing.h"
 #include "worker/cache_run_hooks.h"
@@ -131,23 +132,38 @@ int64_t WorkerImpl::incarnation() const {
 }
 
 absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const TaskDef& def) {
-  auto it = pipelines_.find(def.pipeline_key());
+  const std::string key =
+      def.auto_order() ? def.pipeline_key() + "/auto_order" : def.pipeline_key();
+  auto it = pipelines_.find(key);
   if (it != pipelines_.end()) return it->second;
   if (!def.has_pipeline()) {
     return absl::InternalError(absl::StrCat("the dispatcher sent task ", def.task_id(),
                                             " without its pipeline ", def.pipeline_key(),
                                             ", which this worker does not hold"));
   }
-  auto pipeline =
-      Pipeline::Create(options_.parallel_map_threads > 0
-                           ? WithParallelMapThreads(def.pipeline(), options_.parallel_map_threads)
-                           : def.pipeline(),
-                       *options_.udfs);
+  PipelineDef pipeline_def = def.pipeline();
+  if (def.auto_order()) {
+    // The reordered pipeline gives the same bytes; one that cannot be profiled runs as written.
+    absl::StatusOr<PipelineDef> reordered =
+        AutoOrder(pipeline_def, *options_.udfs, options_.runner.env);
+    if (reordered.ok()) {
+      pipeline_def = *std::move(reordered);
+      LOG(INFO) << "dataset " << def.dataset_id() << ": AutoOrder runs its ops as "
+                << DescribeOrder(pipeline_def);
+    } else {
+      LOG(WARNING) << "dataset " << def.dataset_id()
+                   << ": running as written: " << reordered.status();
+    }
+  }
+  if (options_.parallel_map_threads > 0) {
+    pipeline_def = WithParallelMapThreads(pipeline_def, options_.parallel_map_threads);
+  }
+  auto pipeline = Pipeline::Create(pipeline_def, *options_.udfs);
   if (!pipeline.ok()) {
     return Annotate(pipeline.status(), absl::StrCat("dataset ", def.dataset_id()));
   }
   std::shared_ptr<const Pipeline> shared = std::move(pipeline).value();
-  pipelines_[def.pipeline_key()] = shared;
+  pipelines_[key] = shared;
   return shared;
 }
 

@@ -134,6 +134,9 @@ struct JobSpec {
   // this open creates); with a placement policy the policy decides how many of them work.
   int32_t local_workers = 0;
   JobPlacement placement = JobPlacement::kStatic;
+  // Workers run the pipeline reordered by AutoOrder (pipeline/optimizer/auto_order.h): swaps
+  // that change no output byte, shrinking ops first.
+  bool auto_order = false;
 };
 
 struct EpochStats {
