@@ -41,6 +41,7 @@ cd "$root"
 benchmarks=(
   "pipeline_throughput:pipeline_throughput"
   "decode_crop_bench:decode_crop"
+  "auto_order_bench:auto_order"
   "service_bench:service"
   "transport_bench:transport"
   "peer_bench:peer memory"
