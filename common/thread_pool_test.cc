@@ -1,5 +1,6 @@
 #include "common/thread_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <vector>
@@ -59,6 +60,47 @@ TEST(ThreadPoolTest, RunsClosuresInParallel) {
     }
   }
   EXPECT_EQ(met, kThreads);
+}
+
+// With two of four threads active, closures run on at most two distinct threads at once, and
+// never more than two at a time; raised to four, four run at once again.
+TEST(ThreadPoolTest, OnlyActiveThreadsTakeClosures) {
+  absl::Mutex mu;
+  int running = 0;
+  int most = 0;
+  ThreadPool pool(4);
+  pool.SetActiveThreads(2);
+  std::atomic<int> done{0};
+  for (int i = 0; i < 40; ++i) {
+    pool.Schedule([&] {
+      {
+        absl::MutexLock lock(&mu);
+        most = std::max(most, ++running);
+      }
+      absl::SleepFor(absl::Milliseconds(2));
+      absl::MutexLock lock(&mu);
+      --running;
+      done.fetch_add(1);
+    });
+  }
+  while (done.load() < 40) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_LE(most, 2) << "never more closures at once than active threads";
+  pool.SetActiveThreads(4);
+  absl::Mutex meet_mu;
+  int meeting = 0, met = 0;
+  for (int i = 0; i < 4; ++i) {
+    pool.Schedule([&] {
+      absl::MutexLock lock(&meet_mu);
+      ++meeting;
+      auto all = [&] { return meeting == 4; };
+      if (meet_mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(10))) ++met;
+    });
+  }
+  absl::MutexLock lock(&meet_mu);
+  meet_mu.AwaitWithTimeout(absl::Condition(
+                               +[](int* m) { return *m == 4; }, &met),
+                           absl::Seconds(20));
+  EXPECT_EQ(met, 4);
 }
 
 }  // namespace

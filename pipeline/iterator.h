@@ -24,6 +24,7 @@ namespace granary {
 
 class CacheChunkGuard;
 class CacheSink;
+class Autotuner;
 
 // Counters the iterators of one run add to, read by whoever runs it (local_runner.h, a worker's
 // task). Thread-safe.
@@ -53,6 +54,9 @@ struct IteratorContext {
   // (pipeline/cache_chunk_guard.h); null: chunks are checked for count and sequence only. Not
   // owned.
   CacheChunkGuard* cache_guard = nullptr;
+  // Where stages given num_threads 0 / buffer_size 0 register their knobs (autotuner.h); set by
+  // Pipeline::MakeIterator for a pipeline that has such stages. Not owned.
+  Autotuner* autotuner = nullptr;
 };
 
 class Iterator {

@@ -84,10 +84,11 @@ std::unique_ptr<Iterator> NewMapIterator(std::unique_ptr<Iterator> input,
                                          std::vector<OpBuildArgs> chain);
 // A stage on `num_threads` threads, order-preserving. With `placement` (a batch op follows),
 // each thread places the rows it makes into their batch (batch_placement.h).
+// With `tuner` (autotuner.h), the stage's parallelism is its knob, between 1 and num_threads.
 std::unique_ptr<Iterator> NewParallelMapIterator(
     std::unique_ptr<Iterator> input, std::vector<OpBuildArgs> chain, int num_threads,
-    std::shared_ptr<BatchPlacement> placement = nullptr);
-// parallel_map's validated num_threads param (default: the number of cores).
+    std::shared_ptr<BatchPlacement> placement = nullptr, Autotuner* tuner = nullptr);
+// parallel_map's validated num_threads param (default: the number of cores; 0: tuned).
 absl::StatusOr<int> ParallelMapThreads(const Params& params);
 
 // One registration per op file.

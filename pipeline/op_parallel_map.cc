@@ -11,6 +11,7 @@
 // delivered in its turn after a restore too, as ignore_errors needs) and the input's state. Restore
 // refills the results before the runner starts (on the first GetNext).
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <thread>
@@ -19,21 +20,38 @@
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "common/thread_pool.h"
+#include "pipeline/autotuner.h"
 #include "pipeline/op.h"
 #include "pipeline/udf_invoker.h"
 
 namespace granary {
 namespace {
 
-class ParallelMapIterator : public UnaryOpIterator {
+class ParallelMapIterator : public UnaryOpIterator, public Autotuner::Knob {
  public:
+  // With `tuner`, the stage runs between 1 and `num_threads` elements at once, as the tuner
+  // sets it (starting at 1); without, `num_threads`.
   ParallelMapIterator(std::unique_ptr<Iterator> input, std::vector<OpBuildArgs> chain,
-                      int num_threads, std::shared_ptr<BatchPlacement> placement)
+                      int num_threads, std::shared_ptr<BatchPlacement> placement, Autotuner* tuner)
       : UnaryOpIterator(std::move(input)),
         chain_(std::move(chain)),
-        max_in_flight_(2 * num_threads),
+        tuned_(tuner != nullptr),
         placement_(std::move(placement)),
-        pool_(num_threads) {}
+        parallelism_(num_threads),
+        pool_(num_threads) {
+    if (tuner != nullptr) {
+      tuner->Register(this, Autotuner::KnobKind::kThreads,
+                      chain_.empty() ? "parallel_map" : chain_.front().label);
+    }
+  }
+
+  void Set(int value) override {
+    pool_.SetActiveThreads(value);
+    absl::MutexLock lock(&mu_);
+    parallelism_ = value;
+  }
+  // Two elements in flight per thread.
+  int64_t BytesPerUnit() const override { return 2 * element_bytes_.load(); }
 
   ~ParallelMapIterator() override {
     {
@@ -145,7 +163,7 @@ class ParallelMapIterator : public UnaryOpIterator {
         mu_.Await(absl::Condition(
             +[](ParallelMapIterator* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
               return p->stopping_ || p->input_done_ ||
-                     static_cast<int>(p->slots_.size()) < p->max_in_flight_;
+                     static_cast<int>(p->slots_.size()) < 2 * p->parallelism_;
             },
             this));
         if (stopping_ || input_done_) return;
@@ -174,6 +192,9 @@ class ParallelMapIterator : public UnaryOpIterator {
           }
           if (udf_status.ok()) placement_->Place(seq, slot->element);
         }
+        if (tuned_ && udf_status.ok()) {
+          element_bytes_.store(static_cast<int64_t>(slot->element.ByteSize()));
+        }
         absl::MutexLock lock(&mu_);
         slot->status = std::move(udf_status);
         slot->done = true;
@@ -182,8 +203,10 @@ class ParallelMapIterator : public UnaryOpIterator {
   }
 
   const std::vector<OpBuildArgs> chain_;
-  const int max_in_flight_;
+  const bool tuned_;
   const std::shared_ptr<BatchPlacement> placement_;
+  // The bytes of the last element made (tuned stages only: the tuner's memory budget).
+  std::atomic<int64_t> element_bytes_{0};
   // Held by the runner across pulling one input element and scheduling it; by Save and
   // Restore. Acquired before mu_.
   absl::Mutex input_mu_;
@@ -195,6 +218,9 @@ class ParallelMapIterator : public UnaryOpIterator {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // The output sequence number of the next element pulled.
   int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Up to 2 * parallelism_ elements in flight; a tuned stage's pool has a thread per possible
+  // value, parallelism_ of them active.
+  int parallelism_ ABSL_GUARDED_BY(mu_);
   std::thread runner_;
   // Last member: destroyed first, finishing its closures while everything above is alive.
   ThreadPool pool_;
@@ -204,16 +230,17 @@ class ParallelMapIterator : public UnaryOpIterator {
 
 std::unique_ptr<Iterator> NewParallelMapIterator(std::unique_ptr<Iterator> input,
                                                  std::vector<OpBuildArgs> chain, int num_threads,
-                                                 std::shared_ptr<BatchPlacement> placement) {
+                                                 std::shared_ptr<BatchPlacement> placement,
+                                                 Autotuner* tuner) {
   return std::make_unique<ParallelMapIterator>(std::move(input), std::move(chain), num_threads,
-                                               std::move(placement));
+                                               std::move(placement), tuner);
 }
 
 absl::StatusOr<int> ParallelMapThreads(const Params& params) {
   const int64_t default_threads = std::max(1u, std::thread::hardware_concurrency());
   const int64_t num_threads = params.GetInt("num_threads", default_threads);
-  if (num_threads < 1 || num_threads > 256) {
-    return params.Invalid("num_threads", "must be in [1, 256]");
+  if (num_threads < 0 || num_threads > 256) {
+    return params.Invalid("num_threads", "must be in [1, 256], or 0 (tuned)");
   }
   return static_cast<int>(num_threads);
 }
@@ -228,7 +255,10 @@ OpInfo ParallelMapOp() {
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     ASSIGN_OR_RETURN(int num_threads, ParallelMapThreads(args.params));
-    return NewParallelMapIterator(std::move(input), {args}, num_threads);
+    Autotuner* tuner = num_threads == 0 ? args.ctx.autotuner : nullptr;
+    if (tuner != nullptr) num_threads = tuner->max_threads();
+    return NewParallelMapIterator(std::move(input), {args}, std::max(num_threads, 1), nullptr,
+                                  tuner);
   };
   return info;
 }

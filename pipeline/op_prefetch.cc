@@ -5,20 +5,34 @@
 // input_mu_ too) sees a quiet input: the buffer, the producer's end/error flags and the input's
 // state are mutually consistent. Restore fills the buffer before the producer starts (it starts
 // on the first GetNext).
+#include <algorithm>
+#include <atomic>
 #include <deque>
+#include <string>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
+#include "pipeline/autotuner.h"
 #include "pipeline/op.h"
 
 namespace granary {
 namespace {
 
-class PrefetchIterator : public UnaryOpIterator {
+class PrefetchIterator : public UnaryOpIterator, public Autotuner::Knob {
  public:
-  PrefetchIterator(std::unique_ptr<Iterator> input, int64_t buffer_size)
-      : UnaryOpIterator(std::move(input)), buffer_size_(buffer_size) {}
+  // With `tuner`, the buffer's size is its knob (starting at 1).
+  PrefetchIterator(std::unique_ptr<Iterator> input, int64_t buffer_size, Autotuner* tuner,
+                   const std::string& label)
+      : UnaryOpIterator(std::move(input)), buffer_size_(buffer_size) {
+    if (tuner != nullptr) tuner->Register(this, Autotuner::KnobKind::kBuffer, label);
+  }
+
+  void Set(int value) override {
+    absl::MutexLock lock(&mu_);
+    buffer_size_ = value;
+  }
+  int64_t BytesPerUnit() const override { return element_bytes_.load(); }
 
   ~PrefetchIterator() override {
     {
@@ -89,12 +103,15 @@ class PrefetchIterator : public UnaryOpIterator {
       } else if (end) {
         input_done_ = true;
       } else {
+        element_bytes_.store(static_cast<int64_t>(e.ByteSize()));
         buffer_.push_back(std::move(e));
       }
     }
   }
 
-  const int64_t buffer_size_;
+  int64_t buffer_size_ ABSL_GUARDED_BY(mu_);
+  // The bytes of the last element buffered (the tuner's memory budget).
+  std::atomic<int64_t> element_bytes_{0};
   // Held by the producer across pulling one input element and storing it; by Save and
   // Restore. Acquired before mu_.
   absl::Mutex input_mu_;
@@ -113,15 +130,17 @@ OpInfo PrefetchOp() {
   info.name = "prefetch";
   info.params = {{"buffer_size", ParamType::kInt}};
   info.validate = [](const Params& params) -> absl::Status {
-    if (params.GetInt("buffer_size", 2) < 1) {
-      return params.Invalid("buffer_size", "must be at least 1");
+    if (params.GetInt("buffer_size", 2) < 0) {
+      return params.Invalid("buffer_size", "must be at least 1, or 0 (tuned)");
     }
     return absl::OkStatus();
   };
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t buffer_size = args.params.GetInt("buffer_size", 2);
-    return std::make_unique<PrefetchIterator>(std::move(input), buffer_size);
+    Autotuner* tuner = buffer_size == 0 ? args.ctx.autotuner : nullptr;
+    return std::make_unique<PrefetchIterator>(std::move(input), std::max<int64_t>(buffer_size, 1),
+                                              tuner, args.label);
   };
   return info;
 }

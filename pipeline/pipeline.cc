@@ -9,6 +9,7 @@
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
 #include "pipeline/allocation_guard.h"
+#include "pipeline/autotune_iterator.h"
 #include "pipeline/decode_crop_fusion.h"
 #include "pipeline/limits.h"
 #include "pipeline/source_iterator.h"
@@ -107,6 +108,11 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
       compiled.udf = std::move(instance);
     }
     p->batched_ = p->batched_ || compiled.info->batches;
+    p->autotuned_ = p->autotuned_ ||
+                    (op.op() == "parallel_map" && compiled.params.Has("num_threads") &&
+                     compiled.params.GetInt("num_threads") == 0) ||
+                    (op.op() == "prefetch" && compiled.params.Has("buffer_size") &&
+                     compiled.params.GetInt("buffer_size") == 0);
     p->ops_.push_back(std::move(compiled));
   }
   return p;
@@ -130,6 +136,17 @@ std::vector<Split> Pipeline::PlanEpoch(std::vector<Split> splits, uint64_t seed,
 }
 
 absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
+    const IteratorContext& ctx, std::unique_ptr<SplitProvider> provider) const {
+  if (!autotuned_) return MakeStages(ctx, std::move(provider));
+  // The tuner outlives the stages that register with it: the wrapper owns both.
+  auto tuner = std::make_unique<Autotuner>(options_.autotune, autotune_memo_);
+  IteratorContext tuned = ctx;
+  tuned.autotuner = tuner.get();
+  ASSIGN_OR_RETURN(std::unique_ptr<Iterator> stages, MakeStages(tuned, std::move(provider)));
+  return std::make_unique<AutotuneIterator>(std::move(tuner), std::move(stages), ctx.env);
+}
+
+absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeStages(
     const IteratorContext& ctx, std::unique_ptr<SplitProvider> provider) const {
   // Every stage is wrapped in GuardAllocations: a failed allocation is an error naming it.
   std::unique_ptr<Iterator> it = GuardAllocations(
@@ -156,13 +173,18 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
     const std::string& label = ops_[i].label;
     std::vector<OpBuildArgs> chain;
     int num_threads = 0;  // 0: every op of the run is a plain map.
+    bool tuned = false;   // Some parallel_map of the run has num_threads 0.
     for (; is_map(i); ++i) {
       if (ops_[i].info->name == "parallel_map") {
         ASSIGN_OR_RETURN(int threads, ParallelMapThreads(ops_[i].params));
+        tuned = tuned || threads == 0;
         num_threads = std::max(num_threads, threads);
       }
       chain.push_back(args_for(i));
     }
+    Autotuner* tuner = tuned ? ctx.autotuner : nullptr;
+    if (tuner != nullptr) num_threads = tuner->max_threads();
+    if (tuned && num_threads == 0) num_threads = 1;
     for (size_t k = 0; options_.fuse_decode_crop && k + 1 < chain.size(); ++k) {
       if (chain[k].udf != nullptr && chain[k + 1].udf != nullptr &&
           FusesDecodeCrop(*chain[k].udf, *chain[k + 1].udf)) {
@@ -175,9 +197,9 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
     if (num_threads > 0 && i < ops_.size() && ops_[i].info->name == "batch") {
       placement = std::make_shared<BatchPlacement>(ops_[i].params.GetInt("batch_size"), ctx.pool);
     }
-    it = num_threads == 0
-             ? NewMapIterator(std::move(it), std::move(chain))
-             : NewParallelMapIterator(std::move(it), std::move(chain), num_threads, placement);
+    it = num_threads == 0 ? NewMapIterator(std::move(it), std::move(chain))
+                          : NewParallelMapIterator(std::move(it), std::move(chain), num_threads,
+                                                   placement, tuner);
     it = GuardAllocations(std::move(it), label);
     if (placement != nullptr) {
       OpBuildArgs args = args_for(i);
@@ -188,6 +210,12 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeIterator(
     }
   }
   return it;
+}
+
+std::string Pipeline::AutotunedThreads() const {
+  const AutotuneMemo::Progress progress = autotune_memo_->Get();
+  if (progress.values.empty()) return "";
+  return absl::StrCat(absl::StrJoin(progress.values, ", "), progress.done ? " (done)" : "");
 }
 
 uint64_t Pipeline::Fingerprint() const { return Hash64(SerializeDeterministically(def_)); }

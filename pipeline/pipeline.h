@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "pipeline/autotuner.h"
 #include "pipeline/iterator.h"
 #include "pipeline/op.h"
 #include "pipeline/source.h"
@@ -34,6 +35,8 @@ struct PipelineOptions {
   // Within such a stage, decode only the part of a JPEG that a crop right after the decode keeps
   // (decode_crop_fusion.h). Off only to compare: the output is the same either way.
   bool fuse_decode_crop = true;
+  // How stages given num_threads 0 / buffer_size 0 are tuned (autotuner.h).
+  AutotuneOptions autotune;
 };
 
 class Pipeline {
@@ -56,17 +59,26 @@ class Pipeline {
   // shuffle_splits is true, else unchanged.
   std::vector<Split> PlanEpoch(std::vector<Split> splits, uint64_t seed, int64_t epoch) const;
 
-  // The full iterator chain reading splits from `provider`.
+  // The full iterator chain reading splits from `provider`. When some parallel_map has
+  // num_threads 0 or some prefetch buffer_size 0, the chain is wrapped in an AutotuneIterator
+  // (autotune_iterator.h) that tunes them.
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(
       const IteratorContext& ctx, std::unique_ptr<SplitProvider> provider) const;
 
   // Whether the pipeline contains a batch op (so its elements are batches of rows).
   bool batched() const { return batched_; }
+  // Where the last tuning of this pipeline's tuned stages ended, in their build order:
+  // "2, 3 (done)" ("" when it has none or none ran yet).
+  std::string AutotunedThreads() const;
   const PipelineDef& def() const { return def_; }
   // XXH64 of the definition's deterministic serialization: identical definitions share it.
   uint64_t Fingerprint() const;
 
  private:
+  // The chain MakeIterator returns, without the autotuning wrapper.
+  absl::StatusOr<std::unique_ptr<Iterator>> MakeStages(
+      const IteratorContext& ctx, std::unique_ptr<SplitProvider> provider) const;
+
   struct CompiledOp {
     // The op's index among the user's ops (PipelineDef.cached_ops).
     int index;
@@ -84,6 +96,11 @@ class Pipeline {
   Params source_params_;
   std::vector<CompiledOp> ops_;
   bool batched_ = false;
+  // Some parallel_map has num_threads 0 or some prefetch buffer_size 0: each iterator chain
+  // gets an Autotuner.
+  bool autotuned_ = false;
+  // Where the last tuning of this pipeline ended: the next iterator starts there.
+  std::shared_ptr<AutotuneMemo> autotune_memo_ = std::make_shared<AutotuneMemo>();
 };
 
 // `def` with every parallel_map set to `num_threads` threads (a worker's --threads, benchmarks).

@@ -42,6 +42,7 @@ benchmarks=(
   "pipeline_throughput:pipeline_throughput"
   "decode_crop_bench:decode_crop"
   "auto_order_bench:auto_order"
+  "autotune_bench:autotune"
   "service_bench:service"
   "transport_bench:transport"
   "peer_bench:peer memory"

@@ -36,7 +36,7 @@ const std::vector<Command>& Commands() {
         "checkpoint_dir", "checkpoint_interval_ms", "checkpoints_kept",
         "testonly_skip_element_after_restore", "local_transport", "shm_min_bytes", "host", "port",
         "data_roots", "plugin", "tls_cert", "tls_key", "tls_ca", "insecure",
-        "max_message_bytes", "local_to", "take_over_load"}},
+        "max_message_bytes", "local_to", "take_over_load", "memory_budget_bytes"}},
       // --standby M is renamed --cluster_standby by the command.
       {"cluster",
        ClusterCommand,

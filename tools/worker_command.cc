@@ -34,6 +34,9 @@ ABSL_FLAG(bool, take_over_load, false,
           "joining.");
 ABSL_FLAG(int64_t, window_bytes, 256 << 20,
           "Per task: payload bytes produced ahead of the client before the pipeline waits.");
+ABSL_FLAG(int64_t, memory_budget_bytes, int64_t{1} << 30,
+          "Bytes the tuned stages of a pipeline (parallel_map num_threads 0, prefetch "
+          "buffer_size 0) may hold in their buffers, all together.");
 ABSL_FLAG(int, threads, 0,
           "If > 0, overrides num_threads of every parallel_map of the pipelines this worker runs.");
 ABSL_FLAG(int, heartbeat_interval_ms, 200, "How often to heartbeat the dispatcher.");
@@ -122,6 +125,7 @@ int WorkerCommand(int argc, char** argv) {
   options.runner.testonly_skip_element_after_restore =
       absl::GetFlag(FLAGS_testonly_skip_element_after_restore);
   options.parallel_map_threads = absl::GetFlag(FLAGS_threads);
+  options.autotune.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes);
   options.udfs = &*udfs;
   options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   options.checkpoints_kept = absl::GetFlag(FLAGS_checkpoints_kept);

@@ -158,7 +158,9 @@ absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const Ta
   if (options_.parallel_map_threads > 0) {
     pipeline_def = WithParallelMapThreads(pipeline_def, options_.parallel_map_threads);
   }
-  auto pipeline = Pipeline::Create(pipeline_def, *options_.udfs);
+  PipelineOptions pipeline_options;
+  pipeline_options.autotune = options_.autotune;
+  auto pipeline = Pipeline::Create(pipeline_def, *options_.udfs, pipeline_options);
   if (!pipeline.ok()) {
     return Annotate(pipeline.status(), absl::StrCat("dataset ", def.dataset_id()));
   }

@@ -28,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "pipeline/autotuner.h"
 #include "pipeline/udf.h"
 #include "proto/worker.pb.h"
 #include "security/capability.h"
@@ -68,6 +69,9 @@ struct WorkerOptions {
   int heartbeat_interval_ms = 200;
   // If > 0, every parallel_map of the pipelines this worker runs uses this many threads.
   int parallel_map_threads = 0;
+  // How the pipelines' tuned stages (num_threads 0, buffer_size 0) are tuned: their memory
+  // budget and bounds (pipeline/autotuner.h).
+  AutotuneOptions autotune;
   // Where tasks' checkpoints go; empty = none. The worker opens the store when it registers,
   // for the dispatcher's cluster (CheckpointOptions.owner): runner.checkpoints is its to set.
   std::string checkpoint_dir;
