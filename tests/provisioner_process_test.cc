@@ -94,6 +94,7 @@ TEST(LocalProvisionerProcessTest, WorkersComeForAScalingStepTakeItsTasksAndGoWhe
   ASSERT_TRUE((*job)->Scale(3, "test: grow").ok());
   // Two more workers start and each takes one of the tasks the step put on the first.
   bool spread = false;
+  std::string provisioning;  // As the status that showed the tasks spread said it.
   for (int i = 0; i < 3000 && !spread; ++i) {
     ASSERT_TRUE(read(5)) << "the epoch ended before the new workers took its tasks";
     std::set<std::string> holders;
@@ -102,9 +103,12 @@ TEST(LocalProvisionerProcessTest, WorkersComeForAScalingStepTakeItsTasksAndGoWhe
       if (!t.finished() && !t.draining()) holders.insert(t.worker_id());
     }
     spread = holders.size() == 3;
+    provisioning = status.provisioning();
   }
   ASSERT_TRUE(spread) << "three tasks never ran on three workers";
-  EXPECT_THAT(Status(cluster).provisioning(), HasSubstr("local: 3 workers requested"));
+  // While three tasks are unfinished the provisioner wants three workers (read later, the tasks
+  // may be finishing and the request shrinking: the test ran into that under load).
+  EXPECT_THAT(provisioning, HasSubstr("local: 3 workers requested"));
   read(-1);
   // Exactly once through the step and the takeovers it caused.
   const testing::InProcessDigest expected = testing::DigestInProcess(Pipeline(), kSeed, 0);
