@@ -98,7 +98,7 @@ class Dataset:
 
     def map(self, udf, num_threads=None, **udf_params):
         """Applies the UDF `udf` (with `udf_params`) to every element; on `num_threads` threads
-        (order preserved) when given."""
+        (order preserved) when given — 0: as many as the pipeline's autotuner finds best."""
         op = {"op": "map" if num_threads is None else "parallel_map", "udf": udf}
         if num_threads is not None:
             op["params"] = {"num_threads": num_threads}
