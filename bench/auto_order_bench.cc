@@ -59,10 +59,9 @@ absl::Status Run() {
                                   "before the crop, ",
                                   size, "x", size, " JPEGs, in process"),
                      repetitions);
-  ASSIGN_OR_RETURN(
-      const PipelineDef poor,
-      ImagenetPipeline(env, absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size, "_", images),
-                       images, size, "examples/imagenet_resnet_normalize_first.json"));
+  ASSIGN_OR_RETURN(const PipelineDef poor,
+                   ImagenetPipeline(env, ImagenetDatasetDir(absl::GetFlag(FLAGS_dir), size, images),
+                                    images, size, "examples/imagenet_resnet_normalize_first.json"));
   // The best hand-written order: crop, flip, then normalize.
   const PipelineDef good =
       MoveBefore(MoveBefore(poor, "random_crop", "normalize"), "random_flip", "normalize");
@@ -75,21 +74,17 @@ absl::Status Run() {
       report.AddNote(absl::StrCat("AutoOrder of the poor order: ", DescribeOrder(poor_auto),
                                   "; of the good order: ", DescribeOrder(good_auto)));
     }
-    const std::vector<std::pair<std::string, PipelineDef>> configs = {
-        {"poor order (normalize first)", poor_t},
-        {"AutoOrder of the poor order", poor_auto},
-        {"best hand-written order", good_t},
-        {"AutoOrder of the good order", good_auto}};
-    std::vector<std::unique_ptr<Pipeline>> pipelines;
-    for (const auto& [name, def] : configs) {
-      ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, Pipeline::Create(def, udfs));
-      pipelines.push_back(std::move(p));
-    }
+    const std::vector<NamedPipeline> configs = {{"poor order (normalize first)", poor_t},
+                                                {"AutoOrder of the poor order", poor_auto},
+                                                {"best hand-written order", good_t},
+                                                {"AutoOrder of the good order", good_auto}};
+    ASSIGN_OR_RETURN(const std::vector<std::unique_ptr<Pipeline>> pipelines,
+                     CreatePipelines(configs, udfs));
     ASSIGN_OR_RETURN(const std::vector<EpochRates> rates,
                      InterleaveEpochs(pipelines, repetitions, env));
     const std::string at = absl::StrCat(threads, " thread(s) per parallel_map");
     for (size_t i = 0; i < configs.size(); ++i) {
-      report.AddSeries(absl::StrCat(configs[i].first, ", ", at), "images/s", rates[i].rates);
+      report.AddSeries(absl::StrCat(configs[i].name, ", ", at), "images/s", rates[i].rates);
     }
     const auto ratio = [&](int a, int b) {
       return Median(rates[a].rates) / Median(rates[b].rates);

@@ -72,26 +72,22 @@ absl::Status Run() {
                                   "pipeline, ",
                                   size, "x", size, " JPEGs, in process"),
                      repetitions);
-  ASSIGN_OR_RETURN(
-      const PipelineDef def,
-      ImagenetPipeline(env, absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size, "_", images),
-                       images, size, "examples/imagenet_resnet.json"));
+  ASSIGN_OR_RETURN(const PipelineDef def,
+                   ImagenetPipeline(env, ImagenetDatasetDir(absl::GetFlag(FLAGS_dir), size, images),
+                                    images, size, "examples/imagenet_resnet.json"));
   const int max_threads = quick ? 2 : 4;
   for (int cores : {1, 2}) {
     RETURN_IF_ERROR(RestrictToCores(cores));
-    std::vector<std::pair<std::string, PipelineDef>> configs;
-    configs.emplace_back("tuned (num_threads 0)", WithParallelMapThreads(def, 0));
+    std::vector<NamedPipeline> configs;
+    configs.push_back({"tuned (num_threads 0)", WithParallelMapThreads(def, 0), {}});
     for (int a = 1; a <= max_threads; ++a) {
       for (int b = 1; b <= max_threads; ++b) {
-        configs.emplace_back(absl::StrCat("static ", a, " + ", b, " threads"),
-                             WithStageThreads(def, a, b));
+        configs.push_back(
+            {absl::StrCat("static ", a, " + ", b, " threads"), WithStageThreads(def, a, b), {}});
       }
     }
-    std::vector<std::unique_ptr<Pipeline>> pipelines;
-    for (const auto& [name, config] : configs) {
-      ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, Pipeline::Create(config, udfs));
-      pipelines.push_back(std::move(p));
-    }
+    ASSIGN_OR_RETURN(const std::vector<std::unique_ptr<Pipeline>> pipelines,
+                     CreatePipelines(configs, udfs));
     // The tuned pipeline first tunes (a worker's runs for many epochs): epochs until its tuning
     // ends, counted and timed.
     int tuning_epochs = 0;
@@ -111,15 +107,15 @@ absl::Status Run() {
       if (Median(rates[i].rates) > Median(rates[best].rates)) best = i;
     }
     const std::string on = absl::StrCat(cores, " core", cores == 1 ? "" : "s");
-    report.AddSeries(absl::StrCat(on, ": ", configs[0].first), "images/s", rates[0].rates);
+    report.AddSeries(absl::StrCat(on, ": ", configs[0].name), "images/s", rates[0].rates);
     for (size_t i = 1; i < configs.size(); ++i) {
-      report.AddSeries(absl::StrCat(on, ": ", configs[i].first), "images/s", rates[i].rates);
+      report.AddSeries(absl::StrCat(on, ": ", configs[i].name), "images/s", rates[i].rates);
     }
     report.AddHeadline(absl::StrCat(on, ": tuned / best static assignment"),
                        Median(rates[0].rates) / Median(rates[best].rates), "x",
                        BenchTarget::AtLeast(0.9));
     report.AddNote(absl::StrCat(
-        on, ": the best of ", configs.size() - 1, " static assignments was ", configs[best].first,
+        on, ": the best of ", configs.size() - 1, " static assignments was ", configs[best].name,
         "; the tuned pipeline ended at ", pipelines[0]->AutotunedThreads(),
         " threads after tuning for ", tuning_epochs, " epochs (", tuning_seconds, " s)"));
   }

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "bench/process_stats.h"
 #include "common/status_macros.h"
@@ -40,6 +41,21 @@ absl::StatusOr<ServiceEpoch> ReadServiceEpoch(Job& job, int64_t epoch) {
   read.bytes = reader->stats().payload_bytes;
   read.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   return read;
+}
+
+std::string ImagenetDatasetDir(const std::string& root, int64_t size, int64_t images) {
+  return absl::StrCat(root, "/imagenet_", size, "_", images);
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<Pipeline>>> CreatePipelines(
+    const std::vector<NamedPipeline>& configs, const UdfRegistry& udfs) {
+  std::vector<std::unique_ptr<Pipeline>> pipelines;
+  for (const NamedPipeline& config : configs) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p,
+                     Pipeline::Create(config.def, udfs, config.options));
+    pipelines.push_back(std::move(p));
+  }
+  return pipelines;
 }
 
 PipelineDef OpsBefore(PipelineDef def, const std::string& name) {

@@ -16,6 +16,10 @@
 
 namespace granary {
 
+// Where the benchmarks keep the dataset of `images` size x size JPEGs under `root` (their --dir):
+// "<root>/imagenet_<size>_<images>", shared by every benchmark asking for the same one.
+std::string ImagenetDatasetDir(const std::string& root, int64_t size, int64_t images);
+
 // Generates (once: an existing dataset in `out_dir` is reused) `images` size x size JPEGs in 8
 // TFRecord files under `out_dir`, points GRANARY_DATA at it, and loads `pipeline_path`.
 absl::StatusOr<PipelineDef> ImagenetPipeline(Env* env, const std::string& out_dir, int64_t images,
@@ -34,6 +38,17 @@ absl::StatusOr<ServiceEpoch> ReadServiceEpoch(Job& job, int64_t epoch);
 // `def` without its ops from the first one named `name` on: its op ("batch") or its UDF
 // ("random_resized_crop").
 PipelineDef OpsBefore(PipelineDef def, const std::string& name);
+
+// One pipeline of an in-process comparison: its label, definition and options.
+struct NamedPipeline {
+  std::string name;
+  PipelineDef def;
+  PipelineOptions options;
+};
+
+// Pipeline::Create of each, in order.
+absl::StatusOr<std::vector<std::unique_ptr<Pipeline>>> CreatePipelines(
+    const std::vector<NamedPipeline>& configs, const UdfRegistry& udfs);
 
 // What InterleaveEpochs measured of one pipeline: its rows (a batch counts its rows) per
 // second in each epoch, and the process's CPU and wall time over them.

@@ -37,29 +37,24 @@ absl::Status Run() {
                      absl::StrCat("decode_jpeg + random_resized_crop(224) fused vs unfused on ",
                                   size, "x", size, " JPEGs, in process"),
                      repetitions);
-  ASSIGN_OR_RETURN(
-      const PipelineDef def,
-      ImagenetPipeline(env, absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size, "_", images),
-                       images, size, "examples/imagenet_random_resized_crop.json"));
+  ASSIGN_OR_RETURN(const PipelineDef def,
+                   ImagenetPipeline(env, ImagenetDatasetDir(absl::GetFlag(FLAGS_dir), size, images),
+                                    images, size, "examples/imagenet_random_resized_crop.json"));
   for (int threads : {1, 2}) {
     const PipelineDef with_threads = WithParallelMapThreads(def, threads);
     PipelineOptions unfused;
     unfused.fuse_decode_crop = false;
-    const std::vector<std::pair<std::string, std::pair<PipelineDef, PipelineOptions>>> configs = {
-        {"decode only (ceiling)", {OpsBefore(with_threads, "random_resized_crop"), {}}},
-        {"unfused", {with_threads, unfused}},
-        {"fused", {with_threads, {}}}};
-    std::vector<std::unique_ptr<Pipeline>> pipelines;
-    for (const auto& [name, config] : configs) {
-      ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p,
-                       Pipeline::Create(config.first, udfs, config.second));
-      pipelines.push_back(std::move(p));
-    }
+    const std::vector<NamedPipeline> configs = {
+        {"decode only (ceiling)", OpsBefore(with_threads, "random_resized_crop"), {}},
+        {"unfused", with_threads, unfused},
+        {"fused", with_threads, {}}};
+    ASSIGN_OR_RETURN(const std::vector<std::unique_ptr<Pipeline>> pipelines,
+                     CreatePipelines(configs, udfs));
     ASSIGN_OR_RETURN(const std::vector<EpochRates> rates,
                      InterleaveEpochs(pipelines, repetitions, env));
     const std::string at = absl::StrCat(threads, " thread(s) per parallel_map");
     for (size_t i = 0; i < configs.size(); ++i) {
-      report.AddSeries(absl::StrCat(configs[i].first, ", ", at), "images/s", rates[i].rates);
+      report.AddSeries(absl::StrCat(configs[i].name, ", ", at), "images/s", rates[i].rates);
     }
     report.AddHeadline(absl::StrCat(at, ": fused / unfused"),
                        Median(rates[2].rates) / Median(rates[1].rates), "x",

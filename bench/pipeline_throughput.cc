@@ -63,9 +63,8 @@ absl::Status Run() {
     const int64_t size = std::stoll(size_text);
     ASSIGN_OR_RETURN(
         PipelineDef def,
-        ImagenetPipeline(env,
-                         absl::StrCat(absl::GetFlag(FLAGS_dir), "/imagenet_", size, "_", images),
-                         images, size, absl::GetFlag(FLAGS_pipeline)));
+        ImagenetPipeline(env, ImagenetDatasetDir(absl::GetFlag(FLAGS_dir), size, images), images,
+                         size, absl::GetFlag(FLAGS_pipeline)));
     SetParam(def, "batch", "batch_size", absl::GetFlag(FLAGS_batch_size));
     const std::vector<int> thread_counts = {1, 2};
     std::vector<std::unique_ptr<Pipeline>> pipelines;
@@ -89,19 +88,15 @@ absl::Status Run() {
 
     // The last two ops' cost, at 2 threads.
     const PipelineDef two = WithParallelMapThreads(def, 2);
-    const std::vector<std::pair<std::string, PipelineDef>> stages = {
-        {"up to normalize", OpsBefore(two, "batch")},
-        {"up to batch", OpsBefore(two, "prefetch")},
-        {"whole (batch + prefetch)", two}};
-    std::vector<std::unique_ptr<Pipeline>> staged;
-    for (const auto& [name, stage] : stages) {
-      ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, Pipeline::Create(stage, udfs));
-      staged.push_back(std::move(p));
-    }
+    const std::vector<NamedPipeline> stages = {{"up to normalize", OpsBefore(two, "batch"), {}},
+                                               {"up to batch", OpsBefore(two, "prefetch"), {}},
+                                               {"whole (batch + prefetch)", two, {}}};
+    ASSIGN_OR_RETURN(const std::vector<std::unique_ptr<Pipeline>> staged,
+                     CreatePipelines(stages, udfs));
     ASSIGN_OR_RETURN(std::vector<EpochRates> stage_rates,
                      InterleaveEpochs(staged, repetitions, env));
     for (size_t i = 0; i < stages.size(); ++i) {
-      report.AddSeries(absl::StrCat(size, "x", size, ", 2 threads, ", stages[i].first), "images/s",
+      report.AddSeries(absl::StrCat(size, "x", size, ", 2 threads, ", stages[i].name), "images/s",
                        stage_rates[i].rates);
     }
     report.AddHeadline(absl::StrCat(size, "x", size, ": batch / up to normalize"),

@@ -42,7 +42,7 @@ class AutotuneMemo {
  public:
   struct Progress {
     std::vector<int> values;
-    size_t next_knob = 0;   // the knob to probe next
+    size_t next_knob = 0;     // the knob to probe next
     int untried_in_pass = 0;  // knobs left in the pass without a kept step
     bool done = false;
   };
@@ -84,7 +84,6 @@ class Autotuner {
   std::vector<int> Values() const;
   bool done() const;
   int max_threads() const { return options_.max_threads; }
-  int max_buffer() const { return options_.max_buffer; }
 
  private:
   struct Entry {

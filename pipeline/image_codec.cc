@@ -151,9 +151,13 @@ void CmykRowTo(const uint8_t* cmyk, int64_t width, bool inverted, int channels, 
   }
 }
 
+// Rows handed to libjpeg per jpeg_read_scanlines call.
+constexpr int kRowsPerCall = 16;
+
 // Decodes s->window's rows and columns into *out (after jpeg_start_decompress), reading past the
-// window to the end of the image so that damage anywhere is found. False when libjpeg stops
-// early, with the reason in s->problem.
+// window to the end of the image so that damage anywhere is found. False when libjpeg cannot
+// skip, with the reason in s->problem; when it stops reading early, output_scanline stays below
+// output_height, which the caller reports as for a whole decode.
 bool DecodeWindowRows(JpegDecodeState* s, bool cmyk, int channels, Tensor* out) {
   const CropWindow& window = s->window;
   // One pixel beyond the window on each side: fancy upsampling makes the first and last pixel of
@@ -181,19 +185,13 @@ bool DecodeWindowRows(JpegDecodeState* s, bool cmyk, int channels, Tensor* out) 
   *out = Tensor::Uninitialized(DT_UINT8, {window.height, window.width, channels});
   uint8_t* base = out->data<uint8_t>();
   const size_t stride = static_cast<size_t>(window.width) * channels;
-  constexpr int kRowsPerCall = 16;
   s->rows.resize(kRowsPerCall * decoded_stride);
   JSAMPROW rows[kRowsPerCall];
   for (int i = 0; i < kRowsPerCall; ++i) rows[i] = s->rows.data() + i * decoded_stride;
   for (int64_t done = 0; done < window.height;) {
     const int n = static_cast<int>(std::min<int64_t>(kRowsPerCall, window.height - done));
     const JDIMENSION read = jpeg_read_scanlines(&s->cinfo, rows, n);
-    if (read == 0) {
-      s->problem = absl::StrCat("libjpeg stopped at row ", s->cinfo.output_scanline, " of ",
-                                s->cinfo.output_height);
-      s->err.damaged = true;
-      return false;
-    }
+    if (read == 0) return true;  // Stopped early: the caller reports it.
     for (JDIMENSION i = 0; i < read; ++i, ++done) {
       uint8_t* dst = base + done * stride;
       if (cmyk) {
@@ -212,12 +210,7 @@ bool DecodeWindowRows(JpegDecodeState* s, bool cmyk, int channels, Tensor* out) 
     s->err.damaged = true;
     return false;
   }
-  if (rest > 0 && jpeg_read_scanlines(&s->cinfo, rows, 1) != 1) {
-    s->problem = absl::StrCat("libjpeg stopped at row ", s->cinfo.output_scanline, " of ",
-                              s->cinfo.output_height);
-    s->err.damaged = true;
-    return false;
-  }
+  if (rest > 0) jpeg_read_scanlines(&s->cinfo, rows, 1);  // Short: the caller reports it.
   return true;
 }
 
@@ -294,7 +287,6 @@ bool RunJpegDecode(absl::string_view bytes, int requested_channels, JpegDecodeSt
       }
     } else {
       // Hand libjpeg several output rows at once; it decodes straight into the tensor.
-      constexpr int kRowsPerCall = 16;
       JSAMPROW rows[kRowsPerCall];
       while (s->cinfo.output_scanline < s->cinfo.output_height) {
         const size_t y = s->cinfo.output_scanline;
