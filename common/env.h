@@ -66,6 +66,8 @@ class Env {
   virtual absl::Status DeleteFile(const std::string& path) = 0;
   // Creates `dir` and its missing parents; OK if it exists.
   virtual absl::Status CreateDirs(const std::string& dir) = 0;
+  // Removes the empty directory `dir`.
+  virtual absl::Status DeleteDir(const std::string& dir) = 0;
   // Makes the directory's entries (creations, renames) durable.
   virtual absl::Status SyncDir(const std::string& dir) = 0;
 

@@ -40,6 +40,7 @@ class EnvWrapper : public Env {
   }
   absl::Status DeleteFile(const std::string& path) override { return base_->DeleteFile(path); }
   absl::Status CreateDirs(const std::string& dir) override { return base_->CreateDirs(dir); }
+  absl::Status DeleteDir(const std::string& dir) override { return base_->DeleteDir(dir); }
   absl::Status SyncDir(const std::string& dir) override { return base_->SyncDir(dir); }
   uint64_t NowMicros() override { return base_->NowMicros(); }
   void SleepForMicros(uint64_t micros) override { base_->SleepForMicros(micros); }

@@ -180,6 +180,11 @@ class PosixEnv : public Env {
     return absl::OkStatus();
   }
 
+  absl::Status DeleteDir(const std::string& dir) override {
+    if (::rmdir(dir.c_str()) != 0) return PosixError(absl::StrCat("rmdir ", dir), errno);
+    return absl::OkStatus();
+  }
+
   absl::Status SyncDir(const std::string& dir) override {
     const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return PosixError(absl::StrCat("open dir ", dir), errno);

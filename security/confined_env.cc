@@ -55,6 +55,11 @@ absl::Status ConfinedEnv::CreateDirs(const std::string& dir) {
   return EnvWrapper::CreateDirs(dir);
 }
 
+absl::Status ConfinedEnv::DeleteDir(const std::string& dir) {
+  RETURN_IF_ERROR(roots_.Check("directory", dir));
+  return EnvWrapper::DeleteDir(dir);
+}
+
 absl::Status ConfinedEnv::SyncDir(const std::string& dir) {
   RETURN_IF_ERROR(roots_.Check("directory", dir));
   return EnvWrapper::SyncDir(dir);

@@ -32,6 +32,7 @@ class ConfinedEnv : public EnvWrapper {
   absl::Status RenameFile(const std::string& from, const std::string& to) override;
   absl::Status DeleteFile(const std::string& path) override;
   absl::Status CreateDirs(const std::string& dir) override;
+  absl::Status DeleteDir(const std::string& dir) override;
   absl::Status SyncDir(const std::string& dir) override;
 
   const DataRoots& roots() const { return roots_; }
