@@ -164,6 +164,7 @@ class ClientImpl final : public Client {
     request.mutable_options()->set_cache_policy(
         spec.cache_policy == JobCachePolicy::kFull     ? CACHE_FULL
         : spec.cache_policy == JobCachePolicy::kAtMark ? CACHE_AT_MARK
+        : spec.cache_policy == JobCachePolicy::kAuto   ? CACHE_AUTO
                                                        : CACHE_COMPUTE);
     GetOrCreateJobResponse response;
     const grpc::Status rpc = connection_->CallDispatcher([&](grpc::ClientContext* context) {

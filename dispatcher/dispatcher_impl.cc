@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "cache/cache_gc.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoints.h"
 #include "common/hash.h"
@@ -69,6 +70,20 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Open(
   std::unique_ptr<DispatcherImpl> impl(new DispatcherImpl(options, std::move(journal)));
   RETURN_IF_ERROR(impl->Recover());
   RETURN_IF_ERROR(impl->NameCluster());
+  if (!options.cache_root.empty()) {
+    // Before any worker probes or writes: what no cache of the recovered state holds.
+    absl::StatusOr<CacheGcCounts> collected;
+    {
+      absl::MutexLock lock(&impl->mu_);
+      collected = CollectCacheGarbage(options.env, options.cache_root, impl->state_.caches());
+    }
+    if (!collected.ok()) {
+      LOG(WARNING) << "cache root " << options.cache_root << ": " << collected.status();
+    } else if (collected->files + collected->dirs > 0) {
+      LOG(INFO) << "cache root " << options.cache_root << ": deleted " << collected->files
+                << " stray files and " << collected->dirs << " directories";
+    }
+  }
   impl->liveness_thread_ = std::thread([d = impl.get()] { d->LivenessLoop(); });
   return impl;
 }
@@ -343,7 +358,7 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
                          " needs a dispatcher started with --cache_root"));
       }
       const absl::Status point =
-          CachePoint(state_.FindDataset(request.dataset_id())->pipeline(), policy).status();
+          PinnedPrefixOps(state_.FindDataset(request.dataset_id())->pipeline(), policy).status();
       if (!point.ok()) return Annotate(point, absl::StrCat("dataset ", request.dataset_id()));
     }
   }
@@ -387,29 +402,6 @@ absl::Status DispatcherImpl::CheckClientLimits(const Caller& caller,
   return absl::OkStatus();
 }
 
-absl::StatusOr<EpochCache> DispatcherImpl::DecideEpochCache(const JobState& job,
-                                                            const PipelineDef& def) const {
-  EpochCache cache;
-  ASSIGN_OR_RETURN(std::optional<int> point, CachePoint(def, job.options().cache_policy()));
-  if (!point.has_value()) return cache;
-  cache.set_cache_key(CacheKey(
-      def, *point, job.options().seed(),
-      options_.data_roots.has_value() ? absl::StrJoin(options_.data_roots->roots(), ",") : ""));
-  cache.set_cached_prefix_ops(*point);
-  const std::string dir = absl::StrCat(options_.cache_root, "/", cache.cache_key());
-  const CacheState* known = state_.FindCache(cache.cache_key());
-  if (known == nullptr) {
-    cache.set_mode(EpochCache::PUT);
-    *cache.mutable_pipeline() = WithCacheWrite(def, *point);
-    cache.set_cache_dir(dir);
-  } else if (known->complete() && !known->invalid()) {
-    cache.set_mode(EpochCache::GET);
-    *cache.mutable_pipeline() = ReadingFromCache(def, *point, dir);
-  }  // Else another epoch is writing it, or a chunk of it failed its check: compute (with the
-     // prefix pinned all the same).
-  return cache;
-}
-
 absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
                                         StartEpochResponse* response, const Caller& caller) {
   // A cache decision may be overtaken by another epoch's (the update is then Aborted): decide
@@ -435,6 +427,15 @@ absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
             absl::StrCat("job ", request.job_id(), ": the next epoch is ", job->epochs_started(),
                          ", not ", request.epoch()));
       }
+      if (job->options().cache_policy() == CACHE_AUTO && !job->has_cache_decision()) {
+        RETURN_IF_ERROR(AwaitCacheDecision(request.job_id()));
+        job = state_.FindJob(request.job_id());  // mu_ was released meanwhile.
+        if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
+        if (const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch())) {
+          response->set_num_tasks(epoch->task_ids_size());
+          return absl::OkStatus();
+        }
+      }
       def = state_.FindDataset(job->dataset_id())->pipeline();
       seed = job->options().seed();
       ASSIGN_OR_RETURN(*start->mutable_cache(), DecideEpochCache(*job, def));
@@ -455,7 +456,9 @@ absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
         return Annotate(splits.status(), absl::StrCat("job ", request.job_id(), " epoch ",
                                                       request.epoch(), ": enumerating splits"));
       }
-      const int64_t plan_epoch = start->cache().cache_key().empty() ? request.epoch() : 0;
+      const bool pinned =
+          !start->cache().cache_key().empty() || start->cache().cached_prefix_ops() > 0;
+      const int64_t plan_epoch = pinned ? 0 : request.epoch();
       for (Split& split : pipeline->PlanEpoch(std::move(splits).value(), seed, plan_epoch)) {
         *start->add_plan() = std::move(split);
       }
@@ -599,6 +602,7 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
     held.insert(def->pipeline_key());
     pipeline_bytes += size;
   }
+  AddCacheProfileRequests(*worker, response);
   // The answer's size is bounded (request_limits.h) below what a worker accepts, so a worker
   // seen here can read its tasks: being counted live never hides a worker that cannot.
   last_seen_[request.worker_id()] = options_.env->NowMicros();
@@ -794,7 +798,7 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
     {
       const EpochState* epoch = state_.FindEpoch(task->job_id(), task->epoch());
       const bool whole_output =
-          epoch->cache().cached_prefix_ops() ==
+          epoch->cache().cache_point() ==
           state_.FindDataset(state_.FindJob(task->job_id())->dataset_id())->pipeline().ops_size();
       RETURN_IF_ERROR(CheckCacheChunks(request, epoch->cache().mode() == EpochCache::PUT,
                                        whole_output, epoch->cache().cache_dir()));
@@ -805,14 +809,25 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
   update.mutable_task_finished()->set_generation(request.generation());
   update.mutable_task_finished()->set_num_elements(request.num_elements());
   *update.mutable_task_finished()->mutable_cache_chunks() = request.cache_chunks();
-  return JournalAndApply(
+  std::string completed_cache;  // Set when this report completed a Put epoch's cache.
+  RETURN_IF_ERROR(JournalAndApply(
       update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
         if (const TaskState* task = state_.FindTask(request.task_id())) {
           TrackUnread(*task);
           metrics_.ForgetTask(task->job_id(), task->task_id());
+          const EpochState* epoch = state_.FindEpoch(task->job_id(), task->epoch());
+          if (applied.ok() && epoch != nullptr && epoch->finished() &&
+              epoch->cache().mode() == EpochCache::PUT) {
+            completed_cache = epoch->cache().cache_key();
+          }
         }
         return absl::IsAlreadyExists(applied) ? absl::OkStatus() : applied;
-      });
+      }));
+  if (completed_cache.empty()) return absl::OkStatus();
+  // The report is durable; tidying the cache up is not its business (a failure is logged).
+  const absl::Status tidied = AfterCacheComplete(completed_cache);
+  if (!tidied.ok()) LOG(WARNING) << "cache " << completed_cache << ": " << tidied;
+  return absl::OkStatus();
 }
 
 absl::Status DispatcherImpl::RecomputeCacheChunk(const RecomputeCacheChunkRequest& request,
@@ -851,9 +866,9 @@ absl::Status DispatcherImpl::RecomputeCacheChunk(const RecomputeCacheChunkReques
     }
     const JobState* job = state_.FindJob(task->job_id());
     *response->mutable_prefix() = CachedPrefix(state_.FindDataset(job->dataset_id())->pipeline(),
-                                               epoch->cache().cached_prefix_ops());
+                                               epoch->cache().cache_point());
     response->set_seed(job->options().seed());
-    response->set_cached_prefix_ops(epoch->cache().cached_prefix_ops());
+    response->set_cached_prefix_ops(epoch->cache().cache_point());
     *response->mutable_leased() = plan->leased();
     *response->mutable_chunk() = *chunk;
     LOG(WARNING) << "task " << request.task_id() << " (worker " << task->worker_id()
@@ -1058,6 +1073,8 @@ void DispatcherImpl::LivenessLoop() {
     if (!status.ok()) LOG(ERROR) << "failure detector: " << status;
     const absl::Status retired = RetireIdleJobs();
     if (!retired.ok()) LOG(ERROR) << "retiring idle jobs: " << retired;
+    const absl::Status overdue = DecideOverdueCaches();
+    if (!overdue.ok()) LOG(ERROR) << "cache decisions: " << overdue;
     const uint64_t now = options_.env->NowMicros();
     if (now - last_policies_us >= static_cast<uint64_t>(options_.policy_period_ms) * 1000) {
       last_policies_us = now;

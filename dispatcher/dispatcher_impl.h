@@ -24,7 +24,15 @@
 // tasks run cache_read over the manifest's chunks, one split per chunk, then the ops after the
 // cache point) or COMPUTE (another epoch is writing it) — and journals the decision with the
 // epoch. The TaskFinished that finishes a PUT epoch's last task makes the cache complete, its
-// manifest the tasks' chunks; like everything else, it survives a dispatcher restart.
+// manifest the tasks' chunks; like everything else, it survives a dispatcher restart. Its stray
+// chunks (of runs that lost their task) are then deleted, and a restarted dispatcher collects
+// the cache root's garbage (cache/cache_gc.h).
+//
+// cache_policy auto (dispatcher_cache.cc): the job's first StartEpoch waits — answering
+// Unavailable, which clients retry — until a worker has profiled the pipeline (asked through
+// its heartbeat, answered with ReportCacheProfile) and the dispatcher has journaled where the
+// job caches (cache/cache_planner.h), making room by evicting least recently used caches no
+// epoch reads (--cache_capacity_bytes); every epoch then decides as at_mark does at that point.
 //
 // Liveness is not journaled: the failure detector (CheckLiveness, run by a background thread)
 // declares a worker silent for `worker_timeout_ms` lost by journaling WorkerLost, which
@@ -48,6 +56,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/env.h"
+#include "cache/cache_planner.h"
 #include "dispatcher/caller.h"
 #include "dispatcher/dispatcher_state.h"
 #include "dispatcher/job_metrics_collector.h"
@@ -81,6 +90,16 @@ struct DispatcherOptions {
   // chunks. Workers write and read these paths, so in a cluster it must be a filesystem every
   // worker mounts at the same path. Empty: jobs with a cache policy are refused.
   std::string cache_root;
+  // The most bytes the caches under cache_root may take (0: no limit). A cache_policy auto job
+  // caches only where its estimated cache fits once the least recently used caches no epoch
+  // reads are evicted; a completed cache that overflows it evicts such caches too.
+  int64_t cache_capacity_bytes = 0;
+  // cache_policy auto: the source records a worker profiles the pipeline on
+  // (cache/cache_profiler.h), and how long a job waits for a profile before it computes.
+  int64_t cache_profile_records = 64;
+  int64_t cache_profile_timeout_ms = 60 * 1000;
+  // How long one StartEpoch of such a job waits for the decision before answering Unavailable.
+  int64_t cache_decision_wait_ms = 2000;
   // Where pipelines' file sources may read (security/data_roots.h): with a value, globs are
   // expanded and files listed only inside these roots (and cache_root), so a pipeline naming
   // a file elsewhere is refused at RegisterDataset (PermissionDenied naming the path); none:
@@ -133,6 +152,14 @@ class DispatcherImpl {
   // the cache invalid (later epochs compute its prefix) and answers how to recompute the chunk.
   absl::Status RecomputeCacheChunk(const RecomputeCacheChunkRequest& request,
                                    RecomputeCacheChunkResponse* response);
+  // A worker's profile of a cache_policy auto job (or why it could not take one): decides,
+  // evicts what the decision needs room from, journals, and answers the job's decision.
+  // FailedPrecondition for a job that is not waiting for one.
+  absl::Status ReportCacheProfile(const ReportCacheProfileRequest& request,
+                                  ReportCacheProfileResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
+  // Journals a compute decision for every cache_policy auto job that has waited for a profile
+  // longer than cache_profile_timeout_ms. Also run by the background thread.
+  absl::Status DecideOverdueCaches() ABSL_LOCKS_EXCLUDED(mu_);
   // The state `caller` may see (VisibleState, caller.h) and the live workers.
   absl::Status GetStatus(const GetStatusRequest& request, GetStatusResponse* response,
                          const Caller& caller = {});
@@ -199,6 +226,26 @@ class DispatcherImpl {
   // How epoch `epoch` of `job` uses its cache, given the caches known now.
   absl::StatusOr<EpochCache> DecideEpochCache(const JobState& job, const PipelineDef& def) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The key of the cache of `def`'s first `cache_point` ops with `seed`, for these data roots.
+  std::string CacheKeyOf(const PipelineDef& def, int cache_point, uint64_t seed) const;
+  std::string CacheDir(const std::string& cache_key) const;
+  // cache_policy auto job `job_id` has no decision: asks for a profile (the next heartbeats
+  // carry the request) and waits a little for the decision, releasing mu_ meanwhile. OK once
+  // decided, Unavailable (retry) until then.
+  absl::Status AwaitCacheDecision(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The profile requests for `worker`'s heartbeat: each waiting job's, for the worker it was
+  // given to — this one if none, or if that one is lost.
+  void AddCacheProfileRequests(const WorkerState& worker, WorkerHeartbeatResponse* response)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every cache as eviction sees it.
+  std::vector<CacheUsage> CacheUsages() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Journals the eviction of each of `cache_keys` (one refused because it came into use is
+  // kept), then deletes the evicted caches' directories.
+  absl::Status Evict(const std::vector<std::string>& cache_keys, const std::string& reason)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // After a Put epoch completed cache `cache_key`: deletes its stray chunks and, if the caches
+  // now exceed cache_capacity_bytes, evicts the least recently used ones no epoch reads.
+  absl::Status AfterCacheComplete(const std::string& cache_key) ABSL_LOCKS_EXCLUDED(mu_);
   // The policy JobOptions.autoscale or .placement names for `job`, sized by the workers live now.
   std::unique_ptr<ResourcePolicy> NewPolicy(const JobState& job) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -238,6 +285,13 @@ class DispatcherImpl {
   // Job id -> when a client last asked about it (Env::NowMicros); after a restart, the
   // restart's time.
   std::map<int64_t, uint64_t> last_active_ ABSL_GUARDED_BY(mu_);
+  // cache_policy auto jobs waiting for a profile, by job id: since when, and the worker asked
+  // (not journaled: a restarted dispatcher asks again).
+  struct ProfileWait {
+    uint64_t since_us = 0;
+    std::string worker_id;
+  };
+  std::map<int64_t, ProfileWait> profile_waits_ ABSL_GUARDED_BY(mu_);
 
   // Provisioning (SetProvisioner; Provision).
   std::unique_ptr<Provisioner> provisioner_ ABSL_GUARDED_BY(mu_);

@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "dispatcher/assignment_policy.h"
 #include "dispatcher/request_limits.h"
+#include "pipeline/cache_policy.h"
 
 namespace granary {
 
@@ -75,7 +76,7 @@ absl::Status DispatcherState::Apply(uint64_t seq, const Update& update) {
     case Update::kCreateJob:
       return ApplyCreateJob(update.create_job());
     case Update::kStartEpoch:
-      return ApplyStartEpoch(update.start_epoch());
+      return ApplyStartEpoch(update.start_epoch(), seq);
     case Update::kRegisterWorker:
       return ApplyRegisterWorker(update.register_worker());
     case Update::kLeaseSplits:
@@ -92,6 +93,10 @@ absl::Status DispatcherState::Apply(uint64_t seq, const Update& update) {
       return ApplyInvalidateCache(update.invalidate_cache());
     case Update::kScaleJob:
       return ApplyScaleJob(update.scale_job());
+    case Update::kDecideCache:
+      return ApplyDecideCache(update.decide_cache());
+    case Update::kEvictCache:
+      return ApplyEvictCache(update.evict_cache());
     case Update::KIND_NOT_SET:
       break;
   }
@@ -131,7 +136,7 @@ absl::Status DispatcherState::ApplyCreateJob(const CreateJobUpdate& u) {
   return absl::OkStatus();
 }
 
-absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u) {
+absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u, uint64_t seq) {
   auto job_it = jobs_.find(u.job_id());
   if (job_it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
   JobState& job = job_it->second;
@@ -162,6 +167,7 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u) {
     put.set_put_job_id(u.job_id());
     put.set_put_epoch(u.epoch());
   }
+  if (u.cache().mode() != EpochCache::COMPUTE) caches_[u.cache().cache_key()].set_last_used_seq(seq);
   job.set_epochs_started(u.epoch() + 1);
   EpochState epoch;
   epoch.set_job_id(u.job_id());
@@ -317,6 +323,7 @@ absl::Status DispatcherState::ApplyTaskFinished(const TaskFinishedUpdate& u) {
       for (const CacheChunk& chunk : finished->cache_chunks()) {
         *cache.add_chunks() = chunk;
         cache.set_num_elements(cache.num_elements() + chunk.num_elements());
+        cache.set_bytes(cache.bytes() + chunk.bytes());
       }
       CacheTaskPlan* plan = cache.add_task_plans();
       plan->set_task_id(id);
@@ -373,6 +380,53 @@ absl::Status DispatcherState::ApplyInvalidateCache(const InvalidateCacheUpdate& 
   it->second.set_invalid(true);
   it->second.set_invalid_reason(u.reason());
   return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyDecideCache(const DecideCacheUpdate& u) {
+  auto job_it = jobs_.find(u.job_id());
+  if (job_it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
+  JobState& job = job_it->second;
+  if (job.options().cache_policy() != CACHE_AUTO) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", u.job_id(), " does not have cache_policy auto"));
+  }
+  if (job.has_cache_decision()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("job ", u.job_id(), " has its cache decision already"));
+  }
+  const std::vector<int> marks = MarkPoints(FindDataset(job.dataset_id())->pipeline());
+  if (u.decision().cache_point() != 0 &&
+      std::find(marks.begin(), marks.end(), u.decision().cache_point()) == marks.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", u.job_id(), ": cache point ",
+                                                   u.decision().cache_point(),
+                                                   " is not one of its marks"));
+  }
+  *job.mutable_cache_decision() = u.decision();
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyEvictCache(const EvictCacheUpdate& u) {
+  if (FindCache(u.cache_key()) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no cache ", u.cache_key()));
+  }
+  if (CacheInUse(u.cache_key())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cache ", u.cache_key(), " is being written or read: not evicted"));
+  }
+  caches_.erase(u.cache_key());
+  return absl::OkStatus();
+}
+
+bool DispatcherState::CacheInUse(const std::string& cache_key) const {
+  const CacheState* cache = FindCache(cache_key);
+  if (cache != nullptr && !cache->complete()) return true;
+  for (const auto& [id, epoch] : epochs_) {
+    if (!epoch.finished() && epoch.cache().mode() != EpochCache::COMPUTE &&
+        epoch.cache().cache_key() == cache_key) {
+      return true;
+    }
+  }
+  return false;
 }
 
 absl::Status DispatcherState::ApplyScaleJob(const ScaleJobUpdate& u) {

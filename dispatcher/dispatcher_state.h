@@ -60,6 +60,9 @@ class DispatcherState {
   const TaskState* FindTask(int64_t task_id) const;
   const WorkerState* FindWorker(const std::string& worker_id) const;
   const CacheState* FindCache(const std::string& cache_key) const;
+  // Whether cache `cache_key` is being written (incomplete) or an unfinished epoch reads or
+  // writes it: such a cache is never evicted.
+  bool CacheInUse(const std::string& cache_key) const;
 
   // The unfinished tasks assigned to `worker_id`, by task id. Costs O(those tasks), however
   // many finished ones the state holds.
@@ -80,7 +83,7 @@ class DispatcherState {
  private:
   absl::Status ApplyRegisterDataset(const RegisterDatasetUpdate& u);
   absl::Status ApplyCreateJob(const CreateJobUpdate& u);
-  absl::Status ApplyStartEpoch(const StartEpochUpdate& u);
+  absl::Status ApplyStartEpoch(const StartEpochUpdate& u, uint64_t seq);
   absl::Status ApplyRegisterWorker(const RegisterWorkerUpdate& u);
   absl::Status ApplyLeaseSplits(const LeaseSplitsUpdate& u);
   absl::Status ApplyTaskFinished(const TaskFinishedUpdate& u);
@@ -89,6 +92,8 @@ class DispatcherState {
   absl::Status ApplySetClusterId(const SetClusterIdUpdate& u);
   absl::Status ApplyInvalidateCache(const InvalidateCacheUpdate& u);
   absl::Status ApplyScaleJob(const ScaleJobUpdate& u);
+  absl::Status ApplyDecideCache(const DecideCacheUpdate& u);
+  absl::Status ApplyEvictCache(const EvictCacheUpdate& u);
 
   // Adds `task` to (removes it from) the indices by worker.
   void IndexTask(const TaskState& task);

@@ -124,6 +124,16 @@ grpc::Status GrpcDispatcherService::RecomputeCacheChunk(grpc::ServerContext* con
   return ToGrpcStatus(impl_->RecomputeCacheChunk(*request, response));
 }
 
+grpc::Status GrpcDispatcherService::ReportCacheProfile(grpc::ServerContext* context,
+                                                       const ReportCacheProfileRequest* request,
+                                                       ReportCacheProfileResponse* response) {
+  if (absl::Status allowed = CheckWorker(context, request->worker_id(), "ReportCacheProfile");
+      !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
+  return ToGrpcStatus(impl_->ReportCacheProfile(*request, response));
+}
+
 grpc::Status GrpcDispatcherService::ScaleJob(grpc::ServerContext* context,
                                              const ScaleJobRequest* request,
                                              ScaleJobResponse* response) {

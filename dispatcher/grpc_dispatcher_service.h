@@ -4,7 +4,7 @@
 //
 // With enforce_identity (a TLS server, SECURITY.md), the caller's certificate — or for clients
 // a bearer token of `tokens` — decides (security/bearer_tokens.h): RegisterWorker and
-// WorkerHeartbeat only from the worker the request names; GetSplits, TaskFinished and
+// WorkerHeartbeat and ReportCacheProfile only from the worker the request names; GetSplits, TaskFinished and
 // RecomputeCacheChunk only from the worker holding the task; every other RPC only from a client,
 // which the job RPCs pass on as the Caller whose access to the job is checked
 // (dispatcher/caller.h); GetStatus shows a client only its own jobs unless it is one of
@@ -52,6 +52,8 @@ class GrpcDispatcherService final : public Dispatcher::Service {
                             TaskFinishedResponse* response) override;
   grpc::Status RecomputeCacheChunk(grpc::ServerContext*, const RecomputeCacheChunkRequest* request,
                                    RecomputeCacheChunkResponse* response) override;
+  grpc::Status ReportCacheProfile(grpc::ServerContext*, const ReportCacheProfileRequest* request,
+                                  ReportCacheProfileResponse* response) override;
   grpc::Status GetStatus(grpc::ServerContext*, const GetStatusRequest* request,
                          GetStatusResponse* response) override;
   grpc::Status ScaleJob(grpc::ServerContext*, const ScaleJobRequest* request,

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "dispatcher/assignment_policy.h"
 #include "dispatcher/request_limits.h"
+#include "pipeline/cache_policy.h"
 
 namespace granary {
 namespace {
@@ -32,6 +33,14 @@ absl::Status CheckJob(const DispatcherState& state, const JobState& job) {
     return Violation("job ", job.job_id(), ": ", valid.message());
   }
   if (job.options().num_consumers() < 1) return Violation("job ", job.job_id(), " has no consumer");
+  if (job.has_cache_decision() && job.cache_decision().cache_point() != 0) {
+    const std::vector<int> marks = MarkPoints(state.FindDataset(job.dataset_id())->pipeline());
+    if (job.options().cache_policy() != CACHE_AUTO ||
+        std::find(marks.begin(), marks.end(), job.cache_decision().cache_point()) == marks.end()) {
+      return Violation("job ", job.job_id(), " decided to cache at op ",
+                       job.cache_decision().cache_point(), ", which is not one of its marks");
+    }
+  }
   if (!job.name().empty() && state.FindJobByName(job.name()) != &job) {
     return Violation("job name '", job.name(), "' is used twice");
   }
@@ -118,7 +127,8 @@ absl::Status CheckEpoch(const DispatcherState& state, const EpochState& epoch) {
                      all_finished ? "all" : "not all", " of its tasks are");
   }
   const EpochCache& cache = epoch.cache();
-  if (cache.mode() != EpochCache::COMPUTE && state.FindCache(cache.cache_key()) == nullptr) {
+  if (!epoch.finished() && cache.mode() != EpochCache::COMPUTE &&
+      state.FindCache(cache.cache_key()) == nullptr) {
     return Violation(name, " uses cache ", cache.cache_key(), ", which does not exist");
   }
   return absl::OkStatus();
@@ -144,10 +154,12 @@ absl::Status CheckCache(const DispatcherState& state, const CacheState& cache) {
     }
   }
   std::vector<std::string> manifest;
+  int64_t bytes = 0;
   for (const CacheChunk& chunk : cache.chunks()) {
     manifest.push_back(SerializeDeterministically(chunk));
+    bytes += chunk.bytes();
   }
-  if (manifest != expected || elements != cache.num_elements()) {
+  if (manifest != expected || elements != cache.num_elements() || bytes != cache.bytes()) {
     return Violation("cache ", cache.cache_key(), ": its manifest is not the chunks of job ",
                      cache.put_job_id(), " epoch ", cache.put_epoch(), "'s tasks");
   }

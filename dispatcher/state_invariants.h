@@ -14,7 +14,8 @@ namespace granary {
 // OK when `state` is consistent; else DataLoss naming the first violation found:
 //  - ids: every job and task id is below next_job_id / next_task_id; job names are unique;
 //  - references resolve: a job's dataset, an epoch's job and tasks, a task's epoch (which lists
-//    it) and worker (known, and not lost), a caching epoch's cache;
+//    it) and worker (known, and not lost), an unfinished caching epoch's cache (a finished
+//    one's may have been evicted since);
 //  - jobs: options within the request limits, at least one consumer, epochs 0..epochs_started-1
 //    exist; every (consumer, slot) of an epoch has one task, of a consumer the job has;
 //  - splits: the tasks of an epoch hold exactly the plan's first next_split splits between
@@ -23,7 +24,9 @@ namespace granary {
 //    an assigned task a generation >= 1;
 //  - the index of unfinished tasks by worker agrees with the tasks;
 //  - caches: an incomplete cache is being written by an unfinished PUT epoch; a complete cache's
-//    manifest is the chunks of its Put epoch's tasks, in task order, if that job still exists.
+//    manifest is the chunks of its Put epoch's tasks, in task order, if that job still exists,
+//    and its bytes theirs; a cache_policy auto job's decision caches at one of its marks or
+//    nowhere.
 absl::Status CheckStateInvariants(const DispatcherState& state);
 
 }  // namespace granary

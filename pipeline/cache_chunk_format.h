@@ -1,4 +1,4 @@
-// The records of cache chunk files (checkpoint/FORMAT.md): what cache_write's sink writes and
+// The records of cache chunk files (cache/FORMAT.md): what cache_write's sink writes and
 // the cache_read source reads. A chunk is a TFRecord-framed file whose records are CachedElement
 // protos (index + element with its provenance) whose element field holds the element's wire
 // image (transport/FORMAT.md) as it is. (A chunk's MAC over its records: security/chunk_mac.h.)

@@ -1,5 +1,5 @@
 // CacheChunkGuard: how a Get epoch's cache_read source makes sure it serves only what the Put
-// epoch wrote (checkpoint/FORMAT.md, "Chunk MAC"; SECURITY.md, cache integrity).
+// epoch wrote (cache/FORMAT.md, "Chunk MAC"; SECURITY.md, cache integrity).
 //
 // Before serving any element of a manifest chunk, the reader loads the whole chunk file and
 // checks it against the manifest's entry (CacheChunk: record count, index sequence) and asks the

@@ -10,8 +10,9 @@ absl::StatusOr<CachePolicy> ParseCachePolicy(absl::string_view name) {
   if (name == "compute") return CACHE_COMPUTE;
   if (name == "full") return CACHE_FULL;
   if (name == "at_mark") return CACHE_AT_MARK;
+  if (name == "auto") return CACHE_AUTO;
   return absl::InvalidArgumentError(absl::StrCat("unknown cache policy '", name,
-                                                 "' (known: compute, full, at_mark)"));
+                                                 "' (known: compute, full, at_mark, auto)"));
 }
 
 std::string CachePolicyName(CachePolicy policy) {
@@ -20,6 +21,8 @@ std::string CachePolicyName(CachePolicy policy) {
       return "full";
     case CACHE_AT_MARK:
       return "at_mark";
+    case CACHE_AUTO:
+      return "auto";
     default:
       return "compute";
   }
@@ -29,15 +32,39 @@ absl::StatusOr<std::optional<int>> CachePoint(const PipelineDef& def, CachePolic
   switch (policy) {
     case CACHE_FULL:
       return def.ops_size();
-    case CACHE_AT_MARK:
-      for (int i = 0; i < def.ops_size(); ++i) {
-        if (def.ops(i).op() == "mark") return i + 1;
+    case CACHE_AT_MARK: {
+      const std::vector<int> marks = MarkPoints(def);
+      if (marks.empty()) {
+        return absl::InvalidArgumentError(
+            "cache_policy at_mark: the pipeline has no mark op to cache at");
       }
+      return marks.front();
+    }
+    case CACHE_AUTO:
       return absl::InvalidArgumentError(
-          "cache_policy at_mark: the pipeline has no mark op to cache at");
+          "cache_policy auto: the dispatcher decides the cache point (JobState.cache_decision)");
     default:
       return std::nullopt;
   }
+}
+
+absl::StatusOr<std::optional<int>> PinnedPrefixOps(const PipelineDef& def, CachePolicy policy) {
+  if (policy != CACHE_AUTO) return CachePoint(def, policy);
+  const std::vector<int> marks = MarkPoints(def);
+  if (marks.empty()) {
+    return absl::InvalidArgumentError(
+        "cache_policy auto: the pipeline has no mark op to cache at (a mark marks where caching "
+        "is acceptable; one as the last op allows caching the whole output)");
+  }
+  return marks.back();
+}
+
+std::vector<int> MarkPoints(const PipelineDef& def) {
+  std::vector<int> points;
+  for (int i = 0; i < def.ops_size(); ++i) {
+    if (def.ops(i).op() == "mark") points.push_back(i + 1);
+  }
+  return points;
 }
 
 PipelineDef CachedPrefix(const PipelineDef& def, int cache_point) {

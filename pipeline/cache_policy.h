@@ -21,14 +21,26 @@
 
 namespace granary {
 
-// "compute", "full", "at_mark" <-> CachePolicy. InvalidArgument naming the value otherwise.
+// "compute", "full", "at_mark", "auto" <-> CachePolicy. InvalidArgument naming the value
+// otherwise.
 absl::StatusOr<CachePolicy> ParseCachePolicy(absl::string_view name);
 std::string CachePolicyName(CachePolicy policy);
 
 // The number of ops in the cached prefix: all of them (full), or those up to and including the
 // first mark op (at_mark); nullopt for compute. InvalidArgument for at_mark on a pipeline
-// without a mark op.
+// without a mark op, and for auto, whose cache point the dispatcher decides (MarkPoints are its
+// candidates).
 absl::StatusOr<std::optional<int>> CachePoint(const PipelineDef& def, CachePolicy policy);
+
+// The ops every epoch of a job with `policy` runs as epoch 0, over epoch 0's split plan: the
+// cache point for full and at_mark; for auto every op up to and including the last mark,
+// whichever mark the dispatcher decides to cache at (or none), so that the job's data does not
+// depend on a decision taken from timings. nullopt for compute. InvalidArgument for at_mark and
+// auto on a pipeline without a mark op.
+absl::StatusOr<std::optional<int>> PinnedPrefixOps(const PipelineDef& def, CachePolicy policy);
+
+// The cache points a mark op allows, ascending: each mark's index + 1.
+std::vector<int> MarkPoints(const PipelineDef& def);
 
 // The cached prefix of `def`: its source and first `cache_point` ops.
 PipelineDef CachedPrefix(const PipelineDef& def, int cache_point);

@@ -39,9 +39,12 @@ constexpr char kMarked[] = R"({"source": {"type": "range", "params": {"stop": 10
     {"op": "mark", "params": {"name": "m"}},
     {"op": "map", "udf": "add", "udfParams": {"value": 1}}]})";
 
-TEST(CachePolicyTest, ParseAcceptsTheThreePoliciesRejectsOthersAndNamesRoundTrip) {
+TEST(CachePolicyTest, ParseAcceptsTheFourPoliciesRejectsOthersAndNamesRoundTrip) {
   for (const auto& [name, policy] : std::vector<std::pair<std::string, CachePolicy>>{
-           {"compute", CACHE_COMPUTE}, {"full", CACHE_FULL}, {"at_mark", CACHE_AT_MARK}}) {
+           {"compute", CACHE_COMPUTE},
+           {"full", CACHE_FULL},
+           {"at_mark", CACHE_AT_MARK},
+           {"auto", CACHE_AUTO}}) {
     auto parsed = ParseCachePolicy(name);
     ASSERT_TRUE(parsed.ok()) << name << ": " << parsed.status();
     EXPECT_EQ(*parsed, policy) << name;
@@ -50,7 +53,7 @@ TEST(CachePolicyTest, ParseAcceptsTheThreePoliciesRejectsOthersAndNamesRoundTrip
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(*again, policy);
   }
-  for (const std::string bad : {"always", "Full", "", "at-mark"}) {
+  for (const std::string bad : {"always", "Full", "", "at-mark", "Auto"}) {
     auto parsed = ParseCachePolicy(bad);
     ASSERT_FALSE(parsed.ok()) << "'" << bad << "' accepted";
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << bad;
@@ -85,6 +88,29 @@ TEST(CachePolicyTest, CachePointIsNoneAllOpsOrJustAfterTheFirstMark) {
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(none.status().message(), HasSubstr("mark"));
+}
+
+TEST(CachePolicyTest, AutoPinsEveryOpUpToTheLastMarkWhateverItDecides) {
+  const PipelineDef marked = Parse(R"({"source": {"type": "range", "params": {"stop": 10}},
+      "ops": [{"op": "shuffle", "params": {"buffer_size": 4}}, {"op": "mark"},
+              {"op": "map", "udf": "add", "udfParams": {"value": 1}}, {"op": "mark"},
+              {"op": "batch", "params": {"batch_size": 2}}]})");
+  EXPECT_THAT(MarkPoints(marked), ::testing::ElementsAre(2, 4));
+  auto pinned = PinnedPrefixOps(marked, CACHE_AUTO);
+  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  ASSERT_TRUE(pinned->has_value());
+  EXPECT_EQ(**pinned, 4) << "the last mark is op 3";
+  // The others pin their cache point (and compute nothing).
+  EXPECT_EQ(**PinnedPrefixOps(marked, CACHE_AT_MARK), 2);
+  EXPECT_EQ(**PinnedPrefixOps(marked, CACHE_FULL), 5);
+  EXPECT_FALSE(PinnedPrefixOps(marked, CACHE_COMPUTE)->has_value());
+  // Its cache point is the dispatcher's decision, never CachePoint's.
+  EXPECT_EQ(CachePoint(marked, CACHE_AUTO).status().code(), absl::StatusCode::kInvalidArgument);
+  const PipelineDef unmarked = Parse(R"({"source": {"type": "range", "params": {"stop": 10}}})");
+  auto none = PinnedPrefixOps(unmarked, CACHE_AUTO);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(), HasSubstr("no mark op to cache at"));
+  EXPECT_TRUE(MarkPoints(unmarked).empty());
 }
 
 TEST(CachePolicyTest, CacheKeyDependsOnPrefixAndSeedOnly) {

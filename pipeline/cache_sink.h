@@ -1,7 +1,7 @@
 // CacheSink: where a cache_write op puts the elements flowing through it (DESIGN.md §5).
 //
 // The pipeline only hands elements over and saves/restores the sink with its own state; the
-// worker's implementation (checkpoint/cache_put.h) writes them to chunk files and commits those
+// worker's implementation (cache/cache_put.h) writes them to chunk files and commits those
 // with the task's checkpoints. Called from the iterator's thread only.
 #ifndef GRANARY_PIPELINE_CACHE_SINK_H_
 #define GRANARY_PIPELINE_CACHE_SINK_H_

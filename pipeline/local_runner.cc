@@ -10,11 +10,11 @@ absl::StatusOr<std::unique_ptr<Iterator>> MakeEpochIterator(const Pipeline& pipe
                                                             CachePolicy cache_policy,
                                                             IteratorStats* stats) {
   ASSIGN_OR_RETURN(std::vector<Split> splits, pipeline.EnumerateSplits(env));
-  ASSIGN_OR_RETURN(std::optional<int> cache_point, CachePoint(pipeline.def(), cache_policy));
+  ASSIGN_OR_RETURN(std::optional<int> pinned, PinnedPrefixOps(pipeline.def(), cache_policy));
   IteratorContext ctx{env, seed, epoch};
   ctx.stats = stats;
-  ctx.cached_prefix_ops = cache_point.value_or(0);
-  const int64_t plan_epoch = cache_point.has_value() ? 0 : epoch;
+  ctx.cached_prefix_ops = pinned.value_or(0);
+  const int64_t plan_epoch = pinned.has_value() ? 0 : epoch;
   return pipeline.MakeIterator(
       ctx, std::make_unique<PlannedSplitProvider>(pipeline.PlanEpoch(splits, seed, plan_epoch)));
 }

@@ -37,8 +37,8 @@ struct EpochRunOptions {
   CachePolicy cache_policy = CACHE_COMPUTE;
 };
 
-// The iterator of epoch `epoch` of `pipeline` over its full split plan, with the cached prefix
-// of `cache_policy` run as epoch 0 — what RunEpochInProcess pulls from (and Python's
+// The iterator of epoch `epoch` of `pipeline` over its full split plan, with the pinned prefix
+// of `cache_policy` (PinnedPrefixOps) run as epoch 0 — what RunEpochInProcess pulls from (and Python's
 // granary.local). Counters go to `stats` when not null (it must outlive the iterator).
 absl::StatusOr<std::unique_ptr<Iterator>> MakeEpochIterator(const Pipeline& pipeline, uint64_t seed,
                                                             int64_t epoch, Env* env,
@@ -46,7 +46,7 @@ absl::StatusOr<std::unique_ptr<Iterator>> MakeEpochIterator(const Pipeline& pipe
                                                             IteratorStats* stats = nullptr);
 
 // Runs epoch `epoch` of `pipeline` over its full split plan. Errors are the pipeline's,
-// unchanged (and CachePoint's for a cache policy the pipeline cannot have).
+// unchanged (and PinnedPrefixOps's for a cache policy the pipeline cannot have).
 absl::StatusOr<EpochResult> RunEpochInProcess(const Pipeline& pipeline, uint64_t seed,
                                               int64_t epoch, Env* env,
                                               const EpochRunOptions& options = {});

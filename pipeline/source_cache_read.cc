@@ -1,4 +1,4 @@
-// The "cache_read" source (DESIGN.md §5): reads cache chunk files (checkpoint/FORMAT.md) and
+// The "cache_read" source (DESIGN.md §5): reads cache chunk files (cache/FORMAT.md) and
 // yields the elements cached in them, with their original provenance, so that ops after it draw
 // the same randomness as they would have on the computed elements.
 //

@@ -27,8 +27,9 @@ JobCachePolicy ParseJobCachePolicy(const std::string& name) {
   if (name == "compute") return JobCachePolicy::kCompute;
   if (name == "full") return JobCachePolicy::kFull;
   if (name == "at_mark") return JobCachePolicy::kAtMark;
+  if (name == "auto") return JobCachePolicy::kAuto;
   throw StatusError{absl::InvalidArgumentError(
-      absl::StrCat("cache_policy '", name, "' is none of compute, full, at_mark"))};
+      absl::StrCat("cache_policy '", name, "' is none of compute, full, at_mark, auto"))};
 }
 
 JobCompression ParseJobCompression(const std::string& name) {

@@ -53,6 +53,7 @@ benchmarks=(
   "dispatcher_age_bench:dispatcher_age"
   "journal_bench:journal"
   "cache_bench:cache"
+  "autocache_bench:autocache"
   "failpoint_bench:failpoint"
   "policy_bench:policy"
   "policy_cluster_bench:policy_cluster"

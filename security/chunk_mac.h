@@ -1,4 +1,4 @@
-// Chunk MACs: what makes a cache chunk unforgeable (SECURITY.md, checkpoint/FORMAT.md "Chunk
+// Chunk MACs: what makes a cache chunk unforgeable (SECURITY.md, cache/FORMAT.md "Chunk
 // MAC"). A chunk's MAC is HMAC-SHA256, under a key derived from the capability key the
 // dispatcher and its workers share (security/capability.h), of the chunk's identity (the task
 // that wrote it and its first index) and its records in order. The worker writing the chunk

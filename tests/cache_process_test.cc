@@ -32,9 +32,15 @@ using testing::ReadDigests;
 using testing::ReadRunPosition;
 
 constexpr int64_t kImages = 1600;
+// cache_policy auto's pipeline: 1 ms a record before the mark, so that reading the cache wins.
+constexpr int kAutoPrefixCostUs = 1000;
+// The mark is op 4 of that pipeline: the cache point 5.
+constexpr int kAutoMarkPoint = 5;
 
 // Decode up to the mark; random augmentations after it (redrawn every epoch under at_mark).
-std::string PipelineJson(const std::string& data_dir) {
+// `prefix_cost_us`: a simulated cost per element before the mark (simulate_cost, op 3), which
+// makes caching at the mark worth it for cache_policy auto's planner.
+std::string PipelineJson(const std::string& data_dir, int prefix_cost_us) {
   return absl::StrCat(R"({
     "source": {"type": "tfrecord",
                "params": {"files": [")", data_dir, R"(/*.tfrecord"], "records_per_split": 50,
@@ -43,7 +49,11 @@ std::string PipelineJson(const std::string& data_dir) {
       {"op": "shuffle", "params": {"buffer_size": 16}},
       {"op": "map", "udf": "parse_example",
        "udfParams": {"keys": ["image/encoded", "image/class/label"], "dtypes": ["bytes", "int64"]}},
-      {"op": "parallel_map", "params": {"num_threads": 2}, "udf": "decode_jpeg"},
+      {"op": "parallel_map", "params": {"num_threads": 2}, "udf": "decode_jpeg"},)",
+                      prefix_cost_us == 0 ? "" : absl::StrCat(R"(
+      {"op": "map", "udf": "simulate_cost", "udfParams": {"us_per_element": )",
+                                                             prefix_cost_us, "}},"),
+                      R"(
       {"op": "mark", "params": {"name": "decoded"}},
       {"op": "map", "udf": "random_crop", "udfParams": {"fraction": 0.75}},
       {"op": "map", "udf": "random_flip"}
@@ -64,7 +74,10 @@ class CacheProcessTest : public ::testing::TestWithParam<std::string> {
     const std::string out = datagen.ReadAll();
     ASSERT_EQ(datagen.Wait(), 0) << out;
     pipeline_ = dir_.Join("pipeline.json");
-    ASSERT_TRUE(WriteStringToFile(Env::Default(), pipeline_, PipelineJson(data_), false).ok());
+    ASSERT_TRUE(WriteStringToFile(Env::Default(), pipeline_,
+                                  PipelineJson(data_, policy() == "auto" ? kAutoPrefixCostUs : 0),
+                                  false)
+                    .ok());
     Subprocess local({GRANARY_BINARY, "local", "--pipeline=" + pipeline_, "--epochs=3",
                       "--seed=11", "--cache_policy=" + policy(),
                       "--digest_out=" + dir_.Join("local.digest")},
@@ -344,6 +357,49 @@ TEST_P(CacheProcessTest, ForgedChunkIsRecomputedNeverServedAndTheCacheRetired) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, CacheProcessTest, ::testing::Values("full", "at_mark"),
+                         [](const auto& info) { return info.param; });
+
+// cache_policy auto (issue 18): a worker profiles the pipeline before the job's first epoch, the
+// dispatcher decides to cache at the mark (the simulated cost before it is what reading saves),
+// epoch 0 writes the cache and epochs 1–2 read it — and every epoch matches `granary local
+// --cache_policy auto`, whose data does not depend on the decision.
+class AutoCacheProcessTest : public CacheProcessTest {};
+
+TEST_P(AutoCacheProcessTest, ProfilesDecidesToCacheAtTheMarkAndEveryEpochMatchesLocal) {
+  testing::LocalCluster cluster(dir_.Join("cluster"),
+                                {.workers = 2, .worker_flags = WorkerFlags(dir_.Join("ckpt"))});
+  ASSERT_TRUE(cluster.ok());
+  RunToCompletion(RunArgs(cluster, 3, false));
+  const GetStatusResponse status = AwaitCompleteCache(cluster);
+  ExpectDigestsMatchLocal();
+  ASSERT_EQ(status.state().jobs_size(), 1);
+  const CacheDecision& decision = status.state().jobs(0).cache_decision();
+  EXPECT_EQ(decision.cache_point(), kAutoMarkPoint) << decision.reason();
+  EXPECT_EQ(decision.profile().sample_records(), 64);
+  ASSERT_EQ(decision.profile().points_size(), 1);
+  ASSERT_EQ(status.state().caches_size(), 1);
+  const std::string key = status.state().caches(0).cache_key();
+  for (const EpochState& epoch : status.state().epochs()) {
+    EXPECT_EQ(epoch.cache().mode(), epoch.epoch() == 0 ? EpochCache::PUT : EpochCache::GET)
+        << "epoch " << epoch.epoch();
+    EXPECT_EQ(epoch.cache().cache_key(), key);
+  }
+  // The probe's chunks are gone: the cache root holds the cache's directory alone.
+  auto entries = Env::Default()->GetChildren(cluster.cache_root());
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  EXPECT_THAT(*entries, ::testing::ElementsAre(key));
+  Subprocess status_command(
+      {GRANARY_BINARY, "status", "--insecure", "--dispatcher=" + cluster.dispatcher_address()},
+      Subprocess::Stderr::kMergeIntoStdout);
+  const std::string shown = status_command.ReadAll();
+  ASSERT_EQ(status_command.Wait(), 0) << shown;
+  // `granary run` leaves the job's num_epochs open (a rerun may read further): the planner
+  // counts on kUnboundedEpochs.
+  EXPECT_THAT(shown, ::testing::HasSubstr(absl::StrCat("cache_policy auto: cache at op ",
+                                                       kAutoMarkPoint, " (over 100 epochs")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Auto, AutoCacheProcessTest, ::testing::Values("auto"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

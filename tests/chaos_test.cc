@@ -63,6 +63,23 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, ChaosScenarioTest,
                          ::testing::Values("nofail", "recover", "failover", "killall", "dispatcher",
                                            "putfail", "getfail", "scale", "random"));
 
+// The cache scenarios with cache_policy auto (issue 18): the workers are killed while the epoch
+// the dispatcher decided to Put writes, or while a later one reads.
+class ChaosAutoCacheTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ChaosAutoCacheTest, EveryEpochExactlyOnce) {
+  const std::string args = absl::StrCat("--scenario ", GetParam(), " --seed 13 --cache auto");
+  const CommandResult r = Chaos(args);
+  EXPECT_EQ(r.exit_code, 0) << "granary chaos " << args << ":\n" << r.output;
+  EXPECT_THAT(r.output, HasSubstr("3 epochs, 1536 rows verified")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cache auto")) << r.output;
+  const Counts counts = ParseCounts(r.output);
+  EXPECT_EQ(counts.injected, counts.planned) << "granary chaos " << args << ":\n" << r.output;
+  EXPECT_GE(counts.planned, 1) << "granary chaos " << args << ":\n" << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, ChaosAutoCacheTest, ::testing::Values("putfail", "getfail"));
+
 // The kill, restart and takeover scenarios over shared memory: every element by segment,
 // mapped by the client while workers die under it (issue 14).
 class ChaosSharedMemoryTest : public ::testing::TestWithParam<const char*> {};

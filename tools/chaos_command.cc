@@ -36,7 +36,7 @@ ABSL_FLAG(std::string, inject, "",
           "PROCESS:SPEC — arm GRANARY_FAILPOINTS=SPEC in one process's first start (dispatcher, "
           "worker-N, workers or client), e.g. 'workers:put.mid_chunk_write=after(20):crash'.");
 ABSL_FLAG(std::string, cache, "",
-          "Override the scenario's cache policy: compute, full or at_mark.");
+          "Override the scenario's cache policy: compute, full, at_mark or auto.");
 ABSL_FLAG(std::string, transport, "tcp",
           "How the client reads the workers' elements: tcp, or shm (shared memory; every element "
           "by segment). A soak draws it for each run.");

@@ -34,6 +34,13 @@ ABSL_FLAG(int64_t, worker_timeout_ms, 5000, "Declare a worker lost after this mu
 ABSL_FLAG(std::string, cache_root, "",
           "Directory of the Put/Get caches (a filesystem every worker mounts at the same path). "
           "Jobs with a cache policy need it.");
+ABSL_FLAG(int64_t, cache_capacity_bytes, 0,
+          "The most bytes the caches under --cache_root may take (0: no limit): least recently "
+          "used caches no epoch reads are evicted to make room, and cache_policy auto caches "
+          "only where its estimated cache fits.");
+ABSL_FLAG(int64_t, cache_profile_records, 64,
+          "cache_policy auto: source records a worker profiles the pipeline on before the "
+          "job's first epoch.");
 ABSL_FLAG(int64_t, job_retention_ms, 10 * 60 * 1000,
           "Retire a job whose epochs are all finished once no client has asked about it for "
           "this long (its state is dropped; its name then opens a new job).");
@@ -80,7 +87,7 @@ namespace granary {
 int DispatcherCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N] "
-      "[--worker_timeout_ms T] [--cache_root C] [--data_roots DIRS] [--job_retention_ms R] "
+      "[--worker_timeout_ms T] [--cache_root C] [--cache_capacity_bytes B] [--data_roots DIRS] [--job_retention_ms R] "
       "[--check_invariants] [--plugin lib.so] [--provisioner local|command --max_workers N "
       "[--min_workers M] [--provision_command CMD]] (--tls_cert C --tls_key K --tls_ca CA "
       "[--tokens_file F] [--admin_clients A,B] | --insecure)");
@@ -125,6 +132,8 @@ int DispatcherCommand(int argc, char** argv) {
   options.worker_timeout_ms = absl::GetFlag(FLAGS_worker_timeout_ms);
   options.udfs = &*udfs;
   options.cache_root = absl::GetFlag(FLAGS_cache_root);
+  options.cache_capacity_bytes = absl::GetFlag(FLAGS_cache_capacity_bytes);
+  options.cache_profile_records = absl::GetFlag(FLAGS_cache_profile_records);
   options.job_retention_ms = absl::GetFlag(FLAGS_job_retention_ms);
   options.check_invariants = absl::GetFlag(FLAGS_check_invariants);
   options.policy_period_ms = std::max<int64_t>(absl::GetFlag(FLAGS_policy_period_ms), 100);

@@ -23,8 +23,9 @@ ABSL_FLAG(int64_t, epochs, 1, "Number of epochs to run.");
 ABSL_FLAG(uint64_t, seed, 0, "Job seed: keys shuffling and every random augmentation.");
 ABSL_FLAG(std::string, digest_out, "", "If set, write one digest line per epoch to this file.");
 ABSL_FLAG(std::string, cache_policy, "compute",
-          "compute | full | at_mark: the job's Put/Get cache (DESIGN.md §5). `local` runs the "
-          "cached prefix as epoch 0 in every epoch, which is what the service's cache serves.");
+          "compute | full | at_mark | auto: the job's Put/Get cache (DESIGN.md §5). `local` runs "
+          "the pinned prefix (the cached one; under auto every op up to the last mark) as epoch "
+          "0 in every epoch, which is what the service serves whatever it caches.");
 ABSL_FLAG(bool, auto_order, false,
           "Reorder the pipeline by AutoOrder (pipeline/optimizer/auto_order.h): swaps that change "
           "no output byte. `local` prints the order it chose and runs it; `run` has the job's "

@@ -192,6 +192,7 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(const CachePolicy policy, ParseCachePolicy(absl::GetFlag(FLAGS_cache_policy)));
   spec.cache_policy = policy == CACHE_FULL      ? JobCachePolicy::kFull
                       : policy == CACHE_AT_MARK ? JobCachePolicy::kAtMark
+                      : policy == CACHE_AUTO    ? JobCachePolicy::kAuto
                                                 : JobCachePolicy::kCompute;
   ASSIGN_OR_RETURN(const Compression compression,
                    CompressionFromName(absl::GetFlag(FLAGS_compression)));

@@ -129,6 +129,11 @@ int StatusCommand(int argc, char** argv) {
       std::printf("    scaled %lld times; last: %s\n", static_cast<long long>(j.scaling_steps()),
                   j.last_scaling().c_str());
     }
+    if (j.options().cache_policy() == CACHE_AUTO) {
+      std::printf("    cache_policy auto: %s\n", j.has_cache_decision()
+                                                     ? j.cache_decision().reason().c_str()
+                                                     : "waiting for a worker's profile");
+    }
   }
   std::printf("epochs (%d):\n", s.epochs_size());
   for (const EpochState& e : s.epochs()) {
@@ -147,8 +152,8 @@ int StatusCommand(int argc, char** argv) {
                 static_cast<long long>(c.put_job_id()), static_cast<long long>(c.put_epoch()),
                 c.complete() ? "complete" : "being written\n");
     if (c.complete()) {
-      std::printf(": %d chunks, %lld elements%s%s\n", c.chunks_size(),
-                  static_cast<long long>(c.num_elements()),
+      std::printf(": %d chunks, %lld elements, %lld bytes%s%s\n", c.chunks_size(),
+                  static_cast<long long>(c.num_elements()), static_cast<long long>(c.bytes()),
                   c.invalid() ? "; INVALID, not served: " : "", c.invalid_reason().c_str());
     }
   }

@@ -3,12 +3,12 @@
 // CacheRunHooks: the run hooks of a cache-writing task (TaskDef.cache_dir set, DESIGN.md §5):
 // a CachePut behind the run's cache_write op, whose sealed chunks are synced before each
 // checkpoint is written and committed after it, and all committed at the run's end
-// (checkpoint/cache_put.h has the protocol). Thread-compatible as RunHooks. CacheReadHooks: those
+// (cache/cache_put.h has the protocol). Thread-compatible as RunHooks. CacheReadHooks: those
 // of a cache-reading task.
 #ifndef GRANARY_WORKER_CACHE_RUN_HOOKS_H_
 #define GRANARY_WORKER_CACHE_RUN_HOOKS_H_
 
-#include "checkpoint/cache_put.h"
+#include "cache/cache_put.h"
 #include "worker/cache_chunk_recovery.h"
 #include "worker/run_hooks.h"
 

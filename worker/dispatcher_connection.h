@@ -24,6 +24,8 @@ class DispatcherConnection {
   virtual absl::Status TaskFinished(const TaskFinishedRequest& request) = 0;
   virtual absl::StatusOr<RecomputeCacheChunkResponse> RecomputeCacheChunk(
       const RecomputeCacheChunkRequest& request) = 0;
+  virtual absl::StatusOr<ReportCacheProfileResponse> ReportCacheProfile(
+      const ReportCacheProfileRequest& request) = 0;
 };
 
 // A connection over gRPC to the dispatcher at `address` with `credentials` (the worker's

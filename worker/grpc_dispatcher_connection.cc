@@ -36,6 +36,10 @@ class GrpcDispatcherConnection : public DispatcherConnection {
       const RecomputeCacheChunkRequest& request) override {
     return Call(&Dispatcher::Stub::RecomputeCacheChunk, request);
   }
+  absl::StatusOr<ReportCacheProfileResponse> ReportCacheProfile(
+      const ReportCacheProfileRequest& request) override {
+    return Call(&Dispatcher::Stub::ReportCacheProfile, request);
+  }
 
  private:
   template <typename Request, typename Response>

@@ -41,6 +41,10 @@ class FakeDispatcher : public DispatcherConnection {
       const RecomputeCacheChunkRequest&) override {
     return absl::UnimplementedError("RecomputeCacheChunk");
   }
+  absl::StatusOr<ReportCacheProfileResponse> ReportCacheProfile(
+      const ReportCacheProfileRequest&) override {
+    return absl::UnimplementedError("ReportCacheProfile");
+  }
 
  private:
   const std::vector<Split> splits_;

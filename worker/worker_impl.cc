@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "cache/cache_profiler.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoints.h"
 #include "common/hash.h"
@@ -80,6 +81,7 @@ WorkerImpl::WorkerImpl(const WorkerOptions& options,
 WorkerImpl::~WorkerImpl() {
   stopping_.Notify();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  if (profile_thread_.joinable()) profile_thread_.join();
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners;
   {
     absl::MutexLock lock(&mu_);
@@ -190,6 +192,45 @@ void WorkerImpl::ReportFinished(const TaskDef& def, int64_t num_elements,
   }
 }
 
+void WorkerImpl::StartCacheProfile(const CacheProfileRequest& request) {
+  if (profiling_.exchange(true)) return;
+  if (profile_thread_.joinable()) profile_thread_.join();  // Done: profiling_ was false.
+  profile_thread_ = std::thread([this, request] {
+    ProfileCache(request);
+    profiling_ = false;
+  });
+}
+
+void WorkerImpl::ProfileCache(const CacheProfileRequest& request) {
+  CacheProfilerOptions options;
+  options.env = options_.runner.env;
+  options.udfs = options_.udfs;
+  // The probe writes under the cache root; the source reads where tasks may.
+  std::unique_ptr<ConfinedEnv> confined;
+  if (options_.runner.data_roots.has_value()) {
+    confined = std::make_unique<ConfinedEnv>(options_.runner.env,
+                                             options_.runner.data_roots->With(request.probe_dir()));
+    options.env = confined.get();
+  }
+  ReportCacheProfileRequest report;
+  report.set_worker_id(options_.worker_id);
+  report.set_job_id(request.job_id());
+  absl::StatusOr<CacheProfile> profile = ProfileCachePoints(request, options);
+  if (profile.ok()) {
+    *report.mutable_profile() = *std::move(profile);
+  } else {
+    LOG(WARNING) << "job " << request.job_id() << ": profiling for cache_policy auto: "
+                 << profile.status();
+    report.set_error(profile.status().ToString());
+  }
+  const absl::StatusOr<ReportCacheProfileResponse> decided = dispatcher_->ReportCacheProfile(report);
+  if (decided.ok()) {
+    LOG(INFO) << "job " << request.job_id() << ": " << decided->decision().reason();
+  } else {
+    LOG(WARNING) << "job " << request.job_id() << ": cache profile report: " << decided.status();
+  }
+}
+
 absl::Status WorkerImpl::Heartbeat() {
   // One heartbeat at a time (the loop's and those on demand), and no more than one per 10 ms.
   absl::MutexLock heartbeat_lock(&heartbeat_mu_);
@@ -291,6 +332,7 @@ absl::Status WorkerImpl::Heartbeat() {
   CheckpointStore* const checkpoints = checkpoints_.get();
   lock.Release();
   retired.clear();
+  for (const CacheProfileRequest& profile : response->cache_profiles()) StartCacheProfile(profile);
   // A task moved elsewhere keeps its checkpoints (its new worker may read this directory).
   for (int64_t task_id : done) {
     if (checkpoints == nullptr) break;

@@ -17,6 +17,7 @@
 #ifndef GRANARY_WORKER_WORKER_IMPL_H_
 #define GRANARY_WORKER_WORKER_IMPL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -123,6 +124,11 @@ class WorkerImpl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReportFinished(const TaskDef& def, int64_t num_elements,
                       const std::vector<CacheChunk>& cache_chunks);
+  // A heartbeat's CacheProfileRequest: profiled on profile_thread_ unless a profile runs already
+  // (the dispatcher asks again while it has no report). Called by heartbeats only.
+  void StartCacheProfile(const CacheProfileRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // Profiles the pipeline (cache/cache_profiler.h) and reports it with ReportCacheProfile.
+  void ProfileCache(const CacheProfileRequest& request);
 
   const WorkerOptions options_;
   const std::unique_ptr<DispatcherConnection> dispatcher_;
@@ -157,6 +163,9 @@ class WorkerImpl {
 
   absl::Notification stopping_;
   std::thread heartbeat_thread_;
+  // Set while profile_thread_ profiles.
+  std::atomic<bool> profiling_{false};
+  std::thread profile_thread_;
 };
 
 }  // namespace granary

@@ -34,6 +34,10 @@ class UnreachableDispatcher : public DispatcherConnection {
       const RecomputeCacheChunkRequest&) override {
     return absl::UnavailableError("dispatcher down");
   }
+  absl::StatusOr<ReportCacheProfileResponse> ReportCacheProfile(
+      const ReportCacheProfileRequest&) override {
+    return absl::UnavailableError("dispatcher down");
+  }
 
  private:
   int* const register_calls_;

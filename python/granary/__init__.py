@@ -29,7 +29,7 @@ from granary.dataset import Dataset
 __all__ = ["Dataset", "Digest", "Element", "Error", "Client", "Job", "connect", "local",
            "local_digests", "load_plugin"]
 
-_CACHE_POLICIES = ("compute", "full", "at_mark")
+_CACHE_POLICIES = ("compute", "full", "at_mark", "auto")
 
 
 def local(dataset, epochs=1, seed=0, cache_policy="compute", first_epoch=0):
@@ -93,7 +93,7 @@ class Client:
         shared: every consumer (trainer process) of a job opens it by name.
 
         num_consumers: trainer processes the epochs are divided among. num_worker_slots: tasks
-        per consumer (0: one per live worker). cache_policy: "compute", "full" or "at_mark".
+        per consumer (0: one per live worker). cache_policy: "compute", "full", "at_mark" or "auto".
         compression: "none", "lz4" or "zstd" for workers on other hosts. readers: other clients
         that may read the job (when the cluster authenticates clients). autoscale: "none",
         "cachew" or "model" — the dispatcher sets the job's workers from the measured rates.

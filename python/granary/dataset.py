@@ -142,7 +142,8 @@ class Dataset:
         return self._with({"op": "prefetch", "params": {"buffer_size": buffer_size}})
 
     def mark(self, name):
-        """A named candidate cache location (cache_policy="at_mark" caches up to the first)."""
+        """A named candidate cache location (cache_policy="at_mark" caches up to the first;
+        "auto" lets the dispatcher choose among them, or not to cache)."""
         return self._with({"op": "mark", "params": {"name": name}})
 
     # --- The definition ---

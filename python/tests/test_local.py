@@ -66,6 +66,15 @@ class LocalTest(unittest.TestCase):
             .shuffle(16).mark("m").take(100).batch(10)
         self.check(ds, epochs=2, seed=3, cache_policy="at_mark")
 
+    def test_auto_cache_policy_pins_up_to_the_last_mark(self):
+        ds = granary.Dataset.range(300, elements_per_split=30, shuffle_splits=True) \
+            .shuffle(16).mark("a").shuffle(8).mark("b").batch(10)
+        self.check(ds, epochs=2, seed=3, cache_policy="auto")
+        # Both shuffles run as epoch 0 in every epoch: the epochs are equal, batch for batch.
+        first, second = (list(granary.local(ds, epochs=1, seed=3, cache_policy="auto",
+                                            first_epoch=e)) for e in (0, 1))
+        self.assertEqual([b[0].tolist() for b in first], [b[0].tolist() for b in second])
+
     def test_elements_are_numpy_arrays(self):
         ds = granary.Dataset.range(10).batch(4)
         batches = list(granary.local(ds, seed=1))

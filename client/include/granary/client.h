@@ -87,8 +87,11 @@ struct ClientOptions {
 // its first `mark` op (kAtMark) — is computed once, in the job's first epoch, and read from the
 // cache in later epochs (and by later jobs with the same prefix and seed); ops after the mark
 // still run every epoch. Like tf.data's cache, every epoch therefore sees the prefix output of
-// the first: its shuffling and random augmentations are not redrawn.
-enum class JobCachePolicy { kCompute, kFull, kAtMark };
+// the first: its shuffling and random augmentations are not redrawn. kAuto: the dispatcher
+// decides from what a worker measures before the first epoch (issue 18) whether to cache and at
+// which mark — or to compute; every op up to the last mark runs as in the first epoch whatever
+// it decides, so the data does not depend on the decision. The first ReadEpoch waits for it.
+enum class JobCachePolicy { kCompute, kFull, kAtMark, kAuto };
 
 // How a job's elements travel from workers on other hosts (transport/compression.h): LZ4 (fast)
 // or Zstandard (smaller, slower), compressed by the worker per element and decompressed by the

@@ -1,7 +1,7 @@
 // CachePut: the worker side of a cache-writing task (DESIGN.md §5) — the CacheSink behind its
 // cache_write op. It writes the elements flowing through cache_write into chunk files in the
 // cache directory and commits them with the task's checkpoints, so that what is committed is
-// exactly what a checkpoint (or the task's end) covers. Names and formats: checkpoint/FORMAT.md.
+// exactly what a checkpoint (or the task's end) covers. Names and formats: cache/FORMAT.md.
 //
 // Commit protocol walkthrough
 // ---------------------------
@@ -34,8 +34,8 @@
 //
 // Thread-compatible, except that SyncSealed and CommitSealed may run on another thread
 // concurrently with Append and Save (one of them at a time).
-#ifndef GRANARY_CHECKPOINT_CACHE_PUT_H_
-#define GRANARY_CHECKPOINT_CACHE_PUT_H_
+#ifndef GRANARY_CACHE_CACHE_PUT_H_
+#define GRANARY_CACHE_CACHE_PUT_H_
 
 #include <cstdint>
 #include <deque>
@@ -87,7 +87,7 @@ class CachePut : public CacheSink {
   // CommitSealed runs concurrently.
   absl::StatusOr<std::vector<CacheChunk>> Finish() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // File names (checkpoint/FORMAT.md).
+  // File names (cache/FORMAT.md).
   static std::string TemporaryName(int64_t task_id, int64_t generation, int64_t first_index,
                                    const std::string& run_id);
   static std::string FinalName(int64_t task_id, int64_t generation, int64_t first_index,
@@ -125,4 +125,4 @@ class CachePut : public CacheSink {
 
 }  // namespace granary
 
-#endif  // GRANARY_CHECKPOINT_CACHE_PUT_H_
+#endif  // GRANARY_CACHE_CACHE_PUT_H_

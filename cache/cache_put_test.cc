@@ -1,4 +1,4 @@
-#include "checkpoint/cache_put.h"
+#include "cache/cache_put.h"
 
 #include <algorithm>
 #include <functional>

@@ -1,4 +1,4 @@
-#include "checkpoint/cache_put.h"
+#include "cache/cache_put.h"
 
 #include <random>
 #include <utility>
@@ -117,6 +117,7 @@ absl::Status CachePut::Seal() {
   RETURN_IF_ERROR(open_->writer->Flush());
   CacheChunk& meta = open_->meta;
   meta.set_mac(open_mac_->Finish());
+  meta.set_bytes(open_->writer->offset());
   open_mac_.reset();
   meta.set_path(Path(FinalName(meta.task_id(), meta.generation(), meta.first_index(),
                                meta.num_elements())));

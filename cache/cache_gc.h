@@ -1,0 +1,41 @@
+// Garbage collection of the cache root (--cache_root): what no cache of the dispatcher's state
+// holds any more. Only names the cache writes are ever deleted — a directory named like a cache
+// key (16 hex digits) or a probe (`probe-…`, cache_profiler.h), and in a cache's directory files
+// named like its chunks (`*.chunk`, `*.tmp`, cache/FORMAT.md) — so a cache root that also
+// holds other files loses none of them.
+#ifndef GRANARY_CACHE_CACHE_GC_H_
+#define GRANARY_CACHE_CACHE_GC_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/env.h"
+#include "proto/cache.pb.h"
+
+namespace granary {
+
+struct CacheGcCounts {
+  int64_t files = 0;
+  int64_t dirs = 0;
+};
+
+// Deletes the cache directory `dir`: its chunk files, then the directory if that left it empty.
+absl::StatusOr<CacheGcCounts> DeleteCacheDir(Env* env, const std::string& dir);
+
+// In the complete cache `cache`'s directory `dir`, deletes every chunk file its manifest does
+// not list: the chunks and temporaries of runs that lost their task.
+absl::StatusOr<CacheGcCounts> DeleteStrayChunks(Env* env, const std::string& dir,
+                                                const CacheState& cache);
+
+// Under `cache_root`: deletes the directories of caches `caches` does not hold (evicted ones
+// whose deletion a crash interrupted, runs lost with their state) and probe directories, and
+// the stray chunks of each complete cache. The directories of incomplete caches (a Put epoch
+// still writing) are left alone. For a dispatcher starting, before any worker probes.
+absl::StatusOr<CacheGcCounts> CollectCacheGarbage(Env* env, const std::string& cache_root,
+                                                  const std::map<std::string, CacheState>& caches);
+
+}  // namespace granary
+
+#endif  // GRANARY_CACHE_CACHE_GC_H_
