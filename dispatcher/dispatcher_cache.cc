@@ -59,8 +59,7 @@ absl::Status DispatcherImpl::AwaitCacheDecision(int64_t job_id) {
     const JobState* job = state_.FindJob(job_id);
     return job == nullptr || job->has_cache_decision() || !journal_failure_.ok();
   };
-  mu_.AwaitWithTimeout(absl::Condition(&decided),
-                       absl::Milliseconds(options_.cache_decision_wait_ms));
+  mu_.AwaitWithTimeout(absl::Condition(&decided), absl::Milliseconds(options_.cache_wait_ms));
   RETURN_IF_ERROR(CheckUsable());
   const JobState* job = state_.FindJob(job_id);
   if (job != nullptr && !job->has_cache_decision()) {
@@ -68,6 +67,19 @@ absl::Status DispatcherImpl::AwaitCacheDecision(int64_t job_id) {
         "job ", job_id, " (cache_policy auto): a worker is measuring its pipeline; retry"));
   }
   return absl::OkStatus();
+}
+
+bool DispatcherImpl::AwaitOwnPut(int64_t job_id, const EpochCache& cache) {
+  if (cache.mode() != EpochCache::COMPUTE || cache.cache_key().empty()) return false;
+  const CacheState* writing = state_.FindCache(cache.cache_key());
+  if (writing == nullptr || writing->complete() || writing->put_job_id() != job_id) return false;
+  const std::string key = cache.cache_key();
+  auto written = [this, &key]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const CacheState* c = state_.FindCache(key);
+    return c == nullptr || c->complete() || !journal_failure_.ok();
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&written), absl::Milliseconds(options_.cache_wait_ms));
+  return true;
 }
 
 void DispatcherImpl::AddCacheProfileRequests(const WorkerState& worker,

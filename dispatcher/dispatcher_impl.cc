@@ -332,6 +332,10 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
     response->set_job_id(job.job_id());
     *response->mutable_options() = job.options();
     MarkActive(job.job_id());
+    // A cache_policy auto job's profile starts now: the trainer's own start-up hides it.
+    if (job.options().cache_policy() == CACHE_AUTO && !job.has_cache_decision()) {
+      profile_waits_.try_emplace(job.job_id(), ProfileWait{options_.env->NowMicros(), ""});
+    }
     return absl::OkStatus();
   };
   // Everything the job's update implies is checked before it is journaled: a journaled update
@@ -439,6 +443,16 @@ absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
       def = state_.FindDataset(job->dataset_id())->pipeline();
       seed = job->options().seed();
       ASSIGN_OR_RETURN(*start->mutable_cache(), DecideEpochCache(*job, def));
+      if (AwaitOwnPut(request.job_id(), start->cache())) {
+        RETURN_IF_ERROR(CheckUsable());
+        job = state_.FindJob(request.job_id());  // mu_ was released meanwhile.
+        if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
+        if (const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch())) {
+          response->set_num_tasks(epoch->task_ids_size());
+          return absl::OkStatus();
+        }
+        ASSIGN_OR_RETURN(*start->mutable_cache(), DecideEpochCache(*job, def));
+      }
       if (start->cache().mode() == EpochCache::GET) {
         for (Split& split : ChunkSplits(state_.FindCache(start->cache().cache_key())->chunks())) {
           *start->add_plan() = std::move(split);

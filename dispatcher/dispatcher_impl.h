@@ -28,9 +28,10 @@
 // chunks (of runs that lost their task) are then deleted, and a restarted dispatcher collects
 // the cache root's garbage (cache/cache_gc.h).
 //
-// cache_policy auto (dispatcher_cache.cc): the job's first StartEpoch waits — answering
-// Unavailable, which clients retry — until a worker has profiled the pipeline (asked through
-// its heartbeat, answered with ReportCacheProfile) and the dispatcher has journaled where the
+// cache_policy auto (dispatcher_cache.cc): from the job's creation (or opening, after a
+// restart) a worker is asked through its heartbeat to profile the pipeline; the job's first
+// StartEpoch waits — answering Unavailable, which clients retry — until the worker has answered
+// with ReportCacheProfile and the dispatcher has journaled where the
 // job caches (cache/cache_planner.h), making room by evicting least recently used caches no
 // epoch reads (--cache_capacity_bytes); every epoch then decides as at_mark does at that point.
 //
@@ -98,8 +99,11 @@ struct DispatcherOptions {
   // (cache/cache_profiler.h), and how long a job waits for a profile before it computes.
   int64_t cache_profile_records = 64;
   int64_t cache_profile_timeout_ms = 60 * 1000;
-  // How long one StartEpoch of such a job waits for the decision before answering Unavailable.
-  int64_t cache_decision_wait_ms = 2000;
+  // How long one StartEpoch waits for such a job's decision (then answers Unavailable), or for
+  // the job's own earlier epoch to complete the cache it writes (then computes): the trainer
+  // may have read that epoch to its end before its tasks' TaskFinished, which completes the
+  // cache, arrived.
+  int64_t cache_wait_ms = 2000;
   // Where pipelines' file sources may read (security/data_roots.h): with a value, globs are
   // expanded and files listed only inside these roots (and cache_root), so a pipeline naming
   // a file elsewhere is refused at RegisterDataset (PermissionDenied naming the path); none:
@@ -233,6 +237,10 @@ class DispatcherImpl {
   // carry the request) and waits a little for the decision, releasing mu_ meanwhile. OK once
   // decided, Unavailable (retry) until then.
   absl::Status AwaitCacheDecision(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `cache`, which an epoch of `job_id` would compute past, is being written by an
+  // earlier epoch of that job; if so, waits (up to cache_wait_ms, releasing mu_) until the cache
+  // is complete or gone, so the caller decides again.
+  bool AwaitOwnPut(int64_t job_id, const EpochCache& cache) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The profile requests for `worker`'s heartbeat: each waiting job's, for the worker it was
   // given to — this one if none, or if that one is lost.
   void AddCacheProfileRequests(const WorkerState& worker, WorkerHeartbeatResponse* response)

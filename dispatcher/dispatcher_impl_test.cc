@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -41,7 +42,7 @@ class DispatcherImplTest : public ::testing::Test {
     options.snapshot_every = snapshot_every;
     options.cache_root = cache_root;
     options.cache_capacity_bytes = cache_capacity_bytes_;
-    options.cache_decision_wait_ms = 20;  // A cache_policy auto job's StartEpoch: no decision.
+    options.cache_wait_ms = cache_wait_ms_;
     // The failure detector's own thread polls every timeout/4 of the machine's time, but this
     // test's clock only moves when the test says so.
     options.worker_timeout_ms = kTimeoutMs;
@@ -138,8 +139,10 @@ class DispatcherImplTest : public ::testing::Test {
   testing::ScopedTempDir dir_;
   ManualClockEnv clock_{Env::Default()};
   UdfRegistry udfs_ = UdfRegistry::WithBuiltins();
-  // DispatcherOptions.cache_capacity_bytes of the next Open.
+  // DispatcherOptions.cache_capacity_bytes and cache_wait_ms of the next Open (short: a
+  // StartEpoch waiting for a cache decision or Put).
   int64_t cache_capacity_bytes_ = 0;
+  int64_t cache_wait_ms_ = 20;
   std::unique_ptr<DispatcherImpl> impl_;
 };
 
@@ -1391,6 +1394,40 @@ TEST_F(DispatcherAutoCacheTest, ACompletedCacheDeletesItsStrayChunksAndEvictsOve
   ASSERT_TRUE(CacheOf(CacheKey(CachedDef(), 3, 2)).has_value());
   EXPECT_FALSE(clock_.FileExists(stray));
   for (const std::string& path : kept) EXPECT_TRUE(clock_.FileExists(path)) << path;
+}
+
+TEST_F(DispatcherCacheTest, AnEpochStartedBeforeItsJobsPutCompletedWaitsForItThenGets) {
+  // The trainer has read epoch 0 to its end; the last task's TaskFinished, which completes the
+  // cache, is still on its way when the trainer starts epoch 1.
+  cache_wait_ms_ = 10000;
+  OpenCaching();
+  RegisterWorker("a");
+  auto job = CreateCachingJob(RegisterCachedDataset(), "full", CACHE_FULL);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(StartEpoch(*job, 0).ok());
+  const std::vector<TaskDef> tasks = TaskDefs(*job, 0);
+  ASSERT_EQ(tasks.size(), 2u);
+  const std::vector<std::vector<CacheChunk>> chunks = PutChunks(tasks);
+  ASSERT_TRUE(Finish(tasks[0].task_id(), 1, 55, chunks[0]).ok());
+  absl::Status started;
+  std::thread trainer([&] { started = StartEpoch(*job, 1); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(Finish(tasks[1].task_id(), 1, 45, chunks[1]).ok());
+  trainer.join();
+  ASSERT_TRUE(started.ok()) << started;
+  EXPECT_EQ(EpochOf(*job, 1).cache().mode(), EpochCache::GET) << "not computed for nothing";
+}
+
+TEST_F(DispatcherCacheTest, AnEpochWhosePutDoesNotCompleteInTimeComputes) {
+  OpenCaching();  // cache_wait_ms 20.
+  RegisterWorker("a");
+  auto job = CreateCachingJob(RegisterCachedDataset(), "full", CACHE_FULL);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(StartEpoch(*job, 0).ok());
+  ASSERT_TRUE(StartEpoch(*job, 1).ok());
+  const EpochState computing = EpochOf(*job, 1);
+  EXPECT_EQ(computing.cache().mode(), EpochCache::COMPUTE);
+  EXPECT_EQ(computing.cache().cached_prefix_ops(), 3) << "the prefix pinned all the same";
 }
 
 TEST_F(DispatcherImplTest, ErrorAfterAJournalWriteStopsTheDispatcherWithoutHangingWriters) {
