@@ -24,15 +24,14 @@ bool IsCacheKeyName(const std::string& name) {
 
 bool IsProbeName(const std::string& name) { return absl::StartsWith(name, "probe-"); }
 
-// Deletes the chunk files in `dir` that `keep` does not list (by path).
+// Deletes the chunk files in `dir` whose names `keep` does not list.
 absl::StatusOr<CacheGcCounts> DeleteChunksExcept(Env* env, const std::string& dir,
                                                  const std::set<std::string>& keep) {
   CacheGcCounts counts;
   ASSIGN_OR_RETURN(const std::vector<std::string> names, env->GetChildren(dir));
   for (const std::string& name : names) {
-    const std::string path = absl::StrCat(dir, "/", name);
-    if (!IsChunkFileName(name) || keep.count(path)) continue;
-    RETURN_IF_ERROR(env->DeleteFile(path));
+    if (!IsChunkFileName(name) || keep.count(name)) continue;
+    RETURN_IF_ERROR(env->DeleteFile(absl::StrCat(dir, "/", name)));
     ++counts.files;
   }
   return counts;
@@ -59,8 +58,11 @@ absl::StatusOr<CacheGcCounts> DeleteCacheDir(Env* env, const std::string& dir) {
 absl::StatusOr<CacheGcCounts> DeleteStrayChunks(Env* env, const std::string& dir,
                                                 const CacheState& cache) {
   if (!env->FileExists(dir)) return CacheGcCounts{};
+  // By name: the manifest's paths were made with the cache root as it was spelled then.
   std::set<std::string> manifest;
-  for (const CacheChunk& chunk : cache.chunks()) manifest.insert(chunk.path());
+  for (const CacheChunk& chunk : cache.chunks()) {
+    manifest.insert(chunk.path().substr(chunk.path().rfind('/') + 1));
+  }
   return DeleteChunksExcept(env, dir, manifest);
 }
 
@@ -77,7 +79,7 @@ absl::StatusOr<CacheGcCounts> CollectCacheGarbage(Env* env, const std::string& c
     if (known != caches.end()) {
       if (!known->second.complete()) continue;
       ASSIGN_OR_RETURN(counts, DeleteStrayChunks(env, dir, known->second));
-    } else if (IsCacheKeyName(name)) {
+    } else if (IsCacheKeyName(name) || absl::StartsWith(name, kEvictedDirPrefix)) {
       ASSIGN_OR_RETURN(counts, DeleteCacheDir(env, dir));
     } else if (IsProbeName(name)) {
       // A probe holds a directory per point (cache_profiler.h).

@@ -31,7 +31,10 @@ TEST_F(CacheGcTest, DeletesWhatNoCacheHoldsAndNothingElse) {
   std::map<std::string, CacheState> caches;
   CacheState& complete = caches[kComplete];
   complete.set_complete(true);
-  complete.add_chunks()->set_path(Touch(absl::StrCat(kComplete, "/t1-g1-i0-n4.chunk")));
+  Touch(absl::StrCat(kComplete, "/t1-g1-i0-n4.chunk"));
+  // The manifest's path spells the root as the dispatcher was given it then: matched by name.
+  complete.add_chunks()->set_path(
+      absl::StrCat(dir_.path(), "/./", kComplete, "/t1-g1-i0-n4.chunk"));
   Touch(absl::StrCat(kComplete, "/t1-g0-i0-n4.chunk"));  // A run that lost its task.
   Touch(absl::StrCat(kComplete, "/t1-g1-i4-rxyz.tmp"));  // A temporary never committed.
   Touch(absl::StrCat(kComplete, "/notes.txt"));          // Not a name the cache writes.
@@ -39,12 +42,13 @@ TEST_F(CacheGcTest, DeletesWhatNoCacheHoldsAndNothingElse) {
   Touch(absl::StrCat(kWriting, "/t2-g1-i0-rabc.tmp"));
   Touch(absl::StrCat(kForgotten, "/t3-g1-i0-n4.chunk"));  // An evicted cache's leftovers.
   Touch("probe-7-w1/point-0/t0-g0-i0-n32.chunk");         // A dead worker's probe.
+  Touch("evicted-00000000000000dd-9/t4-g1-i0-n4.chunk");  // An eviction a crash interrupted.
   Touch("unrelated/t9-g1-i0-n1.chunk");                   // Not named like a cache: kept.
 
   absl::StatusOr<CacheGcCounts> counts = CollectCacheGarbage(env_, dir_.path(), caches);
   ASSERT_TRUE(counts.ok()) << counts.status();
-  EXPECT_EQ(counts->files, 4);
-  EXPECT_EQ(counts->dirs, 3);  // kForgotten, the probe's point-0 and the probe.
+  EXPECT_EQ(counts->files, 5);
+  EXPECT_EQ(counts->dirs, 4);  // kForgotten, the probe's point-0, the probe, the evicted one.
   EXPECT_TRUE(Exists(absl::StrCat(kComplete, "/t1-g1-i0-n4.chunk")));
   EXPECT_FALSE(Exists(absl::StrCat(kComplete, "/t1-g0-i0-n4.chunk")));
   EXPECT_FALSE(Exists(absl::StrCat(kComplete, "/t1-g1-i4-rxyz.tmp")));
@@ -52,6 +56,7 @@ TEST_F(CacheGcTest, DeletesWhatNoCacheHoldsAndNothingElse) {
   EXPECT_TRUE(Exists(absl::StrCat(kWriting, "/t2-g1-i0-rabc.tmp")));
   EXPECT_FALSE(Exists(kForgotten));
   EXPECT_FALSE(Exists("probe-7-w1"));
+  EXPECT_FALSE(Exists("evicted-00000000000000dd-9"));
   EXPECT_TRUE(Exists("unrelated/t9-g1-i0-n1.chunk"));
 
   // Nothing left to collect.

@@ -70,9 +70,9 @@ struct CacheUsage {
   bool in_use = false;
 };
 
-// The caches to evict, least recently used first, so that `incoming` more bytes fit in
-// `capacity`: the fewest such evictions among caches not in use (none if it fits already).
-// nullopt when even evicting all of them would not make room.
+// The caches to evict so that `incoming` more bytes fit in `capacity`: caches not in use, least
+// recently used first, until it fits (none if it fits already). nullopt when even evicting all
+// of them would not make room.
 std::optional<std::vector<std::string>> EvictionsToFit(std::vector<CacheUsage> caches,
                                                        int64_t incoming, int64_t capacity);
 

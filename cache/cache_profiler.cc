@@ -141,6 +141,9 @@ class Profiler {
     const Clock::time_point start = Clock::now();
     ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, pipeline.MakeIterator(ctx, std::move(provider)));
     while (limit <= 0 || run.elements < limit) {
+      if (options_.stop != nullptr && options_.stop->HasBeenNotified()) {
+        return absl::CancelledError("cache profile: stopped");
+      }
       Element element;
       bool end = false;
       RETURN_IF_ERROR(it->GetNext(&element, &end));

@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "common/env.h"
 #include "pipeline/udf.h"
 #include "proto/cache.pb.h"
@@ -33,10 +34,14 @@ struct CacheProfilerOptions {
   Env* env = Env::Default();
   // Resolves the pipeline's UDFs. Not owned; must be set.
   const UdfRegistry* udfs = nullptr;
+  // Once notified, the profile stops at its next element with Cancelled (a worker stopping).
+  // Not owned; may be null.
+  const absl::Notification* stop = nullptr;
 };
 
 // Measures `request.pipeline()` at `request.cache_points()`. Errors: the pipeline's (naming the
-// op, file or record), a candidate that is not a mark point, an empty source, the probe's I/O.
+// op, file or record), a candidate that is not a mark point, an empty source, the probe's I/O;
+// Cancelled once options.stop is notified.
 absl::StatusOr<CacheProfile> ProfileCachePoints(const CacheProfileRequest& request,
                                                 const CacheProfilerOptions& options);
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "cache/cache_gc.h"
+#include "common/hash.h"
 #include "common/status_macros.h"
 #include "dispatcher/dispatcher_impl.h"
 #include "glog/logging.h"
@@ -97,17 +98,30 @@ void DispatcherImpl::AddCacheProfileRequests(const WorkerState& worker,
     *request->mutable_pipeline() = def;
     request->set_seed(job->options().seed());
     for (const int point : MarkPoints(def)) request->add_cache_points(point);
-    request->set_probe_dir(
-        absl::StrCat(options_.cache_root, "/probe-", job_id, "-", worker.worker_id()));
+    // The worker id hashed: it may hold any character a path should not.
+    request->set_probe_dir(absl::StrCat(options_.cache_root, "/probe-", job_id, "-",
+                                        HashToHex(Hash64(worker.worker_id()))));
     request->set_sample_records(options_.cache_profile_records);
     return;  // One a heartbeat: a pipeline is large, and a worker profiles one at a time.
   }
 }
 
 std::vector<CacheUsage> DispatcherImpl::CacheUsages() const {
+  // A finished task whose consumer has not read it all is run again if its worker is lost: its
+  // epoch's cache is still in use.
+  std::set<std::string> unread;
+  for (const int64_t id : unread_finished_) {
+    const TaskState* task = state_.FindTask(id);
+    const EpochState* epoch =
+        task == nullptr ? nullptr : state_.FindEpoch(task->job_id(), task->epoch());
+    if (epoch != nullptr && epoch->cache().mode() != EpochCache::COMPUTE) {
+      unread.insert(epoch->cache().cache_key());
+    }
+  }
   std::vector<CacheUsage> usages;
   for (const auto& [key, cache] : state_.caches()) {
-    usages.push_back({key, cache.bytes(), cache.last_used_seq(), state_.CacheInUse(key)});
+    usages.push_back({key, cache.bytes(), cache.last_used_seq(),
+                      state_.CacheInUse(key) || unread.count(key) > 0});
   }
   return usages;
 }
@@ -213,38 +227,49 @@ absl::Status DispatcherImpl::Evict(const std::vector<std::string>& cache_keys,
     Update update;
     update.mutable_evict_cache()->set_cache_key(key);
     update.mutable_evict_cache()->set_reason(reason);
-    bool evicted = false;
+    std::string tombstone;  // Where the evicted cache's files now are; empty: kept, or none.
     RETURN_IF_ERROR(JournalAndApply(
         update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          evicted = applied.ok();
-          if (!evicted) LOG(INFO) << "cache " << key << " kept: " << applied;
+          if (!applied.ok()) {
+            LOG(INFO) << "cache " << key << " kept: " << applied;
+            return absl::OkStatus();
+          }
+          LOG(INFO) << "evicted cache " << key << " (" << reason << ")";
+          // Renamed under mu_, before a new Put of the key can create its directory again; the
+          // files go outside it.
+          const std::string renamed = absl::StrCat(options_.cache_root, "/", kEvictedDirPrefix, key,
+                                                   "-", state_.applied_seq());
+          if (options_.env->FileExists(CacheDir(key)) &&
+              options_.env->RenameFile(CacheDir(key), renamed).ok()) {
+            tombstone = renamed;
+          }
           return absl::OkStatus();
         }));
-    if (!evicted) continue;
-    LOG(INFO) << "evicted cache " << key << " (" << reason << ")";
-    const absl::StatusOr<CacheGcCounts> deleted = DeleteCacheDir(options_.env, CacheDir(key));
+    if (tombstone.empty()) continue;
+    const absl::StatusOr<CacheGcCounts> deleted = DeleteCacheDir(options_.env, tombstone);
     if (!deleted.ok()) LOG(WARNING) << "evicted cache " << key << ": " << deleted.status();
   }
   return absl::OkStatus();
 }
 
 absl::Status DispatcherImpl::AfterCacheComplete(const std::string& cache_key) {
-  std::optional<CacheState> cache;
   std::vector<std::string> evictions;
   {
     absl::MutexLock lock(&mu_);
-    if (const CacheState* known = state_.FindCache(cache_key)) cache = *known;
+    // Under mu_: while the cache is known and complete no Put writes its directory (an
+    // eviction renames it away under mu_ first). The strays are few: a lost run's chunks.
+    const CacheState* cache = state_.FindCache(cache_key);
+    if (cache != nullptr && cache->complete()) {
+      ASSIGN_OR_RETURN(const CacheGcCounts stray,
+                       DeleteStrayChunks(options_.env, CacheDir(cache_key), *cache));
+      if (stray.files > 0) {
+        LOG(INFO) << "cache " << cache_key << " complete: deleted " << stray.files
+                  << " stray chunk files";
+      }
+    }
     if (options_.cache_capacity_bytes > 0) {
       evictions = EvictionsToFit(CacheUsages(), 0, options_.cache_capacity_bytes)
                       .value_or(std::vector<std::string>{});
-    }
-  }
-  if (cache.has_value()) {
-    ASSIGN_OR_RETURN(const CacheGcCounts stray,
-                     DeleteStrayChunks(options_.env, CacheDir(cache_key), *cache));
-    if (stray.files > 0) {
-      LOG(INFO) << "cache " << cache_key << " complete: deleted " << stray.files
-                << " stray chunk files";
     }
   }
   return Evict(evictions,

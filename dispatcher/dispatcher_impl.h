@@ -157,8 +157,9 @@ class DispatcherImpl {
   absl::Status RecomputeCacheChunk(const RecomputeCacheChunkRequest& request,
                                    RecomputeCacheChunkResponse* response);
   // A worker's profile of a cache_policy auto job (or why it could not take one): decides,
-  // evicts what the decision needs room from, journals, and answers the job's decision.
-  // FailedPrecondition for a job that is not waiting for one.
+  // evicts what the decision needs room from, journals, and answers the job's decision — the
+  // one already journaled, if another report came first. FailedPrecondition for a job without
+  // cache_policy auto.
   absl::Status ReportCacheProfile(const ReportCacheProfileRequest& request,
                                   ReportCacheProfileResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
   // Journals a compute decision for every cache_policy auto job that has waited for a profile
@@ -252,7 +253,9 @@ class DispatcherImpl {
   absl::Status Evict(const std::vector<std::string>& cache_keys, const std::string& reason)
       ABSL_LOCKS_EXCLUDED(mu_);
   // After a Put epoch completed cache `cache_key`: deletes its stray chunks and, if the caches
-  // now exceed cache_capacity_bytes, evicts the least recently used ones no epoch reads.
+  // now exceed cache_capacity_bytes, evicts the least recently used ones no epoch reads — none
+  // if even evicting all of those would not bring them under it (the caches in use alone
+  // overflow; the next completion tries again).
   absl::Status AfterCacheComplete(const std::string& cache_key) ABSL_LOCKS_EXCLUDED(mu_);
   // The policy JobOptions.autoscale or .placement names for `job`, sized by the workers live now.
   std::unique_ptr<ResourcePolicy> NewPolicy(const JobState& job) const

@@ -1180,8 +1180,13 @@ class DispatcherAutoCacheTest : public DispatcherCacheTest {
     return JobState();
   }
 
-  // Finishes every task of `job`'s `epoch` with chunks of `bytes` each when it writes a cache.
+  // Finishes every task of `job`'s `epoch` (50 elements each) with chunks of `bytes` each when
+  // it writes a cache, and has its consumer read them all: until then a worker's loss would run
+  // a finished task again, so its epoch's cache would still be in use.
   void FinishEpoch(int64_t job, int64_t epoch, int64_t bytes = 0) {
+    ClientHeartbeatRequest read;
+    read.set_job_id(job);
+    read.set_epoch(epoch);
     for (const TaskDef& task : TaskDefs(job, epoch)) {
       std::vector<CacheChunk> chunks;
       if (!task.cache_dir().empty()) {
@@ -1190,7 +1195,11 @@ class DispatcherAutoCacheTest : public DispatcherCacheTest {
       }
       const absl::Status status = Finish(task.task_id(), task.generation(), 50, chunks);
       ASSERT_TRUE(status.ok()) << status;
+      (*read.mutable_next_index())[task.task_id()] = 50;
     }
+    ClientHeartbeatResponse response;
+    const absl::Status status = impl_->ClientHeartbeat(read, &response);
+    ASSERT_TRUE(status.ok()) << status;
   }
 };
 
@@ -1347,8 +1356,22 @@ TEST_F(DispatcherAutoCacheTest, EvictionMakesRoomFromIdleCachesButNeverFromOneBe
   EXPECT_THAT(decision->reason(), HasSubstr("no room"));
   ASSERT_TRUE(CacheOf(old_key).has_value()) << "read by a running epoch: never evicted";
 
-  // Once old's epoch is done, its cache is idle and the least recently used: a third job's
-  // cache evicts it, and its directory goes.
+  // Its epoch's tasks finished but not yet read to their end: a lost worker's task would run
+  // again, reading the cache — still in use.
+  for (const TaskDef& task : TaskDefs(*old_job, 1)) {
+    ASSERT_TRUE(Finish(task.task_id(), task.generation(), 50, {}).ok());
+  }
+  ASSERT_TRUE(EpochOf(*old_job, 1).finished());
+  auto waiting = CreateAutoJob("waiting", /*seed=*/5);
+  ASSERT_TRUE(waiting.ok()) << waiting.status();
+  EXPECT_TRUE(absl::IsUnavailable(StartEpoch(*waiting, 0)));
+  decision = Report(*waiting, WorthCaching(64 * 30));
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->cache_point(), 0) << decision->reason();
+  ASSERT_TRUE(CacheOf(old_key).has_value());
+
+  // Once its consumer has read the epoch, its cache is idle and the least recently used: a
+  // third job's cache evicts it, and its directory goes.
   FinishEpoch(*old_job, 1);
   auto third = CreateAutoJob("third", /*seed=*/4);
   ASSERT_TRUE(third.ok()) << third.status();
@@ -1367,33 +1390,42 @@ TEST_F(DispatcherAutoCacheTest, ACompletedCacheDeletesItsStrayChunksAndEvictsOve
   cache_capacity_bytes_ = 5000;
   OpenCaching();
   RegisterWorker("a");
-  // A full-policy job's 4000-byte cache, idle once its Put is done.
+  // Two full-policy jobs (two seeds, two caches of 4000 bytes) write at once; the second
+  // started last finishes first, and a run of it that lost its task left a chunk.
   auto first = CreateCachingJob(RegisterCachedDataset(), "first", CACHE_FULL, /*seed=*/1);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE(StartEpoch(*first, 0).ok());
-  FinishEpoch(*first, 0, /*bytes=*/2000);
-  const std::string first_key = CacheKey(CachedDef(), 3, 1);
-  ASSERT_TRUE(CacheOf(first_key).has_value());
-
-  // A second one (another seed) writes 4000 too, and a run that lost its task left a chunk.
   auto second = CreateCachingJob(RegisterCachedDataset(), "second", CACHE_FULL, /*seed=*/2);
   ASSERT_TRUE(second.ok()) << second.status();
   ASSERT_TRUE(StartEpoch(*second, 0).ok());
+  const std::string first_key = CacheKey(CachedDef(), 3, 1);
+  const std::string second_key = CacheKey(CachedDef(), 3, 2);
   const std::string second_dir = EpochOf(*second, 0).cache().cache_dir();
   const std::string stray = second_dir + "/t99-g1-i0-n5.chunk";
   ASSERT_TRUE(WriteStringToFile(&clock_, stray, "lost run", false).ok());
-  std::vector<std::string> kept;
+  std::vector<std::string> manifest;
   for (const TaskDef& task : TaskDefs(*second, 0)) {
     const CacheChunk chunk = Chunk(task.cache_dir(), task.task_id(), 0, 50);
     ASSERT_TRUE(WriteStringToFile(&clock_, chunk.path(), "chunk", false).ok());
-    kept.push_back(chunk.path());
+    manifest.push_back(chunk.path());
   }
   FinishEpoch(*second, 0, /*bytes=*/2000);
-  // 8000 > 5000: the least recently used idle cache (the first) is evicted; the stray is gone.
-  EXPECT_FALSE(CacheOf(first_key).has_value());
-  ASSERT_TRUE(CacheOf(CacheKey(CachedDef(), 3, 2)).has_value());
+  // Complete, within capacity: its stray chunk is deleted, its manifest's chunks kept.
+  ASSERT_TRUE(CacheOf(second_key).has_value());
   EXPECT_FALSE(clock_.FileExists(stray));
-  for (const std::string& path : kept) EXPECT_TRUE(clock_.FileExists(path)) << path;
+  for (const std::string& path : manifest) EXPECT_TRUE(clock_.FileExists(path)) << path;
+
+  // The first completes: 8000 > 5000. The least recently used idle cache goes — the second,
+  // completed before — not the one just completed, though its Put started earlier.
+  FinishEpoch(*first, 0, /*bytes=*/2000);
+  EXPECT_TRUE(CacheOf(first_key).has_value());
+  EXPECT_FALSE(CacheOf(second_key).has_value());
+  EXPECT_FALSE(clock_.FileExists(second_dir));
+  for (const std::string& path : manifest) EXPECT_FALSE(clock_.FileExists(path)) << path;
+  // Nothing of the eviction is left in the cache root but the first cache's directory.
+  auto entries = clock_.GetChildren(CacheRoot());
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  EXPECT_THAT(*entries, ::testing::ElementsAre(first_key));
 }
 
 TEST_F(DispatcherCacheTest, AnEpochStartedBeforeItsJobsPutCompletedWaitsForItThenGets) {

@@ -82,7 +82,7 @@ absl::Status DispatcherState::Apply(uint64_t seq, const Update& update) {
     case Update::kLeaseSplits:
       return ApplyLeaseSplits(update.lease_splits());
     case Update::kTaskFinished:
-      return ApplyTaskFinished(update.task_finished());
+      return ApplyTaskFinished(update.task_finished(), seq);
     case Update::kWorkerLost:
       return ApplyWorkerLost(update.worker_lost());
     case Update::kRetireJob:
@@ -282,7 +282,7 @@ absl::Status DispatcherState::ApplyLeaseSplits(const LeaseSplitsUpdate& u) {
   return absl::OkStatus();
 }
 
-absl::Status DispatcherState::ApplyTaskFinished(const TaskFinishedUpdate& u) {
+absl::Status DispatcherState::ApplyTaskFinished(const TaskFinishedUpdate& u, uint64_t seq) {
   auto task_it = tasks_.find(u.task_id());
   if (task_it == tasks_.end()) return absl::NotFoundError(absl::StrCat("no task ", u.task_id()));
   TaskState& task = task_it->second;
@@ -318,6 +318,7 @@ absl::Status DispatcherState::ApplyTaskFinished(const TaskFinishedUpdate& u) {
     // Every task has sealed its chunks: the manifest is their chunks, by task.
     CacheState& cache = cache_it->second;
     cache.set_complete(true);
+    cache.set_last_used_seq(seq);  // Completing is a use: not the first thing evicted after.
     for (int64_t id : epoch->task_ids()) {
       const TaskState* finished = FindTask(id);
       for (const CacheChunk& chunk : finished->cache_chunks()) {

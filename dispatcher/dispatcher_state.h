@@ -86,7 +86,7 @@ class DispatcherState {
   absl::Status ApplyStartEpoch(const StartEpochUpdate& u, uint64_t seq);
   absl::Status ApplyRegisterWorker(const RegisterWorkerUpdate& u);
   absl::Status ApplyLeaseSplits(const LeaseSplitsUpdate& u);
-  absl::Status ApplyTaskFinished(const TaskFinishedUpdate& u);
+  absl::Status ApplyTaskFinished(const TaskFinishedUpdate& u, uint64_t seq);
   absl::Status ApplyWorkerLost(const WorkerLostUpdate& u);
   absl::Status ApplyRetireJob(const RetireJobUpdate& u);
   absl::Status ApplySetClusterId(const SetClusterIdUpdate& u);

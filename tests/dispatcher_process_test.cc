@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -183,6 +185,22 @@ TEST(DispatcherProcessTest, SecondDispatcherOnTheSameJournalFailsClearly) {
   EXPECT_NE(output.find(journal), std::string::npos) << output;
   EXPECT_NE(output.find("in use"), std::string::npos) << output;
   EXPECT_TRUE(first.process().running());
+}
+
+// Cache flags out of range are refused at start, naming the flag.
+TEST(DispatcherProcessTest, OutOfRangeCacheFlagsAreRefusedByName) {
+  testing::ScopedTempDir dir;
+  for (const auto& [flag, named] : std::vector<std::pair<std::string, std::string>>{
+           {"--cache_capacity_bytes=-1", "--cache_capacity_bytes -1: must be 0"},
+           {"--cache_profile_records=0", "--cache_profile_records 0: must be at least 1"}}) {
+    Subprocess dispatcher({GRANARY_BINARY, "dispatcher", "--insecure",
+                           "--journal_dir=" + dir.path() + "/journal", "--port=0",
+                           "--cache_root=" + dir.path() + "/cache", flag},
+                          Subprocess::Stderr::kMergeIntoStdout);
+    const std::string output = dispatcher.ReadAll(std::chrono::seconds(10));
+    EXPECT_EQ(dispatcher.Wait(), 1) << flag;
+    EXPECT_NE(output.find(named), std::string::npos) << output;
+  }
 }
 
 // What an operator sees: `granary status` against a running dispatcher, and

@@ -87,7 +87,8 @@ namespace granary {
 int DispatcherCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N] "
-      "[--worker_timeout_ms T] [--cache_root C] [--cache_capacity_bytes B] [--data_roots DIRS] [--job_retention_ms R] "
+      "[--worker_timeout_ms T] [--cache_root C] [--cache_capacity_bytes B] [--data_roots DIRS] "
+      "[--job_retention_ms R] "
       "[--check_invariants] [--plugin lib.so] [--provisioner local|command --max_workers N "
       "[--min_workers M] [--provision_command CMD]] (--tls_cert C --tls_key K --tls_ca CA "
       "[--tokens_file F] [--admin_clients A,B] | --insecure)");
@@ -134,6 +135,15 @@ int DispatcherCommand(int argc, char** argv) {
   options.cache_root = absl::GetFlag(FLAGS_cache_root);
   options.cache_capacity_bytes = absl::GetFlag(FLAGS_cache_capacity_bytes);
   options.cache_profile_records = absl::GetFlag(FLAGS_cache_profile_records);
+  if (options.cache_capacity_bytes < 0) {
+    return fail(absl::InvalidArgumentError(absl::StrCat("--cache_capacity_bytes ",
+                                                        options.cache_capacity_bytes,
+                                                        ": must be 0 (no limit) or more")));
+  }
+  if (options.cache_profile_records < 1) {
+    return fail(absl::InvalidArgumentError(absl::StrCat(
+        "--cache_profile_records ", options.cache_profile_records, ": must be at least 1")));
+  }
   options.job_retention_ms = absl::GetFlag(FLAGS_job_retention_ms);
   options.check_invariants = absl::GetFlag(FLAGS_check_invariants);
   options.policy_period_ms = std::max<int64_t>(absl::GetFlag(FLAGS_policy_period_ms), 100);

@@ -193,7 +193,7 @@ void WorkerImpl::ReportFinished(const TaskDef& def, int64_t num_elements,
 }
 
 void WorkerImpl::StartCacheProfile(const CacheProfileRequest& request) {
-  if (profiling_.exchange(true)) return;
+  if (stopping_.HasBeenNotified() || profiling_.exchange(true)) return;
   if (profile_thread_.joinable()) profile_thread_.join();  // Done: profiling_ was false.
   profile_thread_ = std::thread([this, request] {
     ProfileCache(request);
@@ -205,6 +205,7 @@ void WorkerImpl::ProfileCache(const CacheProfileRequest& request) {
   CacheProfilerOptions options;
   options.env = options_.runner.env;
   options.udfs = options_.udfs;
+  options.stop = &stopping_;
   // The probe writes under the cache root; the source reads where tasks may.
   std::unique_ptr<ConfinedEnv> confined;
   if (options_.runner.data_roots.has_value()) {
@@ -216,6 +217,7 @@ void WorkerImpl::ProfileCache(const CacheProfileRequest& request) {
   report.set_worker_id(options_.worker_id);
   report.set_job_id(request.job_id());
   absl::StatusOr<CacheProfile> profile = ProfileCachePoints(request, options);
+  if (stopping_.HasBeenNotified()) return;  // Not the pipeline's fault: another worker profiles.
   if (profile.ok()) {
     *report.mutable_profile() = *std::move(profile);
   } else {
