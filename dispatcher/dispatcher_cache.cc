@@ -54,8 +54,12 @@ absl::StatusOr<EpochCache> DispatcherImpl::DecideEpochCache(const JobState& job,
   return cache;
 }
 
-absl::Status DispatcherImpl::AwaitCacheDecision(int64_t job_id) {
+void DispatcherImpl::AskForProfile(int64_t job_id) {
   profile_waits_.try_emplace(job_id, ProfileWait{options_.env->NowMicros(), ""});
+}
+
+absl::Status DispatcherImpl::AwaitCacheDecision(int64_t job_id) {
+  AskForProfile(job_id);
   auto decided = [this, job_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const JobState* job = state_.FindJob(job_id);
     return job == nullptr || job->has_cache_decision() || !journal_failure_.ok();

@@ -334,7 +334,7 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
     MarkActive(job.job_id());
     // A cache_policy auto job's profile starts now: the trainer's own start-up hides it.
     if (job.options().cache_policy() == CACHE_AUTO && !job.has_cache_decision()) {
-      profile_waits_.try_emplace(job.job_id(), ProfileWait{options_.env->NowMicros(), ""});
+      AskForProfile(job.job_id());
     }
     return absl::OkStatus();
   };
@@ -417,41 +417,34 @@ absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
     StartEpochUpdate* start = update.mutable_start_epoch();
     {
       absl::MutexLock lock(&mu_);
-      RETURN_IF_ERROR(CheckUsable());
-      const JobState* job = state_.FindJob(request.job_id());
-      if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
-      RETURN_IF_ERROR(CheckJobAccess(*job, caller));
-      MarkActive(request.job_id());
-      if (const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch())) {
-        response->set_num_tasks(epoch->task_ids_size());
-        return absl::OkStatus();
-      }
-      if (request.epoch() != job->epochs_started()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("job ", request.job_id(), ": the next epoch is ", job->epochs_started(),
-                         ", not ", request.epoch()));
-      }
-      if (job->options().cache_policy() == CACHE_AUTO && !job->has_cache_decision()) {
-        RETURN_IF_ERROR(AwaitCacheDecision(request.job_id()));
-        job = state_.FindJob(request.job_id());  // mu_ was released meanwhile.
-        if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
-        if (const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch())) {
-          response->set_num_tasks(epoch->task_ids_size());
-          return absl::OkStatus();
-        }
-      }
-      def = state_.FindDataset(job->dataset_id())->pipeline();
-      seed = job->options().seed();
-      ASSIGN_OR_RETURN(*start->mutable_cache(), DecideEpochCache(*job, def));
-      if (AwaitOwnPut(request.job_id(), start->cache())) {
+      // The cache waits below release mu_: after one, everything is looked up again.
+      for (bool waited_for_put = false;;) {
         RETURN_IF_ERROR(CheckUsable());
-        job = state_.FindJob(request.job_id());  // mu_ was released meanwhile.
+        const JobState* job = state_.FindJob(request.job_id());
         if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
+        RETURN_IF_ERROR(CheckJobAccess(*job, caller));
+        MarkActive(request.job_id());
         if (const EpochState* epoch = state_.FindEpoch(request.job_id(), request.epoch())) {
           response->set_num_tasks(epoch->task_ids_size());
           return absl::OkStatus();
         }
+        if (request.epoch() != job->epochs_started()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("job ", request.job_id(), ": the next epoch is ", job->epochs_started(),
+                           ", not ", request.epoch()));
+        }
+        if (job->options().cache_policy() == CACHE_AUTO && !job->has_cache_decision()) {
+          RETURN_IF_ERROR(AwaitCacheDecision(request.job_id()));  // OK once decided.
+          continue;
+        }
+        def = state_.FindDataset(job->dataset_id())->pipeline();
+        seed = job->options().seed();
         ASSIGN_OR_RETURN(*start->mutable_cache(), DecideEpochCache(*job, def));
+        if (!waited_for_put && AwaitOwnPut(request.job_id(), start->cache())) {
+          waited_for_put = true;
+          continue;
+        }
+        break;
       }
       if (start->cache().mode() == EpochCache::GET) {
         for (Split& split : ChunkSplits(state_.FindCache(start->cache().cache_key())->chunks())) {

@@ -234,9 +234,12 @@ class DispatcherImpl {
   // The key of the cache of `def`'s first `cache_point` ops with `seed`, for these data roots.
   std::string CacheKeyOf(const PipelineDef& def, int cache_point, uint64_t seed) const;
   std::string CacheDir(const std::string& cache_key) const;
-  // cache_policy auto job `job_id` has no decision: asks for a profile (the next heartbeats
-  // carry the request) and waits a little for the decision, releasing mu_ meanwhile. OK once
-  // decided, Unavailable (retry) until then.
+  // From now on the heartbeats ask a worker to profile cache_policy auto job `job_id`, until it
+  // is decided (the first ask's time starts cache_profile_timeout_ms).
+  void AskForProfile(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // cache_policy auto job `job_id` has no decision: asks for a profile and waits a little for
+  // the decision, releasing mu_ meanwhile. OK once decided (or the job is gone), Unavailable
+  // (retry) until then.
   absl::Status AwaitCacheDecision(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `cache`, which an epoch of `job_id` would compute past, is being written by an
   // earlier epoch of that job; if so, waits (up to cache_wait_ms, releasing mu_) until the cache
