@@ -60,8 +60,8 @@ absl::Status Run() {
                                   size, "x", size, " JPEGs, in process"),
                      repetitions);
   ASSIGN_OR_RETURN(const PipelineDef poor,
-                   ImagenetPipeline(env, ImagenetDatasetDir(absl::GetFlag(FLAGS_dir), size, images),
-                                    images, size, "examples/imagenet_resnet_normalize_first.json"));
+                   ImagenetPipeline(env, absl::GetFlag(FLAGS_dir), images, size,
+                                    "examples/imagenet_resnet_normalize_first.json"));
   // The best hand-written order: crop, flip, then normalize.
   const PipelineDef good =
       MoveBefore(MoveBefore(poor, "random_crop", "normalize"), "random_flip", "normalize");

@@ -37,7 +37,6 @@
 #include "common/status_macros.h"
 #include "granary/client.h"
 #include "pipeline/pipeline_loader.h"
-#include "pipeline/synthetic_imagenet.h"
 
 namespace granary {
 namespace {
@@ -106,19 +105,6 @@ std::string PolicyName(JobCachePolicy policy) {
   }
 }
 
-// The JPEG dataset of `images` size x size images under --dir (generated once).
-absl::StatusOr<std::string> Dataset(Env* env, int64_t size, int64_t images) {
-  SyntheticImagenetOptions data;
-  data.out_dir = ImagenetDatasetDir(absl::GetFlag(FLAGS_dir), size, images);
-  data.images = images;
-  data.size = size;
-  data.files = 8;
-  if (!env->FileExists(data.out_dir + "/train-00000-of-00008.tfrecord")) {
-    RETURN_IF_ERROR(WriteSyntheticImagenet(env, data).status());
-  }
-  return data.out_dir;
-}
-
 // Seconds from opening a job with `policy` to the end of its epoch kEpochs - 1.
 absl::StatusOr<double> RunJob(Client& client, const std::string& dataset, JobCachePolicy policy,
                               uint64_t seed) {
@@ -145,7 +131,8 @@ absl::Status Run() {
   std::vector<std::string> pipelines;
   for (const Workload& w : workloads) {
     const int64_t n = std::max<int64_t>(static_cast<int64_t>(images * w.images_factor), 16);
-    ASSIGN_OR_RETURN(const std::string data, Dataset(env, w.size, n));
+    ASSIGN_OR_RETURN(const std::string data,
+                     ImagenetDataset(env, absl::GetFlag(FLAGS_dir), n, w.size));
     pipelines.push_back(absl::StrCat(R"({"source": {"type": "tfrecord", "params": {"files": [")",
                                      data, R"(/*.tfrecord"]}}, "ops": [)", w.ops_json, "]}"));
   }

@@ -72,9 +72,8 @@ absl::Status Run() {
                                   "pipeline, ",
                                   size, "x", size, " JPEGs, in process"),
                      repetitions);
-  ASSIGN_OR_RETURN(const PipelineDef def,
-                   ImagenetPipeline(env, ImagenetDatasetDir(absl::GetFlag(FLAGS_dir), size, images),
-                                    images, size, "examples/imagenet_resnet.json"));
+  ASSIGN_OR_RETURN(const PipelineDef def, ImagenetPipeline(env, absl::GetFlag(FLAGS_dir), images,
+                                                           size, "examples/imagenet_resnet.json"));
   const int max_threads = quick ? 2 : 4;
   for (int cores : {1, 2}) {
     RETURN_IF_ERROR(RestrictToCores(cores));

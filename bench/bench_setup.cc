@@ -12,17 +12,23 @@
 
 namespace granary {
 
-absl::StatusOr<PipelineDef> ImagenetPipeline(Env* env, const std::string& out_dir, int64_t images,
-                                             int64_t size, const std::string& pipeline_path) {
+absl::StatusOr<std::string> ImagenetDataset(Env* env, const std::string& root, int64_t images,
+                                            int64_t size) {
   SyntheticImagenetOptions data;
   data.images = images;
   data.size = size;
   data.files = 8;
-  data.out_dir = out_dir;
-  if (!env->FileExists(out_dir + "/train-00000-of-00008.tfrecord")) {
+  data.out_dir = absl::StrCat(root, "/imagenet_", size, "_", images);
+  if (!env->FileExists(data.out_dir + "/train-00000-of-00008.tfrecord")) {
     RETURN_IF_ERROR(WriteSyntheticImagenet(env, data).status());
   }
-  ::setenv("GRANARY_DATA", out_dir.c_str(), 1);
+  return data.out_dir;
+}
+
+absl::StatusOr<PipelineDef> ImagenetPipeline(Env* env, const std::string& root, int64_t images,
+                                             int64_t size, const std::string& pipeline_path) {
+  ASSIGN_OR_RETURN(const std::string dir, ImagenetDataset(env, root, images, size));
+  ::setenv("GRANARY_DATA", dir.c_str(), 1);
   return LoadPipelineFile(env, pipeline_path);
 }
 
@@ -41,10 +47,6 @@ absl::StatusOr<ServiceEpoch> ReadServiceEpoch(Job& job, int64_t epoch) {
   read.bytes = reader->stats().payload_bytes;
   read.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   return read;
-}
-
-std::string ImagenetDatasetDir(const std::string& root, int64_t size, int64_t images) {
-  return absl::StrCat(root, "/imagenet_", size, "_", images);
 }
 
 absl::StatusOr<std::vector<std::unique_ptr<Pipeline>>> CreatePipelines(

@@ -38,8 +38,8 @@ absl::Status Run() {
                                   size, "x", size, " JPEGs, in process"),
                      repetitions);
   ASSIGN_OR_RETURN(const PipelineDef def,
-                   ImagenetPipeline(env, ImagenetDatasetDir(absl::GetFlag(FLAGS_dir), size, images),
-                                    images, size, "examples/imagenet_random_resized_crop.json"));
+                   ImagenetPipeline(env, absl::GetFlag(FLAGS_dir), images, size,
+                                    "examples/imagenet_random_resized_crop.json"));
   for (int threads : {1, 2}) {
     const PipelineDef with_threads = WithParallelMapThreads(def, threads);
     PipelineOptions unfused;

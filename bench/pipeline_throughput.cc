@@ -61,10 +61,8 @@ absl::Status Run() {
                      repetitions);
   for (const std::string& size_text : sizes) {
     const int64_t size = std::stoll(size_text);
-    ASSIGN_OR_RETURN(
-        PipelineDef def,
-        ImagenetPipeline(env, ImagenetDatasetDir(absl::GetFlag(FLAGS_dir), size, images), images,
-                         size, absl::GetFlag(FLAGS_pipeline)));
+    ASSIGN_OR_RETURN(PipelineDef def, ImagenetPipeline(env, absl::GetFlag(FLAGS_dir), images, size,
+                                                       absl::GetFlag(FLAGS_pipeline)));
     SetParam(def, "batch", "batch_size", absl::GetFlag(FLAGS_batch_size));
     const std::vector<int> thread_counts = {1, 2};
     std::vector<std::unique_ptr<Pipeline>> pipelines;

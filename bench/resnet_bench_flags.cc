@@ -30,8 +30,8 @@ int ResnetBenchMain(int argc, char** argv, const char* name, const ResnetBenchDe
 absl::StatusOr<PipelineDef> ResnetPipelineFromFlags(Env* env) {
   const int64_t images = absl::GetFlag(FLAGS_images);
   const int64_t size = absl::GetFlag(FLAGS_size);
-  return ImagenetPipeline(env, ImagenetDatasetDir(absl::GetFlag(FLAGS_dir), size, images), images,
-                          size, absl::GetFlag(FLAGS_pipeline));
+  return ImagenetPipeline(env, absl::GetFlag(FLAGS_dir), images, size,
+                          absl::GetFlag(FLAGS_pipeline));
 }
 
 void SetOpParam(PipelineDef* def, const std::string& op, const std::string& param, double value) {
