@@ -52,9 +52,10 @@ absl::StatusOr<ReceivedElement> Receive(const ReceivedPayload& e, bool* matches)
   if (e.compression != COMPRESSION_NONE) {
     // The checksum is of the compressed bytes; they are decompressed straight into the
     // element's buffer (copied first only when they arrived in pieces).
-    if (e.uncompressed_size < 0 || static_cast<size_t>(e.uncompressed_size) > kMaxUncompressedBytes) {
-      return absl::DataLossError(absl::StrCat("compressed element of ", e.uncompressed_size,
-                                              " bytes once decompressed"));
+    if (e.uncompressed_size < 0 ||
+        static_cast<size_t>(e.uncompressed_size) > kMaxUncompressedBytes) {
+      return absl::DataLossError(
+          absl::StrCat("compressed element of ", e.uncompressed_size, " bytes once decompressed"));
     }
     BufferRef pieces;
     absl::string_view compressed = payload.Single();
@@ -186,8 +187,7 @@ bool GrpcEpochReader::AwaitUntil(const absl::Condition& condition, uint64_t dead
   while (!condition.Eval()) {
     const uint64_t now = env->NowMicros();
     if (now >= deadline_us) return false;
-    mu_.AwaitWithTimeout(condition,
-                         std::min(absl::Microseconds(deadline_us - now), kClockPoll));
+    mu_.AwaitWithTimeout(condition, std::min(absl::Microseconds(deadline_us - now), kClockPoll));
   }
   return true;
 }
@@ -221,6 +221,15 @@ absl::Status GrpcEpochReader::Next(ReceivedElement* element, bool* end) {
   }
   if (!error_.ok()) return error_;
   *end = true;
+  if (!end_reported_) {
+    // The dispatcher learns at once that this consumer read its tasks to their end (their
+    // workers may drop them; the job's metrics count every element), not at the next periodic
+    // heartbeat, which a reader destroyed right after its end never sends.
+    end_reported_ = true;
+    mu_.Unlock();
+    Heartbeat(/*final_report=*/true).IgnoreError();
+    mu_.Lock();
+  }
   return absl::OkStatus();
 }
 
@@ -268,12 +277,17 @@ void GrpcEpochReader::SetPermanentError(absl::Status status) {
   if (error_.ok()) error_ = std::move(status);
 }
 
-absl::Status GrpcEpochReader::Heartbeat() {
+absl::Status GrpcEpochReader::Heartbeat(bool final_report) {
   ClientHeartbeatRequest request;
   request.set_job_id(job_id_);
   request.set_epoch(epoch_);
   request.set_consumer(consumer_);
   std::unique_ptr<grpc::ClientContext> context = connection_->DispatcherContext();
+  if (final_report) {
+    // Best effort, and quick: a dispatcher that is down does not hold up the epoch's end.
+    context->set_wait_for_ready(false);
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
   {
     absl::MutexLock lock(&mu_);
     if (stop_) return absl::CancelledError("reader stopped");
@@ -367,22 +381,22 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
       element = Receive(e, &matches);
     }
     if (!element.ok() && absl::IsResourceExhausted(element.status())) {
-      checked.problem = absl::StrCat("task ", task_id, " element ", next, ": ",
-                                     element.status().message());
+      checked.problem =
+          absl::StrCat("task ", task_id, " element ", next, ": ", element.status().message());
       break;
     }
     if (!matches) {
       checked.checksum_mismatch = true;
-      checked.problem = absl::StrCat("task ", task_id, " element ", next, " from worker ", address,
-                                     ": payload checksum mismatch (expected XXH3 ",
-                                     HashToHex(e.checksum), ")");
+      checked.problem =
+          absl::StrCat("task ", task_id, " element ", next, " from worker ", address,
+                       ": payload checksum mismatch (expected XXH3 ", HashToHex(e.checksum), ")");
       break;
     }
     if (!element.ok()) {
       checked.permanent = absl::DataLossError(absl::StrCat(
           "task ", task_id, " element ", next, " from worker ", address, ": payload of ",
-          e.payload.size(), " bytes matches its checksum but is not an element: ",
-          element.status().message()));
+          e.payload.size(),
+          " bytes matches its checksum but is not an element: ", element.status().message()));
       break;
     }
     Queued queued;
@@ -416,8 +430,7 @@ std::unique_ptr<GrpcEpochReader::Call> GrpcEpochReader::MaybeCallAhead(
     absl::MutexLock lock(&mu_);
     if (stop_ || !error_.ok() || task->address != address ||
         task->generation != request.generation() ||
-        in_flight_ >= options_.max_outstanding_requests ||
-        queued_bytes_ + bytes >= queue_bound_) {
+        in_flight_ >= options_.max_outstanding_requests || queued_bytes_ + bytes >= queue_bound_) {
       return nullptr;
     }
     ++in_flight_;
@@ -453,8 +466,7 @@ void GrpcEpochReader::FetchLoop(Task* task) {
         if (stop_) return;
         // The answer before it was accepted whole: this call asked from where the task stands.
         usable = error_.ok() && ahead->request.from_index() == task->next_fetch &&
-                 ahead->address == task->address &&
-                 ahead->request.generation() == task->generation;
+                 ahead->address == task->address && ahead->request.generation() == task->generation;
       }
       call = std::move(ahead);
       if (!usable) continue;
@@ -589,11 +601,9 @@ void GrpcEpochReader::FetchLoop(Task* task) {
     if (retry) {
       // Back off, but wake as soon as a heartbeat names another worker or generation.
       const int64_t generation = request.generation();
-      const auto changed = [this, task, &address, generation]()
-                               ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                                 return stop_ || task->address != address ||
-                                        task->generation != generation;
-                               };
+      const auto changed = [this, task, &address, generation]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stop_ || task->address != address || task->generation != generation;
+      };
       AwaitUntil(absl::Condition(&changed), connection_->env()->NowMicros() + backoff_us);
       backoff_us = std::min(backoff_us * 2, kMaxBackoffUs);
     }

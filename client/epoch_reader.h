@@ -160,7 +160,9 @@ class GrpcEpochReader final : public EpochReader {
   // One ClientHeartbeat; on success updates the tasks, adding those the reader does not know
   // (a scaling step adds tasks to a running epoch) — with their fetch threads once fetching
   // has started — and whether the task set is final.
-  absl::Status Heartbeat();
+  // `final_report`: the one Next() sends at the epoch's end (1 s deadline, no waiting for a
+  // dispatcher that is down).
+  absl::Status Heartbeat(bool final_report = false);
   // Starts `task`'s fetch thread.
   void StartFetching(Task* task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `task` has delivered its last element; asks for a heartbeat at once if that leaves every
@@ -179,7 +181,7 @@ class GrpcEpochReader final : public EpochReader {
   // asked again from where it stands: its from_index acknowledged elements the reader does not
   // have, which the worker recomputes (a request below its window restarts the task).
   std::unique_ptr<Call> MaybeCallAhead(Task* task, const GetElementsRequest& request,
-                                            const std::string& address, const ReceivedReply& reply)
+                                       const std::string& address, const ReceivedReply& reply)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Checks an answer to GetElements(task_id, from_index) from the worker at `address` and makes
   // the accepted payloads elements. Needs no lock.
@@ -211,6 +213,8 @@ class GrpcEpochReader final : public EpochReader {
   std::map<int64_t, std::unique_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
   // The dispatcher said no task will be added (ClientHeartbeatResponse.tasks_final).
   bool tasks_final_ ABSL_GUARDED_BY(mu_) = false;
+  // Next() reported the end to the dispatcher (one final heartbeat).
+  bool end_reported_ ABSL_GUARDED_BY(mu_) = false;
   // Start() has started the fetch threads: tasks found later start theirs at once.
   bool fetching_ ABSL_GUARDED_BY(mu_) = false;
   bool heartbeat_wanted_ ABSL_GUARDED_BY(mu_) = false;
