@@ -239,6 +239,7 @@ absl::Status DispatcherImpl::Evict(const std::vector<std::string>& cache_keys,
             return absl::OkStatus();
           }
           LOG(INFO) << "evicted cache " << key << " (" << reason << ")";
+          ++counters_.cache_evictions;
           // Renamed under mu_, before a new Put of the key can create its directory again; the
           // files go outside it.
           const std::string renamed = absl::StrCat(options_.cache_root, "/", kEvictedDirPrefix, key,

@@ -66,9 +66,16 @@ absl::Status CheckCacheChunks(const TaskFinishedRequest& request, bool put, bool
 absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Open(
     const DispatcherOptions& options) {
   if (options.udfs == nullptr) return absl::InvalidArgumentError("DispatcherOptions.udfs unset");
-  ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal, Journal::Open(options.journal_dir, {}));
+  JournalOptions journal_options;
+  journal_options.metrics = options.metrics;
+  ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal,
+                   Journal::Open(options.journal_dir, journal_options));
   std::unique_ptr<DispatcherImpl> impl(new DispatcherImpl(options, std::move(journal)));
   RETURN_IF_ERROR(impl->Recover());
+  {
+    absl::MutexLock lock(&impl->mu_);
+    impl->counters_.task_moves_at_open = impl->state_.task_moves();
+  }
   RETURN_IF_ERROR(impl->NameCluster());
   if (!options.cache_root.empty()) {
     // Before any worker probes or writes: what no cache of the recovered state holds.
@@ -481,6 +488,7 @@ absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
           overtaken = absl::IsAborted(applied) && epoch == nullptr;
           if (epoch == nullptr)
             return overtaken ? absl::OkStatus() : applied;  // e.g. past num_epochs.
+          if (applied.ok()) ++counters_.epochs_started[epoch->cache().mode()];
           response->set_num_tasks(epoch->task_ids_size());
           return absl::OkStatus();
         }));
@@ -585,6 +593,7 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
         task->worker_id() == request.worker_id() && r.produced() >= 0 && r.busy_us() >= 0) {
       metrics_.ProducerTotals(task->job_id(), task->task_id(), IsLocalWorker(*worker), r.produced(),
                               r.busy_us());
+      activity_.TaskReport(task->task_id(), r.produced(), r.transport());
     }
   }
   int64_t pipeline_bytes = 0;
@@ -656,8 +665,11 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
   MarkActive(request.job_id());
   for (const auto& [task_id, next_index] : request.next_index()) consumed_[task_id] = next_index;
   if (request.delivered() >= 0 && request.wait_us() >= 0 && request.step_us() >= 0) {
-    metrics_.ReaderTotals(request.job_id(), request.consumer(), request.delivered(),
-                          request.wait_us(), request.step_us());
+    const JobMetricsCollector::ReaderIncrease added =
+        metrics_.ReaderTotals(request.job_id(), request.consumer(), request.delivered(),
+                              request.wait_us(), request.step_us());
+    activity_.AddDelivered(request.job_id(), added.delivered, added.wait_us, added.step_us,
+                           options_.env->NowMicros());
   }
   for (const TaskState* task : tasks) {
     TrackUnread(*task);
@@ -822,6 +834,7 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
         if (const TaskState* task = state_.FindTask(request.task_id())) {
           TrackUnread(*task);
           metrics_.ForgetTask(task->job_id(), task->task_id());
+          activity_.ForgetTask(task->task_id());
           const EpochState* epoch = state_.FindEpoch(task->job_id(), task->epoch());
           if (applied.ok() && epoch != nullptr && epoch->finished() &&
               epoch->cache().mode() == EpochCache::PUT) {
@@ -985,11 +998,15 @@ absl::Status DispatcherImpl::GetStatus(const GetStatusRequest& request, GetStatu
   absl::MutexLock lock(&mu_);
   *response->mutable_state() = VisibleState(state_.ToProto(), caller);
   if (provisioner_ != nullptr) {
+    // A request in flight (a local provisioner starting workers, a slow command) is shown as
+    // the count requested: its workers may already be registering.
+    const int32_t requested = ShownRequestedWorkers();
     response->set_provisioning(absl::StrCat(
-        provisioner_->Describe(), ": ", requested_workers_ < 0 ? 0 : requested_workers_,
-        " workers requested (", min_workers_, "-", max_workers_, ")",
+        provisioner_->Describe(), ": ", requested, " workers requested (", min_workers_, "-",
+        max_workers_, ")", asking_workers_ >= 0 ? ", the request in flight" : "",
         provisioning_.ok() ? ""
                            : absl::StrCat("; last request failed: ", provisioning_.message())));
+    response->set_desired_workers(requested);
   }
   const uint64_t now = options_.env->NowMicros();
   for (const auto& [id, seen] : last_seen_) {
@@ -997,6 +1014,46 @@ absl::Status DispatcherImpl::GetStatus(const GetStatusRequest& request, GetStatu
     if (worker != nullptr && !worker->lost() &&
         now - seen <= static_cast<uint64_t>(options_.worker_timeout_ms) * 1000) {
       response->add_live_workers(id);
+    }
+  }
+  DispatcherStateProto& visible = *response->mutable_state();
+  std::set<int64_t> visible_jobs;
+  for (const JobState& job : visible.jobs()) visible_jobs.insert(job.job_id());
+  for (const JobActivity& job : activity_.Jobs(now)) {
+    if (visible_jobs.count(job.job_id())) *response->add_job_activity() = job;
+  }
+  for (const EpochState& epoch : visible.epochs()) {
+    EpochProgress* progress = response->add_epoch_progress();
+    progress->set_job_id(epoch.job_id());
+    progress->set_epoch(epoch.epoch());
+    progress->set_splits(epoch.plan_size());
+    progress->set_leased(epoch.next_split());
+  }
+  for (const TaskState& task : visible.tasks()) {
+    if (task.finished()) continue;
+    TaskActivity* activity = response->add_task_activity();
+    activity->set_task_id(task.task_id());
+    activity->set_leased_splits(task.leased_size());
+    activity_.FillTask(task.task_id(), activity);
+    const auto delivered = consumed_.find(task.task_id());
+    if (delivered != consumed_.end()) activity->set_delivered(delivered->second);
+  }
+  if (request.summary()) {
+    for (DatasetState& dataset : *visible.mutable_datasets()) dataset.clear_pipeline();
+    for (JobState& job : *visible.mutable_jobs()) {
+      if (job.has_cache_decision()) job.mutable_cache_decision()->clear_profile();
+    }
+    for (EpochState& epoch : *visible.mutable_epochs()) {
+      epoch.clear_plan();
+      epoch.mutable_cache()->clear_pipeline();
+    }
+    for (TaskState& task : *visible.mutable_tasks()) {
+      task.clear_leased();
+      task.clear_cache_chunks();
+    }
+    for (CacheState& cache : *visible.mutable_caches()) {
+      cache.clear_chunks();
+      cache.clear_task_plans();
     }
   }
   return CheckUsable();
@@ -1059,11 +1116,13 @@ absl::Status DispatcherImpl::RetireIdleJobs() {
                                 << " ms with every epoch finished: retired";
                       last_active_.erase(job);
                       metrics_.Forget(job);
+                      activity_.Forget(job);
                       policies_.erase(job);
                       settling_.erase(job);
                       for (int64_t id : tasks) {
                         consumed_.erase(id);
                         unread_finished_.erase(id);
+                        activity_.ForgetTask(id);
                       }
                       return absl::OkStatus();
                     }));
@@ -1134,6 +1193,7 @@ void DispatcherImpl::Provision() {
     const bool surplus = wanted < live_remote && now - last_provision_us_ >= 3 * period_us;
     if (!(wanted > requested_workers_ || shrink || retry || surplus)) return;
     last_provision_us_ = now;
+    asking_workers_ = wanted;
     // Idle: holding no unfinished task, nor a finished one its consumer still reads.
     std::set<std::string> serving;
     for (int64_t id : unread_finished_) {
@@ -1147,6 +1207,7 @@ void DispatcherImpl::Provision() {
   // Outside the lock: a command may take seconds.
   const absl::Status status = provisioner->Resize(wanted, idle);
   absl::MutexLock lock(&mu_);
+  asking_workers_ = -1;
   if (status.ok()) {
     if (wanted != requested_workers_) {
       LOG(INFO) << "provisioner " << provisioner->Describe() << ": " << wanted << " workers";

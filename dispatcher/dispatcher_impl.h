@@ -43,6 +43,7 @@
 #ifndef GRANARY_DISPATCHER_DISPATCHER_IMPL_H_
 #define GRANARY_DISPATCHER_DISPATCHER_IMPL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -56,16 +57,18 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "common/env.h"
 #include "cache/cache_planner.h"
+#include "common/env.h"
 #include "dispatcher/caller.h"
 #include "dispatcher/dispatcher_state.h"
+#include "dispatcher/job_activity.h"
 #include "dispatcher/job_metrics_collector.h"
 #include "dispatcher/policy/job_metrics.h"
 #include "dispatcher/policy/resource_policy.h"
 #include "dispatcher/provisioner.h"
 #include "dispatcher/request_limits.h"
 #include "journal/journal.h"
+#include "ops/metrics.h"
 #include "pipeline/udf.h"
 #include "proto/dispatcher.pb.h"
 #include "security/capability.h"
@@ -87,6 +90,9 @@ struct DispatcherOptions {
   Env* env = Env::Default();
   // Validates pipelines at registration and enumerates their splits. Must outlive the impl.
   const UdfRegistry* udfs = nullptr;
+  // Where the journal counts its appends and commits (JournalOptions.metrics); nullptr:
+  // nowhere. Must outlive the impl. (The dispatcher's own metrics are CollectMetrics'.)
+  MetricRegistry* metrics = nullptr;
   // Where caching jobs' caches live (DESIGN.md §5): <cache_root>/<cache key>/ holds a cache's
   // chunks. Workers write and read these paths, so in a cluster it must be a filesystem every
   // worker mounts at the same path. Empty: jobs with a cache policy are refused.
@@ -166,8 +172,13 @@ class DispatcherImpl {
   // longer than cache_profile_timeout_ms. Also run by the background thread.
   absl::Status DecideOverdueCaches() ABSL_LOCKS_EXCLUDED(mu_);
   // The state `caller` may see (VisibleState, caller.h) and the live workers.
+  // With request.summary(), what grows with the data is left out (GetStatusRequest).
   absl::Status GetStatus(const GetStatusRequest& request, GetStatusResponse* response,
                          const Caller& caller = {});
+  // For /metrics (dispatcher/dispatcher_metrics.cc): workers by state, jobs' delivery and the
+  // trainers' wait, epochs and tasks, tasks moved, caches, the policies' decisions and targets,
+  // and the journal's head — computed from the state under the lock at each scrape.
+  void CollectMetrics(MetricSamples& out) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // One pass of the resource policies: for each job with JobOptions.autoscale or placement
   // whose running epoch still hands out splits, its metrics since the last pass go to its
@@ -287,6 +298,17 @@ class DispatcherImpl {
   // The trainers' and workers' heartbeat counters per job, and each autoscaled job's policy
   // (not journaled: its decisions are; a restarted dispatcher measures and decides afresh).
   JobMetricsCollector metrics_ ABSL_GUARDED_BY(mu_);
+  // The same heartbeats as the status page and /metrics show them.
+  JobActivityTracker activity_ ABSL_GUARDED_BY(mu_);
+  // Counted for /metrics since this process started (not journaled).
+  struct Counters {
+    // Epochs started, by EpochCache::Mode (COMPUTE, PUT, GET).
+    int64_t epochs_started[3] = {0, 0, 0};
+    int64_t cache_evictions = 0;
+    // DispatcherState::task_moves() once the journal was replayed.
+    int64_t task_moves_at_open = 0;
+  };
+  Counters counters_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::unique_ptr<ResourcePolicy>> policies_ ABSL_GUARDED_BY(mu_);
   // Jobs scaled in the last policy pass: their next period is skipped.
   std::set<int64_t> settling_ ABSL_GUARDED_BY(mu_);
@@ -314,6 +336,13 @@ class DispatcherImpl {
   // The count last granted (-1: none yet), the last request's outcome and time, and since when
   // the wanted count has been below the granted one.
   int32_t requested_workers_ ABSL_GUARDED_BY(mu_) = -1;
+  // The count of the Resize in flight (-1: none), for GetStatus.
+  int32_t asking_workers_ ABSL_GUARDED_BY(mu_) = -1;
+  // What status and metrics show as requested: the count in flight, else the last granted (0
+  // before any).
+  int32_t ShownRequestedWorkers() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return std::max(asking_workers_ >= 0 ? asking_workers_ : requested_workers_, 0);
+  }
   absl::Status provisioning_ ABSL_GUARDED_BY(mu_);
   uint64_t last_provision_us_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t lower_since_us_ ABSL_GUARDED_BY(mu_) = 0;

@@ -15,12 +15,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/deterministic_serialization.h"
+#include "common/failpoint.h"
 #include "common/manual_clock_env.h"
 #include "common/scoped_temp_dir.h"
 #include "common/status_macros.h"
-#include "common/failpoint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ops/exposition_parser.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
@@ -50,6 +51,7 @@ class DispatcherImplTest : public ::testing::Test {
     options.env = &clock_;
     options.udfs = &udfs_;
     options.check_invariants = true;
+    options.metrics = &metrics_;
     // Some tests register pipelines larger than a gRPC message, as no client can.
     options.limits.pipeline_bytes = 64 << 20;
     auto impl = DispatcherImpl::Open(options);
@@ -143,6 +145,8 @@ class DispatcherImplTest : public ::testing::Test {
   // StartEpoch waiting for a cache decision or Put).
   int64_t cache_capacity_bytes_ = 0;
   int64_t cache_wait_ms_ = 20;
+  // Where the journal counts (DispatcherOptions.metrics); outlives impl_.
+  MetricRegistry metrics_;
   std::unique_ptr<DispatcherImpl> impl_;
 };
 
@@ -486,6 +490,95 @@ TEST_F(DispatcherImplTest, IdleFinishedJobsAreRetiredAfterTheRetentionPeriod) {
   EXPECT_TRUE(State() == retired) << "the retirement is journaled";
   // Its name is free again: a new job with epochs from 0.
   EXPECT_GT(CreateJob(dataset, "done", 1, 1), idle_but_read);
+}
+
+// Issue 19: what the status page and /metrics show of a running job.
+TEST_F(DispatcherImplTest, StatusSummaryAndMetricsShowTheRunningJob) {
+  Open();
+  RegisterWorker("w1");
+  RegisterWorker("w2");
+  const std::string dataset = RegisterRangeDataset(100, 10);
+  const int64_t job = CreateJob(dataset, "metered", 1, 2);
+  ASSERT_TRUE(StartEpoch(job, 0).ok());
+  GetStatusResponse full;
+  ASSERT_TRUE(impl_->GetStatus({}, &full).ok());
+  ASSERT_EQ(full.state().tasks_size(), 2);
+  const TaskState task = full.state().tasks(0);
+  ASSERT_TRUE(Splits(task.task_id(), 0, 3).ok());
+
+  // The worker says what it produced, the trainer what it got, twice one second apart.
+  WorkerHeartbeatRequest worker_hb;
+  worker_hb.set_worker_id(task.worker_id());
+  worker_hb.set_incarnation(1);
+  RunningTask* running = worker_hb.add_running();
+  running->set_task_id(task.task_id());
+  running->set_generation(task.generation());
+  running->set_produced(40);
+  running->set_busy_us(1000);
+  running->set_transport("tcp");
+  WorkerHeartbeatResponse worker_hb_response;
+  ASSERT_TRUE(impl_->WorkerHeartbeat(worker_hb, &worker_hb_response).ok());
+  for (const int64_t delivered : {30, 50}) {
+    ClientHeartbeatRequest hb;
+    hb.set_job_id(job);
+    hb.set_epoch(0);
+    hb.set_consumer(0);
+    (*hb.mutable_next_index())[task.task_id()] = delivered;
+    hb.set_delivered(delivered);
+    hb.set_wait_us(delivered * 100);
+    hb.set_step_us(delivered * 1000);
+    ClientHeartbeatResponse ignored;
+    ASSERT_TRUE(impl_->ClientHeartbeat(hb, &ignored).ok());
+    if (delivered == 30) clock_.AdvanceMicros(1000000);
+  }
+
+  GetStatusRequest summary_request;
+  summary_request.set_summary(true);
+  GetStatusResponse summary;
+  ASSERT_TRUE(impl_->GetStatus(summary_request, &summary).ok());
+  ASSERT_EQ(summary.state().epochs_size(), 1);
+  EXPECT_EQ(summary.state().epochs(0).plan_size(), 0) << "the summary leaves the plan out";
+  EXPECT_TRUE(summary.state().datasets(0).pipeline().source().type().empty());
+  ASSERT_EQ(summary.epoch_progress_size(), 1);
+  EXPECT_EQ(summary.epoch_progress(0).splits(), 10);
+  EXPECT_EQ(summary.epoch_progress(0).leased(), 3);
+  ASSERT_EQ(summary.task_activity_size(), 2);
+  const TaskActivity& activity = summary.task_activity(0);
+  EXPECT_EQ(activity.task_id(), task.task_id());
+  EXPECT_EQ(activity.leased_splits(), 3);
+  EXPECT_EQ(activity.produced(), 40);
+  EXPECT_EQ(activity.delivered(), 50);
+  EXPECT_EQ(activity.transport(), "tcp");
+  ASSERT_EQ(summary.job_activity_size(), 1);
+  EXPECT_EQ(summary.job_activity(0).delivered(), 50);
+  EXPECT_EQ(summary.job_activity(0).wait_us(), 5000);
+  EXPECT_DOUBLE_EQ(summary.job_activity(0).elements_per_second(), 20);  // 50 - 30 in 1 s
+  EXPECT_DOUBLE_EQ(summary.job_activity(0).wait_seconds_per_element(), 100e-6);
+
+  // /metrics: the same, plus the journal's own instruments; after a worker is lost, its task
+  // counts as moved.
+  metrics_.AddCollector([this](MetricSamples& out) {
+    if (impl_ != nullptr) impl_->CollectMetrics(out);
+  });
+  absl::StatusOr<Exposition> scraped = ParseExposition(metrics_.RenderText());
+  ASSERT_TRUE(scraped.ok()) << scraped.status();
+  const std::map<std::string, std::string> job_label = {{"job", absl::StrCat(job)}};
+  EXPECT_EQ(scraped->Sum("granary_job_elements_delivered_total", job_label), 50);
+  EXPECT_DOUBLE_EQ(scraped->Sum("granary_job_trainer_wait_seconds_total", job_label), 0.005);
+  EXPECT_EQ(scraped->Sum("granary_job_slots_per_consumer",
+                         {{"job", absl::StrCat(job)}, {"kind", "remote"}}),
+            2);
+  EXPECT_EQ(scraped->Sum("granary_dispatcher_epochs_started_total", {{"cache", "compute"}}), 1);
+  EXPECT_EQ(scraped->Sum("granary_dispatcher_workers", {{"state", "live"}}), 2);
+  EXPECT_EQ(scraped->Sum("granary_dispatcher_running_tasks", {{"assigned", "yes"}}), 2);
+  EXPECT_EQ(scraped->Sum("granary_dispatcher_tasks_moved_total"), 0);
+  EXPECT_GE(scraped->Sum("granary_journal_appends_total"), 6);  // cluster id, 2 workers, ...
+  EXPECT_EQ(scraped->Sum("granary_journal_applied_seq"), summary.state().applied_seq());
+  LoseWorker(task.worker_id());
+  scraped = ParseExposition(metrics_.RenderText());
+  ASSERT_TRUE(scraped.ok()) << scraped.status();
+  EXPECT_EQ(scraped->Sum("granary_dispatcher_tasks_moved_total"), 1);
+  EXPECT_EQ(scraped->Sum("granary_dispatcher_workers", {{"state", "lost"}}), 1);
 }
 
 TEST_F(DispatcherImplTest, HeartbeatsSendEachPipelineOnceAndOnlyNewTaskDefinitions) {
@@ -886,7 +979,8 @@ TEST_F(DispatcherCacheTest, FullJobPutsInEpochZeroThenGetsFromTheManifest) {
   EXPECT_TRUE(absl::IsInvalidArgument(overlap)) << overlap;
   EXPECT_THAT(std::string(overlap.message()), HasSubstr(task_name));
   // A chunk outside the cache's directory (issue 15: a Get epoch would read it as the cache).
-  for (const std::string& elsewhere : {std::string("/etc"), cache_dir + "/sub", cache_dir + "/.."}) {
+  for (const std::string& elsewhere :
+       {std::string("/etc"), cache_dir + "/sub", cache_dir + "/.."}) {
     CacheChunk stray = Chunk(elsewhere, t0, 0, 55);
     const absl::Status outside = Finish(t0, 1, 55, {stray});
     EXPECT_TRUE(absl::IsInvalidArgument(outside)) << outside;
@@ -1217,9 +1311,9 @@ TEST_F(DispatcherAutoCacheTest, TheFirstEpochWaitsForAProfileThenPutsWhereThePla
   const std::vector<CacheProfileRequest> requests = ProfileRequests();
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_EQ(requests[0].job_id(), *job);
-  EXPECT_THAT(std::vector<int>(requests[0].cache_points().begin(),
-                               requests[0].cache_points().end()),
-              ::testing::ElementsAre(kMarkPoint));
+  EXPECT_THAT(
+      std::vector<int>(requests[0].cache_points().begin(), requests[0].cache_points().end()),
+      ::testing::ElementsAre(kMarkPoint));
   EXPECT_EQ(SerializeDeterministically(requests[0].pipeline()),
             SerializeDeterministically(CachedDef()));
   EXPECT_EQ(requests[0].seed(), 3u);

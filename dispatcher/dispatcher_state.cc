@@ -167,7 +167,8 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u, uint64_
     put.set_put_job_id(u.job_id());
     put.set_put_epoch(u.epoch());
   }
-  if (u.cache().mode() != EpochCache::COMPUTE) caches_[u.cache().cache_key()].set_last_used_seq(seq);
+  if (u.cache().mode() != EpochCache::COMPUTE)
+    caches_[u.cache().cache_key()].set_last_used_seq(seq);
   job.set_epochs_started(u.epoch() + 1);
   EpochState epoch;
   epoch.set_job_id(u.job_id());
@@ -526,6 +527,7 @@ void DispatcherState::MoveTask(TaskState& task, std::map<std::string, int64_t>& 
 }
 
 void DispatcherState::Reassign(TaskState& task, const std::string& worker_id) {
+  ++task_moves_;
   UnindexTask(task);
   task.set_worker_id(worker_id);
   task.set_generation(task.generation() + 1);

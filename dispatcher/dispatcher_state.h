@@ -51,6 +51,9 @@ class DispatcherState {
   // same status, so it is informational, not an error of the journal.
   absl::Status Apply(uint64_t seq, const Update& update);
   uint64_t applied_seq() const { return applied_seq_; }
+  // Tasks given to another worker (or taken from a lost one) by the records this object
+  // applied (not part of the state: a state loaded from a snapshot starts at 0).
+  int64_t task_moves() const { return task_moves_; }
 
   // Lookups; nullptr when absent.
   const DatasetState* FindDataset(const std::string& dataset_id) const;
@@ -117,6 +120,7 @@ class DispatcherState {
   std::map<std::string, int64_t> LiveWorkerLoads() const;
 
   uint64_t applied_seq_ = 0;
+  int64_t task_moves_ = 0;
   std::string cluster_id_;
   int64_t next_job_id_ = 1;
   int64_t next_task_id_ = 1;

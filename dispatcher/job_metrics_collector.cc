@@ -13,13 +13,16 @@ JobMetricsCollector::Totals JobMetricsCollector::Increase(Totals& last, const To
   return increase;
 }
 
-void JobMetricsCollector::ReaderTotals(int64_t job, int32_t consumer, int64_t delivered,
-                                       int64_t wait_us, int64_t step_us) {
+JobMetricsCollector::ReaderIncrease JobMetricsCollector::ReaderTotals(int64_t job, int32_t consumer,
+                                                                      int64_t delivered,
+                                                                      int64_t wait_us,
+                                                                      int64_t step_us) {
   const Totals add = Increase(readers_[{job, consumer}], {delivered, wait_us, step_us});
   Period& period = periods_[job];
   period.delivered += add.count;
   period.wait_us += add.a_us;
   period.step_us += add.b_us;
+  return {add.count, add.a_us, add.b_us};
 }
 
 void JobMetricsCollector::ProducerTotals(int64_t job, int64_t task, bool local, int64_t produced,

@@ -20,10 +20,14 @@ namespace granary {
 
 class JobMetricsCollector {
  public:
+  // What a reader's report added since its last one.
+  struct ReaderIncrease {
+    int64_t delivered, wait_us, step_us;
+  };
   // Totals below the last ones come from a new reader (a new epoch) or runner (a new
   // generation): they count whole.
-  void ReaderTotals(int64_t job, int32_t consumer, int64_t delivered, int64_t wait_us,
-                    int64_t step_us);
+  ReaderIncrease ReaderTotals(int64_t job, int32_t consumer, int64_t delivered, int64_t wait_us,
+                              int64_t step_us);
   // `local`: the runner is on a local worker (its rate is the job's local_worker_rate).
   void ProducerTotals(int64_t job, int64_t task, bool local, int64_t produced, int64_t busy_us);
   // The job's metrics since the last Take — per element: the trainer's wait and step, one

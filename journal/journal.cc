@@ -11,8 +11,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/failpoints.h"
+#include "common/status_macros.h"
 #include "glog/logging.h"
 #include "journal/format.h"
 #include "journal/rocksdb_logger.h"
@@ -144,7 +146,26 @@ struct Journal::Writer {
 
 Journal::Journal(std::string dir, const JournalOptions& options, std::unique_ptr<rocksdb::Env> env,
                  rocksdb::DB* db)
-    : dir_(std::move(dir)), options_(options), env_(std::move(env)), db_(db) {}
+    : dir_(std::move(dir)),
+      options_(options),
+      env_(std::move(env)),
+      db_(db),
+      instruments_(
+          options.metrics == nullptr
+              ? Instruments{}
+              : Instruments{
+                    options.metrics->GetCounter("granary_journal_appends_total",
+                                                "Records appended to the journal."),
+                    options.metrics->GetHistogram("granary_journal_group_size",
+                                                  "Records per group-committed batch.",
+                                                  ExponentialBuckets(1, 2, 11)),
+                    options.metrics->GetHistogram("granary_journal_commit_seconds",
+                                                  "Time to write and sync one batch of records.",
+                                                  ExponentialBuckets(0.0001, 2, 16)),
+                    options.metrics->GetHistogram("granary_journal_snapshot_seconds",
+                                                  "Time to write and sync one state snapshot.",
+                                                  ExponentialBuckets(0.001, 2, 14)),
+                }) {}
 
 Journal::~Journal() {
   absl::MutexLock lock(&mu_);
@@ -529,6 +550,7 @@ absl::Status Journal::Submit(Writer* w) {
     mu_.Unlock();
     // After a write failed for lack of space: make sure it left nothing behind first.
     const absl::Status resumed = resume ? ReopenAfterNoSpace(last_acknowledged) : absl::OkStatus();
+    const absl::Time write_start = absl::Now();
     rocksdb::Status s;
     if (!resumed.ok()) s = rocksdb::Status::Aborted("not resumed");
     rocksdb::WriteBatch batch;
@@ -599,10 +621,18 @@ absl::Status Journal::Submit(Writer* w) {
       out_of_space_ = false;
       last_sequence_ = new_last;
       ++batches_written_;
+      if (instruments_.appends != nullptr) {
+        instruments_.appends->Add(static_cast<double>(group.size()));
+        instruments_.group_size->Observe(static_cast<double>(group.size()));
+        instruments_.commit_seconds->Observe(absl::ToDoubleSeconds(absl::Now() - write_start));
+      }
     } else {
       out_of_space_ = false;
       has_snapshot_ = true;
       snapshot_seq_ = w->seq;
+      if (instruments_.snapshot_seconds != nullptr) {
+        instruments_.snapshot_seconds->Observe(absl::ToDoubleSeconds(absl::Now() - write_start));
+      }
     }
   }
 

@@ -72,6 +72,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "journal/high_water_file.h"
+#include "ops/metrics.h"
 
 namespace rocksdb {
 class DB;
@@ -91,6 +92,9 @@ struct JournalOptions {
   // For fault-injection tests only: RocksDB performs all file I/O through this file system
   // (see journal/fault_injection_fs.h). nullptr = the default POSIX file system.
   std::shared_ptr<rocksdb::FileSystem> file_system;
+  // Where the journal counts its appends, batches (group sizes), commit latency and snapshot
+  // times (granary_journal_*); nullptr: nowhere. Must outlive the journal.
+  MetricRegistry* metrics = nullptr;
 };
 
 // Thread-safe: every method may be called concurrently, except that the destructor REQUIRES
@@ -206,6 +210,15 @@ class Journal {
   bool out_of_space_ ABSL_GUARDED_BY(mu_) = false;
   // After a failed write: the FailedPrecondition every later write returns (fail-stop).
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
+
+  // Of options_.metrics (all null without it).
+  struct Instruments {
+    Counter* appends = nullptr;
+    Histogram* group_size = nullptr;
+    Histogram* commit_seconds = nullptr;
+    Histogram* snapshot_seconds = nullptr;
+  };
+  const Instruments instruments_;
 };
 
 }  // namespace granary

@@ -74,9 +74,10 @@ absl::StatusOr<std::vector<std::string>> WriteSyntheticImagenet(
   }
   RETURN_IF_ERROR(env->CreateDirs(options.out_dir));
   std::vector<std::string> paths;
+  int64_t written = 0;
   for (int64_t f = 0; f < options.files; ++f) {
-    const std::string path = absl::StrFormat("%s/train-%05d-of-%05d.tfrecord", options.out_dir, f,
-                                             options.files);
+    const std::string path =
+        absl::StrFormat("%s/train-%05d-of-%05d.tfrecord", options.out_dir, f, options.files);
     ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, env->NewWritableFile(path));
     TfRecordWriter writer(std::move(file));
     for (int64_t i = f; i < options.images; i += options.files) {
@@ -90,6 +91,7 @@ absl::StatusOr<std::vector<std::string>> WriteSyntheticImagenet(
       SetInt(features, "image/height", options.size);
       SetInt(features, "image/width", options.size);
       RETURN_IF_ERROR(writer.Write(SerializeDeterministically(example)));
+      if (options.progress) options.progress(++written);
     }
     RETURN_IF_ERROR(writer.Sync());
     RETURN_IF_ERROR(writer.Close());

@@ -9,6 +9,7 @@
 #define GRANARY_PIPELINE_SYNTHETIC_IMAGENET_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct SyntheticImagenetOptions {
   uint64_t seed = 0;
   int jpeg_quality = 90;
   int64_t num_classes = 1000;
+  // Called after each image is written with the count written so far (null: not called).
+  std::function<void(int64_t images_written)> progress;
 };
 
 // Writes `files` files named train-XXXXX-of-YYYYY.tfrecord into out_dir (created if missing),

@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/env.h"
@@ -88,7 +90,19 @@ LocalCluster::~LocalCluster() {
 bool LocalCluster::Launch(Process& p, const std::string& log) {
   p.process = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log);
   p.address = p.process->ReadListenAddress();
-  return !p.address.empty();
+  if (p.address.empty()) return false;
+  p.metrics_port = 0;
+  for (const std::string& arg : p.argv) {
+    if (!absl::StartsWith(arg, "--metrics_port")) continue;
+    // The second line: "granary <component> metrics on http://<host>:<port>".
+    const std::string line = p.process->ReadLine();
+    const size_t colon = line.rfind(':');
+    if (line.find(" metrics on http://") == std::string::npos || colon == std::string::npos ||
+        !absl::SimpleAtoi(line.substr(colon + 1), &p.metrics_port)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 std::unique_ptr<Worker::Stub> LocalCluster::WorkerStub(int i) const {

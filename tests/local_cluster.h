@@ -47,6 +47,10 @@ class LocalCluster {
   std::string worker_id(int i) const { return "worker-" + std::to_string(i); }
   Dispatcher::Stub& dispatcher() { return *dispatcher_stub_; }
   pid_t dispatcher_pid() const { return dispatcher_.process->pid(); }
+  // The HTTP ports of a dispatcher or worker started with --metrics_port (in dispatcher_flags or
+  // worker_flags; 0 picks a free one, read from the process' second stdout line); 0 without.
+  int dispatcher_metrics_port() const { return dispatcher_.metrics_port; }
+  int worker_metrics_port(int i) const { return workers_[i].metrics_port; }
   pid_t worker_pid(int i) const { return workers_[i].process->pid(); }
   std::unique_ptr<Worker::Stub> WorkerStub(int i) const;
 
@@ -67,6 +71,7 @@ class LocalCluster {
     std::vector<std::string> argv;
     std::unique_ptr<Subprocess> process;
     std::string address;
+    int metrics_port = 0;
   };
   bool Launch(Process& p, const std::string& log);
 

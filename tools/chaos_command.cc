@@ -13,13 +13,15 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/env.h"
+#include "common/failpoints.h"
 #include "common/subprocess.h"
 #include "faultinject/chaos_harness.h"
 #include "faultinject/chaos_plan.h"
-#include "common/failpoints.h"
+#include "ops/progress_line.h"
 #include "tools/commands.h"
 
 ABSL_DECLARE_FLAG(uint64_t, seed);
@@ -53,8 +55,9 @@ int ListFailpoints() {
   for (const Failpoint* point : kAllFailpoints) {
     std::printf("%-38s %s\n", point->name, point->where);
   }
-  std::printf("\narm with GRANARY_FAILPOINTS=name=[after(N):]crash|error|delay(MS)[,…] or "
-              "granary chaos --inject PROCESS:SPEC\n");
+  std::printf(
+      "\narm with GRANARY_FAILPOINTS=name=[after(N):]crash|error|delay(MS)[,…] or "
+      "granary chaos --inject PROCESS:SPEC\n");
   return 0;
 }
 
@@ -86,8 +89,7 @@ void MaybeArmRandomFailpoint(std::mt19937_64& draws, ChaosOptions& options) {
   };
   const Choice& c = kChoices[draws() % std::size(kChoices)];
   options.failpoint_process = c.process;
-  options.failpoints =
-      absl::StrCat(c.point->name, "=after(", 1 + draws() % c.max_hit, "):crash");
+  options.failpoints = absl::StrCat(c.point->name, "=after(", 1 + draws() % c.max_hit, "):crash");
   const std::string name = c.point->name;
   if (name.rfind("put.", 0) == 0 || name.rfind("get.", 0) == 0) {
     options.cache_policy = draws() % 2 == 0 ? "full" : "at_mark";
@@ -106,6 +108,7 @@ int Soak(ChaosOptions base, const std::string& dir) {
   int64_t runs = 0, faults = 0, firings = 0, rows = 0;
   std::map<std::string, int64_t> per_scenario;
   const absl::Time start = absl::Now();
+  ProgressLine progress;
   while (absl::Now() < end) {
     ChaosOptions options = base;
     options.scenario = scenarios[draws() % scenarios.size()];
@@ -119,7 +122,10 @@ int Soak(ChaosOptions base, const std::string& dir) {
       std::fprintf(stderr, "granary chaos: cannot write %s\n", output.c_str());
       return 1;
     }
+    progress.Update(absl::StrFormat("soak: run %d (%s), %.1f min left", runs + 1, options.scenario,
+                                    absl::ToDoubleMinutes(end - absl::Now())));
     const ChaosReport report = RunChaos(options, out);
+    progress.Clear();
     std::fclose(out);
     ++runs;
     if (!report.passed) {
@@ -145,12 +151,13 @@ int Soak(ChaosOptions base, const std::string& dir) {
   }
   std::string mix;
   for (const auto& [name, n] : per_scenario) absl::StrAppend(&mix, " ", name, "=", n);
-  std::printf("soak: %lld runs in %.1f min, %lld faults injected (SIGKILLs planned by the "
-              "scenarios), %lld failpoint firings, %lld rows verified exactly once, 0 failures; "
-              "runs per scenario:%s\n",
-              static_cast<long long>(runs), absl::ToDoubleMinutes(absl::Now() - start),
-              static_cast<long long>(faults), static_cast<long long>(firings),
-              static_cast<long long>(rows), mix.c_str());
+  std::printf(
+      "soak: %lld runs in %.1f min, %lld faults injected (SIGKILLs planned by the "
+      "scenarios), %lld failpoint firings, %lld rows verified exactly once, 0 failures; "
+      "runs per scenario:%s\n",
+      static_cast<long long>(runs), absl::ToDoubleMinutes(absl::Now() - start),
+      static_cast<long long>(faults), static_cast<long long>(firings), static_cast<long long>(rows),
+      mix.c_str());
   return 0;
 }
 
@@ -189,8 +196,7 @@ int ChaosCommand(int argc, char** argv) {
   if (!inject.empty()) {
     const size_t colon = inject.find(':');
     if (colon == std::string::npos) {
-      std::fprintf(stderr, "granary chaos: --inject '%s': expected PROCESS:SPEC\n",
-                   inject.c_str());
+      std::fprintf(stderr, "granary chaos: --inject '%s': expected PROCESS:SPEC\n", inject.c_str());
       return 2;
     }
     options.failpoint_process = inject.substr(0, colon);

@@ -5,8 +5,10 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "tools/commands.h"
+#include "absl/strings/str_format.h"
+#include "ops/progress_line.h"
 #include "pipeline/synthetic_imagenet.h"
+#include "tools/commands.h"
 
 ABSL_FLAG(std::string, out, "", "Directory to write the dataset into.");
 ABSL_FLAG(int64_t, images, 1000, "Number of images.");
@@ -34,7 +36,12 @@ int DatagenCommand(int argc, char** argv) {
   options.files = absl::GetFlag(FLAGS_files);
   options.size = absl::GetFlag(FLAGS_size);
   options.seed = absl::GetFlag(FLAGS_datagen_seed);
+  ProgressLine progress;
+  options.progress = [&](int64_t written) {
+    progress.Update(absl::StrFormat("datagen: %d of %d images", written, options.images));
+  };
   auto paths = WriteSyntheticImagenet(Env::Default(), options);
+  progress.Clear();
   if (!paths.ok()) {
     std::fprintf(stderr, "granary datagen: %s\n", std::string(paths.status().message()).c_str());
     return 1;

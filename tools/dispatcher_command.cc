@@ -1,5 +1,6 @@
 // granary dispatcher: serves the dispatcher over gRPC until SIGINT or SIGTERM.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -8,11 +9,13 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "dispatcher/caller.h"
 #include "dispatcher/grpc_dispatcher_service.h"
 #include "dispatcher/policy/job_metrics.h"
 #include "dispatcher/provisioner.h"
@@ -21,10 +24,13 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "ops/status_page.h"
 #include "security/bearer_tokens.h"
 #include "security/capability.h"
 #include "tools/commands.h"
+#include "tools/ops_flags.h"
 #include "tools/server_flags.h"
+#include "tools/status_json.h"
 #include "tools/tls_flags.h"
 #include "tools/udf_flags.h"
 
@@ -98,6 +104,9 @@ int DispatcherCommand(int argc, char** argv) {
     std::fprintf(stderr, "granary dispatcher: %s\n", std::string(status.message()).c_str());
     return 1;
   };
+  if (absl::Status logs = InstallLogFormatFromFlags({"dispatcher", ""}); !logs.ok()) {
+    return fail(logs);
+  }
   if (absl::GetFlag(FLAGS_journal_dir).empty()) {
     return fail(absl::InvalidArgumentError("--journal_dir is required"));
   }
@@ -167,9 +176,46 @@ int DispatcherCommand(int argc, char** argv) {
   options.limits.readers = absl::GetFlag(FLAGS_max_readers_per_client);
   options.limits.pipeline_bytes = absl::GetFlag(FLAGS_max_pipeline_bytes);
   options.limits.pipeline_ops = absl::GetFlag(FLAGS_max_pipeline_ops);
+  // The operators' endpoint serves from before the journal's replay (liveness) and reports
+  // ready after it. Declared after the impl it reads, so destroyed before it; the metrics the
+  // impl's journal counts in outlive it.
+  MetricRegistry metrics;
+  absl::StatusOr<std::unique_ptr<DispatcherImpl>> impl =
+      absl::UnavailableError("replaying the journal");
+  std::atomic<DispatcherImpl*> open_impl{nullptr};
+  std::atomic<bool> ready{false};
+  metrics.AddCollector([&open_impl](MetricSamples& out) {
+    if (DispatcherImpl* d = open_impl.load()) d->CollectMetrics(out);
+  });
+  // The HTTP port has no authentication: on a TLS cluster it shows what an unprivileged
+  // authenticated client would see (every worker, and the jobs without an owner).
+  const Caller page_caller{security.tls(), "status-page", false};
+  absl::StatusOr<std::unique_ptr<HttpServer>> ops = StartOpsServerFromFlags(
+      metrics, ready,
+      {{"/",
+        [](const std::string&) {
+          return HttpResponse{200, "text/html; charset=utf-8", std::string(kStatusPageHtml)};
+        }},
+       {"/status.json", [&open_impl, page_caller](const std::string&) {
+          DispatcherImpl* d = open_impl.load();
+          if (d == nullptr) {
+            return HttpResponse{503, "application/json", R"({"error":"replaying the journal"})"};
+          }
+          GetStatusRequest request;
+          request.set_summary(true);
+          GetStatusResponse status;
+          if (const absl::Status s = d->GetStatus(request, &status, page_caller); !s.ok()) {
+            return HttpResponse{500, "application/json",
+                                absl::StrCat(R"({"error":")", absl::CEscape(s.message()), "\"}")};
+          }
+          return HttpResponse{200, "application/json", StatusJson(status)};
+        }}});
+  if (!ops.ok()) return fail(Annotate(ops.status(), "--metrics_port"));
+  options.metrics = &metrics;
   // Recover before listening: nothing is served until replay is complete.
-  auto impl = DispatcherImpl::Open(options);
+  impl = DispatcherImpl::Open(options);
   if (!impl.ok()) return fail(impl.status());
+  open_impl = impl->get();
 
   GrpcDispatcherService service(impl->get(), security.tls(),
                                 tokens.has_value() ? &*tokens : nullptr,
@@ -199,7 +245,9 @@ int DispatcherCommand(int argc, char** argv) {
                             absl::GetFlag(FLAGS_min_workers), absl::GetFlag(FLAGS_max_workers));
   }
   std::printf("granary dispatcher%s%s:%d\n", kListeningOn, absl::GetFlag(FLAGS_host).c_str(), port);
+  if (*ops != nullptr) std::printf("%s\n", OpsServerLine("dispatcher", **ops).c_str());
   std::fflush(stdout);
+  ready = true;
   const int signal = WaitForTerminationSignal();
   LOG(INFO) << "signal " << signal << ": shutting down";
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "common/env.h"
 #include "common/status_macros.h"
+#include "ops/progress_line.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/local_runner.h"
 #include "pipeline/optimizer/auto_order.h"
@@ -55,8 +56,11 @@ absl::Status RunLocal() {
   std::string digests;
   int64_t total_rows = 0;
   double total_seconds = 0;
+  ProgressLine progress;
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+    progress.Update(absl::StrCat("running epoch ", epoch, " of ", epochs, "..."));
     auto result = RunEpochInProcess(**pipeline, absl::GetFlag(FLAGS_seed), epoch, env, run_options);
+    progress.Clear();
     if (!result.ok()) {
       return Annotate(result.status(), absl::StrCat("pipeline ", path, ": epoch ", epoch));
     }

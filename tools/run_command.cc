@@ -40,6 +40,7 @@
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "granary/client.h"
+#include "ops/progress_line.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/element.h"
 #include "pipeline/epoch_digest.h"
@@ -251,6 +252,7 @@ absl::Status Run() {
     absl::Time last_save = begin;
     ReceivedElement element;
     bool end = false;
+    ProgressLine progress;
     while (true) {
       const absl::Status status = (*reader)->Next(&element, &end);
       if (!status.ok()) {
@@ -259,12 +261,19 @@ absl::Status Run() {
       }
       if (end) break;
       digest.Add(element.tensors());
+      const absl::Time now = absl::Now();
+      progress.Update(
+          absl::StrFormat("reading epoch %d: %d rows, %.0f rows/s", epoch,
+                          resumed.rows + digest.rows(),
+                          digest.rows() / std::max(absl::ToDoubleSeconds(now - begin), 1e-9)),
+          now);
       if (step > absl::ZeroDuration()) absl::SleepFor(step);
       if (absl::Now() - last_save >= kPositionInterval) {
         RETURN_IF_ERROR(save(/*sync=*/false));
         last_save = absl::Now();
       }
     }
+    progress.Clear();
     const double seconds = std::max(absl::ToDoubleSeconds(absl::Now() - begin), 1e-9);
     const EpochStats stats = (*reader)->stats();
     const int64_t dropped = stats.duplicates_dropped + stats.recomputed_dropped;

@@ -9,15 +9,23 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "ops/progress_line.h"
 #include "proto/dispatcher.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
 #include "tools/commands.h"
+#include "tools/status_json.h"
 #include "tools/tls_flags.h"
 
 ABSL_FLAG(std::string, dispatcher, "", "Dispatcher address, host:port.");
+ABSL_FLAG(bool, json, false,
+          "Print the status as JSON (the status page's /status.json: summary, one object per "
+          "line) instead of text.");
+ABSL_FLAG(bool, watch, false,
+          "Print the status again every 2 seconds until interrupted (on a terminal, in place).");
 
 namespace granary {
 namespace {
@@ -60,37 +68,23 @@ void PrintWorkerStatus(const DispatcherStateProto& s, const std::set<std::string
   }
 }
 
-}  // namespace
-
-int StatusCommand(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "granary status --dispatcher HOST:PORT (--tls_ca CA [--tls_cert C --tls_key K] | "
-      "--insecure)");
-  absl::ParseCommandLine(argc, argv);
-  const std::string address = absl::GetFlag(FLAGS_dispatcher);
-  if (address.empty()) {
-    std::fprintf(stderr, "granary status: --dispatcher is required\n");
-    return 2;
-  }
-  const absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      ChannelCredentialsFor(TransportSecurityFromFlags());
-  if (!credentials.ok()) {
-    std::fprintf(stderr, "granary status: %s\n",
-                 std::string(credentials.status().message()).c_str());
-    return 2;
-  }
-  // The whole state, however large: no 4 MiB message limit.
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  auto stub = Dispatcher::NewStub(grpc::CreateCustomChannel(address, *credentials, args));
+// Prints the dispatcher's status once (text, or JSON on one line); 1 when it did not answer.
+int PrintStatus(Dispatcher::Stub& stub, const std::string& address,
+                const std::shared_ptr<grpc::ChannelCredentials>& credentials, bool json) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  GetStatusRequest request;
+  request.set_summary(json);
   GetStatusResponse status;
-  const grpc::Status rpc = stub->GetStatus(&context, GetStatusRequest(), &status);
+  const grpc::Status rpc = stub.GetStatus(&context, request, &status);
   if (!rpc.ok()) {
     std::fprintf(stderr, "granary status: dispatcher %s: %s\n", address.c_str(),
                  rpc.error_message().c_str());
     return 1;
+  }
+  if (json) {
+    std::printf("%s\n", StatusJson(status).c_str());
+    return 0;
   }
   const DispatcherStateProto& s = status.state();
   const std::set<std::string> live(status.live_workers().begin(), status.live_workers().end());
@@ -170,8 +164,43 @@ int StatusCommand(int argc, char** argv) {
         t.finished() ? (", finished: " + std::to_string(t.num_elements()) + " elements").c_str()
                      : "");
   }
-  PrintWorkerStatus(s, live, *credentials);
+  PrintWorkerStatus(s, live, credentials);
   return 0;
+}
+
+}  // namespace
+
+int StatusCommand(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "granary status --dispatcher HOST:PORT [--json] [--watch] (--tls_ca CA [--tls_cert C "
+      "--tls_key K] | --insecure)");
+  absl::ParseCommandLine(argc, argv);
+  const std::string address = absl::GetFlag(FLAGS_dispatcher);
+  if (address.empty()) {
+    std::fprintf(stderr, "granary status: --dispatcher is required\n");
+    return 2;
+  }
+  const absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentialsFor(TransportSecurityFromFlags());
+  if (!credentials.ok()) {
+    std::fprintf(stderr, "granary status: %s\n",
+                 std::string(credentials.status().message()).c_str());
+    return 2;
+  }
+  // The whole state, however large: no 4 MiB message limit.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  auto stub = Dispatcher::NewStub(grpc::CreateCustomChannel(address, *credentials, args));
+  const bool json = absl::GetFlag(FLAGS_json);
+  const bool terminal = ProgressLine::IsTerminal(stdout);
+  while (true) {
+    if (absl::GetFlag(FLAGS_watch) && terminal && !json) std::printf("\x1b[H\x1b[2J");
+    const int code = PrintStatus(*stub, address, *credentials, json);
+    std::fflush(stdout);
+    if (!absl::GetFlag(FLAGS_watch)) return code;
+    absl::SleepFor(absl::Seconds(2));
+    if (!terminal && !json) std::printf("\n");
+  }
 }
 
 }  // namespace granary

@@ -1,4 +1,5 @@
 // granary worker: runs tasks for a dispatcher and serves their elements until SIGINT/SIGTERM.
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -17,6 +18,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "tools/commands.h"
+#include "tools/ops_flags.h"
 #include "tools/server_flags.h"
 #include "tools/tls_flags.h"
 #include "tools/udf_flags.h"
@@ -74,6 +76,10 @@ int WorkerCommand(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_dispatcher).empty() || absl::GetFlag(FLAGS_worker_id).empty()) {
     return fail(absl::InvalidArgumentError("--dispatcher and --worker_id are required"));
   }
+  if (absl::Status logs = InstallLogFormatFromFlags({"worker", absl::GetFlag(FLAGS_worker_id)});
+      !logs.ok()) {
+    return fail(logs);
+  }
   const TransportSecurity security = TransportSecurityFromFlags();
   const absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server_credentials =
       ServerCredentialsFor(security);
@@ -89,6 +95,19 @@ int WorkerCommand(int argc, char** argv) {
   const absl::StatusOr<LocalTransport> local_transport =
       ParseLocalTransport(absl::GetFlag(FLAGS_local_transport));
   if (!local_transport.ok()) return fail(Annotate(local_transport.status(), "--local_transport"));
+
+  // The operators' endpoint: ready once registered with the dispatcher. Declared after the
+  // impl it reads, so destroyed before it; the metrics the impl counts in outlive it.
+  MetricRegistry metrics;
+  WorkerMetrics worker_metrics(&metrics);
+  std::unique_ptr<WorkerImpl> impl;
+  std::atomic<WorkerImpl*> started_impl{nullptr};
+  std::atomic<bool> ready{false};
+  metrics.AddCollector([&started_impl](MetricSamples& out) {
+    if (WorkerImpl* w = started_impl.load()) w->CollectMetrics(out);
+  });
+  absl::StatusOr<std::unique_ptr<HttpServer>> ops = StartOpsServerFromFlags(metrics, ready);
+  if (!ops.ok()) return fail(Annotate(ops.status(), "--metrics_port"));
 
   // Listen first: the address registered with the dispatcher must already answer.
   GrpcWorkerService service(security.tls());
@@ -130,15 +149,19 @@ int WorkerCommand(int argc, char** argv) {
   options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   options.checkpoints_kept = absl::GetFlag(FLAGS_checkpoints_kept);
   options.runner.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
+  options.runner.metrics = &worker_metrics;
   auto started = WorkerImpl::Start(
       options,
       NewGrpcDispatcherConnection(absl::GetFlag(FLAGS_dispatcher), *channel_credentials, 10000));
   if (!started.ok()) return fail(started.status());
-  std::unique_ptr<WorkerImpl> impl = std::move(started).value();
+  impl = std::move(started).value();
   service.set_impl(impl.get());
+  started_impl = impl.get();
   std::printf("granary worker %s%s%s\n", options.worker_id.c_str(), kListeningOn,
               options.address.c_str());
+  if (*ops != nullptr) std::printf("%s\n", OpsServerLine("worker", **ops).c_str());
   std::fflush(stdout);
+  ready = true;
   const int signal = WaitForTerminationSignal();
   LOG(INFO) << "signal " << signal << ": shutting down";
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));

@@ -6,6 +6,7 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
+#include "ops/structured_log.h"
 
 namespace granary {
 
@@ -27,7 +28,8 @@ TaskRunner::TaskRunner(const TaskDef& def, std::shared_ptr<const Pipeline> pipel
       pipeline_(std::move(pipeline)),
       options_(options),
       on_finished_(std::move(on_finished)),
-      window_(options.window_bytes) {}
+      window_(options.window_bytes),
+      metrics_(options.metrics != nullptr ? &options.metrics->ForJob(def.job_id()) : nullptr) {}
 
 TaskRunner::~TaskRunner() {
   {
@@ -47,6 +49,7 @@ void TaskRunner::StopProducer() {
 }
 
 void TaskRunner::Produce(int64_t run_id) {
+  const ScopedLogContext log_context(def().job_id(), def().task_id());
   TaskRun::Callbacks callbacks;
   callbacks.cancelled = [this, run_id] {
     absl::MutexLock lock(&mu_);
@@ -60,6 +63,10 @@ void TaskRunner::Produce(int64_t run_id) {
     absl::MutexLock lock(&mu_);
     ++checkpoints_written_;
     checkpoint_bytes_ += written.bytes;
+    if (metrics_ != nullptr) {
+      metrics_->checkpoints->Increment();
+      metrics_->checkpoint_bytes->Add(static_cast<double>(written.bytes));
+    }
     last_checkpoint_index_ = written.index;
   };
   int64_t from;
@@ -78,6 +85,17 @@ void TaskRunner::Produce(int64_t run_id) {
     }
     produced_ = (*run)->restored_index();
     if ((*run)->restored_index() > 0) restored_from_ = (*run)->restored_index();
+    LOG(INFO) << "generation " << def().generation() << " runs from element "
+              << (*run)->restored_index()
+              << ((*run)->restored_index() > 0 ? " (restored from a checkpoint)" : "")
+              << (from > (*run)->restored_index()
+                      ? absl::StrCat(", recomputing up to ", from, " (its reader has those)")
+                      : "");
+    if (metrics_ != nullptr && from > 0) {
+      ((*run)->restored_index() > 0 ? metrics_->restores_from_checkpoint
+                                    : metrics_->restores_from_start)
+          ->Increment();
+    }
     testonly_skip_pending = options_.testonly_skip_element_after_restore && discard_below_ > 0;
   }
   // On the Env's clock, so tests can move it.
@@ -116,6 +134,7 @@ void TaskRunner::Produce(int64_t run_id) {
       } else if (produced_ < discard_below_) {
         ++recomputed_;
         ++produced_;
+        if (metrics_ != nullptr) metrics_->recomputed->Increment();
       } else if (testonly_skip_pending) {
         // The deliberate bug: this element is never served, the next one takes its index.
         testonly_skip_pending = false;
@@ -141,6 +160,7 @@ void TaskRunner::Produce(int64_t run_id) {
         absl::MutexLock lock(&mu_);
         checkpoint_stall_us_ += stall_us;
       }
+      if (metrics_ != nullptr) metrics_->checkpoint_stall_seconds->Add(stall_us * 1e-6);
       last_checkpoint = options_.env->NowMicros();
     }
   }
@@ -243,6 +263,27 @@ TaskStatus TaskRunner::Status() const {
 void TaskRunner::NoteTransport(const char* transport) {
   absl::MutexLock lock(&mu_);
   transport_ = transport;
+}
+
+void TaskRunner::NoteSent(const std::vector<ReplyElement>& elements) {
+  if (metrics_ == nullptr) return;
+  int64_t served = 0, resent = 0, bytes = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const ReplyElement& e : elements) {
+      if (e.index >= sent_end_) {
+        ++served;
+        sent_end_ = e.index + 1;
+      } else {
+        ++resent;
+      }
+      bytes += static_cast<int64_t>(e.compressed != nullptr ? e.compressed->bytes().size()
+                                                            : e.image->bytes().size());
+    }
+  }
+  metrics_->served->Add(static_cast<double>(served));
+  metrics_->resent->Add(static_cast<double>(resent));
+  metrics_->served_bytes->Add(static_cast<double>(bytes));
 }
 
 bool TaskRunner::FullyAcknowledged() const {

@@ -47,6 +47,7 @@
 #include "worker/element_window.h"
 #include "worker/run_hooks.h"
 #include "worker/task_run.h"
+#include "worker/worker_metrics.h"
 
 namespace granary {
 
@@ -73,6 +74,9 @@ struct TaskRunnerOptions {
   // at from_index > 0 (a restore, or a recompute after a restart) silently drops the first
   // element it would serve. Never set outside tests (`--testonly_skip_element_after_restore`).
   bool testonly_skip_element_after_restore = false;
+  // Where runners count what they serve, recompute, restore and checkpoint; null: nowhere.
+  // Must outlive the runner.
+  WorkerMetrics* metrics = nullptr;
 };
 
 class TaskRunner {
@@ -99,6 +103,9 @@ class TaskRunner {
   bool FullyAcknowledged() const ABSL_LOCKS_EXCLUDED(mu_);
   // How the last answer went ("shm" or "tcp"), for Status().
   void NoteTransport(const char* transport) ABSL_LOCKS_EXCLUDED(mu_);
+  // Counts `elements`, just sent to the reader, as served (an index this runner never sent) or
+  // resent (WorkerMetrics).
+  void NoteSent(const std::vector<ReplyElement>& elements) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void StartProducer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -147,6 +154,10 @@ class TaskRunner {
   int64_t last_checkpoint_index_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t checkpoint_stall_us_ ABSL_GUARDED_BY(mu_) = 0;
   const char* transport_ ABSL_GUARDED_BY(mu_) = "";
+  // One past the highest index sent to the reader (NoteSent).
+  int64_t sent_end_ ABSL_GUARDED_BY(mu_) = 0;
+  // The job's counters in options_.metrics; null without.
+  const WorkerMetrics::Job* const metrics_;
   std::thread producer_;
 };
 

@@ -221,11 +221,12 @@ void WorkerImpl::ProfileCache(const CacheProfileRequest& request) {
   if (profile.ok()) {
     *report.mutable_profile() = *std::move(profile);
   } else {
-    LOG(WARNING) << "job " << request.job_id() << ": profiling for cache_policy auto: "
-                 << profile.status();
+    LOG(WARNING) << "job " << request.job_id()
+                 << ": profiling for cache_policy auto: " << profile.status();
     report.set_error(profile.status().ToString());
   }
-  const absl::StatusOr<ReportCacheProfileResponse> decided = dispatcher_->ReportCacheProfile(report);
+  const absl::StatusOr<ReportCacheProfileResponse> decided =
+      dispatcher_->ReportCacheProfile(report);
   if (decided.ok()) {
     LOG(INFO) << "job " << request.job_id() << ": " << decided->decision().reason();
   } else {
@@ -255,6 +256,7 @@ absl::Status WorkerImpl::Heartbeat() {
       const TaskStatus status = runner->Status();
       running->set_produced(status.made());
       running->set_busy_us(status.busy_us());
+      running->set_transport(status.transport());
     }
   }
   absl::StatusOr<WorkerHeartbeatResponse> response = dispatcher_->WorkerHeartbeat(request);
@@ -449,7 +451,40 @@ absl::Status WorkerImpl::GetElements(const GetElementsRequest& request, Elements
     }
   }
   runner->NoteTransport(by_segment ? "shm" : "tcp");
+  runner->NoteSent(reply->elements);
   return HitFailpoint(kWorkerAfterProduceBeforeSend);
+}
+
+void WorkerImpl::CollectMetrics(MetricSamples& out) const {
+  GetWorkerStatusResponse status;
+  if (!GetStatus(&status).ok()) return;
+  int64_t running = 0;
+  for (const TaskStatus& t : status.tasks()) {
+    if (!t.finished()) ++running;
+    const MetricLabels labels = {{"task", absl::StrCat(t.task_id())}};
+    out.AddGauge("granary_worker_window_fill_ratio",
+                 "Payload bytes a task's window holds over its limit.", labels,
+                 t.window_bytes() > 0 ? static_cast<double>(t.buffered_bytes()) /
+                                            static_cast<double>(t.window_bytes())
+                                      : 0);
+    out.AddGauge("granary_worker_window_elements",
+                 "Elements a task's window holds (produced, not yet acknowledged).", labels,
+                 static_cast<double>(t.produced() - t.window_start()));
+  }
+  out.AddGauge("granary_worker_tasks", "Tasks this worker holds, by whether they ended.",
+               {{"state", "running"}}, static_cast<double>(running));
+  out.AddGauge("granary_worker_tasks", "Tasks this worker holds, by whether they ended.",
+               {{"state", "ended"}}, static_cast<double>(status.tasks_size() - running));
+  out.AddGauge("granary_worker_buffer_pool_bytes",
+               "Element buffer pool: bytes handed out, and kept for reuse.", {{"kind", "live"}},
+               static_cast<double>(status.pool_live_bytes()));
+  out.AddGauge("granary_worker_buffer_pool_bytes",
+               "Element buffer pool: bytes handed out, and kept for reuse.", {{"kind", "cached"}},
+               static_cast<double>(status.pool_cached_bytes()));
+  out.AddGauge("granary_worker_shm_sessions", "Shared-memory sessions of clients on this host.", {},
+               static_cast<double>(status.shm_sessions()));
+  out.AddGauge("granary_worker_incarnation", "This process' incarnation of its worker id.", {},
+               static_cast<double>(status.incarnation()));
 }
 
 absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response) const {

@@ -29,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "ops/metrics.h"
 #include "pipeline/autotuner.h"
 #include "pipeline/udf.h"
 #include "proto/worker.pb.h"
@@ -100,6 +101,9 @@ class WorkerImpl {
 
   //   NotFound: the task does not run here; FailedPrecondition: it runs at another generation.
   absl::Status GetElements(const GetElementsRequest& request, ElementsReply* reply);
+  // For /metrics: the gauges of the moment — tasks held, each task's window fill — from
+  // GetStatus (the counters are WorkerMetrics', updated as things happen).
+  void CollectMetrics(MetricSamples& out) const;
   absl::Status GetStatus(GetWorkerStatusResponse* response) const;
 
   int64_t incarnation() const;

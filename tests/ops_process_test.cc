@@ -1,0 +1,325 @@
+// What operators see of a running cluster of real processes (issue 19): the dispatcher's and
+// workers' /metrics parse as Prometheus' text format and move as the run does (elements served
+// equal the rows the trainer got), the health probes answer, /status.json and `granary status
+// --json` name the running job, headless Chromium renders the live status page (its DOM shows
+// the job and its tasks; a screenshot is kept under the build's test_outputs/), and
+// --log_format=json logs one object per line naming the component, worker, job and task.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/env.h"
+#include "common/scoped_temp_dir.h"
+#include "common/subprocess.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "ops/exposition_parser.h"
+#include "ops/http_get.h"
+#include "proto/dispatcher.pb.h"
+#include "tests/local_cluster.h"
+#include "tests/run_outputs.h"
+
+namespace granary {
+namespace {
+
+using ::testing::HasSubstr;
+
+// 20 splits of 1000 values, shuffled: 20000 elements per epoch, no batching (an element is a
+// row).
+constexpr char kPipeline[] = R"({
+  "source": {"type": "range",
+             "params": {"stop": 20000, "elements_per_split": 1000, "shuffle_splits": true}},
+  "ops": [{"op": "shuffle", "params": {"buffer_size": 64}}]})";
+constexpr int64_t kRowsPerEpoch = 20000;
+
+absl::StatusOr<Exposition> Scrape(int port) {
+  absl::StatusOr<HttpGetResult> page = HttpGet("127.0.0.1", port, "/metrics");
+  if (!page.ok()) return page.status();
+  if (page->status != 200) {
+    return absl::InternalError(absl::StrCat("/metrics answered ", page->status));
+  }
+  return ParseExposition(page->body);
+}
+
+class OpsProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    pipeline_ = dir_.Join("pipeline.json");
+    ASSERT_TRUE(WriteStringToFile(Env::Default(), pipeline_, kPipeline, false).ok());
+  }
+
+  testing::LocalClusterOptions Options(std::vector<std::string> extra_worker_flags = {}) {
+    testing::LocalClusterOptions options;
+    options.workers = 2;
+    options.dispatcher_flags = {"--metrics_port=0"};
+    options.worker_flags = {"--metrics_port=0"};
+    options.worker_flags.insert(options.worker_flags.end(), extra_worker_flags.begin(),
+                                extra_worker_flags.end());
+    return options;
+  }
+
+  // `granary run` of the pipeline for `epochs`, slowed by `step_ms` per element.
+  std::unique_ptr<Subprocess> StartRun(const testing::LocalCluster& cluster, int epochs,
+                                       int step_ms, const std::string& digest,
+                                       std::vector<std::string> extra_flags = {}) {
+    std::vector<std::string> argv = {GRANARY_BINARY,
+                                     "run",
+                                     "--insecure",
+                                     "--dispatcher=" + cluster.dispatcher_address(),
+                                     "--pipeline=" + pipeline_,
+                                     absl::StrCat("--epochs=", epochs),
+                                     "--seed=5",
+                                     "--job_name=ops-test-job",
+                                     absl::StrCat("--step_ms=", step_ms),
+                                     "--digest_out=" + digest};
+    argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+    return std::make_unique<Subprocess>(argv, Subprocess::Stderr::kMergeIntoStdout);
+  }
+
+  testing::ScopedTempDir dir_;
+  std::string pipeline_;
+};
+
+TEST_F(OpsProcessTest, MetricsParseAndMoveWithTheRun) {
+  testing::LocalCluster cluster(dir_.Join("cluster"), Options());
+  ASSERT_TRUE(cluster.ok());
+  const int dispatcher_port = cluster.dispatcher_metrics_port();
+  ASSERT_GT(dispatcher_port, 0);
+  for (const char* path : {"/healthz", "/readyz"}) {
+    absl::StatusOr<HttpGetResult> probe = HttpGet("127.0.0.1", dispatcher_port, path);
+    ASSERT_TRUE(probe.ok()) << probe.status();
+    EXPECT_EQ(probe->status, 200) << path;
+    probe = HttpGet("127.0.0.1", cluster.worker_metrics_port(0), path);
+    ASSERT_TRUE(probe.ok()) << probe.status();
+    EXPECT_EQ(probe->status, 200) << "worker " << path;
+  }
+
+  const std::string digest = dir_.Join("run.digest");
+  std::unique_ptr<Subprocess> run = StartRun(cluster, 2, 0, digest);
+  // Scraped during the run: both parse, and elements are being served before the run ends.
+  bool seen_mid_run = false;
+  for (int i = 0; i < 200 && !seen_mid_run && run->running(); ++i) {
+    absl::StatusOr<Exposition> dispatcher = Scrape(dispatcher_port);
+    ASSERT_TRUE(dispatcher.ok()) << dispatcher.status();
+    for (int w = 0; w < 2; ++w) {
+      absl::StatusOr<Exposition> worker = Scrape(cluster.worker_metrics_port(w));
+      ASSERT_TRUE(worker.ok()) << "worker " << w << ": " << worker.status();
+      if (worker->Sum("granary_worker_elements_served_total") > 0) seen_mid_run = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const std::string output = run->ReadAll();
+  ASSERT_EQ(run->Wait(), 0) << output;
+  EXPECT_TRUE(seen_mid_run) << "no scrape saw elements served while the run went on";
+  const std::map<int64_t, DigestLine> digests = testing::ReadDigests(digest);
+  ASSERT_EQ(digests.size(), 2u);
+  int64_t rows = 0;
+  for (const auto& [epoch, line] : digests) rows += line.rows;
+  ASSERT_EQ(rows, 2 * kRowsPerEpoch);
+
+  // Elements served by the workers are the rows the trainer got (no worker died: no resends
+  // needed, none recomputed).
+  double served = 0, resent = 0, recomputed = 0, bytes = 0;
+  for (int w = 0; w < 2; ++w) {
+    absl::StatusOr<Exposition> worker = Scrape(cluster.worker_metrics_port(w));
+    ASSERT_TRUE(worker.ok()) << worker.status();
+    served += worker->Sum("granary_worker_elements_served_total");
+    resent += worker->Sum("granary_worker_elements_resent_total");
+    recomputed += worker->Sum("granary_worker_elements_recomputed_total");
+    bytes += worker->Sum("granary_worker_bytes_served_total");
+    EXPECT_GT(worker->Sum("process_resident_memory_bytes"), 0);
+    EXPECT_GT(worker->Sum("process_cpu_seconds_total"), 0);
+    EXPECT_EQ(worker->types.at("granary_worker_elements_served_total"), "counter");
+  }
+  EXPECT_EQ(served, rows);
+  EXPECT_EQ(recomputed, 0);
+  EXPECT_GT(bytes, rows);  // every element has a payload
+  // A resend answers a lost reply; on loopback with no fault injected there are none.
+  EXPECT_EQ(resent, 0);
+
+  // The dispatcher's view: the trainer's heartbeats report the same rows (the last heartbeat
+  // may come a moment after the run's end), both epochs started computing, the journal
+  // committed its records, both workers are live.
+  absl::StatusOr<Exposition> dispatcher;
+  for (int i = 0; i < 100; ++i) {
+    dispatcher = Scrape(dispatcher_port);
+    ASSERT_TRUE(dispatcher.ok()) << dispatcher.status();
+    if (dispatcher->Sum("granary_job_elements_delivered_total") >= rows) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(dispatcher->Sum("granary_job_elements_delivered_total"), rows);
+  EXPECT_EQ(dispatcher->Sum("granary_dispatcher_epochs_started_total", {{"cache", "compute"}}), 2);
+  EXPECT_EQ(dispatcher->Sum("granary_dispatcher_workers", {{"state", "live"}}), 2);
+  EXPECT_GT(dispatcher->Sum("granary_journal_appends_total"), 0);
+  EXPECT_EQ(dispatcher->Sum("granary_journal_group_size_count"),
+            dispatcher->Sum("granary_journal_commit_seconds_count"));
+  EXPECT_GT(dispatcher->Sum("granary_journal_commit_seconds_count"), 0);
+  EXPECT_EQ(dispatcher->types.at("granary_journal_commit_seconds"), "histogram");
+  EXPECT_GT(dispatcher->Sum("granary_journal_applied_seq"), 0);
+  EXPECT_GE(dispatcher->Sum("granary_job_trainer_wait_seconds_total"), 0);
+  EXPECT_TRUE(dispatcher->Has("granary_job_trainer_wait_seconds_per_element"));
+}
+
+TEST_F(OpsProcessTest, AKilledWorkersTasksAreCountedAsMovedAndRestored) {
+  testing::LocalCluster cluster(dir_.Join("cluster"), Options());
+  ASSERT_TRUE(cluster.ok());
+  const std::string digest = dir_.Join("run.digest");
+  std::unique_ptr<Subprocess> run = StartRun(cluster, 1, 1, digest);
+  // Once worker 0 has served part of its task, kill it for good: its task moves.
+  for (int i = 0; i < 300; ++i) {
+    absl::StatusOr<Exposition> worker = Scrape(cluster.worker_metrics_port(0));
+    ASSERT_TRUE(worker.ok()) << worker.status();
+    if (worker->Sum("granary_worker_elements_served_total") > 500) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  cluster.KillWorker(0);
+  const std::string output = run->ReadAll(std::chrono::seconds(120));
+  ASSERT_EQ(run->Wait(), 0) << output;
+  absl::StatusOr<Exposition> dispatcher = Scrape(cluster.dispatcher_metrics_port());
+  ASSERT_TRUE(dispatcher.ok()) << dispatcher.status();
+  EXPECT_GE(dispatcher->Sum("granary_dispatcher_tasks_moved_total"), 1);
+  EXPECT_EQ(dispatcher->Sum("granary_dispatcher_workers", {{"state", "lost"}}), 1);
+  absl::StatusOr<Exposition> survivor = Scrape(cluster.worker_metrics_port(1));
+  ASSERT_TRUE(survivor.ok()) << survivor.status();
+  // Worker 1 took over the partly read task: restored from its start (no checkpoints here),
+  // recomputing what the trainer already had.
+  EXPECT_EQ(survivor->Sum("granary_worker_restores_total", {{"source", "start"}}), 1);
+  EXPECT_GT(survivor->Sum("granary_worker_elements_recomputed_total"), 0);
+  const std::map<int64_t, DigestLine> digests = testing::ReadDigests(digest);
+  ASSERT_EQ(digests.size(), 1u);
+  EXPECT_EQ(digests.begin()->second.rows, kRowsPerEpoch);
+}
+
+// Headless Chromium, loading `url` with a few seconds of virtual time for its scripts, prints
+// the DOM (`--dump-dom`) or saves a screenshot.
+std::string Chromium(const std::vector<std::string>& mode, const std::string& url,
+                     const std::string& profile_dir, int* exit_code) {
+  std::vector<std::string> argv = {"/usr/bin/chromium",
+                                   "--headless=new",
+                                   "--no-sandbox",
+                                   "--disable-gpu",
+                                   "--no-first-run",
+                                   "--user-data-dir=" + profile_dir,
+                                   "--virtual-time-budget=5000",
+                                   "--window-size=1400,1000",
+                                   "--hide-scrollbars"};
+  argv.insert(argv.end(), mode.begin(), mode.end());
+  argv.push_back(url);
+  Subprocess chromium(argv, Subprocess::Stderr::kToFile, profile_dir + ".log");
+  const std::string out = chromium.ReadAll(std::chrono::seconds(60));
+  *exit_code = chromium.Wait();
+  return out;
+}
+
+TEST_F(OpsProcessTest, StatusJsonAndTheLivePageInChromiumShowTheRunningJob) {
+  // Small windows and a reader that buffers little hold the producers back, so the epoch and
+  // its tasks still run (with progress to show) while the page loads.
+  testing::LocalCluster cluster(dir_.Join("cluster"), Options({"--window_bytes=65536"}));
+  ASSERT_TRUE(cluster.ok());
+  const int port = cluster.dispatcher_metrics_port();
+  // Slow enough to still run while the page loads.
+  std::unique_ptr<Subprocess> run =
+      StartRun(cluster, 1, 2, dir_.Join("run.digest"), {"--max_request_bytes=4096"});
+  GetStatusResponse status;
+  for (int i = 0; i < 200; ++i) {
+    absl::StatusOr<HttpGetResult> json = HttpGet("127.0.0.1", port, "/status.json");
+    ASSERT_TRUE(json.ok()) << json.status();
+    ASSERT_EQ(json->status, 200) << json->body;
+    status.Clear();
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json->body, &status).ok())
+        << json->body;
+    if (status.epoch_progress_size() > 0 && status.task_activity_size() > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(status.state().jobs_size(), 1);
+  EXPECT_EQ(status.state().jobs(0).name(), "ops-test-job");
+  ASSERT_GT(status.task_activity_size(), 0);
+  // The summary leaves the plan out but counts it.
+  ASSERT_EQ(status.state().epochs_size(), 1);
+  EXPECT_EQ(status.state().epochs(0).plan_size(), 0);
+  EXPECT_EQ(status.epoch_progress(0).splits(), 20);
+
+  // `granary status --json` prints the same summary.
+  Subprocess status_command({GRANARY_BINARY, "status", "--insecure", "--json",
+                             "--dispatcher=" + cluster.dispatcher_address()},
+                            Subprocess::Stderr::kMergeIntoStdout);
+  const std::string printed = status_command.ReadAll();
+  ASSERT_EQ(status_command.Wait(), 0) << printed;
+  GetStatusResponse from_command;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(printed, &from_command).ok()) << printed;
+  EXPECT_EQ(from_command.state().jobs(0).name(), "ops-test-job");
+
+  const std::string url = absl::StrCat("http://127.0.0.1:", port, "/");
+  int code = -1;
+  const std::string dom = Chromium({"--dump-dom"}, url, dir_.Join("chromium-dom"), &code);
+  ASSERT_EQ(code, 0) << dom;
+  EXPECT_THAT(dom, HasSubstr("data-loaded=\"1\"")) << dom;
+  const std::string job_id = absl::StrCat(status.state().jobs(0).job_id());
+  EXPECT_THAT(dom, HasSubstr("data-job-id=\"" + job_id + "\"")) << dom;
+  EXPECT_THAT(dom, HasSubstr("ops-test-job"));
+  EXPECT_THAT(dom,
+              HasSubstr(absl::StrCat("data-task-id=\"", status.task_activity(0).task_id(), "\"")));
+  EXPECT_THAT(dom, HasSubstr("worker-0"));
+
+  // The screenshot, kept for people (the README shows one).
+  const char* binary_dir = std::getenv("GRANARY_BINARY_DIR");
+  const std::string outputs =
+      std::string(binary_dir != nullptr ? binary_dir : ".") + "/test_outputs";
+  ASSERT_TRUE(Env::Default()->CreateDirs(outputs).ok());
+  const std::string screenshot = outputs + "/status_page.png";
+  std::remove(screenshot.c_str());
+  Chromium({"--screenshot=" + screenshot}, url, dir_.Join("chromium-shot"), &code);
+  ASSERT_EQ(code, 0);
+  std::ifstream png(screenshot, std::ios::binary);
+  std::string magic(8, '\0');
+  ASSERT_TRUE(png.read(magic.data(), 8)) << "no screenshot at " << screenshot;
+  EXPECT_EQ(magic, "\x89PNG\r\n\x1a\n");
+  run->Kill(SIGKILL);
+  run->Wait();
+}
+
+TEST_F(OpsProcessTest, JsonLogsNameTheComponentWorkerJobAndTask) {
+  testing::LocalClusterOptions options = Options({"--log_format=json"});
+  options.dispatcher_flags.push_back("--log_format=json");
+  const std::string cluster_dir = dir_.Join("cluster");
+  {
+    testing::LocalCluster cluster(cluster_dir, options);
+    ASSERT_TRUE(cluster.ok());
+    std::unique_ptr<Subprocess> run = StartRun(cluster, 1, 0, dir_.Join("run.digest"));
+    const std::string output = run->ReadAll();
+    ASSERT_EQ(run->Wait(), 0) << output;
+  }
+  absl::StatusOr<std::string> worker_log =
+      ReadFileToString(Env::Default(), cluster_dir + "/logs/worker-0.log");
+  ASSERT_TRUE(worker_log.ok()) << worker_log.status();
+  const std::string& log = *worker_log;
+  int lines = 0, with_task = 0;
+  for (absl::string_view line : absl::StrSplit(log, '\n', absl::SkipEmpty())) {
+    ++lines;
+    EXPECT_TRUE(absl::StartsWith(line, "{\"ts\":\"") && absl::EndsWith(line, "}")) << line;
+    EXPECT_THAT(std::string(line), HasSubstr(R"("component":"worker","worker":"worker-0")"));
+    if (absl::StrContains(line, "\"task\":")) ++with_task;
+  }
+  EXPECT_GT(lines, 0) << log;
+  // Each task's runner logs its start from the task's thread.
+  EXPECT_GT(with_task, 0) << log;
+  EXPECT_THAT(log, HasSubstr(R"("job":)"));
+  absl::StatusOr<std::string> dispatcher_log =
+      ReadFileToString(Env::Default(), cluster_dir + "/logs/dispatcher.log");
+  ASSERT_TRUE(dispatcher_log.ok()) << dispatcher_log.status();
+  EXPECT_THAT(*dispatcher_log, HasSubstr(R"("component":"dispatcher")"));
+}
+
+}  // namespace
+}  // namespace granary
