@@ -27,7 +27,17 @@ packages=(
   # Operations (ops/): civetweb serves /metrics, the probes and the status page; headless
   # Chromium loads the status page in its test (tests/ops_process_test.cc).
   libcivetweb-dev chromium
+  # The Kubernetes deployment's check (deploy/validate.sh, ctest deploy_validate): PyYAML and
+  # the Kubernetes API models of the Python client, which it validates the manifests against.
+  python3-yaml python3-kubernetes
 )
+# kubectl renders the deployment's kustomizations (deploy/validate.sh): the machine's own when it
+# has one (e.g. the `kubectl` package of Kubernetes' apt repository, which conflicts with
+# Debian's), else Debian's kubernetes-client. (Debian 12's is kubectl 1.20, whose kustomize is
+# too old for deploy/k8s/: validate.sh then says kubectl 1.21 or newer is needed.)
+if ! command -v kubectl > /dev/null 2>&1; then
+  packages+=(kubernetes-client)
+fi
 
 if [[ "${GRANARY_SKIP_APT:-0}" == 1 ]]; then
   exit 0
