@@ -273,9 +273,10 @@ TEST_F(OpsProcessTest, StatusJsonAndTheLivePageInChromiumShowTheRunningJob) {
   EXPECT_THAT(dom, HasSubstr("worker-0"));
 
   // The screenshot, kept for people (the README shows one).
+  // Under the build directory when run by ctest, else gtest's temporary directory.
   const char* binary_dir = std::getenv("GRANARY_BINARY_DIR");
   const std::string outputs =
-      std::string(binary_dir != nullptr ? binary_dir : ".") + "/test_outputs";
+      (binary_dir != nullptr ? std::string(binary_dir) : ::testing::TempDir()) + "/test_outputs";
   ASSERT_TRUE(Env::Default()->CreateDirs(outputs).ok());
   const std::string screenshot = outputs + "/status_page.png";
   std::remove(screenshot.c_str());
