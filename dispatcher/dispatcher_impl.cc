@@ -1188,7 +1188,8 @@ void DispatcherImpl::Provision() {
     // Workers busy when a shrink was asked for are stopped once idle: asked again.
     int32_t live_remote = 0;
     for (const auto& [id, worker] : state_.workers()) {
-      live_remote += !worker.lost() && !IsLocalWorker(worker);
+      // Standbys are not the provisioner's to stop (their own StatefulSet on Kubernetes).
+      live_remote += !worker.lost() && !IsLocalWorker(worker) && !worker.standby();
     }
     const bool surplus = wanted < live_remote && now - last_provision_us_ >= 3 * period_us;
     if (!(wanted > requested_workers_ || shrink || retry || surplus)) return;

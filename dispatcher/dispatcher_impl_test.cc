@@ -581,6 +581,44 @@ TEST_F(DispatcherImplTest, StatusSummaryAndMetricsShowTheRunningJob) {
   EXPECT_EQ(scraped->Sum("granary_dispatcher_workers", {{"state", "lost"}}), 1);
 }
 
+// Records the counts it is asked for.
+class RecordingProvisioner : public Provisioner {
+ public:
+  explicit RecordingProvisioner(std::vector<int32_t>* asked) : asked_(asked) {}
+  absl::Status Resize(int32_t count, const std::vector<std::string>& idle) override {
+    asked_->push_back(count);
+    return absl::OkStatus();
+  }
+  std::string Describe() const override { return "recording"; }
+
+ private:
+  std::vector<int32_t>* const asked_;
+};
+
+TEST_F(DispatcherImplTest, StandbyWorkersAreNoSurplusForTheProvisioner) {
+  // A standby is not the provisioner's to stop (a StatefulSet of its own on Kubernetes): counted
+  // as a surplus worker, it made the provisioner ask for the same count every few periods.
+  Open();
+  std::vector<int32_t> asked;
+  impl_->SetProvisioner(std::make_unique<RecordingProvisioner>(&asked), 1, 4);
+  const int64_t remote = RegisterWorker("remote-0");
+  const int64_t standby = RegisterWorker("standby-0", /*standby=*/true);
+  // 30 steps of 0.9 s (under the failure detector's timeout): 27 s, many policy periods.
+  for (int step = 0; step < 30; ++step) {
+    for (const auto& [id, incarnation] : {std::pair<std::string, int64_t>{"remote-0", remote},
+                                          std::pair<std::string, int64_t>{"standby-0", standby}}) {
+      WorkerHeartbeatRequest hb;
+      hb.set_worker_id(id);
+      hb.set_incarnation(incarnation);
+      WorkerHeartbeatResponse ignored;
+      ASSERT_TRUE(impl_->WorkerHeartbeat(hb, &ignored).ok());
+    }
+    impl_->Provision();
+    clock_.AdvanceMicros(900 * 1000);
+  }
+  EXPECT_EQ(asked, std::vector<int32_t>{1}) << "asked once, for --min_workers";
+}
+
 TEST_F(DispatcherImplTest, HeartbeatsSendEachPipelineOnceAndOnlyNewTaskDefinitions) {
   // Issue 13, defect 3: every heartbeat answer carried the full pipeline of every task the
   // worker held; past gRPC's 4 MiB message limit the worker could no longer learn its tasks.

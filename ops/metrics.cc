@@ -155,36 +155,33 @@ void MetricSamples::AddGauge(absl::string_view name, absl::string_view help, Met
       {std::string(name), std::string(help), MetricType::kGauge, std::move(labels), value});
 }
 
-std::string MetricRegistry::Key(absl::string_view name, absl::string_view help, MetricType type,
-                                const MetricLabels& labels) {
+MetricRegistry::Instrument& MetricRegistry::Find(absl::string_view name, absl::string_view help,
+                                                 MetricType type, const MetricLabels& labels) {
   CHECK(ValidName(name)) << "metric name '" << name << "'";
   for (const auto& [label, value] : labels) CHECK(ValidName(label)) << "label '" << label << "'";
-  auto [it, inserted] = families_.try_emplace(std::string(name), Family{type, std::string(help)});
-  CHECK(it->second.type == type) << "metric " << name << " registered with two types";
-  return absl::StrCat(name, RenderLabels(labels));
+  auto [family, added] = families_.try_emplace(std::string(name), Family{type, std::string(help)});
+  CHECK(family->second.type == type) << "metric " << name << " registered with two types";
+  auto [it, inserted] = instruments_.try_emplace(absl::StrCat(name, RenderLabels(labels)));
+  if (inserted) {
+    it->second.name = std::string(name);
+    it->second.labels = labels;
+  }
+  return it->second;
 }
 
 Counter* MetricRegistry::GetCounter(absl::string_view name, absl::string_view help,
                                     const MetricLabels& labels) {
   absl::MutexLock lock(&mu_);
-  Instrument& i = instruments_[Key(name, help, MetricType::kCounter, labels)];
-  if (!i.counter) {
-    i.name = std::string(name);
-    i.labels = labels;
-    i.counter = std::make_unique<Counter>();
-  }
+  Instrument& i = Find(name, help, MetricType::kCounter, labels);
+  if (!i.counter) i.counter = std::make_unique<Counter>();
   return i.counter.get();
 }
 
 Gauge* MetricRegistry::GetGauge(absl::string_view name, absl::string_view help,
                                 const MetricLabels& labels) {
   absl::MutexLock lock(&mu_);
-  Instrument& i = instruments_[Key(name, help, MetricType::kGauge, labels)];
-  if (!i.gauge) {
-    i.name = std::string(name);
-    i.labels = labels;
-    i.gauge = std::make_unique<Gauge>();
-  }
+  Instrument& i = Find(name, help, MetricType::kGauge, labels);
+  if (!i.gauge) i.gauge = std::make_unique<Gauge>();
   return i.gauge.get();
 }
 
@@ -192,12 +189,8 @@ Histogram* MetricRegistry::GetHistogram(absl::string_view name, absl::string_vie
                                         const std::vector<double>& upper_bounds,
                                         const MetricLabels& labels) {
   absl::MutexLock lock(&mu_);
-  Instrument& i = instruments_[Key(name, help, MetricType::kHistogram, labels)];
-  if (!i.histogram) {
-    i.name = std::string(name);
-    i.labels = labels;
-    i.histogram = std::make_unique<Histogram>(upper_bounds);
-  }
+  Instrument& i = Find(name, help, MetricType::kHistogram, labels);
+  if (!i.histogram) i.histogram = std::make_unique<Histogram>(upper_bounds);
   return i.histogram.get();
 }
 

@@ -132,10 +132,6 @@ class MetricRegistry {
     MetricType type;
     std::string help;
   };
-  // Registers (or checks) the family; returns the key of its instrument.
-  std::string Key(absl::string_view name, absl::string_view help, MetricType type,
-                  const MetricLabels& labels) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
   mutable absl::Mutex mu_;
   std::map<std::string, Family, std::less<>> families_ ABSL_GUARDED_BY(mu_);
   // By name + rendered labels.
@@ -148,6 +144,11 @@ class MetricRegistry {
   };
   std::map<std::string, Instrument> instruments_ ABSL_GUARDED_BY(mu_);
   std::vector<std::function<void(MetricSamples&)>> collectors_ ABSL_GUARDED_BY(mu_);
+
+  // Registers (or checks the type of) the family of `name`, and returns the instrument of
+  // `name` with `labels`, created empty on first use.
+  Instrument& Find(absl::string_view name, absl::string_view help, MetricType type,
+                   const MetricLabels& labels) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 }  // namespace granary
