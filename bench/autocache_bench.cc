@@ -92,19 +92,6 @@ std::vector<Workload> Workloads() {
   };
 }
 
-std::string PolicyName(JobCachePolicy policy) {
-  switch (policy) {
-    case JobCachePolicy::kFull:
-      return "full";
-    case JobCachePolicy::kAtMark:
-      return "at_mark";
-    case JobCachePolicy::kAuto:
-      return "auto";
-    default:
-      return "compute";
-  }
-}
-
 // Seconds from opening a job with `policy` to the end of its epoch kEpochs - 1.
 absl::StatusOr<double> RunJob(Client& client, const std::string& dataset, JobCachePolicy policy,
                               uint64_t seed) {
@@ -157,8 +144,8 @@ absl::Status Run() {
       for (size_t k = 0; k < choices.size(); ++k) {
         const JobCachePolicy policy = choices[(k + rep) % choices.size()];
         ASSIGN_OR_RETURN(const double s, RunJob(*service.client, datasets[w], policy, seed++));
-        seconds[PolicyName(policy)].push_back(s);
-        std::printf("  %s %s: %.2f s\n", workload.name.c_str(), PolicyName(policy).c_str(), s);
+        seconds[JobCachePolicyName(policy)].push_back(s);
+        std::printf("  %s %s: %.2f s\n", workload.name.c_str(), JobCachePolicyName(policy), s);
       }
       std::filesystem::remove_all(service.cluster->cache_root() + "/");
       std::filesystem::create_directories(service.cluster->cache_root());
@@ -166,7 +153,7 @@ absl::Status Run() {
     std::string oracle;
     double oracle_s = std::numeric_limits<double>::infinity();
     for (const JobCachePolicy policy : workload.statics) {
-      const std::string name = PolicyName(policy);
+      const std::string name = JobCachePolicyName(policy);
       report.AddSeries(absl::StrCat(workload.name, ": ", name), "s", seconds[name]);
       if (Median(seconds[name]) < oracle_s) {
         oracle_s = Median(seconds[name]);

@@ -13,6 +13,7 @@
 #include "client/epoch_reader.h"
 #include "client/local_workers.h"
 #include "client/position.h"
+#include "client/precache.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 
@@ -139,6 +140,40 @@ class ClientImpl final : public Client {
       return absl::InvalidArgumentError(
           "JobSpec.num_worker_slots, num_epochs and local_workers must not be negative");
     }
+    ASSIGN_OR_RETURN(const GetOrCreateJobResponse response, GetOrCreateJob(dataset_id, spec));
+    const Compression compression = spec.compression == JobCompression::kLz4    ? COMPRESSION_LZ4
+                                    : spec.compression == JobCompression::kZstd ? COMPRESSION_ZSTD
+                                                                                : COMPRESSION_NONE;
+    return std::unique_ptr<Job>(
+        new JobImpl(connection_, response.job_id(), compression, spec.local_workers));
+  }
+
+  absl::StatusOr<PrecacheResult> Precache(const std::string& dataset_id,
+                                          const PrecacheSpec& spec) override {
+    if (spec.cache_policy != JobCachePolicy::kFull &&
+        spec.cache_policy != JobCachePolicy::kAtMark) {
+      return absl::InvalidArgumentError(
+          "precache: the cache policy must be full or at_mark (what the training job uses)");
+    }
+    JobSpec job;
+    job.name = PrecacheJobName(dataset_id, spec.cache_policy, spec.seed);
+    job.seed = spec.seed;
+    job.num_worker_slots = spec.num_worker_slots;
+    job.cache_policy = spec.cache_policy;
+    PrecacheCalls calls;
+    calls.look = [&] { return GetOrCreateJob(dataset_id, job); };
+    calls.read_epoch = [&](int64_t epoch) -> absl::StatusOr<std::unique_ptr<EpochReader>> {
+      ASSIGN_OR_RETURN(const GetOrCreateJobResponse opened, GetOrCreateJob(dataset_id, job));
+      JobImpl reading(connection_, opened.job_id(), COMPRESSION_NONE, /*local_workers=*/0);
+      return reading.ReadEpoch(epoch, /*consumer=*/0, /*position=*/"");
+    };
+    return RunPrecache(calls, absl::Milliseconds(spec.timeout_ms));
+  }
+
+ private:
+  // The dispatcher's GetOrCreateJob for `spec`.
+  absl::StatusOr<GetOrCreateJobResponse> GetOrCreateJob(const std::string& dataset_id,
+                                                        const JobSpec& spec) {
     GetOrCreateJobRequest request;
     request.set_dataset_id(dataset_id);
     request.set_name(spec.name);
@@ -175,18 +210,27 @@ class ClientImpl final : public Client {
                                                ? std::string("opening a job")
                                                : absl::StrCat("opening job '", spec.name, "'"));
     }
-    const Compression compression = spec.compression == JobCompression::kLz4    ? COMPRESSION_LZ4
-                                    : spec.compression == JobCompression::kZstd ? COMPRESSION_ZSTD
-                                                                                : COMPRESSION_NONE;
-    return std::unique_ptr<Job>(
-        new JobImpl(connection_, response.job_id(), compression, spec.local_workers));
+    return response;
   }
 
- private:
   const std::shared_ptr<Connection> connection_;
 };
 
 }  // namespace
+
+const char* JobCachePolicyName(JobCachePolicy policy) {
+  switch (policy) {
+    case JobCachePolicy::kFull:
+      return "full";
+    case JobCachePolicy::kAtMark:
+      return "at_mark";
+    case JobCachePolicy::kAuto:
+      return "auto";
+    case JobCachePolicy::kCompute:
+      break;
+  }
+  return "compute";
+}
 
 absl::Status EpochReader::Next(ElementProto* element, bool* end) {
   ReceivedElement received;

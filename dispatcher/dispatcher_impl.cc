@@ -338,6 +338,19 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
     }
     response->set_job_id(job.job_id());
     *response->mutable_options() = job.options();
+    response->set_epochs_started(job.epochs_started());
+    // The cache its next epoch would use, as that epoch would decide now.
+    const absl::StatusOr<EpochCache> next =
+        DecideEpochCache(job, state_.FindDataset(job.dataset_id())->pipeline());
+    if (next.ok() && !next->cache_key().empty()) {
+      response->set_cache_key(next->cache_key());
+      if (const CacheState* cache = state_.FindCache(next->cache_key())) {
+        CacheState& summary = *response->mutable_cache();
+        summary = *cache;
+        summary.clear_chunks();
+        summary.clear_task_plans();
+      }
+    }
     MarkActive(job.job_id());
     // A cache_policy auto job's profile starts now: the trainer's own start-up hides it.
     if (job.options().cache_policy() == CACHE_AUTO && !job.has_cache_decision()) {

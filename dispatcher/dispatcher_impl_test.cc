@@ -581,6 +581,39 @@ TEST_F(DispatcherImplTest, StatusSummaryAndMetricsShowTheRunningJob) {
   EXPECT_EQ(scraped->Sum("granary_dispatcher_workers", {{"state", "lost"}}), 1);
 }
 
+// Issue 20: GetOrCreateJob tells which cache the job's next epoch would use, and its state.
+TEST_F(DispatcherImplTest, OpeningAJobTellsTheCacheItsNextEpochWouldUse) {
+  Open(10000, dir_.path() + "/cache");
+  RegisterWorker("w");
+  const std::string dataset = RegisterRangeDataset(100, 10);
+  GetOrCreateJobRequest request;
+  request.set_dataset_id(dataset);
+  request.set_name("cached");
+  request.mutable_options()->set_seed(3);
+  request.mutable_options()->set_num_consumers(1);
+  request.mutable_options()->set_cache_policy(CACHE_FULL);
+  GetOrCreateJobResponse opened;
+  ASSERT_TRUE(impl_->GetOrCreateJob(request, &opened).ok());
+  EXPECT_FALSE(opened.cache_key().empty());
+  EXPECT_FALSE(opened.has_cache()) << "no cache yet: the next epoch puts it";
+  EXPECT_EQ(opened.epochs_started(), 0);
+  ASSERT_TRUE(StartEpoch(opened.job_id(), 0).ok());
+  GetOrCreateJobResponse again;
+  ASSERT_TRUE(impl_->GetOrCreateJob(request, &again).ok());
+  EXPECT_EQ(again.cache_key(), opened.cache_key());
+  ASSERT_TRUE(again.has_cache());
+  EXPECT_FALSE(again.cache().complete());
+  EXPECT_EQ(again.cache().put_job_id(), opened.job_id());
+  EXPECT_EQ(again.cache().put_epoch(), 0);
+  EXPECT_EQ(again.epochs_started(), 1);
+  // A job that does not cache names no cache.
+  request.set_name("computed");
+  request.mutable_options()->set_cache_policy(CACHE_COMPUTE);
+  GetOrCreateJobResponse computed;
+  ASSERT_TRUE(impl_->GetOrCreateJob(request, &computed).ok());
+  EXPECT_TRUE(computed.cache_key().empty());
+}
+
 // Records the counts it is asked for.
 class RecordingProvisioner : public Provisioner {
  public:

@@ -30,6 +30,7 @@ int WorkerCommand(int argc, char** argv);
 int ClusterCommand(int argc, char** argv);
 // granary run --dispatcher HOST:PORT --pipeline P.json --epochs N [--job_name J] [--seed S]
 //   [--consumer C --num_consumers K] [--digest_out F] [--position_file F] [--plugin lib.so]
+int PrecacheCommand(int argc, char** argv);
 int RunCommand(int argc, char** argv);
 // granary status --dispatcher HOST:PORT
 int StatusCommand(int argc, char** argv);

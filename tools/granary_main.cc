@@ -28,6 +28,8 @@ commands:
   run       read a pipeline's epochs from a Granary service, exactly once: granary run
             --dispatcher H:P --pipeline P.json --epochs N [--job_name J] [--seed S]
             [--consumer C --num_consumers K] [--digest_out F] [--position_file F]
+  precache  fill a cache before training: granary precache --dispatcher H:P --pipeline P.json
+            [--at_mark NAME] [--seed S]
   status    print a dispatcher's jobs, epochs, tasks, workers: granary status --dispatcher H:P
   journal   print a stopped dispatcher's journal as JSON: granary journal dump --journal_dir D
   chaos     the fault-injection harness: granary chaos --scenario S --seed N [--workers W]

@@ -46,12 +46,12 @@
 #include "pipeline/epoch_digest.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
+#include "tools/client_flags.h"
 #include "tools/commands.h"
 #include "tools/tls_flags.h"
 #include "tools/udf_flags.h"
 #include "transport/compression.h"
 
-ABSL_DECLARE_FLAG(std::string, dispatcher);
 ABSL_DECLARE_FLAG(std::string, pipeline);
 ABSL_DECLARE_FLAG(int64_t, epochs);
 ABSL_DECLARE_FLAG(uint64_t, seed);
@@ -78,9 +78,6 @@ ABSL_FLAG(bool, shared_memory, true,
           "Read elements of workers on this host through shared memory when they offer it "
           "(--noshared_memory: always over TCP).");
 ABSL_FLAG(int64_t, max_request_bytes, 64 << 20, "Payload bytes asked for per GetElements call.");
-ABSL_FLAG(std::string, token_file, "",
-          "A file holding this client's bearer token (instead of a client certificate; needs "
-          "--tls_ca).");
 ABSL_FLAG(std::string, autoscale, "none",
           "Whether the dispatcher sets the job's workers from the measured rates: none, cachew "
           "(one worker per decision) or model (straight to what the rates call for).");
@@ -163,22 +160,11 @@ absl::Status Run() {
     return absl::OkStatus();
   }
 
-  ClientOptions options;
-  options.dispatcher_address = dispatcher;
+  ASSIGN_OR_RETURN(ClientOptions options, ClientConnectionFromFlags(env));
   options.stall_timeout_ms = absl::GetFlag(FLAGS_stall_timeout_ms);
   options.rpc_timeout_ms = absl::GetFlag(FLAGS_rpc_timeout_ms);
   options.max_outstanding_requests = absl::GetFlag(FLAGS_max_outstanding_requests);
   options.shared_memory = absl::GetFlag(FLAGS_shared_memory);
-  const TransportSecurity security = TransportSecurityFromFlags();
-  options.tls_ca_file = security.ca_file;
-  options.tls_cert_file = security.cert_file;
-  options.tls_key_file = security.key_file;
-  options.insecure = security.insecure;
-  if (!absl::GetFlag(FLAGS_token_file).empty()) {
-    absl::StatusOr<std::string> token = ReadFileToString(env, absl::GetFlag(FLAGS_token_file));
-    if (!token.ok()) return Annotate(token.status(), "--token_file");
-    options.bearer_token = std::string(absl::StripAsciiWhitespace(*token));
-  }
   options.max_bytes_per_request = absl::GetFlag(FLAGS_max_request_bytes);
   options.granary_binary = SelfExecutablePath();
   options.local_worker_flags =

@@ -92,6 +92,8 @@ struct ClientOptions {
 // which mark — or to compute; every op up to the last mark runs as in the first epoch whatever
 // it decides, so the data does not depend on the decision. The first ReadEpoch waits for it.
 enum class JobCachePolicy { kCompute, kFull, kAtMark, kAuto };
+// "compute", "full", "at_mark", "auto" (the names `granary run --cache_policy` takes).
+const char* JobCachePolicyName(JobCachePolicy policy);
 
 // How a job's elements travel from workers on other hosts (transport/compression.h): LZ4 (fast)
 // or Zstandard (smaller, slower), compressed by the worker per element and decompressed by the
@@ -140,6 +142,28 @@ struct JobSpec {
   // Workers run the pipeline reordered by AutoOrder (pipeline/optimizer/auto_order.h): swaps
   // that change no output byte, shrinking ops first.
   bool auto_order = false;
+};
+
+// Client::Precache: which cache to fill before training starts.
+struct PrecacheSpec {
+  uint64_t seed = 0;
+  // kFull (the whole pipeline's output) or kAtMark (up to its first mark): the policy, pipeline
+  // and seed of the training job that will read the cache.
+  JobCachePolicy cache_policy = JobCachePolicy::kFull;
+  // Tasks of the Put epoch; 0 = one per live worker.
+  int32_t num_worker_slots = 0;
+  // How long to wait for the cache once the Put epoch is read, or for another job's Put of it.
+  int64_t timeout_ms = 10 * 60 * 1000;
+};
+
+struct PrecacheResult {
+  std::string cache_key;
+  // The cache was complete before: nothing was read.
+  bool already_complete = false;
+  // Elements of the cached prefix.
+  int64_t num_elements = 0;
+  // Elements of the Put epoch this call read (the whole pipeline's output, discarded).
+  int64_t elements_read = 0;
 };
 
 struct EpochStats {
@@ -213,6 +237,17 @@ class Client {
   virtual absl::StatusOr<std::string> RegisterPipeline(const PipelineDef& pipeline) = 0;
   virtual absl::StatusOr<std::unique_ptr<Job>> OpenJob(const std::string& dataset_id,
                                                        const JobSpec& spec) = 0;
+  // Fills the cache a training job with `spec`'s policy and seed will read (issue 20), without
+  // a trainer: a job named after the dataset, policy and seed runs a Put epoch, which this call
+  // reads to its end (discarding the elements) and returns once the dispatcher has the cache
+  // complete — so the training job's first epoch is a Get. Idempotent: a complete cache returns
+  // at once; after an interruption (this process killed, workers killed) calling it again
+  // resumes the Put epoch where the job stands (exactly once, as any epoch). Another job's Put
+  // of the same cache is waited for. Errors: InvalidArgument for a compute or auto policy or
+  // a pipeline without the mark; FailedPrecondition for a cache found invalid (it is remade once
+  // evicted) or a dispatcher without --cache_root; DeadlineExceeded past spec.timeout_ms.
+  virtual absl::StatusOr<PrecacheResult> Precache(const std::string& dataset_id,
+                                                  const PrecacheSpec& spec) = 0;
 };
 
 // A parameter value for PipelineBuilder.
