@@ -21,8 +21,15 @@ so this script does what can be done offline:
     checkpoints and the cache root are on the right volumes (ReadWriteMany cache at the same path
     everywhere); probes and Prometheus annotations point at --metrics_port; the provisioner's
     `kubectl scale` names a StatefulSet the dispatcher's service account may scale (RBAC);
-  * security: non-root (the Dockerfile's uid), read-only root filesystems, no privilege
-    escalation; every container has resource requests and a memory limit;
+  * security: non-root (the Dockerfile's uid for granary pods, the image's own numeric user for
+    others), read-only root filesystems, no privilege escalation; every container has resource
+    requests and a memory limit;
+  * Redis (components/redis, for the coming in-memory cache tier of issue 20): redis.conf from
+    a mounted ConfigMap, maxmemory at most 80% of the memory limit (request = limit),
+    maxmemory-policy noeviction, one replica, persistence only on a PVC, a Service on its port,
+    and without a password a NetworkPolicy admitting the dispatcher and the workers by label; a
+    --cache_root=redis://HOST:PORT/PREFIX names such a Service with --cache_capacity_bytes at
+    most 90% of its maxmemory (a NOTE is printed while the binary has no redis:// tier);
   * the Dockerfile: builds from packages scripts/setup_deps.sh installs, runs as that uid,
     ships kubectl for the provisioner.
 
@@ -33,6 +40,7 @@ import argparse
 import glob
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -58,6 +66,7 @@ KNOWN_KINDS = {
     ("batch/v1", "Job"): "V1Job",
     ("rbac.authorization.k8s.io/v1", "Role"): "V1Role",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "V1RoleBinding",
+    ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
 }
 WORKLOAD_KINDS = ("StatefulSet", "Job")
 
@@ -191,6 +200,55 @@ def labels_match(selector, labels):
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
 
+def selector_matches(selector, labels):
+    """A LabelSelector (matchLabels and matchExpressions) against labels; {} matches all."""
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e["key"], e["operator"], e.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and labels.get(key) in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def quantity_bytes(text):
+    """A Kubernetes memory quantity (4Gi, 512M, 1e9) in bytes, or None."""
+    m = re.fullmatch(r"([0-9.]+(?:e[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?", str(text))
+    if not m:
+        return None
+    units = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+             "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+    return int(float(m.group(1)) * units[m.group(2)])
+
+
+def redis_bytes(text):
+    """A redis.conf memory size (3gb, 512mb, 1g = 10^9, 1073741824) in bytes, or None."""
+    m = re.fullmatch(r"([0-9]+)(k|kb|m|mb|g|gb)?", str(text).lower())
+    if not m:
+        return None
+    units = {None: 1, "k": 10**3, "kb": 2**10, "m": 10**6, "mb": 2**20, "g": 10**9, "gb": 2**30}
+    return int(m.group(1)) * units[m.group(2)]
+
+
+def redis_config(text):
+    """redis.conf directives: {name: [argument lists, in order]}."""
+    config = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        words = shlex.split(line)
+        config.setdefault(words[0].lower(), []).append(words[1:])
+    return config
+
+
 def pod_spec(obj):
     return obj["spec"]["template"]["spec"]
 
@@ -231,6 +289,11 @@ def volume_source(obj, name):
             if t["metadata"]["name"] == name:
                 return ("claimTemplate", t)
     return None
+
+
+def is_granary_image(image):
+    """The image of deploy/Dockerfile, under any registry ([REGISTRY/]granary[:TAG])."""
+    return bool(image) and image.split("@")[0].rsplit("/", 1)[-1].split(":")[0] == "granary"
 
 
 def parse_args(args, defined):
@@ -367,6 +430,10 @@ class Validator:
             self.check_workload(render, w, lookup)
         for s in render.of_kind("StatefulSet"):
             self.check_statefulset(render, s, lookup)
+        self.redis = {}
+        for s in render.of_kind("StatefulSet"):
+            if any((c.get("command") or [None])[0] == "redis-server" for _, c in all_containers(s)):
+                self.check_redis(render, s, lookup)
         for svc in render.of_kind("Service"):
             self.check_service(render, svc)
         granary = {}
@@ -399,8 +466,13 @@ class Validator:
         spec = pod_spec(w)
         sc = spec.get("securityContext") or {}
         ck.check(sc.get("runAsNonRoot") is True, f"{where}: securityContext.runAsNonRoot must be true")
-        ck.check(self.uid is None or sc.get("runAsUser") == self.uid,
-                 f"{where}: runAsUser {sc.get('runAsUser')} is not the image's uid {self.uid}")
+        if any(is_granary_image(c.get("image")) for _, c in all_containers(w)):
+            ck.check(self.uid is None or sc.get("runAsUser") == self.uid,
+                     f"{where}: runAsUser {sc.get('runAsUser')} is not the image's uid {self.uid}")
+        else:  # another image (Redis): its own user, numeric and not root
+            uid = sc.get("runAsUser")
+            ck.check(isinstance(uid, int) and uid > 0,
+                     f"{where}: runAsUser must be the image's numeric non-root user, not {uid}")
         ck.check(sc.get("fsGroup") is not None, f"{where}: securityContext.fsGroup unset "
                  "(volumes would not be writable by the non-root user)")
         volumes = {v["name"] for v in spec.get("volumes", []) or []}
@@ -624,19 +696,148 @@ class Validator:
                  f"{where}: --journal_dir must be on a ReadWriteOnce volumeClaimTemplate (one "
                  "dispatcher per journal; it survives rescheduling)")
         cache_root = flags.get("cache_root")
-        kind, cache = self.writable_claim(render, w, c, cache_root, "cache_root", lookup)
-        ck.check(kind == "claim" and cache is not None
-                 and "ReadWriteMany" in cache["spec"].get("accessModes", []),
-                 f"{where}: --cache_root must be on a ReadWriteMany PersistentVolumeClaim")
-        dmount = mount_for(c, cache_root) if cache_root else None
+        redis_root = (cache_root or "").startswith("redis://")
+        if redis_root:
+            self.check_redis_root(render, w, flags, lookup)
+        else:
+            kind, cache = self.writable_claim(render, w, c, cache_root, "cache_root", lookup)
+            ck.check(kind == "claim" and cache is not None
+                     and "ReadWriteMany" in cache["spec"].get("accessModes", []),
+                     f"{where}: --cache_root must be on a ReadWriteMany PersistentVolumeClaim")
+        dmount = mount_for(c, cache_root) if cache_root and not redis_root else None
         for ww, wc in workers:
             wwhere = f"{render.name}: {ww['kind']}/{ww['metadata']['name']}"
-            wm = mount_for(wc, cache_root) if cache_root else None
-            same = (wm is not None and dmount is not None and wm["mountPath"] == dmount["mountPath"]
-                    and volume_source(ww, wm["name"]) == volume_source(w, dmount["name"]))
-            ck.check(same, f"{wwhere}: must mount the dispatcher's cache volume at {cache_root}")
+            if not redis_root:  # a Redis root is reached over the network, not mounted
+                wm = mount_for(wc, cache_root) if cache_root else None
+                same = (wm is not None and dmount is not None
+                        and wm["mountPath"] == dmount["mountPath"]
+                        and volume_source(ww, wm["name"]) == volume_source(w, dmount["name"]))
+                ck.check(same, f"{wwhere}: must mount the dispatcher's cache volume at {cache_root}")
             self.check_worker(render, ww, wc, w, lookup)
         self.check_provisioner(render, w, c, flags, lookup)
+
+    # --- Redis (the in-memory cache tier of issue 20) ------------------------------------------
+    def check_redis(self, render, s, lookup):
+        """A Redis StatefulSet: its redis.conf (from a ConfigMap) bounds memory below the
+        container's limit, never evicts, is persistent only on a PVC, is reachable through a
+        Service on its port, and, without a password, admits only granary pods."""
+        ck = self.ck
+        name = s["metadata"]["name"]
+        where = f"{render.name}: StatefulSet/{name}"
+        c = next(c for _, c in all_containers(s) if (c.get("command") or [None])[0] == "redis-server")
+        command = c["command"]
+        conf_path = command[1] if len(command) > 1 and command[1].endswith(".conf") else None
+        if not ck.check(conf_path is not None, f"{where}: redis-server must be given its redis.conf"):
+            return
+        m = mount_for(c, conf_path)
+        src = volume_source(s, m["name"]) if m else None
+        cm = lookup("ConfigMap", src[1]["configMap"]["name"]) \
+            if src and src[0] == "volume" and "configMap" in src[1] else None
+        key = os.path.relpath(conf_path, m["mountPath"]) if m else None
+        if not ck.check(cm is not None and key in (cm.get("data") or {}),
+                        f"{where}: {conf_path} is no key of a ConfigMap mounted there"):
+            return
+        config = redis_config(cm["data"][key])
+
+        def last(directive, default=None):
+            values = config.get(directive)
+            return values[-1] if values else default
+
+        clustered = (last("cluster-enabled", ["no"]) or ["no"])[0] == "yes"
+        ck.check(clustered or s["spec"].get("replicas", 1) == 1,
+                 f"{where}: more than one Redis replica without Redis Cluster are separate, "
+                 "unrelated stores")
+        port = int((last("port", ["6379"]) or ["6379"])[0])
+        ports = {p.get("name"): p["containerPort"] for p in c.get("ports") or []}
+        ck.check(port in ports.values(), f"{where}: redis.conf port {port} is no container port")
+        maxmemory = redis_bytes((last("maxmemory", ["0"]) or ["0"])[0])
+        limits = (c.get("resources") or {}).get("limits") or {}
+        requests = (c.get("resources") or {}).get("requests") or {}
+        limit = quantity_bytes(limits.get("memory"))
+        ck.check(maxmemory and limit and maxmemory <= 0.8 * limit,
+                 f"{where}: redis.conf maxmemory ({maxmemory} bytes) must be set and at most 80% of "
+                 f"the container's memory limit ({limits.get('memory')}): Redis needs the rest "
+                 "(fragmentation, buffers), the kernel kills it past the limit")
+        ck.check(requests.get("memory") == limits.get("memory"),
+                 f"{where}: memory request {requests.get('memory')} must equal the limit "
+                 f"{limits.get('memory')} (Guaranteed QoS: evicted last, which empties it)")
+        policy = (last("maxmemory-policy", ["noeviction"]) or ["noeviction"])[0]
+        ck.check(policy == "noeviction",
+                 f"{where}: maxmemory-policy {policy}: Redis would delete committed chunks behind "
+                 "the dispatcher's back; noeviction expected (a write that does not fit fails)")
+        persistent = (last("appendonly", ["no"]) or ["no"])[0] == "yes" or \
+            any(args and args != [""] for args in config.get("save", [[]]))
+        if persistent:
+            dir_path = (last("dir", ["/data"]) or ["/data"])[0]
+            dm = mount_for(c, dir_path)
+            dsrc = volume_source(s, dm["name"]) if dm else None
+            ck.check(dsrc is not None and (dsrc[0] == "claimTemplate"
+                                           or "persistentVolumeClaim" in dsrc[1]),
+                     f"{where}: persistence is on (save/appendonly) but dir {dir_path} is on no "
+                     "PersistentVolumeClaim: it would not survive the pod")
+        labels = pod_labels(s)
+        services = [svc for svc in render.of_kind("Service")
+                    if labels_match(svc["spec"].get("selector") or {}, labels)
+                    and any(p["port"] == port for p in svc["spec"].get("ports") or [])]
+        ck.check(services, f"{where}: no Service selects it on port {port}")
+        open_access = (last("protected-mode", ["yes"]) or ["yes"])[0] == "no" and \
+            not config.get("requirepass") and not config.get("aclfile") and not config.get("user")
+        if open_access:
+            policies = [np for np in render.of_kind("NetworkPolicy")
+                        if selector_matches(np["spec"].get("podSelector") or {}, labels)
+                        and "Ingress" in (np["spec"].get("policyTypes") or ["Ingress"])]
+            granary_pods = [o for o in render.of_kind("StatefulSet")
+                            if any(c2.get("args") and c2["args"][0] in GRANARY_SERVERS
+                                   and not c2.get("command") for _, c2 in all_containers(o))]
+            if ck.check(policies, f"{where}: Redis without a password (protected-mode no) needs a "
+                        "NetworkPolicy admitting only the granary pods"):
+                rules = [r for np in policies for r in np["spec"].get("ingress") or []]
+                ck.check(all(r.get("from") for r in rules),
+                         f"{where}: a NetworkPolicy ingress rule without `from` admits every pod")
+                peers = [p for r in rules for p in r.get("from") or []]
+                ck.check(all("podSelector" in p and "ipBlock" not in p for p in peers),
+                         f"{where}: the NetworkPolicy must admit pods by label only")
+                for o in granary_pods:
+                    ck.check(any(selector_matches(p.get("podSelector") or {}, pod_labels(o))
+                                 for p in peers),
+                             f"{where}: its NetworkPolicy shuts out {o['metadata']['name']}")
+        for svc in services:
+            self.redis[svc["metadata"]["name"]] = {"port": port, "maxmemory": maxmemory}
+        self.summaries.append(
+            f"{name}: Redis, maxmemory {maxmemory} bytes of a {limits.get('memory')} limit, "
+            f"policy {policy}, persistence {'on' if persistent else 'off'}, Service "
+            f"{', '.join(svc['metadata']['name'] for svc in services)}:{port}")
+
+    def check_redis_root(self, render, w, flags, lookup):
+        """--cache_root=redis://HOST:PORT/PREFIX names a checked Redis of this deployment."""
+        ck = self.ck
+        where = f"{render.name}: {w['kind']}/{w['metadata']['name']}"
+        root = flags["cache_root"]
+        m = re.fullmatch(r"redis://([a-z0-9.-]+):([0-9]+)/([A-Za-z0-9_.-]+)", root)
+        if not ck.check(m is not None, f"{where}: --cache_root={root} is not "
+                        "redis://HOST:PORT/PREFIX"):
+            return
+        host, port = m.group(1).split(".")[0], int(m.group(2))
+        redis = self.redis.get(host)
+        if not ck.check(redis is not None and redis["port"] == port,
+                        f"{where}: --cache_root={root}: no Redis Service {host} on port {port} "
+                        "in this deployment"):
+            return
+        capacity = flags.get("cache_capacity_bytes")
+        ck.check(capacity is not None and capacity.isdigit()
+                 and int(capacity) <= 0.9 * redis["maxmemory"],
+                 f"{where}: --cache_capacity_bytes={capacity} must be at most 90% of Redis' "
+                 f"maxmemory {redis['maxmemory']} (the dispatcher evicts whole caches before "
+                 "Redis refuses writes; the rest is Redis' per-key overhead)")
+        supported = any("redis://" in read(path) for path in glob.glob(
+            os.path.join(self.repo, "*", "**", "*.cc"), recursive=True)
+            if os.path.relpath(path, self.repo).split(os.sep)[0] not in ("tests", "bench", "fuzz")
+            and not os.path.relpath(path, self.repo).startswith("build"))
+        self.summaries.append(
+            f"dispatcher: cache root {root} (Redis {host}:{port})" + (
+                "" if supported else " — NOTE: the coming in-memory tier (issue 20); the "
+                "granary binary does not accept a redis:// cache root yet, so this render is "
+                "validated structurally only"))
 
     def check_worker(self, render, w, c, dispatcher, lookup):
         ck = self.ck
