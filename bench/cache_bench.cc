@@ -5,7 +5,14 @@
 // round's caches are deleted after it. 256x256 JPEGs cropped to 224x224, batches of 128, as
 // ImageNet training reads them: decoding is the pipeline's largest cost.
 //
+// Issue 20, in the same rounds: the `full` Put and Get through the in-memory tier (a second
+// cluster whose --cache_root is a local redis-server), against the filesystem tier's Get; and
+// precache on an I/O-bound source (every record waits kSlowSourceUs, a simulated remote read):
+// the first epoch of a job after `Client::Precache` against that job's later Get epochs and
+// against the first epoch of a job without precache.
+//
 //   bench/cache_bench [--images N] [--size S] [--repetitions R] [--dir D]
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -20,12 +27,29 @@
 #include "bench/bench_setup.h"
 #include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
+#include "cache/redis_test_server.h"
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "granary/client.h"
 
 namespace granary {
 namespace {
+
+// The simulated remote read of each source record in the precache measurement.
+constexpr int64_t kSlowSourceUs = 1000;
+
+// `def` with a first op that waits `us` per record (the source's records arrive slowly).
+PipelineDef WithSlowSource(PipelineDef def, int64_t us) {
+  OpDef slow;
+  slow.set_op("map");
+  slow.set_udf("simulate_cost");
+  (*slow.mutable_udf_params()->mutable_fields())["us_per_element"].set_number_value(
+      static_cast<double>(us));
+  def.mutable_ops()->Add(std::move(slow));
+  std::rotate(def.mutable_ops()->rbegin(), def.mutable_ops()->rbegin() + 1,
+              def.mutable_ops()->rend());
+  return def;
+}
 
 absl::Status Run() {
   Env* env = Env::Default();
@@ -36,11 +60,22 @@ absl::Status Run() {
   if (!def.ok()) return def.status();
   SetOpParam(&*def, "batch", "batch_size", 128);
   ASSIGN_OR_RETURN(BenchService service, StartBenchService(dir + "/cluster", *def));
+  testing::RedisTestServer redis;
+  if (!redis.ok()) return absl::UnavailableError("redis-server did not start");
+  BenchServiceOptions in_memory;
+  in_memory.cluster.dispatcher_flags = {"--cache_root=" + redis.url() + "/granary"};
+  ASSIGN_OR_RETURN(BenchService redis_service,
+                   StartBenchService(dir + "/redis-cluster", *def, in_memory));
+  ASSIGN_OR_RETURN(const std::string slow_dataset,
+                   redis_service.client->RegisterPipeline(WithSlowSource(*def, kSlowSourceUs)));
 
   // Kind of epoch -> images/s per round.
   std::map<std::string, std::vector<double>> rates;
-  const std::vector<std::string> kinds = {"compute", "put full", "get full", "put at_mark",
-                                          "get at_mark"};
+  const std::vector<std::string> kinds = {"compute",       "put full",    "get full",
+                                          "put at_mark",   "get at_mark", "put full redis",
+                                          "get full redis"};
+  // Seconds of the slow-source jobs' epochs.
+  std::map<std::string, std::vector<double>> slow;
   const auto read = [&](Job& job, int64_t epoch, const std::string& kind) -> absl::Status {
     auto epoch_read = ReadServiceEpoch(job, epoch);
     if (!epoch_read.ok()) return epoch_read.status();
@@ -68,6 +103,32 @@ absl::Status Run() {
         if (auto s = read(*jobs[j], 1, "get " + name); !s.ok()) return s;
       }
     }
+    auto redis_job = redis_service.client->OpenJob(
+        redis_service.dataset, {.seed = seed, .cache_policy = JobCachePolicy::kFull});
+    if (!redis_job.ok()) return redis_job.status();
+    if (auto s = read(**redis_job, 0, "put full redis"); !s.ok()) return s;
+    if (auto s = read(**redis_job, 1, "get full redis"); !s.ok()) return s;
+
+    // Precache on the slow source: job A without, job B after a precache (not timed: it runs
+    // before training starts), each epoch 0 and 1.
+    const auto slow_epoch = [&](Job& job, int64_t epoch, const std::string& kind) -> absl::Status {
+      auto epoch_read = ReadServiceEpoch(job, epoch);
+      if (!epoch_read.ok()) return epoch_read.status();
+      slow[kind].push_back(epoch_read->seconds);
+      return absl::OkStatus();
+    };
+    const JobSpec slow_spec{.seed = seed, .cache_policy = JobCachePolicy::kFull};
+    auto without = redis_service.client->OpenJob(slow_dataset, slow_spec);
+    if (!without.ok()) return without.status();
+    if (auto s = slow_epoch(**without, 0, "no precache: epoch 0"); !s.ok()) return s;
+    if (auto s = slow_epoch(**without, 1, "no precache: epoch 1"); !s.ok()) return s;
+    const JobSpec precached_spec{.seed = seed + 1000, .cache_policy = JobCachePolicy::kFull};
+    auto precached = redis_service.client->Precache(slow_dataset, {.seed = precached_spec.seed});
+    if (!precached.ok()) return precached.status();
+    auto with = redis_service.client->OpenJob(slow_dataset, precached_spec);
+    if (!with.ok()) return with.status();
+    if (auto s = slow_epoch(**with, 0, "precache: epoch 0"); !s.ok()) return s;
+    if (auto s = slow_epoch(**with, 1, "precache: epoch 1"); !s.ok()) return s;
     std::filesystem::remove_all(service.cluster->cache_root());
   }
   BenchReport report("cache",
@@ -81,6 +142,16 @@ absl::Status Run() {
     report.AddHeadline(absl::StrCat(kind, " / compute"), Median(rates[kind]) / base, "x",
                        kind == "get full" ? BenchTarget::AtLeast(5) : BenchTarget());
   }
+  const double fs_get = Median(rates["get full"]);
+  report.AddHeadline("get full redis / get full filesystem",
+                     Median(rates["get full redis"]) / fs_get, "x", BenchTarget::AtLeast(1));
+  for (const auto& [kind, seconds] : slow) report.AddSeries(kind, "s", seconds);
+  report.AddHeadline("precache: epoch 0 / epoch 1 (slow source)",
+                     Median(slow["precache: epoch 0"]) / Median(slow["precache: epoch 1"]), "x",
+                     BenchTarget::AtMost(1.1));
+  report.AddHeadline("no precache: epoch 0 / precache: epoch 0 (slow source)",
+                     Median(slow["no precache: epoch 0"]) / Median(slow["precache: epoch 0"]), "x",
+                     BenchTarget());
   return report.Finish();
 }
 

@@ -26,9 +26,7 @@
 #      component YAMLs (KFP's component spec; `granary precache`/`run` with only flags those
 #      commands accept, tools/commands.cc) and the example pipeline's IR (its steps are those
 #      components, training runs after precache with the same pipeline, seed and policy).
-# overlays/small-redis (components/redis) is for the coming in-memory cache tier of issue 20:
-# it renders and is validated structurally like the others, though the binary does not accept
-# its redis:// cache root yet (the checker prints a NOTE saying so).
+# overlays/small-redis (components/redis) puts the cache in the in-memory Redis tier (issue 20).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

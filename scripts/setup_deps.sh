@@ -27,6 +27,8 @@ packages=(
   # Operations (ops/): civetweb serves /metrics, the probes and the status page; headless
   # Chromium loads the status page in its test (tests/ops_process_test.cc).
   libcivetweb-dev chromium
+  # The in-memory cache tier (cache/redis_env.h): hiredis; its tests start a real redis-server.
+  libhiredis-dev redis-server
   # The Kubernetes deployment's check (deploy/validate.sh, ctest deploy_validate): PyYAML and
   # the Kubernetes API models of the Python client, which it validates the manifests against.
   python3-yaml python3-kubernetes

@@ -45,6 +45,26 @@ bool HasWildcard(absl::string_view component) {
 }  // namespace
 
 std::string ResolvePath(const std::string& path) {
+  // A URL (a cache tier's, redis://HOST:PORT/PREFIX) names no local file: its path part is
+  // normalized lexically ("." dropped, ".." climbing, never above the authority), so a root
+  // and the paths under it compare as paths do.
+  if (const size_t scheme = path.find("://"); scheme != std::string::npos) {
+    const size_t slash = path.find('/', scheme + 3);
+    std::vector<absl::string_view> kept;
+    if (slash != std::string::npos) {
+      for (absl::string_view component :
+           absl::StrSplit(absl::string_view(path).substr(slash), '/', absl::SkipEmpty())) {
+        if (component == ".") continue;
+        if (component == "..") {
+          if (!kept.empty()) kept.pop_back();
+          continue;
+        }
+        kept.push_back(component);
+      }
+    }
+    const std::string authority = path.substr(0, slash);
+    return kept.empty() ? authority : absl::StrCat(authority, "/", absl::StrJoin(kept, "/"));
+  }
   std::string absolute = path;
   if (!absl::StartsWith(path, "/")) {
     char cwd[PATH_MAX];

@@ -4,7 +4,8 @@
 // directories through a glob. Paths are compared after resolving symlinks and "..", so neither a
 // "../.." pattern nor a symlink inside a root that points out of it escapes.
 //
-// Only local paths exist in Granary's Env; a root is a directory. Checking is done when a path
+// A root is a directory — or a cache tier's URL (redis://HOST:PORT/PREFIX, the cache root the
+// dispatcher names), whose paths are compared lexically. Checking is done when a path
 // is used, so a symlink swapped between the check and the open (by someone who can write inside
 // a root) is not caught: roots should be directories only trusted users can write.
 #ifndef GRANARY_SECURITY_DATA_ROOTS_H_
@@ -55,7 +56,9 @@ class DataRoots {
 };
 
 // `path` made absolute with symlinks and "." / ".." resolved as far as it exists; components
-// after the longest existing ancestor are appended with "." and ".." applied lexically.
+// after the longest existing ancestor are appended with "." and ".." applied lexically. A URL
+// (a cache tier's root, redis://HOST:PORT/PREFIX) is normalized lexically, never above its
+// authority.
 std::string ResolvePath(const std::string& path);
 
 }  // namespace granary

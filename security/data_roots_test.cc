@@ -36,6 +36,17 @@ TEST_F(DataRootsTest, AllowsPathsInsideARootWhetherOrNotTheyExist) {
   EXPECT_TRUE(roots_.Check("directory", root_).ok());
 }
 
+TEST_F(DataRootsTest, ACacheTiersUrlRootAllowsOnlyPathsUnderItsPrefixOnItsServer) {
+  const DataRoots roots = roots_.With("redis://10.0.0.5:6379/granary");
+  EXPECT_TRUE(roots.Check("chunk", "redis://10.0.0.5:6379/granary/k/0.chunk").ok());
+  EXPECT_TRUE(roots.Check("chunk", "redis://10.0.0.5:6379/granary/./k/../k/0.chunk").ok());
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      roots.Check("chunk", "redis://10.0.0.5:6379/granary/../../other/0.chunk")));
+  EXPECT_TRUE(absl::IsPermissionDenied(roots.Check("chunk", "redis://10.0.0.6:6379/granary/k")));
+  EXPECT_TRUE(absl::IsPermissionDenied(roots.Check("chunk", "redis://10.0.0.5:6379/granaryx/k")));
+  EXPECT_TRUE(roots.Check("file", root_ + "/train/a.tfrecord").ok()) << "the directory still is";
+}
+
 TEST_F(DataRootsTest, RefusesAnAbsolutePathOutsideNamingPathAndRoots) {
   const absl::Status status = roots_.Check("file", "/etc/passwd");
   EXPECT_TRUE(absl::IsPermissionDenied(status)) << status;

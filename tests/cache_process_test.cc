@@ -2,7 +2,9 @@
 // TFRecord files of JPEGs: a `full` and an `at_mark` job over three epochs read epochs 1–2 from
 // the cache (the source files are moved away after epoch 0, so opening them would fail), all
 // workers SIGKILLed mid-Put and mid-Get and restarted; every epoch's digest equals
-// `granary local --cache_policy` and the cache's manifest holds every element exactly once.
+// `granary local --cache_policy` and the cache's manifest holds every element exactly once. The
+// same through the in-memory Redis tier, and with Redis restarted (losing the cache) between the
+// Put and the Get.
 #include <chrono>
 #include <map>
 #include <set>
@@ -10,7 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cache/cache_tier_env.h"
+#include "cache/redis_test_server.h"
 #include "common/env.h"
 #include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
@@ -43,16 +48,18 @@ constexpr int kAutoMarkPoint = 5;
 std::string PipelineJson(const std::string& data_dir, int prefix_cost_us) {
   return absl::StrCat(R"({
     "source": {"type": "tfrecord",
-               "params": {"files": [")", data_dir, R"(/*.tfrecord"], "records_per_split": 50,
+               "params": {"files": [")",
+                      data_dir, R"(/*.tfrecord"], "records_per_split": 50,
                           "shuffle_splits": true}},
     "ops": [
       {"op": "shuffle", "params": {"buffer_size": 16}},
       {"op": "map", "udf": "parse_example",
        "udfParams": {"keys": ["image/encoded", "image/class/label"], "dtypes": ["bytes", "int64"]}},
       {"op": "parallel_map", "params": {"num_threads": 2}, "udf": "decode_jpeg"},)",
-                      prefix_cost_us == 0 ? "" : absl::StrCat(R"(
+                      prefix_cost_us == 0 ? ""
+                                          : absl::StrCat(R"(
       {"op": "map", "udf": "simulate_cost", "udfParams": {"us_per_element": )",
-                                                             prefix_cost_us, "}},"),
+                                                         prefix_cost_us, "}},"),
                       R"(
       {"op": "mark", "params": {"name": "decoded"}},
       {"op": "map", "udf": "random_crop", "udfParams": {"fraction": 0.75}},
@@ -78,9 +85,8 @@ class CacheProcessTest : public ::testing::TestWithParam<std::string> {
                                   PipelineJson(data_, policy() == "auto" ? kAutoPrefixCostUs : 0),
                                   false)
                     .ok());
-    Subprocess local({GRANARY_BINARY, "local", "--pipeline=" + pipeline_, "--epochs=3",
-                      "--seed=11", "--cache_policy=" + policy(),
-                      "--digest_out=" + dir_.Join("local.digest")},
+    Subprocess local({GRANARY_BINARY, "local", "--pipeline=" + pipeline_, "--epochs=3", "--seed=11",
+                      "--cache_policy=" + policy(), "--digest_out=" + dir_.Join("local.digest")},
                      Subprocess::Stderr::kMergeIntoStdout);
     const std::string output = local.ReadAll();
     ASSERT_EQ(local.Wait(), 0) << output;
@@ -95,7 +101,8 @@ class CacheProcessTest : public ::testing::TestWithParam<std::string> {
   std::vector<std::string> RunArgs(const testing::LocalCluster& cluster, int epochs,
                                    bool slow) const {
     std::vector<std::string> argv = {GRANARY_BINARY,
-                                     "run", "--insecure",
+                                     "run",
+                                     "--insecure",
                                      "--dispatcher=" + cluster.dispatcher_address(),
                                      "--pipeline=" + pipeline_,
                                      absl::StrCat("--epochs=", epochs),
@@ -179,8 +186,7 @@ class CacheProcessTest : public ::testing::TestWithParam<std::string> {
 };
 
 std::vector<std::string> WorkerFlags(const std::string& checkpoints) {
-  return {"--window_bytes=16384", "--checkpoint_dir=" + checkpoints,
-          "--checkpoint_interval_ms=30"};
+  return {"--window_bytes=16384", "--checkpoint_dir=" + checkpoints, "--checkpoint_interval_ms=30"};
 }
 
 TEST_P(CacheProcessTest, LaterEpochsReadTheCacheAndMatchLocal) {
@@ -203,8 +209,8 @@ TEST_P(CacheProcessTest, LaterEpochsReadTheCacheAndMatchLocal) {
   const std::string key = status.state().caches(0).cache_key();
   EXPECT_THAT(shown, ::testing::HasSubstr("writes cache " + key));
   EXPECT_THAT(shown, ::testing::HasSubstr("reads cache " + key));
-  EXPECT_THAT(shown, ::testing::HasSubstr(absl::StrCat(
-                         "cache ", key, ": written by job 1 epoch 0, complete: ")));
+  EXPECT_THAT(shown, ::testing::HasSubstr(
+                         absl::StrCat("cache ", key, ": written by job 1 epoch 0, complete: ")));
   EXPECT_THAT(shown, ::testing::HasSubstr(absl::StrCat(kImages, " elements")));
   // Ops after the mark run every epoch (their draws change); a full cache replays epoch 0.
   const auto digests = ReadDigests(dir_.Join("run.digest"));
@@ -215,15 +221,17 @@ TEST_P(CacheProcessTest, LaterEpochsReadTheCacheAndMatchLocal) {
   }
 }
 
-// The manifest's chunks, read back: each task's elements 0..n-1 exactly once, in order.
+// The manifest's chunks, read back from their tier: each task's elements 0..n-1 exactly once,
+// in order.
 void ExpectManifestExactlyOnce(const CacheState& cache, int64_t rows, uint64_t multiset,
                                bool compare_multiset) {
   ASSERT_TRUE(cache.complete());
+  CacheTierEnv tiers(Env::Default());
   std::map<int64_t, int64_t> next_index;  // task -> next expected index
   EpochDigest digest(false);
   int64_t records = 0;
   for (const CacheChunk& chunk : cache.chunks()) {
-    auto file = Env::Default()->NewSequentialFile(chunk.path());
+    auto file = tiers.NewSequentialFile(chunk.path());
     ASSERT_TRUE(file.ok()) << file.status();
     TfRecordReader reader(std::move(file).value(), chunk.path(), 0);
     int64_t in_chunk = 0;
@@ -400,6 +408,74 @@ TEST_P(AutoCacheProcessTest, ProfilesDecidesToCacheAtTheMarkAndEveryEpochMatches
 }
 
 INSTANTIATE_TEST_SUITE_P(Auto, AutoCacheProcessTest, ::testing::Values("auto"),
+                         [](const auto& info) { return info.param; });
+
+// The in-memory tier (issue 20): the same cache with --cache_root redis://… on a real
+// redis-server without persistence.
+class RedisCacheProcessTest : public CacheProcessTest {
+ protected:
+  testing::LocalClusterOptions Options() const {
+    return {.workers = 2,
+            .worker_flags = WorkerFlags(dir_.Join("ckpt")),
+            .dispatcher_flags = {"--cache_root=" + redis_.url() + "/granary"}};
+  }
+
+  testing::RedisTestServer redis_;
+};
+
+// Put and Get through Redis, every worker SIGKILLed mid-Put and again mid-Get (the source moved
+// away once the cache is complete): every epoch matches local, epochs 1-2 read the cache and its
+// manifest holds every element once.
+TEST_P(RedisCacheProcessTest, AllWorkersKilledMidPutAndMidGetMatchLocal) {
+  ASSERT_TRUE(redis_.ok()) << "redis-server did not start";
+  testing::LocalCluster cluster(dir_.Join("cluster"), Options());
+  ASSERT_TRUE(cluster.ok());
+  const std::string position = dir_.Join("position");
+  Subprocess run(RunArgs(cluster, 3, true), Subprocess::Stderr::kMergeIntoStdout);
+  AwaitPosition(position, 0, kImages / 3);
+  ASSERT_FALSE(Status(cluster).state().caches(0).complete()) << "the Put ended before the kill";
+  KillAndRestartAllWorkers(cluster, 2);
+  AwaitPosition(position, 1, 0);
+  const GetStatusResponse written = AwaitCompleteCache(cluster);
+  ASSERT_EQ(written.state().caches_size(), 1);
+  ExpectManifestExactlyOnce(written.state().caches(0), kImages, local_.at(0).multiset,
+                            policy() == "full");
+  EXPECT_TRUE(absl::StartsWith(written.state().caches(0).chunks(0).path(), redis_.url()))
+      << written.state().caches(0).chunks(0).path();
+  HideSource();
+  AwaitPosition(position, 1, kImages / 3);
+  ASSERT_EQ(ReadRunPosition(position).epoch, 1) << "the Get epoch ended before the kill";
+  KillAndRestartAllWorkers(cluster, 2);
+  const std::string output = run.ReadAll(std::chrono::seconds(180));
+  ASSERT_EQ(run.Wait(), 0) << output;
+  ExpectDigestsMatchLocal();
+  const GetStatusResponse status = Status(cluster);
+  std::map<int64_t, EpochCache::Mode> modes;
+  for (const EpochState& epoch : status.state().epochs())
+    modes[epoch.epoch()] = epoch.cache().mode();
+  EXPECT_EQ(modes[1], EpochCache::GET);
+  EXPECT_EQ(modes[2], EpochCache::GET);
+}
+
+// Redis restarted without persistence between the Put and the Get: every chunk is gone. The Get
+// epoch finds the first one missing, the cache is retired and the epoch recomputes — every epoch
+// still matches local, nothing is read wrong.
+TEST_P(RedisCacheProcessTest, ARestartedRedisLosesTheCacheAndItsEpochsRecompute) {
+  ASSERT_TRUE(redis_.ok()) << "redis-server did not start";
+  testing::LocalCluster cluster(dir_.Join("cluster"), Options());
+  ASSERT_TRUE(cluster.ok());
+  RunToCompletion(RunArgs(cluster, 1, false));
+  ASSERT_TRUE(AwaitCompleteCache(cluster).state().caches(0).complete());
+  ASSERT_TRUE(redis_.Restart());
+  RunToCompletion(RunArgs(cluster, 3, false));
+  ExpectDigestsMatchLocal();
+  const GetStatusResponse status = Status(cluster);
+  ASSERT_EQ(status.state().caches_size(), 1);
+  EXPECT_TRUE(status.state().caches(0).invalid());
+  EXPECT_THAT(status.state().caches(0).invalid_reason(), ::testing::HasSubstr(redis_.url()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, RedisCacheProcessTest, ::testing::Values("full", "at_mark"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

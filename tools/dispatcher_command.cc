@@ -12,6 +12,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cache/cache_tier_env.h"
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
@@ -38,8 +39,9 @@ ABSL_FLAG(std::string, journal_dir, "", "Directory of the dispatcher's RocksDB j
 ABSL_FLAG(int64_t, snapshot_every, 10000, "Write a state snapshot every N journal records.");
 ABSL_FLAG(int64_t, worker_timeout_ms, 5000, "Declare a worker lost after this much silence.");
 ABSL_FLAG(std::string, cache_root, "",
-          "Directory of the Put/Get caches (a filesystem every worker mounts at the same path). "
-          "Jobs with a cache policy need it.");
+          "Where the Put/Get caches live: a directory (a filesystem every worker mounts at the "
+          "same path) or redis://HOST:PORT/PREFIX (the in-memory tier: a Redis every worker "
+          "reaches). Jobs with a cache policy need it.");
 ABSL_FLAG(int64_t, cache_capacity_bytes, 0,
           "The most bytes the caches under --cache_root may take (0: no limit): least recently "
           "used caches no epoch reads are evicted to make room, and cache_policy auto caches "
@@ -180,6 +182,8 @@ int DispatcherCommand(int argc, char** argv) {
   // ready after it. Declared after the impl it reads, so destroyed before it; the metrics the
   // impl's journal counts in outlive it.
   MetricRegistry metrics;
+  // Files, and the cache tier --cache_root names (a directory or redis://HOST:PORT/PREFIX).
+  CacheTierEnv env(Env::Default());
   absl::StatusOr<std::unique_ptr<DispatcherImpl>> impl =
       absl::UnavailableError("replaying the journal");
   std::atomic<DispatcherImpl*> open_impl{nullptr};
@@ -212,6 +216,7 @@ int DispatcherCommand(int argc, char** argv) {
         }}});
   if (!ops.ok()) return fail(Annotate(ops.status(), "--metrics_port"));
   options.metrics = &metrics;
+  options.env = &env;
   // Recover before listening: nothing is served until replay is complete.
   impl = DispatcherImpl::Open(options);
   if (!impl.ok()) return fail(impl.status());

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cache/cache_tier_env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "glog/logging.h"
@@ -100,6 +101,8 @@ int WorkerCommand(int argc, char** argv) {
   // impl it reads, so destroyed before it; the metrics the impl counts in outlive it.
   MetricRegistry metrics;
   WorkerMetrics worker_metrics(&metrics);
+  // Files, and the cache tier a task's --cache_root names (a directory or redis://...).
+  CacheTierEnv env(Env::Default());
   std::unique_ptr<WorkerImpl> impl;
   std::atomic<WorkerImpl*> started_impl{nullptr};
   std::atomic<bool> ready{false};
@@ -150,6 +153,7 @@ int WorkerCommand(int argc, char** argv) {
   options.checkpoints_kept = absl::GetFlag(FLAGS_checkpoints_kept);
   options.runner.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
   options.runner.metrics = &worker_metrics;
+  options.runner.env = &env;
   auto started = WorkerImpl::Start(
       options,
       NewGrpcDispatcherConnection(absl::GetFlag(FLAGS_dispatcher), *channel_credentials, 10000));

@@ -1,0 +1,102 @@
+#include "cache/redis_env.h"
+
+#include "cache/cache_tier_env.h"
+#include "cache/redis_test_server.h"
+#include "common/scoped_temp_dir.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace granary {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+absl::Status Write(Env& env, const std::string& path, const std::string& data) {
+  absl::StatusOr<std::unique_ptr<WritableFile>> file = env.NewWritableFile(path);
+  if (!file.ok()) return file.status();
+  if (absl::Status s = (*file)->Append(data); !s.ok()) return s;
+  if (absl::Status s = (*file)->Sync(); !s.ok()) return s;
+  return (*file)->Close();
+}
+
+class RedisEnvTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(redis_.ok()) << "redis-server did not start"; }
+
+  testing::RedisTestServer redis_;
+  CacheTierEnv env_{Env::Default()};
+};
+
+TEST_F(RedisEnvTest, ValuesAreWrittenReadRenamedListedAndDeletedLikeFiles) {
+  const std::string dir = redis_.url() + "/granary/k1";
+  ASSERT_TRUE(env_.CreateDirs(dir).ok());
+  std::string chunk(1 << 20, '\0');
+  for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<char>(i * 7);
+  ASSERT_TRUE(Write(env_, dir + "/0.tmp", chunk).ok());
+  ASSERT_TRUE(env_.RenameFile(dir + "/0.tmp", dir + "/0.chunk").ok());
+  EXPECT_FALSE(env_.FileExists(dir + "/0.tmp"));
+  EXPECT_TRUE(env_.FileExists(dir + "/0.chunk"));
+  EXPECT_TRUE(env_.FileExists(dir)) << "a directory exists while a value is under it";
+  absl::StatusOr<std::string> read = ReadFileToString(&env_, dir + "/0.chunk");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(*read == chunk) << "the bytes read back differ";
+  EXPECT_EQ(*env_.GetFileSize(dir + "/0.chunk"), chunk.size());
+  ASSERT_TRUE(Write(env_, dir + "/1.chunk", "x").ok());
+  EXPECT_THAT(*env_.GetChildren(dir), ElementsAre("0.chunk", "1.chunk"));
+  EXPECT_THAT(*env_.GetChildren(redis_.url() + "/granary"), ElementsAre("k1"));
+  EXPECT_EQ(env_.DeleteDir(dir).code(), absl::StatusCode::kFailedPrecondition)
+      << "like rmdir: not while values are under it";
+  ASSERT_TRUE(env_.DeleteFile(dir + "/0.chunk").ok());
+  ASSERT_TRUE(env_.DeleteFile(dir + "/1.chunk").ok());
+  EXPECT_TRUE(env_.DeleteDir(dir).ok());
+  EXPECT_FALSE(env_.FileExists(dir));
+}
+
+TEST_F(RedisEnvTest, RenamingADirectoryMovesEveryValueUnderIt) {
+  const std::string root = redis_.url() + "/granary";
+  ASSERT_TRUE(Write(env_, root + "/k/a.chunk", "a").ok());
+  ASSERT_TRUE(Write(env_, root + "/k/b.chunk", "b").ok());
+  ASSERT_TRUE(env_.RenameFile(root + "/k", root + "/evicted-k-5").ok());
+  EXPECT_FALSE(env_.FileExists(root + "/k"));
+  EXPECT_THAT(*env_.GetChildren(root + "/evicted-k-5"), ElementsAre("a.chunk", "b.chunk"));
+  EXPECT_EQ(*ReadFileToString(&env_, root + "/evicted-k-5/b.chunk"), "b");
+}
+
+TEST_F(RedisEnvTest, AMissingValueIsNotFoundNamingIt) {
+  const std::string path = redis_.url() + "/granary/none.chunk";
+  const absl::Status read = ReadFileToString(&env_, path).status();
+  EXPECT_EQ(read.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(read.message(), HasSubstr(path));
+  EXPECT_EQ(env_.DeleteFile(path).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(env_.GetFileSize(path).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(RedisEnvTest, AServerDownIsUnavailableAndARestartedOneHasLostItsValues) {
+  const std::string path = redis_.url() + "/granary/k/0.chunk";
+  ASSERT_TRUE(Write(env_, path, "cached").ok());
+  ASSERT_TRUE(redis_.Restart());  // no persistence: empty again
+  // The old connection is gone: the first call may fail Unavailable, then it reconnects.
+  absl::Status read = ReadFileToString(&env_, path).status();
+  if (absl::IsUnavailable(read)) read = ReadFileToString(&env_, path).status();
+  EXPECT_EQ(read.code(), absl::StatusCode::kNotFound) << read;
+  ASSERT_TRUE(Write(env_, path, "again").ok());
+  EXPECT_EQ(*ReadFileToString(&env_, path), "again");
+
+  RedisEnv nowhere("redis://127.0.0.1:1", Env::Default());
+  const absl::Status down = nowhere.Put("redis://127.0.0.1:1/x", "y");
+  EXPECT_EQ(down.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(down.message(), HasSubstr("redis://127.0.0.1:1"));
+}
+
+TEST_F(RedisEnvTest, OtherPathsAreTheBaseEnvsFilesAndRenamesBetweenTiersAreRefused) {
+  testing::ScopedTempDir dir;
+  const std::string file = dir.Join("plain.chunk");
+  ASSERT_TRUE(Write(env_, file, "on disk").ok());
+  EXPECT_TRUE(Env::Default()->FileExists(file));
+  EXPECT_EQ(env_.RenameFile(file, redis_.url() + "/granary/x").code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace granary

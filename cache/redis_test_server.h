@@ -1,0 +1,35 @@
+// RedisTestServer: a real `redis-server` (Debian's) on 127.0.0.1 for tests of the in-memory
+// cache tier, without persistence (so a restart loses every value, as a Redis node restarted
+// without persistence does). Stopped (SIGKILL) and reaped when destroyed.
+#ifndef GRANARY_CACHE_REDIS_TEST_SERVER_H_
+#define GRANARY_CACHE_REDIS_TEST_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "common/subprocess.h"
+
+namespace granary::testing {
+
+class RedisTestServer {
+ public:
+  // Starts it on a free port; check ok().
+  RedisTestServer();
+  ~RedisTestServer();
+
+  bool ok() const { return server_ != nullptr && server_->running(); }
+  // "redis://127.0.0.1:PORT".
+  std::string url() const;
+  // SIGKILLs it and starts it again on the same port, empty. False if it did not come back.
+  bool Restart();
+
+ private:
+  bool Start();
+
+  int port_ = 0;
+  std::unique_ptr<Subprocess> server_;
+};
+
+}  // namespace granary::testing
+
+#endif  // GRANARY_CACHE_REDIS_TEST_SERVER_H_
