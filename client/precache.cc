@@ -1,6 +1,6 @@
 #include "client/precache.h"
 
-#include <set>
+#include <map>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -28,10 +28,11 @@ std::string PrecacheJobName(const std::string& dataset_id, JobCachePolicy policy
 }
 
 absl::StatusOr<PrecacheResult> RunPrecache(const PrecacheCalls& calls, absl::Duration timeout,
-                                           absl::Duration poll) {
+                                           absl::Duration poll, absl::Duration reread_after) {
   const absl::Time deadline = absl::Now() + timeout;
   PrecacheResult result;
-  std::set<int64_t> read;  // epochs of the precache job this call read to their end
+  // Epochs of the precache job this call read to their end, and when.
+  std::map<int64_t, absl::Time> read;
   for (bool first_look = true;; first_look = false) {
     absl::StatusOr<GetOrCreateJobResponse> job = calls.look();
     if (!job.ok()) return job.status();
@@ -53,9 +54,11 @@ absl::StatusOr<PrecacheResult> RunPrecache(const PrecacheCalls& calls, absl::Dur
       result.already_complete = first_look;
       result.num_elements = job->cache().num_elements();
       return result;
-    } else if (job->cache().put_job_id() == job->job_id() &&
-               !read.count(job->cache().put_epoch())) {
-      epoch = job->cache().put_epoch();
+    } else if (job->cache().put_job_id() == job->job_id()) {
+      const auto it = read.find(job->cache().put_epoch());
+      if (it == read.end() || absl::Now() - it->second >= reread_after) {
+        epoch = job->cache().put_epoch();
+      }
     }
     if (absl::Now() >= deadline) {
       return absl::DeadlineExceededError(
@@ -74,7 +77,7 @@ absl::StatusOr<PrecacheResult> RunPrecache(const PrecacheCalls& calls, absl::Dur
                                        " of the precache job: ", elements.status().message()));
     }
     result.elements_read += *elements;
-    read.insert(epoch);
+    read[epoch] = absl::Now();
   }
 }
 

@@ -11,7 +11,10 @@
 //    end (a resumed precache: the reader starts at index 0 and the workers recompute or serve
 //    what the epoch holds, exactly once as any epoch);
 //  * being written by another job (or by an epoch this call read to its end, whose last
-//    TaskFinished completes the cache a moment after): wait and ask again;
+//    TaskFinished completes the cache a moment after): wait and ask again — and read this job's
+//    epoch again once `reread_after` has passed without the cache completing: a task moved to
+//    another generation after the reader had its last element (its worker declared lost just
+//    then, its finished report refused) runs again only for a reader;
 //  * unknown: the job's next epoch puts it — read that epoch to its end.
 // Reading discards the elements: the point is the workers' Put of the cached prefix. Every
 // round before `timeout` elapses; past it, DeadlineExceeded.
@@ -41,7 +44,8 @@ struct PrecacheCalls {
 };
 
 absl::StatusOr<PrecacheResult> RunPrecache(const PrecacheCalls& calls, absl::Duration timeout,
-                                           absl::Duration poll = absl::Milliseconds(100));
+                                           absl::Duration poll = absl::Milliseconds(100),
+                                           absl::Duration reread_after = absl::Seconds(10));
 
 }  // namespace granary
 

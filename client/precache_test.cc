@@ -100,6 +100,18 @@ TEST(PrecacheTest, AnInterruptedPutOfThisJobIsReadAgainToItsEnd) {
   EXPECT_THAT(d.epochs_read, ElementsAre(0)) << "read once, then awaited";
 }
 
+TEST(PrecacheTest, ItsOwnPutThatStaysIncompleteIsReadAgain) {
+  // A task moved to a new generation after the reader had its last element runs again only for
+  // a reader: after reread_after without completion, the epoch is read again.
+  FakeDispatcher d;
+  d.answers = {Writing(7, 0), Writing(7, 0), Writing(7, 0), Writing(7, 0), Complete(10)};
+  absl::StatusOr<PrecacheResult> r =
+      RunPrecache(d.Calls(), absl::Seconds(10), absl::Milliseconds(5), absl::Milliseconds(1));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(d.epochs_read.size(), 2u);
+  EXPECT_EQ(r->elements_read, 10 * static_cast<int64_t>(d.epochs_read.size()));
+}
+
 TEST(PrecacheTest, AnotherJobsPutIsAwaitedNotRead) {
   FakeDispatcher d;
   d.answers = {Writing(3, 0), Writing(3, 0), Complete(10)};
