@@ -27,29 +27,6 @@ std::string EscapeGlob(absl::string_view text) {
   return out;
 }
 
-// A whole value, read front to back.
-class StringSequentialFile : public SequentialFile {
- public:
-  StringSequentialFile(std::string path, std::string data)
-      : path_(std::move(path)), data_(std::move(data)) {}
-  absl::StatusOr<size_t> Read(size_t n, char* scratch) override {
-    const size_t count = std::min(n, data_.size() - offset_);
-    std::memcpy(scratch, data_.data() + offset_, count);
-    offset_ += count;
-    return count;
-  }
-  absl::Status Skip(uint64_t n) override {
-    offset_ += std::min<uint64_t>(n, data_.size() - offset_);
-    return absl::OkStatus();
-  }
-  const std::string& path() const override { return path_; }
-
- private:
-  const std::string path_;
-  const std::string data_;
-  size_t offset_ = 0;
-};
-
 // Buffers its bytes; Sync and Close SET them as the value.
 class RedisWritableFile : public WritableFile {
  public:
@@ -85,6 +62,31 @@ struct RedisEnv::Reply {
   explicit Reply(redisReply* r) : reply(r) {}
   ~Reply() { freeReplyObject(reply); }
   redisReply* const reply;
+};
+
+// A GET's value, read front to back out of hiredis' reply (no copy of the value first).
+class RedisEnv::ValueFile : public SequentialFile {
+ public:
+  ValueFile(std::string path, std::unique_ptr<Reply> value)
+      : path_(std::move(path)), value_(std::move(value)) {}
+  absl::StatusOr<size_t> Read(size_t n, char* scratch) override {
+    const size_t count = std::min(n, size() - offset_);
+    std::memcpy(scratch, value_->reply->str + offset_, count);
+    offset_ += count;
+    return count;
+  }
+  absl::Status Skip(uint64_t n) override {
+    offset_ += std::min<uint64_t>(n, size() - offset_);
+    return absl::OkStatus();
+  }
+  const std::string& path() const override { return path_; }
+
+ private:
+  size_t size() const { return value_->reply->len; }
+
+  const std::string path_;
+  const std::unique_ptr<Reply> value_;
+  size_t offset_ = 0;
 };
 
 std::string RedisServerOf(const std::string& path) {
@@ -180,8 +182,7 @@ absl::StatusOr<std::unique_ptr<SequentialFile>> RedisEnv::NewSequentialFile(
   if (r->reply->type == REDIS_REPLY_NIL) {
     return absl::NotFoundError(absl::StrCat(path, ": no such value in the cache tier"));
   }
-  return std::unique_ptr<SequentialFile>(
-      new StringSequentialFile(path, std::string(r->reply->str, r->reply->len)));
+  return std::unique_ptr<SequentialFile>(new ValueFile(path, std::move(r)));
 }
 
 absl::StatusOr<std::unique_ptr<WritableFile>> RedisEnv::NewWritableFile(const std::string& path) {

@@ -70,6 +70,8 @@ class RedisEnv : public Env {
  private:
   // A command's reply, owned.
   struct Reply;
+  // A value read by GET, as a SequentialFile over its reply.
+  class ValueFile;
   // Runs the command `args` (binary-safe); Unavailable or Internal as above.
   absl::StatusOr<std::unique_ptr<Reply>> Command(const std::vector<std::string>& args)
       ABSL_LOCKS_EXCLUDED(mu_);
