@@ -162,9 +162,9 @@ class ClientImpl final : public Client {
     job.cache_policy = spec.cache_policy;
     PrecacheCalls calls;
     calls.look = [&] { return GetOrCreateJob(dataset_id, job); };
-    calls.read_epoch = [&](int64_t epoch) -> absl::StatusOr<std::unique_ptr<EpochReader>> {
-      ASSIGN_OR_RETURN(const GetOrCreateJobResponse opened, GetOrCreateJob(dataset_id, job));
-      JobImpl reading(connection_, opened.job_id(), COMPRESSION_NONE, /*local_workers=*/0);
+    calls.read_epoch = [&](int64_t job_id,
+                           int64_t epoch) -> absl::StatusOr<std::unique_ptr<EpochReader>> {
+      JobImpl reading(connection_, job_id, COMPRESSION_NONE, /*local_workers=*/0);
       return reading.ReadEpoch(epoch, /*consumer=*/0, /*position=*/"");
     };
     return RunPrecache(calls, absl::Milliseconds(spec.timeout_ms));

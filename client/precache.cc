@@ -68,7 +68,7 @@ absl::StatusOr<PrecacheResult> RunPrecache(const PrecacheCalls& calls, absl::Dur
       absl::SleepFor(poll);
       continue;
     }
-    absl::StatusOr<std::unique_ptr<EpochReader>> reader = calls.read_epoch(epoch);
+    absl::StatusOr<std::unique_ptr<EpochReader>> reader = calls.read_epoch(job->job_id(), epoch);
     if (!reader.ok()) return reader.status();
     absl::StatusOr<int64_t> elements = Drain(**reader);
     if (!elements.ok()) {

@@ -39,8 +39,10 @@ std::string PrecacheJobName(const std::string& dataset_id, JobCachePolicy policy
 struct PrecacheCalls {
   // GetOrCreateJob of the precache job.
   std::function<absl::StatusOr<GetOrCreateJobResponse>()> look;
-  // Starts (idempotently) and reads epoch `epoch` of the precache job as its one consumer.
-  std::function<absl::StatusOr<std::unique_ptr<EpochReader>>(int64_t epoch)> read_epoch;
+  // Starts (idempotently) and reads epoch `epoch` of the precache job (`job_id`, as `look`
+  // answered) as its one consumer.
+  std::function<absl::StatusOr<std::unique_ptr<EpochReader>>(int64_t job_id, int64_t epoch)>
+      read_epoch;
 };
 
 absl::StatusOr<PrecacheResult> RunPrecache(const PrecacheCalls& calls, absl::Duration timeout,

@@ -39,7 +39,9 @@ struct FakeDispatcher {
       if (answers.size() > 1) answers.pop_front();
       return answer;
     };
-    calls.read_epoch = [this](int64_t epoch) -> absl::StatusOr<std::unique_ptr<EpochReader>> {
+    calls.read_epoch = [this](int64_t job_id,
+                              int64_t epoch) -> absl::StatusOr<std::unique_ptr<EpochReader>> {
+      EXPECT_EQ(job_id, 7) << "the job look answered";
       epochs_read.push_back(epoch);
       return std::unique_ptr<EpochReader>(new CountingReader(10));
     };
