@@ -54,19 +54,10 @@ class PrecacheProcessTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     data_ = dir_.Join("data");
-    Subprocess datagen({GRANARY_BINARY, "datagen", "imagenet", "--out=" + data_,
-                        absl::StrCat("--images=", kImages), "--files=4", "--size=16"},
-                       Subprocess::Stderr::kMergeIntoStdout);
-    const std::string out = datagen.ReadAll();
-    ASSERT_EQ(datagen.Wait(), 0) << out;
+    ASSERT_TRUE(testing::GenerateImagenet(data_, kImages));
     pipeline_ = dir_.Join("pipeline.json");
     ASSERT_TRUE(WriteStringToFile(Env::Default(), pipeline_, PipelineJson(data_), false).ok());
-    Subprocess local({GRANARY_BINARY, "local", "--pipeline=" + pipeline_, "--epochs=2", "--seed=11",
-                      "--cache_policy=" + policy(), "--digest_out=" + dir_.Join("local.digest")},
-                     Subprocess::Stderr::kMergeIntoStdout);
-    const std::string output = local.ReadAll(std::chrono::seconds(120));
-    ASSERT_EQ(local.Wait(), 0) << output;
-    local_ = ReadDigests(dir_.Join("local.digest"));
+    local_ = testing::LocalDigests(pipeline_, 2, 11, policy(), dir_.Join("local.digest"));
     ASSERT_EQ(local_.size(), 2u);
   }
 
