@@ -1,6 +1,6 @@
 #include "cache/redis_env.h"
 
-#include <sys/time.h>
+#include <fnmatch.h>
 
 #include <algorithm>
 #include <cstring>
@@ -27,22 +27,38 @@ std::string EscapeGlob(absl::string_view text) {
   return out;
 }
 
-// Buffers its bytes; Sync and Close SET them as the value.
+// Buffers its bytes in blocks (appending never moves what is buffered); Flush, Sync and Close
+// SET them as the value, sent block by block.
 class RedisWritableFile : public WritableFile {
  public:
+  static constexpr size_t kBlock = 4 << 20;
+
   RedisWritableFile(RedisEnv* env, std::string path) : env_(env), path_(std::move(path)) {}
   ~RedisWritableFile() override {
     if (dirty_) Close().IgnoreError();
   }
   absl::Status Append(absl::string_view data) override {
-    buffer_.append(data.data(), data.size());
+    while (!data.empty()) {
+      if (blocks_.empty() || blocks_.back().size() == kBlock) {
+        blocks_.emplace_back();
+        // The first block grows as a string does; a file this large has more to come.
+        if (blocks_.size() > 1) blocks_.back().reserve(kBlock);
+      }
+      std::string& block = blocks_.back();
+      const size_t n = std::min(data.size(), kBlock - block.size());
+      block.append(data.data(), n);
+      data.remove_prefix(n);
+    }
     dirty_ = true;
     return absl::OkStatus();
   }
-  absl::Status Flush() override { return absl::OkStatus(); }
+  // Redis has no buffer between "given to the OS" and "durable in the tier": Flush SETs too,
+  // so a sealed chunk (CachePut flushes it) goes out while the epoch runs, not at its end.
+  absl::Status Flush() override { return Sync(); }
   absl::Status Sync() override {
     if (!dirty_) return absl::OkStatus();
-    RETURN_IF_ERROR(env_->Put(path_, buffer_));
+    RETURN_IF_ERROR(
+        env_->Put(path_, std::vector<absl::string_view>(blocks_.begin(), blocks_.end())));
     dirty_ = false;
     return absl::OkStatus();
   }
@@ -52,41 +68,40 @@ class RedisWritableFile : public WritableFile {
  private:
   RedisEnv* const env_;
   const std::string path_;
-  std::string buffer_;
+  std::vector<std::string> blocks_;
   bool dirty_ = false;
 };
 
 }  // namespace
 
-struct RedisEnv::Reply {
-  explicit Reply(redisReply* r) : reply(r) {}
-  ~Reply() { freeReplyObject(reply); }
-  redisReply* const reply;
-};
-
-// A GET's value, read front to back out of hiredis' reply (no copy of the value first).
+// A GET's value, streamed off its connection into the reader's buffer.
 class RedisEnv::ValueFile : public SequentialFile {
  public:
-  ValueFile(std::string path, std::unique_ptr<Reply> value)
+  ValueFile(std::string path, std::unique_ptr<RedisNodes::Value> value)
       : path_(std::move(path)), value_(std::move(value)) {}
   absl::StatusOr<size_t> Read(size_t n, char* scratch) override {
-    const size_t count = std::min(n, size() - offset_);
-    std::memcpy(scratch, value_->reply->str + offset_, count);
-    offset_ += count;
-    return count;
+    size_t done = 0;
+    while (done < n) {
+      ASSIGN_OR_RETURN(const size_t got, value_->Read(scratch + done, n - done));
+      if (got == 0) break;
+      done += got;
+    }
+    return done;
   }
   absl::Status Skip(uint64_t n) override {
-    offset_ += std::min<uint64_t>(n, size() - offset_);
+    char buffer[16 << 10];
+    while (n > 0) {
+      ASSIGN_OR_RETURN(const size_t got, Read(std::min<uint64_t>(n, sizeof(buffer)), buffer));
+      if (got == 0) break;
+      n -= got;
+    }
     return absl::OkStatus();
   }
   const std::string& path() const override { return path_; }
 
  private:
-  size_t size() const { return value_->reply->len; }
-
   const std::string path_;
-  const std::unique_ptr<Reply> value_;
-  size_t offset_ = 0;
+  const std::unique_ptr<RedisNodes::Value> value_;
 };
 
 std::string RedisServerOf(const std::string& path) {
@@ -95,94 +110,57 @@ std::string RedisServerOf(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(0, slash);
 }
 
-RedisEnv::RedisEnv(std::string server, Env* clock) : server_(std::move(server)), clock_(clock) {
-  const std::string authority = server_.substr(sizeof(kScheme) - 1);
-  const size_t colon = authority.rfind(':');
-  host_ = colon == std::string::npos ? authority : authority.substr(0, colon);
-  if (colon == std::string::npos || !absl::SimpleAtoi(authority.substr(colon + 1), &port_)) {
-    port_ = 6379;
-  }
-}
+RedisEnv::RedisEnv(std::string server, Env* clock)
+    : server_(std::move(server)), clock_(clock), nodes_([this] {
+        const std::string authority = server_.substr(sizeof(kScheme) - 1);
+        return authority.find(':') == std::string::npos ? authority + ":6379" : authority;
+      }()) {}
 
-RedisEnv::~RedisEnv() {
-  absl::MutexLock lock(&mu_);
-  if (context_ != nullptr) redisFree(context_);
-}
+RedisEnv::~RedisEnv() = default;
 
-absl::StatusOr<std::unique_ptr<RedisEnv::Reply>> RedisEnv::Command(
-    const std::vector<std::string>& args) {
-  std::vector<const char*> argv;
-  std::vector<size_t> lengths;
-  for (const std::string& a : args) {
-    argv.push_back(a.data());
-    lengths.push_back(a.size());
-  }
-  absl::MutexLock lock(&mu_);
-  if (context_ == nullptr) {
-    context_ = redisConnectWithTimeout(host_.c_str(), port_, timeval{5, 0});
-    if (context_ == nullptr || context_->err != 0) {
-      const std::string why = context_ != nullptr ? context_->errstr : "out of memory";
-      if (context_ != nullptr) redisFree(context_);
-      context_ = nullptr;
-      return absl::UnavailableError(absl::StrCat("cache tier ", server_, ": ", why));
-    }
-    redisSetTimeout(context_, timeval{30, 0});
-  }
-  auto* reply = static_cast<redisReply*>(
-      redisCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data()));
-  if (reply == nullptr) {
-    const std::string why = context_->errstr;
-    redisFree(context_);
-    context_ = nullptr;  // reopened by the next command
-    return absl::UnavailableError(absl::StrCat("cache tier ", server_, ": ", args[0], ": ", why));
-  }
-  auto owned = std::make_unique<Reply>(reply);
-  if (reply->type == REDIS_REPLY_ERROR) {
-    return absl::InternalError(absl::StrCat("cache tier ", server_, ": ", args[0], ": ",
-                                            std::string(reply->str, reply->len)));
-  }
-  return owned;
-}
-
-absl::StatusOr<std::string> RedisEnv::Key(const std::string& path) const {
+absl::StatusOr<std::string> RedisEnv::KeyOf(const std::string& path) const {
   if (!absl::StartsWith(path, server_ + "/") || path.size() == server_.size() + 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", path, "' is not a path under the cache tier ", server_));
   }
-  return path.substr(server_.size() + 1);
+  if (path.find_first_of("{}") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "': the cache tier ", server_, " takes no '{' or '}' in paths"));
+  }
+  const std::string relative = path.substr(server_.size() + 1);
+  const size_t name = relative.rfind('/') + 1;  // 0 without a '/'
+  const size_t dash = relative.rfind('-');
+  const size_t split = dash != std::string::npos && dash >= name ? dash : relative.size();
+  return absl::StrCat("{", relative.substr(0, split), "}", relative.substr(split));
 }
 
-absl::StatusOr<std::vector<std::string>> RedisEnv::Scan(const std::string& pattern) {
-  std::set<std::string> keys;
-  std::string cursor = "0";
-  do {
-    ASSIGN_OR_RETURN(std::unique_ptr<Reply> r,
-                     Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}));
-    if (r->reply->type != REDIS_REPLY_ARRAY || r->reply->elements != 2) {
-      return absl::InternalError(absl::StrCat("cache tier ", server_, ": odd SCAN reply"));
-    }
-    cursor.assign(r->reply->element[0]->str, r->reply->element[0]->len);
-    const redisReply* batch = r->reply->element[1];
-    for (size_t i = 0; i < batch->elements; ++i) {
-      keys.emplace(batch->element[i]->str, batch->element[i]->len);
-    }
-  } while (cursor != "0");
-  return std::vector<std::string>(keys.begin(), keys.end());
+std::string RedisEnv::PathOf(const std::string& key) const {
+  const size_t close = key.find('}');
+  return absl::StrCat(server_, "/", key.substr(1, close - 1), key.substr(close + 1));
 }
 
-absl::Status RedisEnv::Put(const std::string& path, const std::string& value) {
-  ASSIGN_OR_RETURN(const std::string key, Key(path));
-  return Command({"SET", key, value}).status();
+absl::StatusOr<std::string> RedisEnv::KeysUnder(const std::string& dir) const {
+  RETURN_IF_ERROR(KeyOf(dir).status());
+  return absl::StrCat("{", EscapeGlob(dir.substr(server_.size() + 1)), "/*");
+}
+
+absl::Status RedisEnv::Put(const std::string& path, const std::vector<absl::string_view>& value) {
+  ASSIGN_OR_RETURN(const std::string key, KeyOf(path));
+  return nodes_.Set(key, value);
+}
+
+absl::Status RedisEnv::Put(const std::string& path, absl::string_view value) {
+  return Put(path, std::vector<absl::string_view>{value});
 }
 
 absl::StatusOr<std::unique_ptr<SequentialFile>> RedisEnv::NewSequentialFile(
     const std::string& path) {
-  ASSIGN_OR_RETURN(const std::string key, Key(path));
-  ASSIGN_OR_RETURN(std::unique_ptr<Reply> r, Command({"GET", key}));
-  if (r->reply->type == REDIS_REPLY_NIL) {
+  ASSIGN_OR_RETURN(const std::string key, KeyOf(path));
+  ASSIGN_OR_RETURN(std::unique_ptr<RedisNodes::Value> value, nodes_.Get(key));
+  if (value == nullptr) {
     return absl::NotFoundError(absl::StrCat(path, ": no such value in the cache tier"));
   }
-  return std::unique_ptr<SequentialFile>(new ValueFile(path, std::move(r)));
+  return std::unique_ptr<SequentialFile>(new ValueFile(path, std::move(value)));
 }
 
 absl::StatusOr<std::unique_ptr<WritableFile>> RedisEnv::NewWritableFile(const std::string& path) {
@@ -192,72 +170,93 @@ absl::StatusOr<std::unique_ptr<WritableFile>> RedisEnv::NewWritableFile(const st
 }
 
 bool RedisEnv::FileExists(const std::string& path) {
-  const absl::StatusOr<std::string> key = Key(path);
+  const absl::StatusOr<std::string> key = KeyOf(path);
   if (!key.ok()) return false;
-  const absl::StatusOr<std::unique_ptr<Reply>> r = Command({"EXISTS", *key});
-  if (r.ok() && (*r)->reply->integer > 0) return true;
+  const absl::StatusOr<RedisReply> r = nodes_.Command(*key, {"EXISTS", *key});
+  if (r.ok() && (*r)->integer > 0) return true;
   // A "directory": some key under it.
-  const absl::StatusOr<std::vector<std::string>> under = Scan(EscapeGlob(*key) + "/*");
+  const absl::StatusOr<std::string> pattern = KeysUnder(path);
+  const absl::StatusOr<std::vector<std::string>> under = nodes_.Scan(*pattern);
   return under.ok() && !under->empty();
 }
 
 absl::StatusOr<uint64_t> RedisEnv::GetFileSize(const std::string& path) {
-  ASSIGN_OR_RETURN(const std::string key, Key(path));
-  ASSIGN_OR_RETURN(std::unique_ptr<Reply> exists, Command({"EXISTS", key}));
-  if (exists->reply->integer == 0) {
+  ASSIGN_OR_RETURN(const std::string key, KeyOf(path));
+  ASSIGN_OR_RETURN(const RedisReply exists, nodes_.Command(key, {"EXISTS", key}));
+  if (exists->integer == 0) {
     return absl::NotFoundError(absl::StrCat(path, ": no such value in the cache tier"));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Reply> r, Command({"STRLEN", key}));
-  return static_cast<uint64_t>(r->reply->integer);
+  ASSIGN_OR_RETURN(const RedisReply r, nodes_.Command(key, {"STRLEN", key}));
+  return static_cast<uint64_t>(r->integer);
 }
 
 absl::StatusOr<std::vector<std::string>> RedisEnv::Glob(const std::string& pattern) {
-  ASSIGN_OR_RETURN(const std::string key_pattern, Key(pattern));
-  ASSIGN_OR_RETURN(std::vector<std::string> keys, Scan(key_pattern));
-  for (std::string& key : keys) key = absl::StrCat(server_, "/", key);
-  return keys;
+  RETURN_IF_ERROR(KeyOf(pattern).status());
+  // The keys under the pattern's literal prefix, filtered by the pattern as paths.
+  const std::string relative = pattern.substr(server_.size() + 1);
+  const std::string literal = relative.substr(0, relative.find_first_of("*?[\\"));
+  ASSIGN_OR_RETURN(const std::vector<std::string> keys,
+                   nodes_.Scan(absl::StrCat("{", EscapeGlob(literal), "*")));
+  std::vector<std::string> paths;
+  for (const std::string& key : keys) {
+    std::string path = PathOf(key);
+    if (fnmatch(pattern.c_str(), path.c_str(), FNM_PATHNAME) == 0) paths.push_back(std::move(path));
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
 }
 
 absl::StatusOr<std::vector<std::string>> RedisEnv::GetChildren(const std::string& dir) {
-  ASSIGN_OR_RETURN(const std::string key, Key(dir));
-  ASSIGN_OR_RETURN(const std::vector<std::string> keys, Scan(EscapeGlob(key) + "/*"));
+  ASSIGN_OR_RETURN(const std::string pattern, KeysUnder(dir));
+  ASSIGN_OR_RETURN(const std::vector<std::string> keys, nodes_.Scan(pattern));
   std::set<std::string> children;
-  for (const std::string& k : keys) {
-    const std::string rest = k.substr(key.size() + 1);
+  for (const std::string& key : keys) {
+    const std::string rest = PathOf(key).substr(dir.size() + 1);
     children.insert(rest.substr(0, rest.find('/')));
   }
   return std::vector<std::string>(children.begin(), children.end());
 }
 
+absl::Status RedisEnv::RenameKey(const std::string& from, const std::string& to) {
+  ASSIGN_OR_RETURN(const bool same_slot, nodes_.SameSlot(from, to));
+  if (same_slot) return nodes_.Command(from, {"RENAME", from, to}).status();
+  ASSIGN_OR_RETURN(const RedisReply value, nodes_.Command(from, {"GET", from}));
+  if (value->type != REDIS_REPLY_STRING) {
+    return absl::NotFoundError(absl::StrCat("rename ", PathOf(from), ": no such value"));
+  }
+  RETURN_IF_ERROR(nodes_.Set(to, {absl::string_view(value->str, value->len)}));
+  return nodes_.Command(from, {"DEL", from}).status();
+}
+
 absl::Status RedisEnv::RenameFile(const std::string& from, const std::string& to) {
-  ASSIGN_OR_RETURN(const std::string from_key, Key(from));
-  ASSIGN_OR_RETURN(const std::string to_key, Key(to));
-  ASSIGN_OR_RETURN(std::unique_ptr<Reply> exists, Command({"EXISTS", from_key}));
-  if (exists->reply->integer > 0) return Command({"RENAME", from_key, to_key}).status();
+  ASSIGN_OR_RETURN(const std::string from_key, KeyOf(from));
+  ASSIGN_OR_RETURN(const std::string to_key, KeyOf(to));
+  ASSIGN_OR_RETURN(const RedisReply exists, nodes_.Command(from_key, {"EXISTS", from_key}));
+  if (exists->integer > 0) return RenameKey(from_key, to_key);
   // A "directory": every key under it.
-  ASSIGN_OR_RETURN(const std::vector<std::string> keys, Scan(EscapeGlob(from_key) + "/*"));
+  ASSIGN_OR_RETURN(const std::string pattern, KeysUnder(from));
+  ASSIGN_OR_RETURN(const std::vector<std::string> keys, nodes_.Scan(pattern));
   if (keys.empty()) return absl::NotFoundError(absl::StrCat("rename ", from, ": no such value"));
-  for (const std::string& k : keys) {
-    RETURN_IF_ERROR(Command({"RENAME", k, to_key + k.substr(from_key.size())}).status());
+  for (const std::string& key : keys) {
+    ASSIGN_OR_RETURN(const std::string moved, KeyOf(to + PathOf(key).substr(from.size())));
+    RETURN_IF_ERROR(RenameKey(key, moved));
   }
   return absl::OkStatus();
 }
 
 absl::Status RedisEnv::DeleteFile(const std::string& path) {
-  ASSIGN_OR_RETURN(const std::string key, Key(path));
-  ASSIGN_OR_RETURN(std::unique_ptr<Reply> r, Command({"DEL", key}));
-  if (r->reply->integer == 0) {
-    return absl::NotFoundError(absl::StrCat("delete ", path, ": no such value"));
-  }
+  ASSIGN_OR_RETURN(const std::string key, KeyOf(path));
+  ASSIGN_OR_RETURN(const RedisReply r, nodes_.Command(key, {"DEL", key}));
+  if (r->integer == 0) return absl::NotFoundError(absl::StrCat("delete ", path, ": no such value"));
   return absl::OkStatus();
 }
 
-absl::Status RedisEnv::CreateDirs(const std::string& dir) { return Key(dir).status(); }
+absl::Status RedisEnv::CreateDirs(const std::string& dir) { return KeyOf(dir).status(); }
 
 absl::Status RedisEnv::DeleteDir(const std::string& dir) {
   // As rmdir: only an empty "directory" (no key under it) goes — and it is gone already.
-  ASSIGN_OR_RETURN(const std::string key, Key(dir));
-  ASSIGN_OR_RETURN(const std::vector<std::string> keys, Scan(EscapeGlob(key) + "/*"));
+  ASSIGN_OR_RETURN(const std::string pattern, KeysUnder(dir));
+  ASSIGN_OR_RETURN(const std::vector<std::string> keys, nodes_.Scan(pattern));
   if (!keys.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("rmdir ", dir, ": not empty (", keys.size(), " values under it)"));
@@ -265,6 +264,6 @@ absl::Status RedisEnv::DeleteDir(const std::string& dir) {
   return absl::OkStatus();
 }
 
-absl::Status RedisEnv::SyncDir(const std::string& dir) { return Key(dir).status(); }
+absl::Status RedisEnv::SyncDir(const std::string& dir) { return KeyOf(dir).status(); }
 
 }  // namespace granary

@@ -4,25 +4,34 @@
 // its committed name), Get (cache_read loads a chunk whole), eviction and garbage collection
 // work on either tier unchanged.
 //
-// Mapping: the file `redis://HOST:PORT/a/b/c.chunk` is the string value under the key
-// `a/b/c.chunk` (the path after HOST:PORT/). Directories are implied by key prefixes: CreateDirs
-// and SyncDir do nothing, GetChildren lists the next path components of the keys under
-// `dir/` (SCAN, never KEYS), DeleteDir deletes those keys, and renaming a "directory" renames
-// every key under it, one RENAME each (not atomic as a whole; the dispatcher renames a cache's
-// directory only under its lock, when no epoch reads or writes it).
+// Mapping: the file `redis://HOST:PORT/D/N` (D its directory, N its name) is the string value
+// under the key `{D/S}T`, where S is N up to its last '-' (all of N if it has none) and T the
+// rest: the braces are a Redis Cluster hash tag, so a cache's temporary chunk
+// `t1-g0-i0-r<run>.tmp` and its committed name `t1-g0-i0-n<count>.chunk` share a slot (their
+// RENAME is atomic) while a cache's chunks spread over the cluster's masters. Paths with `{` or
+// `}` are refused. Directories are implied by key prefixes: CreateDirs and SyncDir do nothing,
+// GetChildren lists the next path components of the keys under `{D/` (SCAN, never KEYS),
+// DeleteDir deletes those keys, and renaming a "directory" renames every key under it, one at
+// a time (not atomic as a whole; the dispatcher renames a cache's directory only under its
+// lock, when no epoch reads or writes it). A rename between two slots of a cluster is a copy:
+// GET, SET of the new key (whole: a reader sees it complete or not at all), DEL of the old.
 //
-// Durability: a WritableFile buffers its bytes; Sync and Close SET the whole value (Redis' SET
+// Servers: HOST:PORT is one Redis server or any node of a Redis Cluster (cache/redis_nodes.h
+// finds out which, routes by slot and follows MOVED/ASK).
+//
+// Durability: a WritableFile buffers its bytes; Flush, Sync and Close SET the whole value (Redis' SET
 // is atomic: a reader sees the old value or the new, never a part), so a chunk "is durable in
 // the tier" once Redis acknowledged its SET. A Redis without persistence loses everything when
 // it restarts, and a maxmemory policy other than noeviction may drop values: a lost chunk is
 // a missing file to the cache's readers, which the cache's checks (record count, MAC, index
 // sequence: cache/FORMAT.md) turn into a recompute — never wrong data.
 //
-// Errors: Unavailable naming the server when it cannot be reached (or a command fails on the
-// connection, which is then reopened at the next call); NotFound for a missing key; Internal
-// for a Redis error reply (e.g. OOM under noeviction), with its text.
+// Reads: a SequentialFile streams the value off the socket into the reader's buffer.
 //
-// Thread-safe: one connection, used under a mutex (a chunk is one command each way).
+// Errors: Unavailable naming the server when it cannot be reached; NotFound for a missing key;
+// Internal for a Redis error reply (e.g. OOM under noeviction), with its text.
+//
+// Thread-safe (connections are pooled per node).
 #ifndef GRANARY_CACHE_REDIS_ENV_H_
 #define GRANARY_CACHE_REDIS_ENV_H_
 
@@ -30,12 +39,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "cache/redis_nodes.h"
 #include "common/env.h"
-
-struct redisContext;
 
 namespace granary {
 
@@ -45,7 +51,7 @@ std::string RedisServerOf(const std::string& path);
 class RedisEnv : public Env {
  public:
   // For paths under `server` ("redis://HOST:PORT"); clock and sleep from `clock`. Connects at
-  // the first call (and again after a failed one).
+  // the first call.
   RedisEnv(std::string server, Env* clock);
   ~RedisEnv() override;
 
@@ -64,28 +70,27 @@ class RedisEnv : public Env {
   uint64_t NowMicros() override { return clock_->NowMicros(); }
   void SleepForMicros(uint64_t micros) override { clock_->SleepForMicros(micros); }
 
-  // SET `path` to `value` (what a WritableFile's Sync does).
-  absl::Status Put(const std::string& path, const std::string& value);
+  // SET `path` to `value`, or to the concatenation of its pieces (what a WritableFile's Sync
+  // does).
+  absl::Status Put(const std::string& path, absl::string_view value);
+  absl::Status Put(const std::string& path, const std::vector<absl::string_view>& value);
+
+  // The key of `path` (see Mapping above); InvalidArgument for a path not under this server.
+  absl::StatusOr<std::string> KeyOf(const std::string& path) const;
 
  private:
-  // A command's reply, owned.
-  struct Reply;
-  // A value read by GET, as a SequentialFile over its reply.
+  // A value read by GET, as a SequentialFile streaming it.
   class ValueFile;
-  // Runs the command `args` (binary-safe); Unavailable or Internal as above.
-  absl::StatusOr<std::unique_ptr<Reply>> Command(const std::vector<std::string>& args)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // The key of `path`; InvalidArgument for a path not under this server.
-  absl::StatusOr<std::string> Key(const std::string& path) const;
-  // Every key matching the glob `pattern` (SCAN).
-  absl::StatusOr<std::vector<std::string>> Scan(const std::string& pattern);
+  // The path of the key `key` (KeyOf's inverse).
+  std::string PathOf(const std::string& key) const;
+  // The key pattern matching the keys of every path under the directory `dir`.
+  absl::StatusOr<std::string> KeysUnder(const std::string& dir) const;
+  // Renames the value under `from` to `to` (RENAME, or a copy between slots).
+  absl::Status RenameKey(const std::string& from, const std::string& to);
 
   const std::string server_;  // "redis://HOST:PORT"
-  std::string host_;
-  int port_ = 0;
   Env* const clock_;
-  absl::Mutex mu_;
-  redisContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  RedisNodes nodes_;
 };
 
 }  // namespace granary

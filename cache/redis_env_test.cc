@@ -76,9 +76,8 @@ TEST_F(RedisEnvTest, AServerDownIsUnavailableAndARestartedOneHasLostItsValues) {
   const std::string path = redis_.url() + "/granary/k/0.chunk";
   ASSERT_TRUE(Write(env_, path, "cached").ok());
   ASSERT_TRUE(redis_.Restart());  // no persistence: empty again
-  // The old connection is gone: the first call may fail Unavailable, then it reconnects.
-  absl::Status read = ReadFileToString(&env_, path).status();
-  if (absl::IsUnavailable(read)) read = ReadFileToString(&env_, path).status();
+  // The pooled connection is gone: the call retries on a new one.
+  const absl::Status read = ReadFileToString(&env_, path).status();
   EXPECT_EQ(read.code(), absl::StatusCode::kNotFound) << read;
   ASSERT_TRUE(Write(env_, path, "again").ok());
   EXPECT_EQ(*ReadFileToString(&env_, path), "again");
@@ -87,6 +86,60 @@ TEST_F(RedisEnvTest, AServerDownIsUnavailableAndARestartedOneHasLostItsValues) {
   const absl::Status down = nowhere.Put("redis://127.0.0.1:1/x", "y");
   EXPECT_EQ(down.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(down.message(), HasSubstr("redis://127.0.0.1:1"));
+}
+
+// A chunk's reader that stops halfway (a task cancelled mid-Get) gives its connection up, not
+// back: the next reads get whole values, not the rest of the abandoned one.
+TEST_F(RedisEnvTest, AValueDroppedMidReadLeavesLaterReadsWhole) {
+  const std::string big = redis_.url() + "/granary/k/big.chunk";
+  const std::string small = redis_.url() + "/granary/k/small.chunk";
+  ASSERT_TRUE(Write(env_, big, std::string(4 << 20, 'b')).ok());
+  ASSERT_TRUE(Write(env_, small, "small").ok());
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<std::unique_ptr<SequentialFile>> file = env_.NewSequentialFile(big);
+    ASSERT_TRUE(file.ok()) << file.status();
+    char head[100];
+    ASSERT_EQ(*(*file)->Read(sizeof(head), head), sizeof(head));
+    EXPECT_EQ(head[99], 'b');
+  }
+  EXPECT_EQ(*ReadFileToString(&env_, small), "small");
+  EXPECT_EQ(ReadFileToString(&env_, big)->size(), size_t{4 << 20});
+}
+
+// A value deleted (or replaced) while it is read in pieces: the read fails naming it, and
+// never returns a mix of two values.
+TEST_F(RedisEnvTest, AValueDeletedWhileReadFailsNamingIt) {
+  const std::string path = redis_.url() + "/granary/k/big.chunk";
+  ASSERT_TRUE(Write(env_, path, std::string(8 << 20, 'b')).ok());
+  absl::StatusOr<std::unique_ptr<SequentialFile>> file = env_.NewSequentialFile(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  std::string head(1 << 20, '\0');
+  ASSERT_EQ(*(*file)->Read(head.size(), head.data()), head.size());
+  CacheTierEnv other(Env::Default());
+  ASSERT_TRUE(other.DeleteFile(path).ok());
+  std::string rest(7 << 20, '\0');
+  const absl::StatusOr<size_t> read = (*file)->Read(rest.size(), rest.data());
+  ASSERT_FALSE(read.ok()) << "read " << *read << " bytes of a deleted value";
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(read.status().message(), HasSubstr("changed while it was read"));
+  EXPECT_THAT(read.status().message(), HasSubstr("big.chunk"));
+}
+
+// cache/FORMAT.md's example: a chunk's temporary and committed names share the hash tag.
+TEST_F(RedisEnvTest, KeysAreTaggedWithTheNameUpToItsLastDash) {
+  RedisEnv redis(redis_.url(), Env::Default());
+  const std::string dir = redis_.url() + "/granary/0123abcd/";
+  EXPECT_EQ(*redis.KeyOf(dir + "t3-g0-i256-n128.chunk"),
+            "{granary/0123abcd/t3-g0-i256}-n128.chunk");
+  EXPECT_EQ(*redis.KeyOf(dir + "t3-g0-i256-r00ff.tmp"), "{granary/0123abcd/t3-g0-i256}-r00ff.tmp");
+  EXPECT_EQ(*redis.KeyOf(redis_.url() + "/granary/no-dash/x.chunk"), "{granary/no-dash/x.chunk}");
+}
+
+TEST_F(RedisEnvTest, APathWithBracesIsRefusedNamingIt) {
+  const std::string path = redis_.url() + "/granary/{k}/0.chunk";
+  const absl::Status put = Write(env_, path, "x");
+  EXPECT_EQ(put.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(put.message(), HasSubstr(path));
 }
 
 TEST_F(RedisEnvTest, OtherPathsAreTheBaseEnvsFilesAndRenamesBetweenTiersAreRefused) {

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -14,20 +15,31 @@
 namespace granary::testing {
 namespace {
 
-// A port nothing listens on now (bound to 0 and released).
-int FreePort() {
+// Whether `port` on 127.0.0.1 can be bound now (and so `port` itself if it is 0).
+int Bind(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
   socklen_t length = sizeof(address);
-  int port = 0;
+  int bound = 0;
   if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
       getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
+    bound = ntohs(address.sin_port);
   }
   close(fd);
-  return port;
+  return bound;
+}
+
+// A port nothing listens on now. A cluster node also listens on its bus port, PORT + 10000,
+// which must exist and be free too.
+int FreePort(bool with_cluster_bus) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int port = Bind(0);
+    if (!with_cluster_bus || (port + 10000 < 65536 && Bind(port + 10000) != 0)) return port;
+  }
+  return 0;
 }
 
 bool Accepts(int port) {
@@ -43,7 +55,12 @@ bool Accepts(int port) {
 
 }  // namespace
 
-RedisTestServer::RedisTestServer() : port_(FreePort()) { Start(); }
+RedisTestServer::RedisTestServer(std::vector<std::string> flags)
+    : flags_(std::move(flags)),
+      port_(
+          FreePort(std::find(flags_.begin(), flags_.end(), "--cluster-enabled") != flags_.end())) {
+  Start();
+}
 
 RedisTestServer::~RedisTestServer() {
   if (server_ != nullptr && server_->running()) {
@@ -55,11 +72,11 @@ RedisTestServer::~RedisTestServer() {
 std::string RedisTestServer::url() const { return absl::StrCat("redis://127.0.0.1:", port_); }
 
 bool RedisTestServer::Start() {
-  server_ = std::make_unique<Subprocess>(
-      std::vector<std::string>{"/usr/bin/redis-server", "--port", absl::StrCat(port_), "--bind",
-                               "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel",
-                               "warning"},
-      Subprocess::Stderr::kMergeIntoStdout);
+  std::vector<std::string> argv = {
+      "/usr/bin/redis-server", "--port", absl::StrCat(port_), "--bind", "127.0.0.1", "--save", "",
+      "--appendonly",          "no",     "--loglevel",        "warning"};
+  argv.insert(argv.end(), flags_.begin(), flags_.end());
+  server_ = std::make_unique<Subprocess>(argv, Subprocess::Stderr::kMergeIntoStdout);
   for (int i = 0; i < 500; ++i) {
     if (!server_->running()) return false;
     if (Accepts(port_)) return true;

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/subprocess.h"
 
@@ -13,11 +14,12 @@ namespace granary::testing {
 
 class RedisTestServer {
  public:
-  // Starts it on a free port; check ok().
-  RedisTestServer();
+  // Starts it on a free port, with `flags` added to its command line; check ok().
+  explicit RedisTestServer(std::vector<std::string> flags = {});
   ~RedisTestServer();
 
   bool ok() const { return server_ != nullptr && server_->running(); }
+  int port() const { return port_; }
   // "redis://127.0.0.1:PORT".
   std::string url() const;
   // SIGKILLs it and starts it again on the same port, empty. False if it did not come back.
@@ -26,6 +28,7 @@ class RedisTestServer {
  private:
   bool Start();
 
+  const std::vector<std::string> flags_;
   int port_ = 0;
   std::unique_ptr<Subprocess> server_;
 };

@@ -3,8 +3,8 @@
 // the cache (the source files are moved away after epoch 0, so opening them would fail), all
 // workers SIGKILLed mid-Put and mid-Get and restarted; every epoch's digest equals
 // `granary local --cache_policy` and the cache's manifest holds every element exactly once. The
-// same through the in-memory Redis tier, and with Redis restarted (losing the cache) between the
-// Put and the Get.
+// same through the in-memory Redis tier (one server, and a three-master Redis Cluster), and with
+// Redis restarted (losing the cache) between the Put and the Get.
 #include <chrono>
 #include <map>
 #include <set>
@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cache/cache_tier_env.h"
+#include "cache/redis_test_cluster.h"
 #include "cache/redis_test_server.h"
 #include "common/env.h"
 #include "common/scoped_temp_dir.h"
@@ -402,23 +403,40 @@ INSTANTIATE_TEST_SUITE_P(Auto, AutoCacheProcessTest, ::testing::Values("auto"),
                          [](const auto& info) { return info.param; });
 
 // The in-memory tier (issue 20): the same cache with --cache_root redis://… on a real
-// redis-server without persistence.
-class RedisCacheProcessTest : public CacheProcessTest {
+// redis-server without persistence, or on a Redis Cluster of three of them.
+class RedisTierProcessTest : public CacheProcessTest {
  protected:
+  // "redis://HOST:PORT" of the tier (of one of its nodes).
+  virtual std::string RedisUrl() const = 0;
+
   testing::LocalClusterOptions Options() const {
     return {.workers = 2,
             .worker_flags = WorkerFlags(dir_.Join("ckpt")),
-            .dispatcher_flags = {"--cache_root=" + redis_.url() + "/granary"}};
+            .dispatcher_flags = {"--cache_root=" + RedisUrl() + "/granary"}};
   }
+
+  // Put and Get through Redis, every worker SIGKILLed mid-Put and again mid-Get (the source
+  // moved away once the cache is complete): every epoch matches local, epochs 1-2 read the cache
+  // and its manifest holds every element once.
+  void PutAndGetWithAllWorkersKilledMatchLocal();
+};
+
+class RedisCacheProcessTest : public RedisTierProcessTest {
+ protected:
+  std::string RedisUrl() const override { return redis_.url(); }
 
   testing::RedisTestServer redis_;
 };
 
-// Put and Get through Redis, every worker SIGKILLed mid-Put and again mid-Get (the source moved
-// away once the cache is complete): every epoch matches local, epochs 1-2 read the cache and its
-// manifest holds every element once.
-TEST_P(RedisCacheProcessTest, AllWorkersKilledMidPutAndMidGetMatchLocal) {
-  ASSERT_TRUE(redis_.ok()) << "redis-server did not start";
+// Chunks spread over the cluster's masters by hash slot (cache/redis_nodes.h).
+class RedisClusterCacheProcessTest : public RedisTierProcessTest {
+ protected:
+  std::string RedisUrl() const override { return redis_.url(); }
+
+  testing::RedisTestCluster redis_{3, dir_.path()};
+};
+
+void RedisTierProcessTest::PutAndGetWithAllWorkersKilledMatchLocal() {
   testing::LocalCluster cluster(dir_.Join("cluster"), Options());
   ASSERT_TRUE(cluster.ok());
   const std::string position = dir_.Join("position");
@@ -431,7 +449,7 @@ TEST_P(RedisCacheProcessTest, AllWorkersKilledMidPutAndMidGetMatchLocal) {
   ASSERT_EQ(written.state().caches_size(), 1);
   ExpectManifestExactlyOnce(written.state().caches(0), kImages, local_.at(0).multiset,
                             policy() == "full");
-  EXPECT_TRUE(absl::StartsWith(written.state().caches(0).chunks(0).path(), redis_.url()))
+  EXPECT_TRUE(absl::StartsWith(written.state().caches(0).chunks(0).path(), RedisUrl()))
       << written.state().caches(0).chunks(0).path();
   HideSource();
   AwaitPosition(position, 1, kImages / 3);
@@ -446,6 +464,20 @@ TEST_P(RedisCacheProcessTest, AllWorkersKilledMidPutAndMidGetMatchLocal) {
     modes[epoch.epoch()] = epoch.cache().mode();
   EXPECT_EQ(modes[1], EpochCache::GET);
   EXPECT_EQ(modes[2], EpochCache::GET);
+}
+
+TEST_P(RedisCacheProcessTest, AllWorkersKilledMidPutAndMidGetMatchLocal) {
+  ASSERT_TRUE(redis_.ok()) << "redis-server did not start";
+  PutAndGetWithAllWorkersKilledMatchLocal();
+}
+
+TEST_P(RedisClusterCacheProcessTest, AllWorkersKilledMidPutAndMidGetMatchLocal) {
+  ASSERT_TRUE(redis_.ok()) << "the Redis Cluster did not form";
+  PutAndGetWithAllWorkersKilledMatchLocal();
+  if (HasFatalFailure()) return;
+  for (int node = 0; node < redis_.size(); ++node) {
+    EXPECT_GT(redis_.KeysOn(node), 0) << "no chunk on node " << node;
+  }
 }
 
 // Redis restarted without persistence between the Put and the Get: every chunk is gone. The Get
@@ -467,6 +499,8 @@ TEST_P(RedisCacheProcessTest, ARestartedRedisLosesTheCacheAndItsEpochsRecompute)
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, RedisCacheProcessTest, ::testing::Values("full", "at_mark"),
+                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Policies, RedisClusterCacheProcessTest, ::testing::Values("full"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
