@@ -45,7 +45,7 @@ class RedisClusterTest : public ::testing::Test {
   }
 
   testing::ScopedTempDir dir_;
-  testing::RedisTestCluster cluster_{3, dir_.path()};
+  testing::RedisTestCluster cluster_{{.masters = 3}, dir_.path()};
   RedisEnv redis_{cluster_.url(), Env::Default()};
 };
 
@@ -156,6 +156,47 @@ TEST_F(RedisClusterTest, AMigratingSlotsAskIsFollowedAndACommitWaitsForTheMigrat
   EXPECT_EQ(*ReadFileToString(&redis_, committed), "new");
   EXPECT_EQ(cluster_.KeysOn(owner), 0);
   EXPECT_EQ(cluster_.KeysOn(to), 2);
+}
+
+// A master SIGKILLed: its replica takes over once the cluster's node timeout has passed. The
+// client waits the failover out and reads every value (written and replicated before the kill)
+// from the promoted replica, and writes there.
+TEST(RedisClusterFailoverTest, AKilledMastersValuesAreReadFromItsPromotedReplica) {
+  testing::ScopedTempDir dir;
+  testing::RedisTestCluster cluster(
+      {.masters = 3, .replicas_per_master = 1, .node_timeout_ms = 1000}, dir.path());
+  ASSERT_TRUE(cluster.ok()) << "the Redis Cluster did not form";
+  RedisEnv redis(cluster.url(), Env::Default());
+  std::map<std::string, std::string> written;
+  for (int task = 0; task < 30; ++task) {
+    const std::string path =
+        absl::StrCat(cluster.url(), "/granary/k/", CachePut::FinalName(task, 0, 0, 1));
+    written[path] = Bytes(3 << 20, task);  // a few pieces each
+    ASSERT_TRUE(redis.Put(path, written[path]).ok());
+  }
+  for (int master = 0; master < 3; ++master) ASSERT_TRUE(cluster.AwaitReplicated(master));
+  const int killed = 1;
+  const int promoted = 3 + killed;
+  ASSERT_GT(cluster.KeysOn(killed), 0) << "no value on the master to kill";
+  cluster.Kill(killed);
+  const absl::Time start = absl::Now();
+  for (const auto& [path, bytes] : written) {
+    absl::StatusOr<std::string> read = ReadFileToString(&redis, path);
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_TRUE(*read == bytes) << path << " reads back different bytes";
+  }
+  EXPECT_LT(absl::Now() - start, RedisNodes::kBusyWait);
+  const std::string after = cluster.url() + "/granary/k/after-failover";
+  for (int task = 0; task < 30; ++task) {
+    const std::string path = absl::StrCat(after, task);
+    ASSERT_TRUE(redis.Put(path, "x").ok());
+    EXPECT_EQ(*ReadFileToString(&redis, path), "x");
+  }
+  int promoted_slots = 0;
+  for (int slot = 0; slot < RedisNodes::kSlots; slot += 97) {
+    if (cluster.OwnerOf(slot) == promoted) ++promoted_slots;
+  }
+  EXPECT_GT(promoted_slots, 0) << "the replica of the killed master serves no slot";
 }
 
 }  // namespace

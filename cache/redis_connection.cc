@@ -19,6 +19,8 @@ constexpr timeval kConnectTimeout{5, 0};
 constexpr timeval kCommandTimeout{30, 0};
 // A reply's header line ("$<length>" or an error) is never longer.
 constexpr size_t kMaxHeader = 64 << 10;
+// A read of fewer bytes receives up to this many at once (and later reads take them from there).
+constexpr size_t kSmallRead = 64 << 10;
 
 // A command's arguments as hiredis takes them (binary-safe: pointers and lengths).
 struct Argv {
@@ -180,6 +182,14 @@ absl::StatusOr<RedisConnection::ReplyStart> RedisConnection::ReadReplyStart() {
 absl::StatusOr<size_t> RedisConnection::ReadBulk(char* dst, size_t n) {
   if (!streaming_) return 0;
   size_t got = std::min<uint64_t>(n, bulk_left_);
+  if (received_at_ == received_.size() && got < kSmallRead) {
+    // A small read (a record's header) takes what has arrived, up to kSmallRead, in one call.
+    received_.resize(kSmallRead);
+    received_at_ = 0;
+    absl::StatusOr<size_t> arrived = Receive(received_.data(), kSmallRead);
+    received_.resize(arrived.ok() ? *arrived : 0);
+    RETURN_IF_ERROR(arrived.status());
+  }
   if (received_at_ < received_.size()) {
     got = std::min(got, received_.size() - received_at_);
     std::memcpy(dst, received_.data() + received_at_, got);

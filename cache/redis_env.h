@@ -19,8 +19,8 @@
 // Servers: HOST:PORT is one Redis server or any node of a Redis Cluster (cache/redis_nodes.h
 // finds out which, routes by slot and follows MOVED/ASK).
 //
-// Durability: a WritableFile buffers its bytes; Flush, Sync and Close SET the whole value (Redis' SET
-// is atomic: a reader sees the old value or the new, never a part), so a chunk "is durable in
+// Durability: a WritableFile buffers its bytes; Flush, Sync and Close SET the whole value (Redis'
+// SET is atomic: a reader sees the old value or the new, never a part), so a chunk "is durable in
 // the tier" once Redis acknowledged its SET. A Redis without persistence loses everything when
 // it restarts, and a maxmemory policy other than noeviction may drop values: a lost chunk is
 // a missing file to the cache's readers, which the cache's checks (record count, MAC, index

@@ -18,10 +18,6 @@ namespace {
 constexpr size_t kMaxIdlePerNode = 16;
 // The pause before retrying a cluster that is resharding, failing over or unreachable.
 constexpr absl::Duration kRetryPause = absl::Milliseconds(100);
-// How long a call waits out TRYAGAIN (a multi-key command in a slot being migrated) and
-// CLUSTERDOWN (a failover) before it fails.
-constexpr absl::Duration kBusyWait = absl::Seconds(15);
-
 // CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), Redis Cluster's key hash.
 uint16_t Crc16(absl::string_view data) {
   uint16_t crc = 0;
@@ -204,6 +200,7 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisNodes::Route(absl::string_
                                                  " serves slot ", SlotOf(key)));
       RefreshSlots({}).IgnoreError();
       pause = true;
+      if (absl::Now() < busy_until) i = -1;
       continue;
     }
     bool pooled = false;
@@ -222,6 +219,7 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisNodes::Route(absl::string_
       if (!cluster) return last;
       RefreshSlots({}).IgnoreError();
       pause = true;
+      if (absl::Now() < busy_until) i = -1;  // a failover in progress: wait it out
       continue;
     }
     if (error->empty()) {

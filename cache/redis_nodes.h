@@ -6,11 +6,13 @@
 // In a cluster, a command goes to the master serving its key's hash slot (SlotOf; the map
 // from CLUSTER SLOTS). A `MOVED` reply (the slot has moved: resharding, a failover) refreshes
 // the map and retries at the new owner; an `ASK` reply (the slot is migrating and the key is
-// already at the target) retries once there after ASKING; `TRYAGAIN` (a RENAME in a slot
-// being migrated) and `CLUSTERDOWN` (a failover) are retried every 100 ms for up to 15 s; a node
-// that cannot be reached refreshes the map from another node and retries (up to kMaxAttempts in
-// all). SCAN runs on every master. A pooled connection the server has closed meanwhile (a restart,
-// its idle timeout) is retried on a new one, on either kind.
+// already at the target) retries once there after ASKING. `TRYAGAIN` (a RENAME in a slot being
+// migrated), `CLUSTERDOWN` and a master that cannot be reached (a failover: its replica takes
+// over once the cluster's node timeout has passed) are waited out — the map refreshed from
+// another node, a retry every 100 ms for up to kBusyWait — and then fail. SCAN runs on every
+// master. A pooled connection the server has closed meanwhile (a restart, its idle timeout) is
+// retried on a new one, on either kind. Replication is Redis' own (asynchronous): a failover
+// can lose the values written just before it, which the cache's checks turn into a recompute.
 //
 // Connections are pooled per node: each call borrows one (a streamed value keeps its own until
 // it is read or dropped), so concurrent readers do not queue behind one another.
@@ -32,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "cache/redis_connection.h"
 
 namespace granary {
@@ -40,6 +43,7 @@ class RedisNodes {
  public:
   static constexpr int kSlots = 16384;
   static constexpr int kMaxAttempts = 6;
+  static constexpr absl::Duration kBusyWait = absl::Seconds(15);
 
   // A key's hash slot, as Redis Cluster computes it: CRC16 (XMODEM) of the key, or of its hash
   // tag (the text between its first `{` and the next `}`, when not empty), mod 16384.

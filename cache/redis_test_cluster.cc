@@ -10,26 +10,42 @@
 
 namespace granary::testing {
 
-RedisTestCluster::RedisTestCluster(int masters, const std::string& dir) {
-  for (int i = 0; i < masters; ++i) {
-    nodes_.push_back(std::make_unique<RedisTestServer>(std::vector<std::string>{
-        "--cluster-enabled", "yes", "--dir", dir, "--cluster-config-file",
-        absl::StrCat("nodes-", i, ".conf"), "--cluster-node-timeout", "5000"}));
+RedisTestCluster::RedisTestCluster(const Options& options, const std::string& dir) {
+  const int masters = options.masters;
+  const int total = masters * (1 + options.replicas_per_master);
+  for (int i = 0; i < total; ++i) {
+    nodes_.push_back(std::make_unique<RedisTestServer>(
+        std::vector<std::string>{"--cluster-enabled", "yes", "--dir", dir, "--cluster-config-file",
+                                 absl::StrCat("nodes-", i, ".conf"), "--cluster-node-timeout",
+                                 absl::StrCat(options.node_timeout_ms)}));
     if (!nodes_.back()->ok()) return;
   }
   ok_ = true;
-  for (int i = 0; i < masters && ok_; ++i) {
-    const int first = RedisNodes::kSlots * i / masters;
-    const int last = RedisNodes::kSlots * (i + 1) / masters - 1;
-    Call(i, {"CLUSTER", "ADDSLOTSRANGE", absl::StrCat(first), absl::StrCat(last)});
+  for (int i = 0; i < total && ok_; ++i) {
+    if (i < masters) {
+      const int first = RedisNodes::kSlots * i / masters;
+      const int last = RedisNodes::kSlots * (i + 1) / masters - 1;
+      Call(i, {"CLUSTER", "ADDSLOTSRANGE", absl::StrCat(first), absl::StrCat(last)});
+    }
     Call(i, {"CLUSTER", "SET-CONFIG-EPOCH", absl::StrCat(i + 1)});
     const RedisReply id = Call(i, {"CLUSTER", "MYID"});
     if (id != nullptr) ids_.emplace_back(id->str, id->len);
   }
-  for (int i = 1; i < masters && ok_; ++i) {
+  for (int i = 1; i < total && ok_; ++i) {
     Call(0, {"CLUSTER", "MEET", "127.0.0.1", absl::StrCat(nodes_[i]->port())});
   }
-  ok_ = ok_ && AwaitFormed();
+  // A replica must know its master before it can follow it.
+  for (int i = masters; i < total && ok_; ++i) {
+    const int master = (i - masters) % masters;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      const RedisReply known = Call(i, {"CLUSTER", "NODES"});
+      if (known == nullptr) break;
+      if (absl::StrContains(std::string(known->str, known->len), ids_[master])) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    Call(i, {"CLUSTER", "REPLICATE", ids_[master]});
+  }
+  ok_ = ok_ && AwaitFormed(masters);
 }
 
 RedisReply RedisTestCluster::Call(int node, const std::vector<std::string>& args) {
@@ -47,7 +63,7 @@ RedisReply RedisTestCluster::Call(int node, const std::vector<std::string>& args
   return *std::move(reply);
 }
 
-bool RedisTestCluster::AwaitFormed() {
+bool RedisTestCluster::AwaitFormed(int masters) {
   const std::string known = absl::StrCat("cluster_known_nodes:", nodes_.size(), "\r");
   for (int attempt = 0; attempt < 300; ++attempt) {
     bool formed = true;
@@ -56,6 +72,12 @@ bool RedisTestCluster::AwaitFormed() {
       if (info == nullptr) return false;
       const std::string text(info->str, info->len);
       formed = absl::StrContains(text, "cluster_state:ok") && absl::StrContains(text, known);
+      if (formed && i >= masters) {  // ROLE: slave, host, port, link state, offset
+        const RedisReply role = Call(i, {"ROLE"});
+        if (role == nullptr) return false;
+        formed = role->elements >= 4 &&
+                 std::string(role->element[3]->str, role->element[3]->len) == "connected";
+      }
     }
     if (formed) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -63,13 +85,18 @@ bool RedisTestCluster::AwaitFormed() {
   return false;
 }
 
+bool RedisTestCluster::AwaitReplicated(int node) {
+  const RedisReply replicas = Call(node, {"WAIT", "1", "5000"});
+  return replicas != nullptr && replicas->integer >= 1;
+}
+
 int64_t RedisTestCluster::KeysOn(int node) {
   const RedisReply count = Call(node, {"DBSIZE"});
   return count == nullptr ? -1 : count->integer;
 }
 
-int RedisTestCluster::OwnerOf(int slot) {
-  const RedisReply ranges = Call(0, {"CLUSTER", "SLOTS"});
+int RedisTestCluster::OwnerOf(int slot, int asking) {
+  const RedisReply ranges = Call(asking, {"CLUSTER", "SLOTS"});
   if (ranges == nullptr) return -1;
   for (size_t i = 0; i < ranges->elements; ++i) {
     const redisReply* range = ranges->element[i];

@@ -1,8 +1,9 @@
 // RedisTestCluster: a real Redis Cluster of Debian's redis-server on 127.0.0.1 for tests of the
-// cache tier's cluster routing: `masters` nodes, no replicas, no persistence, the 16384 hash
-// slots split evenly, formed the way `redis-cli --cluster create` does (ADDSLOTSRANGE, config
-// epochs, MEET). MoveSlot reshards one slot as `redis-cli --cluster reshard` does, so a client
-// with an old slot map meets MOVED, or ASK mid-migration. Stopped when destroyed.
+// cache tier's cluster routing: masters with the 16384 hash slots split evenly, optionally
+// replicas, no persistence, formed the way `redis-cli --cluster create` does (ADDSLOTSRANGE,
+// config epochs, MEET, REPLICATE). MoveSlot reshards one slot as `redis-cli --cluster reshard`
+// does, so a client with an old slot map meets MOVED, or ASK mid-migration; Kill stops a node
+// (a master's replica then takes over after the node timeout). Stopped when destroyed.
 #ifndef GRANARY_CACHE_REDIS_TEST_CLUSTER_H_
 #define GRANARY_CACHE_REDIS_TEST_CLUSTER_H_
 
@@ -17,8 +18,14 @@ namespace granary::testing {
 
 class RedisTestCluster {
  public:
-  // Starts and forms it; node files (nodes-<i>.conf) go to the existing directory `dir`.
-  RedisTestCluster(int masters, const std::string& dir);
+  struct Options {
+    int masters = 3;
+    int replicas_per_master = 0;
+    int node_timeout_ms = 5000;
+  };
+  // Starts and forms it; node files (nodes-<i>.conf) go to the existing directory `dir`. Nodes
+  // 0..masters-1 are the masters; node masters+k replicates master k % masters.
+  RedisTestCluster(const Options& options, const std::string& dir);
 
   // Every node runs and the cluster's state is ok on each.
   bool ok() const { return ok_; }
@@ -27,8 +34,12 @@ class RedisTestCluster {
   int size() const { return static_cast<int>(nodes_.size()); }
   // The keys stored on node `node` (DBSIZE); -1 if it does not answer.
   int64_t KeysOn(int node);
-  // The node serving `slot`, as node 0 sees it; -1 if none.
-  int OwnerOf(int slot);
+  // The node serving `slot`, as node `asking` sees it; -1 if none.
+  int OwnerOf(int slot, int asking = 0);
+  // SIGKILLs node `node`.
+  void Kill(int node) { nodes_[node]->Kill(); }
+  // Waits until node `node`'s writes so far reached a replica (WAIT); false if they did not.
+  bool AwaitReplicated(int node);
   // Moves `slot` and its keys to node `to`: importing there, migrating at its owner, every key
   // MIGRATEd; then, if `finish`, the slot assigned to `to` on every node. Unfinished, the old
   // owner answers ASK for the slot's keys. False on any failure.
@@ -37,8 +48,9 @@ class RedisTestCluster {
  private:
   // The reply of node `node` to `args`; nullptr (and ok_ false) on failure or an error reply.
   RedisReply Call(int node, const std::vector<std::string>& args);
-  // Polls until every node reports cluster_state:ok and knows every other node.
-  bool AwaitFormed();
+  // Polls until every node reports cluster_state:ok and knows every other node, and every
+  // replica is connected to its master.
+  bool AwaitFormed(int masters);
 
   std::vector<std::unique_ptr<RedisTestServer>> nodes_;
   std::vector<std::string> ids_;  // CLUSTER MYID of each node

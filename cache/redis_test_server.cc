@@ -62,12 +62,7 @@ RedisTestServer::RedisTestServer(std::vector<std::string> flags)
   Start();
 }
 
-RedisTestServer::~RedisTestServer() {
-  if (server_ != nullptr && server_->running()) {
-    server_->Kill(SIGKILL);
-    server_->Wait();
-  }
-}
+RedisTestServer::~RedisTestServer() { Kill(); }
 
 std::string RedisTestServer::url() const { return absl::StrCat("redis://127.0.0.1:", port_); }
 
@@ -85,9 +80,15 @@ bool RedisTestServer::Start() {
   return false;
 }
 
+void RedisTestServer::Kill() {
+  if (server_ != nullptr && server_->running()) {
+    server_->Kill(SIGKILL);
+    server_->Wait();
+  }
+}
+
 bool RedisTestServer::Restart() {
-  server_->Kill(SIGKILL);
-  server_->Wait();
+  Kill();
   return Start();
 }
 

@@ -24,6 +24,8 @@ class RedisTestServer {
   std::string url() const;
   // SIGKILLs it and starts it again on the same port, empty. False if it did not come back.
   bool Restart();
+  // SIGKILLs it (and reaps it).
+  void Kill();
 
  private:
   bool Start();

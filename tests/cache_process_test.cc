@@ -433,7 +433,7 @@ class RedisClusterCacheProcessTest : public RedisTierProcessTest {
  protected:
   std::string RedisUrl() const override { return redis_.url(); }
 
-  testing::RedisTestCluster redis_{3, dir_.path()};
+  testing::RedisTestCluster redis_{{.masters = 3}, dir_.path()};
 };
 
 void RedisTierProcessTest::PutAndGetWithAllWorkersKilledMatchLocal() {
