@@ -670,12 +670,23 @@ class TestGuard : public CacheChunkGuard {
     absl::Status problem;
   };
 
-  absl::Status CheckMac(const CacheChunk& chunk,
-                        const std::vector<std::string>& records) const override {
-    if (ChunkMac::Equal(MacOf(chunk.first_index(), records), chunk.mac())) {
-      return absl::OkStatus();
-    }
-    return absl::DataLossError(absl::StrCat("cache chunk ", chunk.path(), ": MAC differs"));
+  std::unique_ptr<MacCheck> StartMacCheck(const CacheChunk& chunk) const override {
+    class Check : public MacCheck {
+     public:
+      explicit Check(CacheChunk chunk) : chunk_(std::move(chunk)) {}
+      void Add(absl::string_view record) override { records_.emplace_back(record); }
+      absl::Status Finish() override {
+        if (ChunkMac::Equal(MacOf(chunk_.first_index(), records_), chunk_.mac())) {
+          return absl::OkStatus();
+        }
+        return absl::DataLossError(absl::StrCat("cache chunk ", chunk_.path(), ": MAC differs"));
+      }
+
+     private:
+      const CacheChunk chunk_;
+      std::vector<std::string> records_;
+    };
+    return std::make_unique<Check>(chunk);
   }
   absl::StatusOr<std::unique_ptr<SplitReader>> Recompute(const CacheChunk& chunk,
                                                          int64_t records_done,

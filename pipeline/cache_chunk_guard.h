@@ -2,12 +2,12 @@
 // epoch wrote (cache/FORMAT.md, "Chunk MAC"; SECURITY.md, cache integrity).
 //
 // Before serving any element of a manifest chunk, the reader loads the whole chunk file and
-// checks it against the manifest's entry (CacheChunk: record count, index sequence) and asks the
-// guard to check its MAC. A chunk that fails any check — damaged, cut short, gone, or forged by
-// someone without the key — is never served: the reader asks the guard to Recompute it, and
-// serves what that yields instead (the same elements, computed from the source). The worker
-// implements the guard (worker/cache_chunk_recovery.h); without one (a cache directory read
-// directly) only count and sequence are checked and a failure is DataLoss.
+// checks it against the manifest's entry (CacheChunk: record count, index sequence) and has the
+// guard check its MAC (record by record as they load). A chunk that fails any check — damaged, cut
+// short, gone, or forged by someone without the key — is never served: the reader asks the guard to
+// Recompute it, and serves what that yields instead (the same elements, computed from the source).
+// The worker implements the guard (worker/cache_chunk_recovery.h); without one (a cache directory
+// read directly) only count and sequence are checked and a failure is DataLoss.
 #ifndef GRANARY_PIPELINE_CACHE_CHUNK_GUARD_H_
 #define GRANARY_PIPELINE_CACHE_CHUNK_GUARD_H_
 
@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "pipeline/source.h"
 #include "proto/pipeline.pb.h"
 
@@ -27,10 +28,18 @@ class CacheChunkGuard {
  public:
   virtual ~CacheChunkGuard() = default;
 
-  // OK when `records` — the chunk file's records, in order — carry the MAC of the manifest's
-  // entry `chunk`; DataLoss naming the chunk otherwise.
-  virtual absl::Status CheckMac(const CacheChunk& chunk,
-                                const std::vector<std::string>& records) const = 0;
+  // A check of one chunk's MAC, fed the chunk file's records in order as they are read (so the
+  // hashing overlaps the read), then finished.
+  class MacCheck {
+   public:
+    virtual ~MacCheck() = default;
+    virtual void Add(absl::string_view record) = 0;
+    // OK when the records added carry the MAC of the manifest's entry; DataLoss naming the chunk
+    // otherwise. Ends the check.
+    virtual absl::Status Finish() = 0;
+  };
+  // The check of the manifest's entry `chunk`.
+  virtual std::unique_ptr<MacCheck> StartMacCheck(const CacheChunk& chunk) const = 0;
 
   // A reader of the chunk's elements from its record `records_done` on, computed from the
   // source (read through context.env, allocated from context.pool) instead of read from the

@@ -10,6 +10,7 @@
 // the guard, or without one is DataLoss naming the chunk. Its parameters are those of the file
 // sources (pipeline/source_files.h), so a cache directory can also be read directly: {"files":
 // ["/cache/<key>/*.chunk"]} — records are then streamed, their indices checked in sequence.
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/failpoints.h"
 #include "common/status_macros.h"
+#include "pipeline/async_mac_check.h"
 #include "pipeline/cache_chunk_format.h"
 #include "pipeline/cache_chunk_guard.h"
 #include "pipeline/source.h"
@@ -94,7 +96,7 @@ class StreamedChunkReader : public SplitReader {
 // A manifest chunk's records, loaded whole and checked; served from memory, so what is served
 // is what was checked whatever happens to the file meanwhile.
 struct LoadedChunk {
-  std::vector<std::string> records;
+  std::deque<std::string> records;  // a deque: a record stays where it is while more are read
   std::vector<int64_t> offsets;  // offsets[i]: where records[i] starts; then the file's end
 };
 
@@ -106,7 +108,11 @@ absl::StatusOr<LoadedChunk> LoadChunk(const Params& params, const SplitOpenConte
   whole.set_num_records(-1);
   ASSIGN_OR_RETURN(OpenedFileSplit opened, OpenFileSplit(params, context.env, whole, 0, 0));
   TfRecordReader reader(std::move(opened.file), split.file(), 0);
-  LoadedChunk loaded;
+  LoadedChunk loaded;  // before `mac`, which hashes its records until it is finished or gone
+  const std::unique_ptr<AsyncMacCheck> mac =
+      context.cache_guard != nullptr
+          ? std::make_unique<AsyncMacCheck>(context.cache_guard->StartMacCheck(chunk))
+          : nullptr;
   for (;;) {
     loaded.offsets.push_back(reader.offset());
     std::string record;
@@ -119,15 +125,14 @@ absl::StatusOr<LoadedChunk> LoadChunk(const Params& params, const SplitOpenConte
                                               " records (the manifest's count)"));
     }
     loaded.records.push_back(std::move(record));
+    if (mac != nullptr) mac->Add(loaded.records.back());
   }
   if (static_cast<int64_t>(loaded.records.size()) != chunk.num_elements()) {
     return absl::DataLossError(absl::StrCat("cache chunk ", split.file(), ": ",
                                             loaded.records.size(), " records, the manifest says ",
                                             chunk.num_elements()));
   }
-  if (context.cache_guard != nullptr) {
-    RETURN_IF_ERROR(context.cache_guard->CheckMac(chunk, loaded.records));
-  }
+  if (mac != nullptr) RETURN_IF_ERROR(mac->Finish());
   return loaded;
 }
 

@@ -52,15 +52,29 @@ class RecomputedChunkReader : public SplitReader {
 
 }  // namespace
 
-absl::Status CacheChunkRecovery::CheckMac(const CacheChunk& chunk,
-                                          const std::vector<std::string>& records) const {
-  ChunkMac mac(key_, chunk.task_id(), chunk.first_index());
-  for (const std::string& record : records) mac.Add(record);
-  if (ChunkMac::Equal(mac.Finish(), chunk.mac())) return absl::OkStatus();
-  return absl::DataLossError(absl::StrCat(
-      "cache chunk ", chunk.path(),
-      ": its MAC is not the manifest's (the file is damaged, or was not written by this "
-      "cluster's workers)"));
+std::unique_ptr<CacheChunkGuard::MacCheck> CacheChunkRecovery::StartMacCheck(
+    const CacheChunk& chunk) const {
+  class Check : public MacCheck {
+   public:
+    Check(const ChunkMacKey& key, const CacheChunk& chunk)
+        : mac_(key, chunk.task_id(), chunk.first_index()),
+          path_(chunk.path()),
+          expected_(chunk.mac()) {}
+    void Add(absl::string_view record) override { mac_.Add(record); }
+    absl::Status Finish() override {
+      if (ChunkMac::Equal(mac_.Finish(), expected_)) return absl::OkStatus();
+      return absl::DataLossError(absl::StrCat(
+          "cache chunk ", path_,
+          ": its MAC is not the manifest's (the file is damaged, or was not written by this "
+          "cluster's workers)"));
+    }
+
+   private:
+    ChunkMac mac_;
+    const std::string path_;
+    const std::string expected_;
+  };
+  return std::make_unique<Check>(key_, chunk);
 }
 
 absl::StatusOr<std::unique_ptr<SplitReader>> CacheChunkRecovery::Recompute(

@@ -1,8 +1,8 @@
 // CacheChunkRecovery: the worker's CacheChunkGuard (pipeline/cache_chunk_guard.h) for the runs
 // of a cache-reading (Get) task.
 //
-// CheckMac checks a chunk's records against the manifest's MAC under the chunk key derived from
-// the dispatcher's capability key (security/chunk_mac.h). When a chunk fails any check,
+// StartMacCheck checks a chunk's records against the manifest's MAC under the chunk key derived
+// from the dispatcher's capability key (security/chunk_mac.h). When a chunk fails any check,
 // Recompute asks the dispatcher (RecomputeCacheChunk), which journals the cache invalid — no
 // later epoch reads it — and answers with the cached prefix, the seed and the splits the Put
 // task that wrote the chunk read, in order. The prefix run as epoch 0 over those splits yields
@@ -38,8 +38,7 @@ class CacheChunkRecovery : public CacheChunkGuard {
         key_(std::move(key)),
         udfs_(udfs) {}
 
-  absl::Status CheckMac(const CacheChunk& chunk,
-                        const std::vector<std::string>& records) const override;
+  std::unique_ptr<MacCheck> StartMacCheck(const CacheChunk& chunk) const override;
   absl::StatusOr<std::unique_ptr<SplitReader>> Recompute(const CacheChunk& chunk,
                                                          int64_t records_done,
                                                          const absl::Status& problem,
