@@ -180,6 +180,11 @@ TEST(RedisClusterFailoverTest, AKilledMastersValuesAreReadFromItsPromotedReplica
   ASSERT_GT(cluster.KeysOn(killed), 0) << "no value on the master to kill";
   cluster.Kill(killed);
   const absl::Time start = absl::Now();
+  // A listing waits the failover out too (its SCAN of the killed master restarts).
+  absl::StatusOr<std::vector<std::string>> children =
+      redis.GetChildren(cluster.url() + "/granary/k");
+  ASSERT_TRUE(children.ok()) << children.status();
+  EXPECT_EQ(children->size(), written.size());
   for (const auto& [path, bytes] : written) {
     absl::StatusOr<std::string> read = ReadFileToString(&redis, path);
     ASSERT_TRUE(read.ok()) << read.status();

@@ -194,7 +194,9 @@ absl::StatusOr<std::vector<std::string>> RedisEnv::Glob(const std::string& patte
   RETURN_IF_ERROR(KeyOf(pattern).status());
   // The keys under the pattern's literal prefix, filtered by the pattern as paths.
   const std::string relative = pattern.substr(server_.size() + 1);
-  const std::string literal = relative.substr(0, relative.find_first_of("*?[\\"));
+  // (Up to a '/': a key's hash tag closes within the name, at its last '-'.)
+  std::string literal = relative.substr(0, relative.find_first_of("*?[\\"));
+  literal.resize(literal.rfind('/') + 1);  // npos + 1 == 0
   ASSIGN_OR_RETURN(const std::vector<std::string> keys,
                    nodes_.Scan(absl::StrCat("{", EscapeGlob(literal), "*")));
   std::vector<std::string> paths;
@@ -219,7 +221,16 @@ absl::StatusOr<std::vector<std::string>> RedisEnv::GetChildren(const std::string
 
 absl::Status RedisEnv::RenameKey(const std::string& from, const std::string& to) {
   ASSIGN_OR_RETURN(const bool same_slot, nodes_.SameSlot(from, to));
-  if (same_slot) return nodes_.Command(from, {"RENAME", from, to}).status();
+  if (same_slot) {
+    const absl::Status renamed = nodes_.Command(from, {"RENAME", from, to}).status();
+    // A RENAME resent after a connection failed may find its own work done.
+    if (absl::IsInternal(renamed) && absl::StrContains(renamed.message(), "no such key")) {
+      ASSIGN_OR_RETURN(const RedisReply from_left, nodes_.Command(from, {"EXISTS", from}));
+      ASSIGN_OR_RETURN(const RedisReply to_made, nodes_.Command(to, {"EXISTS", to}));
+      if (from_left->integer == 0 && to_made->integer > 0) return absl::OkStatus();
+    }
+    return renamed;
+  }
   ASSIGN_OR_RETURN(const RedisReply value, nodes_.Command(from, {"GET", from}));
   if (value->type != REDIS_REPLY_STRING) {
     return absl::NotFoundError(absl::StrCat("rename ", PathOf(from), ": no such value"));

@@ -75,8 +75,16 @@ TEST_F(RedisEnvTest, AMissingValueIsNotFoundNamingIt) {
 TEST_F(RedisEnvTest, AServerDownIsUnavailableAndARestartedOneHasLostItsValues) {
   const std::string path = redis_.url() + "/granary/k/0.chunk";
   ASSERT_TRUE(Write(env_, path, "cached").ok());
+  {  // More pooled connections than a call has attempts: eight values open at once.
+    std::vector<std::unique_ptr<SequentialFile>> open;
+    for (int i = 0; i < 8; ++i) open.push_back(*env_.NewSequentialFile(path));
+    for (auto& file : open) {  // read to the end: each connection goes back to the pool
+      char bytes[6];
+      ASSERT_EQ(*file->Read(sizeof(bytes), bytes), sizeof(bytes));
+    }
+  }
   ASSERT_TRUE(redis_.Restart());  // no persistence: empty again
-  // The pooled connection is gone: the call retries on a new one.
+  // The pooled connections are gone: the call retries on a new one.
   const absl::Status read = ReadFileToString(&env_, path).status();
   EXPECT_EQ(read.code(), absl::StatusCode::kNotFound) << read;
   ASSERT_TRUE(Write(env_, path, "again").ok());
@@ -123,6 +131,19 @@ TEST_F(RedisEnvTest, AValueDeletedWhileReadFailsNamingIt) {
   EXPECT_EQ(read.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(read.status().message(), HasSubstr("changed while it was read"));
   EXPECT_THAT(read.status().message(), HasSubstr("big.chunk"));
+  EXPECT_EQ((*file)->Read(rest.size(), rest.data()).status(), read.status())
+      << "a later read goes on past the failure";
+}
+
+TEST_F(RedisEnvTest, GlobMatchesChunkNamesAcrossTheirHashTag) {
+  const std::string dir = redis_.url() + "/granary/k";
+  ASSERT_TRUE(Write(env_, dir + "/t1-g0-i0-n3.chunk", "1").ok());
+  ASSERT_TRUE(Write(env_, dir + "/t2-g0-i0-n3.chunk", "2").ok());
+  ASSERT_TRUE(Write(env_, dir + "/sub/t1-g0-i0-n3.chunk", "3").ok());
+  EXPECT_THAT(*env_.Glob(dir + "/t1-g0-i0-n3.chunk"), ElementsAre(dir + "/t1-g0-i0-n3.chunk"));
+  EXPECT_THAT(*env_.Glob(dir + "/t1-*"), ElementsAre(dir + "/t1-g0-i0-n3.chunk"));
+  EXPECT_THAT(*env_.Glob(dir + "/*.chunk"),
+              ElementsAre(dir + "/t1-g0-i0-n3.chunk", dir + "/t2-g0-i0-n3.chunk"));
 }
 
 // cache/FORMAT.md's example: a chunk's temporary and committed names share the hash tag.

@@ -47,6 +47,7 @@ bool ParseRedirect(const std::string& error, Redirect* redirect) {
   if (parts.size() != 3 || (parts[0] != "MOVED" && parts[0] != "ASK")) return false;
   redirect->ask = parts[0] == "ASK";
   redirect->node = parts[2];
+  if (redirect->node.empty()) return false;
   return absl::SimpleAtoi(parts[1], &redirect->slot) && redirect->slot >= 0 &&
          redirect->slot < RedisNodes::kSlots;
 }
@@ -84,6 +85,11 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisNodes::Borrow(const std::s
     }
   }
   return RedisConnection::Open(node);
+}
+
+void RedisNodes::DropIdle(const std::string& node) {
+  absl::MutexLock lock(&mu_);
+  idle_.erase(node);
 }
 
 void RedisNodes::GiveBack(std::unique_ptr<RedisConnection> connection) {
@@ -215,8 +221,12 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisNodes::Route(absl::string_
     if (error.ok()) error = attempt(**connection, asking);
     if (!error.ok()) {  // unreachable, or the connection failed (it is dropped, not given back)
       last = error.status();
-      if (pooled) continue;  // perhaps closed while idle: a new connection decides
-      if (!cluster) return last;
+      if (pooled) {  // perhaps closed while idle, as its siblings then are: a new one decides
+        DropIdle(node);
+        --i;
+        continue;
+      }
+      if (!cluster || !at.empty()) return last;  // a pinned call (SCAN) is retried by its caller
       RefreshSlots({}).IgnoreError();
       pause = true;
       if (absl::Now() < busy_until) i = -1;  // a failover in progress: wait it out
@@ -229,6 +239,8 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisNodes::Route(absl::string_
     GiveBack(*std::move(connection));
     Redirect redirect;
     if (cluster && ParseRedirect(*error, &redirect)) {
+      // An empty host is "the node you asked" (cluster-preferred-endpoint-type unknown-endpoint).
+      if (redirect.node[0] == ':') redirect.node = node.substr(0, node.rfind(':')) + redirect.node;
       last = absl::InternalError(absl::StrCat("redis://", node, ": ", what, ": ", *error));
       if (redirect.ask) {
         ask_node = redirect.node;
@@ -318,6 +330,13 @@ absl::Status RedisNodes::Value::RequestPieces() {
 }
 
 absl::StatusOr<size_t> RedisNodes::Value::Read(char* dst, size_t n) {
+  if (!failed_.ok()) return failed_;
+  absl::StatusOr<size_t> got = ReadOnce(dst, n);
+  if (!got.ok()) failed_ = got.status();
+  return got;
+}
+
+absl::StatusOr<size_t> RedisNodes::Value::ReadOnce(char* dst, size_t n) {
   if (read_ == size_ || n == 0) return 0;
   if (read_ == piece_end_) {  // the next piece
     RETURN_IF_ERROR(RequestPieces());
@@ -343,6 +362,17 @@ absl::StatusOr<size_t> RedisNodes::Value::Read(char* dst, size_t n) {
 
 absl::StatusOr<std::vector<std::string>> RedisNodes::Scan(const std::string& pattern) {
   RETURN_IF_ERROR(DiscoverOnce());
+  const absl::Time busy_until = absl::Now() + kBusyWait;
+  for (;;) {
+    absl::StatusOr<std::vector<std::string>> keys = ScanMasters(pattern);
+    if (keys.ok() || !absl::IsUnavailable(keys.status()) || absl::Now() >= busy_until) return keys;
+    // A master gone (a failover): scan again, all of it, over the masters as they are now.
+    RefreshSlots({}).IgnoreError();
+    absl::SleepFor(kRetryPause);
+  }
+}
+
+absl::StatusOr<std::vector<std::string>> RedisNodes::ScanMasters(const std::string& pattern) {
   std::set<std::string> keys;
   for (const std::string& node : Masters()) {
     const Attempt scan = [&](RedisConnection& c, bool) -> absl::StatusOr<std::string> {

@@ -62,8 +62,10 @@ class RedisNodes {
   // A value being read: pipelined GETRANGEs of kPiece bytes, kWindow of them in flight, each
   // piece's bytes read off the socket into the caller's buffer. (One GET of a 64 MB value makes
   // Redis copy it into a fresh 64 MB reply buffer first; pieces keep its buffers small and
-  // reused.) A value that changes while it is read (deleted, or its slot moved) makes Read fail
-  // Unavailable — never a mix of two values.
+  // reused.) A value deleted or cut shorter while it is read, or whose slot moves, makes Read
+  // fail Unavailable, and every later Read with it. One replaced by a value at least as long is
+  // read as a mix of the two: the cache never replaces a committed chunk with other bytes (a
+  // commit of the same name writes the same bytes), and checks every chunk's MAC.
   class Value {
    public:
     static constexpr uint64_t kPiece = 1 << 20;
@@ -85,6 +87,8 @@ class RedisNodes {
           asking_(asking) {}
     // Sends GETRANGEs until kWindow pieces are in flight (or the value is all asked for).
     absl::Status RequestPieces();
+    // Read, without remembering a failure.
+    absl::StatusOr<size_t> ReadOnce(char* dst, size_t n);
 
     RedisNodes* const nodes_;
     std::unique_ptr<RedisConnection> connection_;
@@ -94,11 +98,14 @@ class RedisNodes {
     uint64_t requested_ = 0;  // bytes asked for
     uint64_t read_ = 0;       // bytes returned
     uint64_t piece_end_ = 0;  // the end of the piece being read
+    absl::Status failed_;     // the first failed Read's error
   };
   // The value of `key`, to be read: nullptr when there is no such key.
   absl::StatusOr<std::unique_ptr<Value>> Get(const std::string& key);
 
-  // Every key matching the glob `pattern`, on every master (SCAN), sorted.
+  // Every key matching the glob `pattern`, on every master (SCAN), sorted. A master that fails
+  // meanwhile (a failover) restarts the scan over the masters as they are then, within
+  // kBusyWait. A key migrating between masters while they are scanned may be missed.
   absl::StatusOr<std::vector<std::string>> Scan(const std::string& pattern);
 
   // Whether `a` and `b` may be named in one command (RENAME): always on a single server; in a
@@ -130,6 +137,10 @@ class RedisNodes {
   absl::StatusOr<std::unique_ptr<RedisConnection>> Borrow(const std::string& node,
                                                           bool* pooled = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // One SCAN of every master.
+  absl::StatusOr<std::vector<std::string>> ScanMasters(const std::string& pattern);
+  // Closes the idle connections to `node`.
+  void DropIdle(const std::string& node) ABSL_LOCKS_EXCLUDED(mu_);
   // Keeps `connection` for reuse if it is healthy.
   void GiveBack(std::unique_ptr<RedisConnection> connection) ABSL_LOCKS_EXCLUDED(mu_);
 
