@@ -22,20 +22,6 @@ constexpr size_t kMaxHeader = 64 << 10;
 // A read of fewer bytes receives up to this many at once (and later reads take them from there).
 constexpr size_t kSmallRead = 64 << 10;
 
-// A command's arguments as hiredis takes them (binary-safe: pointers and lengths).
-struct Argv {
-  explicit Argv(const std::vector<std::string>& args) {
-    for (const std::string& a : args) {
-      pointers.push_back(a.data());
-      lengths.push_back(a.size());
-    }
-  }
-  int count() const { return static_cast<int>(pointers.size()); }
-
-  std::vector<const char*> pointers;
-  std::vector<size_t> lengths;
-};
-
 // The RESP encoding of a command of `count` arguments whose first are `args`.
 std::string RespArguments(const std::vector<std::string>& args, size_t count) {
   std::string out = absl::StrCat("*", count, "\r\n");
@@ -77,10 +63,8 @@ absl::Status RedisConnection::Fail(const std::string& what, const std::string& w
 
 absl::StatusOr<RedisReply> RedisConnection::Command(const std::vector<std::string>& args) {
   if (!healthy()) return Fail(args[0], "the connection is not ready for a command");
-  Argv argv(args);
-  void* reply = redisCommandArgv(context_, argv.count(), argv.pointers.data(), argv.lengths.data());
-  if (reply == nullptr) return Fail(args[0], context_->errstr);
-  return RedisReply(static_cast<redisReply*>(reply));
+  RETURN_IF_ERROR(Send(RespArguments(args, args.size())));
+  return ReadReply(args[0]);
 }
 
 absl::StatusOr<RedisReply> RedisConnection::CommandWithPieces(
@@ -93,9 +77,13 @@ absl::StatusOr<RedisReply> RedisConnection::CommandWithPieces(
   RETURN_IF_ERROR(Send(header));
   for (const absl::string_view piece : last) RETURN_IF_ERROR(Send(piece));
   RETURN_IF_ERROR(Send("\r\n"));
+  return ReadReply(args[0]);
+}
+
+absl::StatusOr<RedisReply> RedisConnection::ReadReply(const std::string& what) {
   void* reply = nullptr;
   if (redisGetReply(context_, &reply) != REDIS_OK || reply == nullptr) {
-    return Fail(args[0], context_->errstr);
+    return Fail(what, context_->errstr);
   }
   return RedisReply(static_cast<redisReply*>(reply));
 }

@@ -1,8 +1,8 @@
-// RedisConnection: one connection to one Redis server (hiredis underneath), the unit RedisNodes
-// pools. Commands are request and reply (Command). Alongside, commands can be pipelined and
-// their replies read off the socket directly (SendCommand, ReadReplyStart, ReadBulk): a bulk
-// string's bytes go straight into the caller's buffer, so a chunk is read with the kernel's one
-// copy, not through hiredis' growing reply buffer and a copy out of it.
+// RedisConnection: one connection to one Redis server (hiredis connects and parses replies), the
+// unit RedisNodes pools. Commands are request and reply (Command). Alongside, commands can be
+// pipelined and their replies read off the socket directly (SendCommand, ReadReplyStart, ReadBulk):
+// a bulk string's bytes go straight into the caller's buffer, so a chunk is read with the kernel's
+// one copy, not through hiredis' growing reply buffer and a copy out of it.
 //
 // Errors: Unavailable naming the server when it cannot be reached, or an I/O error or timeout
 // (30 s) hits a command; the connection is then not healthy() and must be dropped. An error
@@ -68,6 +68,9 @@ class RedisConnection {
   RedisConnection(std::string address, redisContext* context);
   // Marks the connection broken and returns Unavailable naming `what` and the cause.
   absl::Status Fail(const std::string& what, const std::string& why);
+  // The reply to the command `what` just sent, read by hiredis (its reader sees the socket only
+  // here, when no pipelined reply is pending).
+  absl::StatusOr<RedisReply> ReadReply(const std::string& what);
   // Writes all of `data` to the socket; Unavailable on error or timeout.
   absl::Status Send(absl::string_view data);
   // Receives at most `n` bytes into `dst` (at least one); Unavailable on EOF, error or timeout.

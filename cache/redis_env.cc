@@ -153,13 +153,18 @@ absl::Status RedisEnv::Put(const std::string& path, absl::string_view value) {
   return Put(path, std::vector<absl::string_view>{value});
 }
 
-absl::StatusOr<std::unique_ptr<SequentialFile>> RedisEnv::NewSequentialFile(
-    const std::string& path) {
+absl::StatusOr<std::unique_ptr<RedisNodes::Value>> RedisEnv::OpenValue(const std::string& path) {
   ASSIGN_OR_RETURN(const std::string key, KeyOf(path));
   ASSIGN_OR_RETURN(std::unique_ptr<RedisNodes::Value> value, nodes_.Get(key));
   if (value == nullptr) {
     return absl::NotFoundError(absl::StrCat(path, ": no such value in the cache tier"));
   }
+  return value;
+}
+
+absl::StatusOr<std::unique_ptr<SequentialFile>> RedisEnv::NewSequentialFile(
+    const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RedisNodes::Value> value, OpenValue(path));
   return std::unique_ptr<SequentialFile>(new ValueFile(path, std::move(value)));
 }
 
@@ -181,13 +186,9 @@ bool RedisEnv::FileExists(const std::string& path) {
 }
 
 absl::StatusOr<uint64_t> RedisEnv::GetFileSize(const std::string& path) {
-  ASSIGN_OR_RETURN(const std::string key, KeyOf(path));
-  ASSIGN_OR_RETURN(const RedisReply exists, nodes_.Command(key, {"EXISTS", key}));
-  if (exists->integer == 0) {
-    return absl::NotFoundError(absl::StrCat(path, ": no such value in the cache tier"));
-  }
-  ASSIGN_OR_RETURN(const RedisReply r, nodes_.Command(key, {"STRLEN", key}));
-  return static_cast<uint64_t>(r->integer);
+  // Nothing of it read: its connection goes back to the pool.
+  ASSIGN_OR_RETURN(const std::unique_ptr<RedisNodes::Value> value, OpenValue(path));
+  return value->size();
 }
 
 absl::StatusOr<std::vector<std::string>> RedisEnv::Glob(const std::string& pattern) {

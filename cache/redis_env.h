@@ -83,6 +83,8 @@ class RedisEnv : public Env {
   class ValueFile;
   // The path of the key `key` (KeyOf's inverse).
   std::string PathOf(const std::string& key) const;
+  // The value of the file `path`, to be read (its size known); NotFound naming it if none.
+  absl::StatusOr<std::unique_ptr<RedisNodes::Value>> OpenValue(const std::string& path);
   // The key pattern matching the keys of every path under the directory `dir`.
   absl::StatusOr<std::string> KeysUnder(const std::string& dir) const;
   // Renames the value under `from` to `to` (RENAME, or a copy between slots).

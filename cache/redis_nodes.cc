@@ -33,6 +33,10 @@ uint16_t Crc16(absl::string_view data) {
 
 std::string Text(const redisReply* reply) { return std::string(reply->str, reply->len); }
 
+// "HOST" of "HOST:PORT": a node that names its own host empty in CLUSTER SLOTS or a redirect
+// (cluster-preferred-endpoint-type unknown-endpoint) means "the node you asked".
+std::string HostOf(const std::string& node) { return node.substr(0, node.rfind(':')); }
+
 // An error reply's text as an Attempt returns it: never "" (which means OK).
 std::string ErrorText(std::string text) { return text.empty() ? "(an empty error)" : text; }
 
@@ -140,7 +144,6 @@ absl::Status RedisNodes::RefreshSlots(std::vector<std::string> candidates) {
           ranges->type == REDIS_REPLY_ERROR ? Text(ranges) : std::string("not an array")));
       continue;
     }
-    const std::string host = node.substr(0, node.rfind(':'));
     std::vector<std::string> slot_node(kSlots);
     for (size_t i = 0; i < ranges->elements; ++i) {
       const redisReply* range = ranges->element[i];
@@ -149,8 +152,8 @@ absl::Status RedisNodes::RefreshSlots(std::vector<std::string> candidates) {
         continue;
       }
       const redisReply* master = range->element[2];
-      // An empty host is "the node you asked" (cluster-preferred-endpoint-type unknown-endpoint).
-      const std::string master_host = master->element[0]->len > 0 ? Text(master->element[0]) : host;
+      const std::string master_host =
+          master->element[0]->len > 0 ? Text(master->element[0]) : HostOf(node);
       const std::string address = absl::StrCat(master_host, ":", master->element[1]->integer);
       for (long long slot = range->element[0]->integer;
            slot <= range->element[1]->integer && slot < kSlots; ++slot) {
@@ -239,8 +242,7 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisNodes::Route(absl::string_
     GiveBack(*std::move(connection));
     Redirect redirect;
     if (cluster && ParseRedirect(*error, &redirect)) {
-      // An empty host is "the node you asked" (cluster-preferred-endpoint-type unknown-endpoint).
-      if (redirect.node[0] == ':') redirect.node = node.substr(0, node.rfind(':')) + redirect.node;
+      if (redirect.node[0] == ':') redirect.node = HostOf(node) + redirect.node;
       last = absl::InternalError(absl::StrCat("redis://", node, ": ", what, ": ", *error));
       if (redirect.ask) {
         ask_node = redirect.node;
@@ -266,30 +268,30 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisNodes::Route(absl::string_
                       absl::StrCat(last.message(), " (after ", kMaxAttempts, " attempts)"));
 }
 
-absl::StatusOr<RedisReply> RedisNodes::Command(absl::string_view key,
-                                               const std::vector<std::string>& args) {
+absl::StatusOr<RedisReply> RedisNodes::RoutedReply(absl::string_view what, absl::string_view key,
+                                                   const Send& send) {
   RedisReply reply;
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<RedisConnection> connection,
-      Route(args[0], key, [&](RedisConnection& c, bool) -> absl::StatusOr<std::string> {
-        ASSIGN_OR_RETURN(reply, c.Command(args));
-        if (reply->type != REDIS_REPLY_ERROR) return std::string();
-        return ErrorText(Text(reply.get()));
-      }));
+  ASSIGN_OR_RETURN(std::unique_ptr<RedisConnection> connection,
+                   Route(what, key, [&](RedisConnection& c, bool) -> absl::StatusOr<std::string> {
+                     ASSIGN_OR_RETURN(reply, send(c));
+                     if (reply->type != REDIS_REPLY_ERROR) return std::string();
+                     return ErrorText(Text(reply.get()));
+                   }));
   GiveBack(std::move(connection));
   return reply;
 }
 
+absl::StatusOr<RedisReply> RedisNodes::Command(absl::string_view key,
+                                               const std::vector<std::string>& args) {
+  return RoutedReply(args[0], key, [&](RedisConnection& c) { return c.Command(args); });
+}
+
 absl::Status RedisNodes::Set(const std::string& key, const std::vector<absl::string_view>& value) {
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<RedisConnection> connection,
-      Route("SET", key, [&](RedisConnection& c, bool) -> absl::StatusOr<std::string> {
-        ASSIGN_OR_RETURN(const RedisReply reply, c.CommandWithPieces({"SET", key}, value));
-        if (reply->type != REDIS_REPLY_ERROR) return std::string();
-        return ErrorText(Text(reply.get()));
-      }));
-  GiveBack(std::move(connection));
-  return absl::OkStatus();
+  return RoutedReply("SET", key,
+                     [&](RedisConnection& c) {
+                       return c.CommandWithPieces({"SET", key}, value);
+                     })
+      .status();
 }
 
 absl::StatusOr<std::unique_ptr<RedisNodes::Value>> RedisNodes::Get(const std::string& key) {

@@ -117,6 +117,12 @@ class RedisNodes {
   // error reply's text.
   using Attempt =
       std::function<absl::StatusOr<std::string>(RedisConnection& connection, bool asking)>;
+  // Sends one command on `connection` and returns its reply.
+  using Send = std::function<absl::StatusOr<RedisReply>(RedisConnection& connection)>;
+  // The reply to the command `what` that `send` sends at the node of `key` (an error reply as
+  // Internal, after Route's redirects and retries).
+  absl::StatusOr<RedisReply> RoutedReply(absl::string_view what, absl::string_view key,
+                                         const Send& send);
   // Runs `attempt` (the command `what`) at the node serving `key` (or at `node`, when not
   // empty), following redirects; the connection it succeeded on (to be given back, or kept by a
   // Value), and in `*asked` whether that was after ASKING.
