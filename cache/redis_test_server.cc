@@ -15,13 +15,19 @@
 namespace granary::testing {
 namespace {
 
-// Whether `port` on 127.0.0.1 can be bound now (and so `port` itself if it is 0).
-int Bind(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+// 127.0.0.1:`port`.
+sockaddr_in Loopback(int port) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   address.sin_port = htons(static_cast<uint16_t>(port));
+  return address;
+}
+
+// The port bound on 127.0.0.1 when binding `port` (0: any) now succeeds, else 0.
+int Bind(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address = Loopback(port);
   socklen_t length = sizeof(address);
   int bound = 0;
   if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
@@ -44,11 +50,9 @@ int FreePort(bool with_cluster_bus) {
 
 bool Accepts(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  const bool connected = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  const sockaddr_in address = Loopback(port);
+  const bool connected =
+      connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
   close(fd);
   return connected;
 }

@@ -146,6 +146,17 @@ class CacheProcessTest : public ::testing::TestWithParam<std::string> {
     for (int i = 0; i < workers; ++i) ASSERT_TRUE(cluster.RestartWorker(i)) << "worker " << i;
   }
 
+  // Once `run` is a third into epoch 1 (a Get epoch), SIGKILLs and restarts both workers, then
+  // waits for `run` to end, successfully.
+  static void KillBothWorkersMidGetThenFinish(testing::LocalCluster& cluster, Subprocess& run,
+                                              const std::string& position) {
+    AwaitPosition(position, 1, kImages / 3);
+    ASSERT_EQ(ReadRunPosition(position).epoch, 1) << "the Get epoch ended before the kill";
+    KillAndRestartAllWorkers(cluster, 2);
+    const std::string output = run.ReadAll(std::chrono::seconds(180));
+    ASSERT_EQ(run.Wait(), 0) << output;
+  }
+
   static GetStatusResponse Status(testing::LocalCluster& cluster) {
     GetStatusResponse status;
     const grpc::Status rpc =
@@ -283,11 +294,7 @@ TEST_P(CacheProcessTest, AllWorkersKilledMidGetMatchesLocal) {
   HideSource();
   const std::string position = dir_.Join("position");
   Subprocess run(RunArgs(cluster, 3, true), Subprocess::Stderr::kMergeIntoStdout);
-  AwaitPosition(position, 1, kImages / 3);
-  ASSERT_EQ(ReadRunPosition(position).epoch, 1) << "the Get epoch ended before the kill";
-  KillAndRestartAllWorkers(cluster, 2);
-  const std::string output = run.ReadAll(std::chrono::seconds(180));
-  ASSERT_EQ(run.Wait(), 0) << output;
+  ASSERT_NO_FATAL_FAILURE(KillBothWorkersMidGetThenFinish(cluster, run, position));
   ExpectDigestsMatchLocal();
 }
 
@@ -452,11 +459,7 @@ void RedisTierProcessTest::PutAndGetWithAllWorkersKilledMatchLocal() {
   EXPECT_TRUE(absl::StartsWith(written.state().caches(0).chunks(0).path(), RedisUrl()))
       << written.state().caches(0).chunks(0).path();
   HideSource();
-  AwaitPosition(position, 1, kImages / 3);
-  ASSERT_EQ(ReadRunPosition(position).epoch, 1) << "the Get epoch ended before the kill";
-  KillAndRestartAllWorkers(cluster, 2);
-  const std::string output = run.ReadAll(std::chrono::seconds(180));
-  ASSERT_EQ(run.Wait(), 0) << output;
+  ASSERT_NO_FATAL_FAILURE(KillBothWorkersMidGetThenFinish(cluster, run, position));
   ExpectDigestsMatchLocal();
   const GetStatusResponse status = Status(cluster);
   std::map<int64_t, EpochCache::Mode> modes;
