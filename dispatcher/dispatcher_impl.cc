@@ -26,6 +26,13 @@
 namespace granary {
 namespace {
 
+// A cache as a summary shows it: its state and counts without its manifest (the chunk list) and
+// task plans, which grow with the dataset.
+void StripManifest(CacheState* cache) {
+  cache->clear_chunks();
+  cache->clear_task_plans();
+}
+
 // A task's chunks must cover its elements at the cache point 0, 1, 2, ... without gap or
 // overlap — all of its elements, when the cache point is the pipeline's end.
 absl::Status CheckCacheChunks(const TaskFinishedRequest& request, bool put, bool whole_output,
@@ -345,10 +352,8 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
     if (next.ok() && !next->cache_key().empty()) {
       response->set_cache_key(next->cache_key());
       if (const CacheState* cache = state_.FindCache(next->cache_key())) {
-        CacheState& summary = *response->mutable_cache();
-        summary = *cache;
-        summary.clear_chunks();
-        summary.clear_task_plans();
+        *response->mutable_cache() = *cache;
+        StripManifest(response->mutable_cache());
       }
     }
     MarkActive(job.job_id());
@@ -1064,10 +1069,7 @@ absl::Status DispatcherImpl::GetStatus(const GetStatusRequest& request, GetStatu
       task.clear_leased();
       task.clear_cache_chunks();
     }
-    for (CacheState& cache : *visible.mutable_caches()) {
-      cache.clear_chunks();
-      cache.clear_task_plans();
-    }
+    for (CacheState& cache : *visible.mutable_caches()) StripManifest(&cache);
   }
   return CheckUsable();
 }
