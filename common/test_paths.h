@@ -49,10 +49,10 @@ inline std::string BinaryDir() {
   return dir != nullptr ? dir : SourceDir() + "/build";
 }
 
-// The real TFRecord files written by TensorFlow (shared/testdata/tfrecord/SOURCES.md), beside
-// the source tree.
+// The real TFRecord files written by TensorFlow (tests/testdata/tfrecord/SOURCES.md says where
+// each comes from), in the source tree.
 inline std::string TfRecordTestDataDir() {
-  const std::string data = "../shared/testdata/tfrecord";
+  const std::string data = "tests/testdata/tfrecord";
   return test_paths_internal::SourceDirWith(data + "/SOURCES.md") + "/" + data;
 }
 

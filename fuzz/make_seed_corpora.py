@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Regenerates the seed corpora fuzz/corpus/<target>/seed-* (README "Safety nets").
 
-Seeds are made from the real TFRecord fixtures (testdata/tfrecord, written by TensorFlow), cut
+Seeds are made from the real TFRecord fixtures (tests/testdata/tfrecord, written by TensorFlow), cut
 into small pieces, plus hand-made edge cases (truncations, bad CRCs, wrong formats). Protobuf
 seeds are encoded from text format with `protoc --encode`. Inputs of fuzzer findings are kept
 beside the seeds as corpus/<target>/finding-*, and are never touched by this script.
 
-Usage: fuzz/make_seed_corpora.py [--testdata DIR]   (default: ../shared/testdata/tfrecord)
+Usage: fuzz/make_seed_corpora.py [--testdata DIR]   (default: tests/testdata/tfrecord)
 """
 import argparse
 import gzip
@@ -127,7 +127,7 @@ class Writer:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--testdata",
-                        default=os.path.join(ROOT, "..", "shared", "testdata", "tfrecord"))
+                        default=os.path.join(ROOT, "tests", "testdata", "tfrecord"))
     args = parser.parse_args()
 
     def fixture(name):

@@ -370,7 +370,7 @@ TEST_F(TfRecordTest, CorruptGzipIsDataLossNamingPathAndRecordOffset) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("offset"));
 }
 
-// The record counts of shared/testdata/tfrecord/SOURCES.md.
+// The record counts of tests/testdata/tfrecord/SOURCES.md.
 const std::map<std::string, int64_t>& TensorFlowFiles() {
   static const auto* const files = new std::map<std::string, int64_t>{
       {"imagenet_inception_train-00000-of-00001.tfrecord", 1},
