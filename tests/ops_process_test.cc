@@ -175,7 +175,14 @@ TEST_F(OpsProcessTest, AKilledWorkersTasksAreCountedAsMovedAndRestored) {
   testing::LocalCluster cluster(dir_.Join("cluster"), Options());
   ASSERT_TRUE(cluster.ok());
   const std::string digest = dir_.Join("run.digest");
-  std::unique_ptr<Subprocess> run = StartRun(cluster, 1, 1, digest);
+  // The trainer reads 1 element per ms, and asks for 4 KB per call (a queue of at most 8 KB,
+  // ~1000 elements, plus one 4 KB answer per call in flight): the client can run at most ~3000
+  // elements ahead of the trainer, so worker 0 cannot have served the whole of its ~10000-element
+  // task before the kill below however slow the scrapes are, and its task's reader still needs
+  // elements from worker 1. (With 64 MB calls the client could take the whole task at once,
+  // and worker 1 then never restored it: the test's old flake.)
+  std::unique_ptr<Subprocess> run =
+      StartRun(cluster, 1, 1, digest, {"--max_request_bytes=4096"});
   // Once worker 0 has served part of its task, kill it for good: its task moves.
   for (int i = 0; i < 300; ++i) {
     absl::StatusOr<Exposition> worker = Scrape(cluster.worker_metrics_port(0));
