@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates the seed corpora fuzz/corpus/<target>/seed-* (README "Safety nets").
+"""Regenerates the seed corpora fuzz/corpus/<target>/seed-* (docs/verification.md, "Safety nets").
 
 Seeds are made from the real TFRecord fixtures (tests/testdata/tfrecord, written by TensorFlow), cut
 into small pieces, plus hand-made edge cases (truncations, bad CRCs, wrong formats). Protobuf

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes Granary's parsers and decoders with libFuzzer (README "Safety nets").
+# Fuzzes Granary's parsers and decoders with libFuzzer (docs/verification.md, "Safety nets").
 #
 #   scripts/fuzz.sh [--minutes M] [--jobs J] [target...]
 #

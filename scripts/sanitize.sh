@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds Granary with AddressSanitizer and UndefinedBehaviorSanitizer and runs the whole test
-# suite under them (README "Safety nets").
+# suite under them (docs/verification.md, "Safety nets").
 #
 #   scripts/sanitize.sh [--sanitizers address,undefined] [--thread-safety] [ctest args...]
 #

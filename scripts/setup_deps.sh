@@ -20,7 +20,7 @@ packages=(
   # The Python package (python/): the pybind11 extension over the client library, and the
   # interpreter's headers it builds against; its tests use python3-numpy and python3-torch.
   pybind11-dev python3-pybind11 python3-dev
-  # The safety nets (README "Safety nets"): clang for the libFuzzer build (scripts/fuzz.sh),
+  # The safety nets (docs/verification.md, "Safety nets"): clang for the libFuzzer build (scripts/fuzz.sh),
   # the sanitizer build (scripts/sanitize.sh) and -Wthread-safety; libclang-rt-14-dev holds
   # clang's runtimes: libFuzzer and the ASan/UBSan libraries.
   clang libclang-rt-14-dev

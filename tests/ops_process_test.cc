@@ -279,7 +279,7 @@ TEST_F(OpsProcessTest, StatusJsonAndTheLivePageInChromiumShowTheRunningJob) {
               HasSubstr(absl::StrCat("data-task-id=\"", status.task_activity(0).task_id(), "\"")));
   EXPECT_THAT(dom, HasSubstr("worker-0"));
 
-  // The screenshot, kept for people (the README shows one).
+  // The screenshot, kept for people (docs/operations.md shows one).
   // Under the build directory when run by ctest, else gtest's temporary directory.
   const char* binary_dir = std::getenv("GRANARY_BINARY_DIR");
   const std::string outputs =

@@ -14,7 +14,7 @@ can be shared and extended:
                  .prefetch(2))
 
 It holds the pipeline in the JSON form of pipeline files (protobuf's JSON mapping of
-PipelineDef, README "Pipelines"), so `to_json()` writes a file `granary run --pipeline` reads and
+PipelineDef, docs/pipelines.md), so `to_json()` writes a file `granary run --pipeline` reads and
 `Dataset.from_json(path)` reads one. Each step is checked at once by the C++ pipeline builder (op
 and UDF names, parameter types and ranges): a mistake raises granary.InvalidArgument naming it.
 """

@@ -1,4 +1,4 @@
-"""The Python examples run as the README says: quickstart.py in-process and against a cluster,
+"""The Python examples run as docs/python.md says: quickstart.py in-process and against a cluster,
 and train_resnet.py stopped after a checkpoint and resumed — every step of every epoch trained
 once in all (12 batches an epoch, 2 epochs: 24 steps over both runs)."""
 
