@@ -1,7 +1,10 @@
 // The POSIX implementation of Env.
 #include <fcntl.h>
 #include <glob.h>
+#include <limits.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,7 +15,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/env.h"
+#include "common/regular_file.h"
 #include "common/status_macros.h"
 
 namespace granary {
@@ -31,6 +36,56 @@ absl::Status PosixError(absl::string_view context, int err) {
     default:
       return absl::InternalError(message);
   }
+}
+
+// What a file of mode `mode` is, for "<path> is <this>, not a regular file".
+std::string FileTypeName(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return absl::StrFormat("of type %o", mode & S_IFMT);
+}
+
+absl::Status NotRegular(const std::string& path, mode_t mode) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, " is ", FileTypeName(mode), ", not a regular file"));
+}
+
+// The kernel's pseudo-filesystem `fd` is on, if it is /proc or /sys (whose "regular" files are
+// the process's environment, memory maps, kernel state), else null.
+const char* PseudoFilesystem(int fd) {
+  struct statfs fs;
+  if (::fstatfs(fd, &fs) != 0) return nullptr;
+  if (fs.f_type == PROC_SUPER_MAGIC) return "proc";
+  if (fs.f_type == SYSFS_MAGIC) return "sys";
+  return nullptr;
+}
+
+// Checks that the open descriptor `fd` of `path` is a regular file of data and makes its reads
+// blocking again; its canonical path on success.
+absl::StatusOr<std::string> CheckRegularFile(const std::string& path, int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return PosixError(absl::StrCat("stat ", path), errno);
+  if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
+  if (const char* pseudo = PseudoFilesystem(fd); pseudo != nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is a file of the kernel's ", pseudo, " filesystem, not a data file"));
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return PosixError(absl::StrCat("fcntl ", path), errno);
+  }
+  char real[PATH_MAX];
+  const std::string link = absl::StrCat("/proc/self/fd/", fd);
+  const ssize_t n = ::readlink(link.c_str(), real, sizeof(real));
+  if (n < 0 || n == sizeof(real)) {
+    return PosixError(absl::StrCat("open ", path, ": readlink ", link, " (is /proc mounted?)"),
+                      n < 0 ? errno : ENAMETOOLONG);
+  }
+  return std::string(real, n);
 }
 
 class PosixSequentialFile : public SequentialFile {
@@ -211,6 +266,28 @@ class PosixEnv : public Env {
 Env* Env::Default() {
   static Env* const env = new PosixEnv();
   return env;
+}
+
+absl::StatusOr<OpenedRegularFile> OpenRegularFile(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer, forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    const int err = errno;
+    struct stat st;
+    if (err == ELOOP && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(path, " is a symbolic link, which is not followed"));
+    }
+    // ENXIO: a socket, or a device without a driver.
+    if (err == ENXIO && ::stat(path.c_str(), &st) == 0) return NotRegular(path, st.st_mode);
+    return PosixError(absl::StrCat("open ", path), err);
+  }
+  absl::StatusOr<std::string> real_path = CheckRegularFile(path, fd);
+  if (!real_path.ok()) {
+    ::close(fd);
+    return real_path.status();
+  }
+  return OpenedRegularFile{std::make_unique<PosixSequentialFile>(path, fd), *std::move(real_path)};
 }
 
 absl::StatusOr<std::string> ReadFileToString(Env* env, const std::string& path) {

@@ -1,6 +1,7 @@
 // Fuzz target: the TFRecord reader (pipeline/tfrecord_reader.h) on an uncompressed file. Reads
 // every record, then scans the same bytes with ScanTfRecords and skips through them with
-// SkipRecord; the three must agree on where the records are.
+// SkipRecord; the three must agree on where the records are. A small max_record_bytes makes
+// inputs reach the limit too.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -13,11 +14,13 @@
 using granary::fuzz::Check;
 using granary::fuzz::StringFile;
 
+constexpr int64_t kMaxRecordBytes = 4096;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   // Odd-sized short reads exercise the reader's handling of partial reads.
   granary::TfRecordReader reader(std::make_unique<StringFile>(bytes, "fuzz.tfrecord", 7),
-                                 "fuzz.tfrecord", 0);
+                                 "fuzz.tfrecord", 0, kMaxRecordBytes);
   std::vector<int64_t> read_offsets;
   absl::Status read_status;
   while (true) {
@@ -27,6 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     read_status = reader.ReadRecord(&record, &end);
     if (!read_status.ok() || end) break;
     read_offsets.push_back(at);
+    Check(static_cast<int64_t>(record.size()) <= kMaxRecordBytes, "records keep the limit");
     Check(reader.offset() ==
               at + granary::kTfRecordFramingBytes + static_cast<int64_t>(record.size()),
           "offset advances by the record's framed size");
@@ -41,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<int64_t> scanned;
   const absl::Status scan_status =
       granary::ScanTfRecords(std::make_unique<StringFile>(bytes, "fuzz.tfrecord"), "fuzz.tfrecord",
-                             [&](int64_t offset) { scanned.push_back(offset); });
+                             kMaxRecordBytes, [&](int64_t offset) { scanned.push_back(offset); });
   // The scan checks less than ReadRecord (no data CRC), so when reading succeeds so does the scan,
   // at the same offsets.
   if (read_status.ok()) {
@@ -50,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   granary::TfRecordReader skipper(std::make_unique<StringFile>(bytes, "fuzz.tfrecord"),
-                                  "fuzz.tfrecord", 0);
+                                  "fuzz.tfrecord", 0, kMaxRecordBytes);
   for (size_t i = 0; i <= read_offsets.size() + 1; ++i) {
     bool end = false;
     if (!skipper.SkipRecord(&end).ok() || end) break;

@@ -4,6 +4,7 @@
 #include <csetjmp>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -307,38 +308,15 @@ bool RunJpegDecode(absl::string_view bytes, int requested_channels, JpegDecodeSt
   return true;
 }
 
-// A libjpeg destination that appends to a std::string, growing it geometrically.
-struct StringDestination {
-  jpeg_destination_mgr pub;  // First member: libjpeg sees a jpeg_destination_mgr*.
-  std::string* out;
-};
-
-void StringDestinationInit(j_compress_ptr cinfo) {
-  auto* dest = reinterpret_cast<StringDestination*>(cinfo->dest);
-  dest->out->resize(std::max<size_t>(dest->out->size(), 4096));
-  dest->pub.next_output_byte = reinterpret_cast<JOCTET*>(dest->out->data());
-  dest->pub.free_in_buffer = dest->out->size();
-}
-
-boolean StringDestinationEmpty(j_compress_ptr cinfo) {
-  // Called when the whole buffer is full.
-  auto* dest = reinterpret_cast<StringDestination*>(cinfo->dest);
-  const size_t used = dest->out->size();
-  dest->out->resize(used * 2);
-  dest->pub.next_output_byte = reinterpret_cast<JOCTET*>(dest->out->data()) + used;
-  dest->pub.free_in_buffer = dest->out->size() - used;
-  return TRUE;
-}
-
-void StringDestinationTerm(j_compress_ptr cinfo) {
-  auto* dest = reinterpret_cast<StringDestination*>(cinfo->dest);
-  dest->out->resize(dest->out->size() - dest->pub.free_in_buffer);
-}
-
 struct JpegEncodeState {
   jpeg_compress_struct cinfo;
   JpegErrorManager err;
-  StringDestination dest;
+  // libjpeg's output buffer (jpeg_mem_dest): malloc'ed and grown by libjpeg, freed by the caller
+  // of RunJpegEncode in every case.
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;  // NOLINT(runtime/int): jpeg_mem_dest's type.
+  // Set once jpeg_mem_dest has returned: from then on its term_destination may be called.
+  bool destination_set = false;
 };
 
 bool RunJpegEncode(const Tensor& image, int quality, JpegEncodeState* s, std::string* out) {
@@ -350,14 +328,8 @@ bool RunJpegEncode(const Tensor& image, int quality, JpegEncodeState* s, std::st
   const int64_t height = image.shape()[0];
   const int64_t width = image.shape()[1];
   const int channels = static_cast<int>(image.shape()[2]);
-  // Start with a buffer a fraction of the raw size; the destination grows it as needed.
-  out->clear();
-  out->resize(std::max<size_t>(4096, image.content().size() / 8));
-  s->dest.out = out;
-  s->dest.pub.init_destination = StringDestinationInit;
-  s->dest.pub.empty_output_buffer = StringDestinationEmpty;
-  s->dest.pub.term_destination = StringDestinationTerm;
-  s->cinfo.dest = &s->dest.pub;
+  jpeg_mem_dest(&s->cinfo, &s->buffer, &s->size);
+  s->destination_set = true;
 
   s->cinfo.image_width = static_cast<JDIMENSION>(width);
   s->cinfo.image_height = static_cast<JDIMENSION>(height);
@@ -374,6 +346,8 @@ bool RunJpegEncode(const Tensor& image, int quality, JpegEncodeState* s, std::st
     jpeg_write_scanlines(&s->cinfo, &row, 1);
   }
   jpeg_finish_compress(&s->cinfo);
+  // One copy of the compressed bytes (a fraction of the image's) into the string returned.
+  out->assign(reinterpret_cast<const char*>(s->buffer), s->size);
   return true;
 }
 
@@ -519,7 +493,11 @@ absl::StatusOr<std::string> EncodeJpeg(const Tensor& image, int quality) {
   JpegEncodeState state{};
   std::string out;
   const bool ok = RunJpegEncode(image, quality, &state, &out);
+  // On an error libjpeg may have grown the buffer without telling state.buffer yet; its
+  // term_destination tells (and does nothing else).
+  if (!ok && state.destination_set) state.cinfo.dest->term_destination(&state.cinfo);
   jpeg_destroy_compress(&state.cinfo);
+  std::free(state.buffer);
   if (!ok) {
     return absl::InvalidArgumentError(absl::StrCat("EncodeJpeg: libjpeg: ", state.err.message));
   }

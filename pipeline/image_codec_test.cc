@@ -14,6 +14,7 @@
 // clang-format on
 #include <png.h>
 
+#include "common/hash.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/udf_test_util.h"
@@ -372,6 +373,35 @@ TEST(ImageCodecTest, EncodeJpegGrowsItsBufferForLargeImages) {
   absl::StatusOr<Tensor> decoded = DecodeJpeg(*jpeg, 3);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_THAT(decoded->shape(), ElementsAre(256, 256, 3));
+}
+
+// The encoder's bytes for fixed images, pinned by their xxh64: a change of how the output is
+// buffered (or of libjpeg's settings) must not change a single byte, since cached and recomputed
+// elements are compared byte for byte.
+TEST(ImageCodecTest, EncodeJpegBytesOfFixedImagesAreStable) {
+  Tensor noise(DT_UINT8, {256, 256, 3});  // Outgrows any small initial buffer.
+  uint32_t state = 12345;
+  for (int64_t i = 0; i < noise.num_elements(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    noise.data<uint8_t>()[i] = static_cast<uint8_t>(state >> 24);
+  }
+  Tensor gray(DT_UINT8, {17, 33, 1});
+  for (int64_t i = 0; i < gray.num_elements(); ++i) gray.data<uint8_t>()[i] = (i * 3) % 200;
+  const struct {
+    const char* name;
+    Tensor image;
+    int quality;
+    const char* xxh64;
+  } cases[] = {
+      {"gradient 64x64 q75", GradientImage(64, 64), 75, "ac49719b1ccbefb1"},
+      {"gray 17x33 q100", gray, 100, "5f6a663429332dae"},
+      {"noise 256x256 q100", noise, 100, "e277679482236332"},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<std::string> jpeg = EncodeJpeg(c.image, c.quality);
+    ASSERT_TRUE(jpeg.ok()) << c.name << ": " << jpeg.status();
+    EXPECT_EQ(HashToHex(Hash64(*jpeg)), c.xxh64) << c.name << " (" << jpeg->size() << " bytes)";
+  }
 }
 
 TEST(ImageCodecTest, EncodeJpegRejectsNonUint8) {

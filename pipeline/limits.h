@@ -29,6 +29,12 @@ inline constexpr int64_t kMaxImageSide = 65536;
 inline constexpr int64_t kMaxImagePixels = int64_t{1} << 28;
 // Bytes of tensor content in one element, a batch included: 2 GiB.
 inline constexpr int64_t kMaxElementBytes = int64_t{1} << 31;
+// Bytes of one record (a TFRecord's data, a text line) the file sources read unless their
+// "max_record_bytes" param says otherwise (at most kMaxElementBytes): 256 MiB, far above an
+// image or an Example, far below a worker's memory. A line without end (/dev/zero, a sparse file)
+// or a corrupt TFRecord length fails its task with DataLoss once this much is read, instead of
+// growing the worker until it is killed.
+inline constexpr int64_t kDefaultMaxRecordBytes = int64_t{1} << 28;
 
 // params.Invalid(name, "is <value>, above the limit <limit> (<limit_name>)") when value > limit,
 // else OK.

@@ -192,7 +192,9 @@ SourceInfo CacheReadSource() {
     return ValidateFileSource(params, env, kType, kPerSplit);
   };
   info.enumerate = [](const Params& params, Env* env) {
-    return EnumerateFileSplits(params, env, kType, kPerSplit, ScanTfRecords);
+    // Chunks are Granary's own uncompressed files: a length beyond the file is reported as
+    // truncated before it is allocated, so their records need no limit of their own.
+    return EnumerateFileSplits(params, env, kType, kPerSplit, kUnlimitedRecordBytes, ScanTfRecords);
   };
   info.open = [](const Params& params, const SplitOpenContext& context, const Split& split,
                  int64_t offset,

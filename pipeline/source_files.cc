@@ -7,9 +7,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "pipeline/limits.h"
 #include "pipeline/tensor.h"
 
 namespace granary {
+namespace {
+
+constexpr char kMaxRecordBytes[] = "max_record_bytes";
+
+}  // namespace
 
 std::vector<ParamSpec> FileSourceParams(absl::string_view per_split_param) {
   return {
@@ -17,6 +23,20 @@ std::vector<ParamSpec> FileSourceParams(absl::string_view per_split_param) {
       {"compression", ParamType::kString, /*required=*/false},
       {std::string(per_split_param), ParamType::kInt, /*required=*/false},
   };
+}
+
+std::vector<ParamSpec> RecordSourceParams(absl::string_view per_split_param) {
+  std::vector<ParamSpec> specs = FileSourceParams(per_split_param);
+  specs.push_back({kMaxRecordBytes, ParamType::kInt, /*required=*/false});
+  return specs;
+}
+
+absl::StatusOr<int64_t> MaxRecordBytes(const Params& params) {
+  const int64_t max_record_bytes = params.GetInt(kMaxRecordBytes, kDefaultMaxRecordBytes);
+  if (max_record_bytes < 1) return params.Invalid(kMaxRecordBytes, "must be >= 1");
+  RETURN_IF_ERROR(CheckParamLimit(params, kMaxRecordBytes, max_record_bytes, kMaxElementBytes,
+                                  "kMaxElementBytes"));
+  return max_record_bytes;
 }
 
 absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const Params& params, Env* env,
@@ -67,6 +87,7 @@ absl::StatusOr<Compression> FileCompression(const Params& params, const std::str
 absl::StatusOr<std::vector<Split>> EnumerateFileSplits(const Params& params, Env* env,
                                                        absl::string_view source_type,
                                                        absl::string_view per_split_param,
+                                                       int64_t max_record_bytes,
                                                        const RecordScanner& scan) {
   const int64_t per_split = params.GetInt(per_split_param, 0);
   if (per_split < 0) return params.Invalid(per_split_param, "must be >= 0");
@@ -87,7 +108,7 @@ absl::StatusOr<std::vector<Split>> EnumerateFileSplits(const Params& params, Env
     ASSIGN_OR_RETURN(std::unique_ptr<SequentialFile> file,
                      OpenMaybeCompressed(env, path, compression));
     int64_t record = 0;
-    RETURN_IF_ERROR(scan(std::move(file), path, [&](int64_t offset) {
+    RETURN_IF_ERROR(scan(std::move(file), path, max_record_bytes, [&](int64_t offset) {
       if (record % per_split == 0) {
         Split& split = splits.emplace_back();
         split.set_id(splits.size() - 1);

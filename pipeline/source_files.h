@@ -8,6 +8,12 @@
 //   "records_per_split" (tfrecord) / "lines_per_split" (text_lines)  int, default 0: 0 makes
 //                  one split per file; n > 0 scans each file and makes a split of every n
 //                  records (the last split of a file may be shorter; an empty file has none).
+//   "max_record_bytes" (tfrecord, text_lines)  int, default kDefaultMaxRecordBytes (256 MiB),
+//                  at most kMaxElementBytes (2 GiB; pipeline/limits.h): the longest record (a
+//                  TFRecord's data, a line without its "\n") read. A longer one fails the
+//                  split with DataLoss naming the file, the record's offset and the limit, after
+//                  at most this many bytes of it are read (a TFRecord's declared length is
+//                  refused before any of its data is read).
 //
 // Offsets are byte offsets in a file's decompressed bytes. Opening a split of a GZIP file at a
 // non-zero offset decompresses and discards the bytes before it.
@@ -32,6 +38,13 @@ namespace granary {
 
 // The specs of "files", "compression" and the int parameter `per_split_param`.
 std::vector<ParamSpec> FileSourceParams(absl::string_view per_split_param);
+// FileSourceParams and "max_record_bytes": the params of a source reading records of
+// unbounded length (tfrecord, text_lines).
+std::vector<ParamSpec> RecordSourceParams(absl::string_view per_split_param);
+
+// The "max_record_bytes" param, kDefaultMaxRecordBytes when absent. InvalidArgument
+// (params.Invalid) below 1 or above kMaxElementBytes.
+absl::StatusOr<int64_t> MaxRecordBytes(const Params& params);
 
 // The files named by the "files" patterns, in the order described above. NotFound
 // "source <source_type>: pattern '<p>' matches no file" for a pattern matching nothing;
@@ -50,21 +63,23 @@ absl::Status ValidateFileSource(const Params& params, Env* env, absl::string_vie
 absl::StatusOr<Compression> FileCompression(const Params& params, const std::string& path);
 
 // Reads the whole of `file` (the decompressed bytes of `path`, from offset 0) and calls
-// `visit(offset)` with the byte offset at which each of its records starts, in order. Errors name
-// the path and offset at fault.
-using RecordScanner =
-    std::function<absl::Status(std::unique_ptr<SequentialFile> file, const std::string& path,
-                               const std::function<void(int64_t)>& visit)>;
+// `visit(offset)` with the byte offset at which each of its records starts, in order; a record
+// longer than `max_record_bytes` is an error. Errors name the path and offset at fault.
+using RecordScanner = std::function<absl::Status(std::unique_ptr<SequentialFile> file,
+                                                 const std::string& path, int64_t max_record_bytes,
+                                                 const std::function<void(int64_t)>& visit)>;
 
 // A file source's `enumerate`: the files of ExpandFilePatterns, each one split
 // {id, file, begin_offset 0, begin_record 0, num_records -1} when the int parameter
-// `per_split_param` is 0 (or absent), else scanned with `scan` and cut into splits of that many
-// records (a file without records has no split). Ids count 0, 1, 2, ... across all files.
+// `per_split_param` is 0 (or absent), else scanned with `scan` (given `max_record_bytes`) and cut
+// into splits of that many records (a file without records has no split). Ids count 0, 1, 2, ...
+// across all files.
 // InvalidArgument for a negative `per_split_param`; the errors of the functions above and of
 // `scan`.
 absl::StatusOr<std::vector<Split>> EnumerateFileSplits(const Params& params, Env* env,
                                                        absl::string_view source_type,
                                                        absl::string_view per_split_param,
+                                                       int64_t max_record_bytes,
                                                        const RecordScanner& scan);
 
 // A file split opened for reading at `offset`, with `records_done` of its records read.

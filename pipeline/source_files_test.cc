@@ -2,6 +2,10 @@
 // run against both, then what is particular to each (source_tfrecord.cc, source_text_lines.cc).
 #include "pipeline/source_files.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,17 +14,22 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "common/compressed_file.h"
+#include "common/crc32c.h"
 #include "common/scoped_temp_dir.h"
 #include "common/test_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/limits.h"
 #include "pipeline/source.h"
+#include "pipeline/tfrecord_reader.h"
 #include "pipeline/tfrecord_writer.h"
 
 namespace granary {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -30,7 +39,12 @@ struct SourceParams {
   std::vector<std::string> files;
   std::optional<std::string> compression;
   std::optional<int64_t> per_split;
+  std::optional<int64_t> max_record_bytes;
 
+  SourceParams& WithMaxRecordBytes(int64_t n) {
+    max_record_bytes = n;
+    return *this;
+  }
   SourceParams& WithCompression(std::string c) {
     compression = std::move(c);
     return *this;
@@ -55,6 +69,9 @@ absl::StatusOr<Params> MakeParams(const SourceInfo& info, const std::string& per
   for (const std::string& f : p.files) files->add_values()->set_string_value(f);
   if (p.compression) fields["compression"].set_string_value(*p.compression);
   if (p.per_split) fields[per_split_name].set_number_value(static_cast<double>(*p.per_split));
+  if (p.max_record_bytes) {
+    fields["max_record_bytes"].set_number_value(static_cast<double>(*p.max_record_bytes));
+  }
   return Params::Create(values, info.params, absl::StrCat("source ", info.type));
 }
 
@@ -168,7 +185,7 @@ TEST_P(FileSourceTest, HasItsTypeAndParams) {
   EXPECT_EQ(info().type, GetParam().type);
   std::vector<std::string> names;
   for (const ParamSpec& spec : info().params) names.push_back(spec.name);
-  EXPECT_THAT(names, ElementsAre("files", "compression", GetParam().per_split));
+  EXPECT_THAT(names, ElementsAre("files", "compression", GetParam().per_split, "max_record_bytes"));
 }
 
 TEST_P(FileSourceTest, OneWholeFileSplitPerFileByDefault) {
@@ -410,6 +427,65 @@ TEST_P(FileSourceTest, OpenRejectsImpossiblePositions) {
   }
 }
 
+// A record (a TFRecord's data, a line) of max_record_bytes reads; one byte more fails its split
+// with DataLoss naming the file, the record's offset and the limit — when reading and when
+// scanning for splits, plain and GZIP.
+TEST_P(FileSourceTest, ARecordOfMaxRecordBytesReadsAndOneByteMoreIsDataLoss) {
+  const std::vector<std::string> records = {"short", std::string(1000, 'L'), "after"};
+  const int64_t long_offset = GetParam().type == "tfrecord" ? kTfRecordFramingBytes + 5 : 6;
+  for (const bool gzip : {false, true}) {
+    const std::string path = dir_.Join(gzip ? "long.gz" : "long");
+    GetParam().write(path, records, gzip);
+    for (const std::optional<int64_t> per_split :
+         {std::optional<int64_t>(), std::optional<int64_t>(1)}) {
+      SCOPED_TRACE(absl::StrCat(path, " per_split ", per_split.value_or(0)));
+      absl::StatusOr<Params> fits =
+          Make(Files({path}).WithPerSplit(per_split).WithMaxRecordBytes(1000));
+      ASSERT_TRUE(fits.ok()) << fits.status();
+      absl::StatusOr<std::vector<Split>> splits = info().enumerate(*fits, Env::Default());
+      ASSERT_TRUE(splits.ok()) << splits.status();
+      std::vector<std::string> read;
+      for (const Split& split : *splits) {
+        const SplitContents c = ReadSplit(info(), *fits, split);
+        ASSERT_TRUE(c.status.ok()) << c.status;
+        read.insert(read.end(), c.records.begin(), c.records.end());
+      }
+      EXPECT_EQ(read, records);
+
+      absl::StatusOr<Params> tight =
+          Make(Files({path}).WithPerSplit(per_split).WithMaxRecordBytes(999));
+      ASSERT_TRUE(tight.ok()) << tight.status();
+      splits = info().enumerate(*tight, Env::Default());
+      absl::Status status = splits.status();
+      if (splits.ok()) {  // One whole-file split: reading it fails after the first record.
+        ASSERT_EQ(splits->size(), 1u);
+        const SplitContents c = ReadSplit(info(), *tight, (*splits)[0]);
+        EXPECT_THAT(c.records, ElementsAre("short"));
+        status = c.status;
+      }
+      EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+      EXPECT_THAT(std::string(status.message()),
+                  AllOf(HasSubstr(absl::StrCat(path, ": ")),
+                        HasSubstr(absl::StrCat(" at offset ", long_offset, " ")),
+                        HasSubstr("max_record_bytes (999 bytes)")));
+    }
+  }
+}
+
+TEST_P(FileSourceTest, MaxRecordBytesOutsideOneTo2GiBIsInvalidArgument) {
+  for (const int64_t bad : {int64_t{0}, int64_t{-5}, kMaxElementBytes + 1}) {
+    absl::StatusOr<Params> params = Make(Files({dir_.Join("*")}).WithMaxRecordBytes(bad));
+    ASSERT_TRUE(params.ok()) << params.status();
+    const absl::Status status = info().validate(*params, nullptr);
+    EXPECT_TRUE(absl::IsInvalidArgument(status)) << bad << ": " << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("max_record_bytes")) << bad;
+  }
+  absl::StatusOr<Params> largest =
+      Make(Files({dir_.Join("*")}).WithMaxRecordBytes(kMaxElementBytes));
+  ASSERT_TRUE(largest.ok()) << largest.status();
+  EXPECT_TRUE(info().validate(*largest, nullptr).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(BothSources, FileSourceTest,
                          ::testing::Values(Format{"tfrecord", "records_per_split", WriteTfRecords},
                                            Format{"text_lines", "lines_per_split", WriteLines}),
@@ -474,6 +550,43 @@ TEST(TfRecordSourceTest, EnumeratingACorruptFileIsDataLossNamingIt) {
               HasSubstr(absl::StrCat(path, ": corrupt record length (CRC mismatch) at offset 19")));
 }
 
+// A GZIP TFRecord file of a few KiB whose second record declares 3 GiB of data (zeros compress
+// a thousandfold): refused by the declared length, before any of it is read or allocated.
+TEST(TfRecordSourceTest, AGzipRecordDeclaringGigabytesIsDataLossBeforeItIsRead) {
+  testing::ScopedTempDir dir;
+  const std::string path = dir.Join("huge.tfrecord.gz");
+  WriteTfRecords(dir.Join("ok.tfrecord"), {"ok"}, /*gzip=*/false);
+  const std::string ok_record = *ReadFileToString(Env::Default(), dir.Join("ok.tfrecord"));
+  const uint64_t length = uint64_t{3} << 30;
+  std::string header(8, '\0');
+  for (int i = 0; i < 8; ++i) header[i] = static_cast<char>(length >> (8 * i));
+  const uint32_t length_crc = crc32c::Mask(crc32c::Value(header));
+  for (int i = 0; i < 4; ++i) header.push_back(static_cast<char>(length_crc >> (8 * i)));
+  WriteText(path, absl::StrCat(ok_record, header, std::string(1 << 20, '\0')), /*gzip=*/true);
+  ASSERT_LT(*Env::Default()->GetFileSize(path), 64 << 10);
+
+  const SourceInfo info = TfRecordSource();
+  for (const std::optional<int64_t> per_split :
+       {std::optional<int64_t>(), std::optional<int64_t>(1)}) {
+    absl::StatusOr<Params> params =
+        MakeParams(info, "records_per_split", Files({path}).WithPerSplit(per_split));
+    ASSERT_TRUE(params.ok()) << params.status();
+    absl::StatusOr<std::vector<Split>> splits = info.enumerate(*params, Env::Default());
+    absl::Status status = splits.status();
+    if (splits.ok()) {
+      ASSERT_EQ(splits->size(), 1u);
+      const SplitContents c = ReadSplit(info, *params, (*splits)[0]);
+      EXPECT_THAT(c.records, ElementsAre("ok"));
+      status = c.status;
+    }
+    EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr(absl::StrCat(path,
+                                       ": record at offset 18 declares 3221225472 bytes (3 GiB), "
+                                       "above max_record_bytes (256 MiB)")));
+  }
+}
+
 class TextLinesSourceTest : public ::testing::Test {
  protected:
   // Writes `text` to a file and reads it as one whole-file split and as splits of one line.
@@ -531,6 +644,41 @@ TEST_F(TextLinesSourceTest, LinesLongerThanTheReadBuffer) {
   const std::string long_line(200000, 'L');
   EXPECT_THAT(Lines("short\n" + long_line + "\n" + long_line),
               ElementsAre("short", long_line, long_line));
+}
+
+// A file of 8 GiB without a newline (sparse: it costs no disk), like /dev/zero in a data root,
+// fails with DataLoss after the default 256 MiB of the line, quickly and without holding the
+// file in memory — when reading and when scanning for splits.
+TEST_F(TextLinesSourceTest, AnEndlessLineIsDataLossAtTheDefaultLimitWithBoundedMemory) {
+  const std::string path = dir_.Join("endless.txt");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, off_t{8} << 30), 0);
+  ::close(fd);
+  for (const std::optional<int64_t> per_split :
+       {std::optional<int64_t>(), std::optional<int64_t>(1)}) {
+    absl::StatusOr<Params> params =
+        MakeParams(info_, "lines_per_split", Files({path}).WithPerSplit(per_split));
+    ASSERT_TRUE(params.ok()) << params.status();
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::vector<Split>> splits = info_.enumerate(*params, Env::Default());
+    absl::Status status = splits.status();
+    if (splits.ok()) {
+      ASSERT_EQ(splits->size(), 1u);
+      const SplitContents c = ReadSplit(info_, *params, (*splits)[0]);
+      EXPECT_THAT(c.records, IsEmpty());
+      status = c.status;
+    }
+    EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr(absl::StrCat(path,
+                                       ": the line at offset 0 has no \"\\n\" within "
+                                       "max_record_bytes (256 MiB)")));
+    EXPECT_LT(absl::Now() - start, absl::Seconds(60));
+  }
+  struct rusage usage;
+  ASSERT_EQ(::getrusage(RUSAGE_SELF, &usage), 0);
+  EXPECT_LT(usage.ru_maxrss, 1 << 20) << "peak resident KiB, for a file of 8 GiB";
 }
 
 TEST_F(TextLinesSourceTest, OffsetsAreLineStarts) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "common/crc32c.h"
 #include "common/status_macros.h"
+#include "pipeline/limits.h"
 
 namespace granary {
 namespace {
@@ -70,8 +71,11 @@ std::string DescribeWrongFormat(absl::string_view head) {
 }  // namespace
 
 TfRecordReader::TfRecordReader(std::unique_ptr<SequentialFile> file, std::string path,
-                               int64_t offset)
-    : file_(std::move(file)), path_(std::move(path)), offset_(offset) {}
+                               int64_t offset, int64_t max_record_bytes)
+    : file_(std::move(file)),
+      path_(std::move(path)),
+      max_record_bytes_(max_record_bytes),
+      offset_(offset) {}
 
 absl::Status TfRecordReader::ReadRecord(std::string* record, bool* end) {
   RETURN_IF_ERROR(status_);
@@ -137,6 +141,14 @@ absl::Status TfRecordReader::ReadHeader(uint64_t* length, bool* end) {
         absl::StrCat(path_, ": corrupt record length (CRC mismatch) at offset ", offset_)));
   }
   *length = DecodeFixed64(header);
+  if (*length > static_cast<uint64_t>(max_record_bytes_)) {
+    return Fail(absl::DataLossError(
+        absl::StrCat(path_, ": record at offset ", offset_, " declares ", *length, " bytes (",
+                     HumanBytes(static_cast<double>(*length)), "), above max_record_bytes (",
+                     HumanBytes(static_cast<double>(max_record_bytes_)),
+                     "): a corrupt length, or raise the source's \"max_record_bytes\" (at most ",
+                     HumanBytes(kMaxElementBytes), ") if records this long are real")));
+  }
   // A record that would end beyond the largest possible offset cannot be complete.
   const uint64_t max_length =
       static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - offset_ - kTfRecordFramingBytes);
@@ -170,8 +182,8 @@ absl::Status TfRecordReader::Fail(absl::Status status) {
 }
 
 absl::Status ScanTfRecords(std::unique_ptr<SequentialFile> file, const std::string& path,
-                           const std::function<void(int64_t)>& visit) {
-  TfRecordReader reader(std::move(file), path, 0);
+                           int64_t max_record_bytes, const std::function<void(int64_t)>& visit) {
+  TfRecordReader reader(std::move(file), path, 0, max_record_bytes);
   while (true) {
     const int64_t offset = reader.offset();
     bool end = false;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,8 @@ namespace granary {
 
 // Bytes of framing around each record's data: 8 length + 4 length CRC + 4 data CRC.
 inline constexpr int64_t kTfRecordFramingBytes = 16;
+// A TfRecordReader's max_record_bytes for no limit of its own.
+inline constexpr int64_t kUnlimitedRecordBytes = std::numeric_limits<int64_t>::max();
 
 // Reads records one after another. Thread-compatible.
 //
@@ -33,6 +36,9 @@ inline constexpr int64_t kTfRecordFramingBytes = 16;
 //   DataLoss "<path>: truncated record at offset N"      EOF inside a record's framing or data
 //   DataLoss "<path>: corrupt record length (CRC mismatch) at offset N"
 //   DataLoss "<path>: corrupt record data (CRC mismatch) at offset N"
+//   DataLoss "<path>: record at offset N declares L bytes (3 GiB), above max_record_bytes
+//   (256 MiB) ..."  a length beyond the reader's limit, refused before anything is allocated
+//   or read (so also inside a gzip stream, where a small file can declare gigabytes of zeros)
 // and errors of the file itself (I/O, corrupt gzip) are passed on with the same
 // "<path>: record at offset N: " prefix. When the first record's header (offset 0) is bad and
 // the file looks like another format, the error says so instead:
@@ -42,8 +48,12 @@ inline constexpr int64_t kTfRecordFramingBytes = 16;
 class TfRecordReader {
  public:
   // Takes ownership of `file`, which is positioned at byte `offset` of the file at `path`, the
-  // start of a record (or the end of the file). `path` is used in error messages.
-  TfRecordReader(std::unique_ptr<SequentialFile> file, std::string path, int64_t offset);
+  // start of a record (or the end of the file). `path` is used in error messages. A record
+  // longer than `max_record_bytes` is an error (above); without a limit, a record is still
+  // never allocated more than 16 MiB beyond the bytes actually read, which bounds memory by the
+  // file's size for an uncompressed file only.
+  TfRecordReader(std::unique_ptr<SequentialFile> file, std::string path, int64_t offset,
+                 int64_t max_record_bytes = kUnlimitedRecordBytes);
 
   // Reads the next record into `*record`, checking both CRCs, and sets *end = false; or sets
   // *end = true when the file ends exactly at a record boundary (and keeps doing so).
@@ -70,15 +80,16 @@ class TfRecordReader {
 
   const std::unique_ptr<SequentialFile> file_;
   const std::string path_;
+  const int64_t max_record_bytes_;
   int64_t offset_;
   absl::Status status_;
 };
 
 // Reads `file` (the file at `path`, from offset 0) to its end and calls `visit(offset)` with
-// the byte offset of each record, checking framing and length CRCs but not reading the data:
-// the RecordScanner of the TFRecord-framed sources (pipeline/source_files.h).
+// the byte offset of each record, checking framing, length CRCs and `max_record_bytes` but not
+// reading the data: the RecordScanner of the TFRecord-framed sources (pipeline/source_files.h).
 absl::Status ScanTfRecords(std::unique_ptr<SequentialFile> file, const std::string& path,
-                           const std::function<void(int64_t)>& visit);
+                           int64_t max_record_bytes, const std::function<void(int64_t)>& visit);
 
 }  // namespace granary
 

@@ -1,13 +1,27 @@
 #include "security/confined_env.h"
 
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace granary {
 
 absl::StatusOr<std::unique_ptr<SequentialFile>> ConfinedEnv::NewSequentialFile(
     const std::string& path) {
-  RETURN_IF_ERROR(roots_.Check("file", path));
-  return EnvWrapper::NewSequentialFile(path);
+  ASSIGN_OR_RETURN(const std::string resolved, roots_.Resolve("file", path));
+  // A cache tier's value (redis://...) is no file: nothing to swap, nothing special to open.
+  if (absl::StrContains(path, "://")) return EnvWrapper::NewSequentialFile(path);
+  // The resolved path has no symlink left, so one in its last component was swapped in since
+  // the check and is not followed; one swapped in earlier on the way shows in real_path.
+  absl::StatusOr<OpenedRegularFile> opened = open_file_(resolved);
+  if (!opened.ok()) {
+    if (resolved == path) return opened.status();
+    return Annotate(opened.status(), absl::StrCat("file '", path, "'"));
+  }
+  RETURN_IF_ERROR(roots_.CheckOpened("file", path, opened->real_path));
+  return std::move(opened->file);
 }
 
 absl::StatusOr<std::unique_ptr<WritableFile>> ConfinedEnv::NewWritableFile(

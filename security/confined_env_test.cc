@@ -1,6 +1,15 @@
 #include "security/confined_env.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <future>
+#include <string>
+#include <utility>
 
 #include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
@@ -9,6 +18,7 @@
 namespace granary {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -61,6 +71,101 @@ TEST_F(ConfinedEnvTest, GlobMatchingASymlinkThatPointsOutIsRefusedNamingTheMatch
   const absl::Status status = env_->Glob(root_ + "/*.txt").status();
   EXPECT_TRUE(absl::IsPermissionDenied(status)) << status;
   EXPECT_THAT(status.message(), HasSubstr("file '" + root_ + "/b.txt' resolves to"));
+}
+
+// A FIFO in a root used to block the reading task in open() until a writer came — forever, and
+// the worker then ignored SIGTERM. Now it is refused at once, naming it.
+TEST_F(ConfinedEnvTest, AFifoInARootIsRefusedAtOnceNamingIt) {
+  const std::string fifo = root_ + "/pipe.txt";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::future<absl::Status> read =
+      std::async(std::launch::async, [&] { return env_->NewSequentialFile(fifo).status(); });
+  if (read.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    // Blocked in open(): a writer releases it, so the test fails instead of hanging.
+    const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    read.wait();
+    if (writer >= 0) ::close(writer);
+    FAIL() << "opening a FIFO blocked";
+  }
+  const absl::Status status = read.get();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_THAT(status.message(),
+              HasSubstr(ResolvePath(fifo) + " is a FIFO (named pipe), not a regular file"));
+}
+
+TEST_F(ConfinedEnvTest, DevicesDirectoriesAndProcFilesAreRefusedNamingWhatTheyAre) {
+  ConfinedEnv dev(Env::Default(), DataRoots::Create({"/dev"}).value());
+  absl::Status status = dev.NewSequentialFile("/dev/zero").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr("/dev/zero is a character device, not a regular file"));
+
+  status = env_->NewSequentialFile(root_).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_THAT(status.message(),
+              HasSubstr(ResolvePath(root_) + " is a directory, not a regular file"));
+
+  // A root holding a /proc (a bind mount, or a root at /): its files are "regular" but hand
+  // out the worker's environment and memory maps.
+  ConfinedEnv proc(Env::Default(), DataRoots::Create({"/proc/self"}).value());
+  status = ReadFileToString(&proc, "/proc/self/environ").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_THAT(status.message(), AllOf(HasSubstr("/proc/self/environ"),
+                                      HasSubstr("a file of the kernel's proc filesystem")));
+}
+
+TEST_F(ConfinedEnvTest, ASymlinkToProcInsideARootIsRefusedAsOutside) {
+  ASSERT_EQ(::symlink("/proc/self/environ", (root_ + "/environ").c_str()), 0);
+  const absl::Status status = ReadFileToString(env_.get(), root_ + "/environ").status();
+  EXPECT_TRUE(absl::IsPermissionDenied(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr("outside the data roots"));
+}
+
+// A ConfinedEnv's file opener that first runs `swap` — what someone who can write inside a root
+// could do between ConfinedEnv's check of a path and its open.
+ConfinedEnv::FileOpener SwapThenOpen(std::function<void()> swap) {
+  return [swap = std::move(swap)](const std::string& path) {
+    swap();
+    return OpenRegularFile(path);
+  };
+}
+
+TEST_F(ConfinedEnvTest, AFileSwappedForASymlinkAfterTheCheckIsNotFollowed) {
+  const std::string file = root_ + "/a.txt";
+  const std::string resolved = ResolvePath(file);
+  ConfinedEnv env(Env::Default(), DataRoots::Create({root_}).value(), SwapThenOpen([&] {
+                    ASSERT_EQ(::symlink(dir_.Join("secret").c_str(), (root_ + "/swap").c_str()), 0);
+                    ASSERT_EQ(::rename((root_ + "/swap").c_str(), file.c_str()), 0);
+                  }));
+  const absl::Status status = ReadFileToString(&env, file).status();
+  EXPECT_TRUE(absl::IsPermissionDenied(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr(resolved + " is a symbolic link, which is not followed"));
+}
+
+TEST_F(ConfinedEnvTest, ADirectorySwappedForASymlinkAfterTheCheckIsCaughtByTheOpenedFile) {
+  ASSERT_TRUE(Env::Default()->CreateDirs(root_ + "/sub").ok());
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), root_ + "/sub/a.txt", "inside", false).ok());
+  ASSERT_TRUE(Env::Default()->CreateDirs(dir_.Join("elsewhere")).ok());
+  ASSERT_TRUE(
+      WriteStringToFile(Env::Default(), dir_.Join("elsewhere/a.txt"), "outside", false).ok());
+  ConfinedEnv env(Env::Default(), DataRoots::Create({root_}).value(), SwapThenOpen([&] {
+                    ASSERT_EQ(::rename((root_ + "/sub").c_str(), (root_ + "/old").c_str()), 0);
+                    ASSERT_EQ(::symlink(dir_.Join("elsewhere").c_str(), (root_ + "/sub").c_str()),
+                              0);
+                  }));
+  const absl::Status status = ReadFileToString(&env, root_ + "/sub/a.txt").status();
+  EXPECT_TRUE(absl::IsPermissionDenied(status)) << status;
+  EXPECT_THAT(status.message(),
+              HasSubstr("file '" + root_ + "/sub/a.txt' was opened as '" +
+                        ResolvePath(dir_.Join("elsewhere/a.txt")) + "', outside the data roots"));
+}
+
+// The documented limit (SECURITY.md): a hard link is a name inside the root like any other.
+// Making one needs write access inside the root and, with fs.protected_hardlinks (Debian's
+// default), ownership of the target or the right to read and write it — so it discloses only
+// what its maker could copy in anyway.
+TEST_F(ConfinedEnvTest, AHardLinkInsideARootIsReadAsAFileOfTheRoot) {
+  ASSERT_EQ(::link(dir_.Join("secret").c_str(), (root_ + "/hard.txt").c_str()), 0);
+  EXPECT_EQ(ReadFileToString(env_.get(), root_ + "/hard.txt").value(), "outside");
 }
 
 }  // namespace

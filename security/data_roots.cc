@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 
 namespace granary {
 namespace {
@@ -128,8 +129,20 @@ DataRoots DataRoots::With(const std::string& dir) const {
 }
 
 absl::Status DataRoots::Check(const std::string& what, const std::string& path) const {
+  return Resolve(what, path).status();
+}
+
+absl::StatusOr<std::string> DataRoots::Resolve(const std::string& what,
+                                               const std::string& path) const {
   if (absl::StrContains(path, '\0')) return HoldsNul(what, path);
-  return CheckResolved(absl::StrCat(what, " '", path, "' resolves to"), ResolvePath(path));
+  std::string resolved = ResolvePath(path);
+  RETURN_IF_ERROR(CheckResolved(absl::StrCat(what, " '", path, "' resolves to"), resolved));
+  return resolved;
+}
+
+absl::Status DataRoots::CheckOpened(const std::string& what, const std::string& path,
+                                    const std::string& real_path) const {
+  return CheckResolved(absl::StrCat(what, " '", path, "' was opened as"), real_path);
 }
 
 absl::Status DataRoots::CheckPattern(const std::string& what, const std::string& pattern) const {

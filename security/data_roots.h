@@ -5,9 +5,10 @@
 // "../.." pattern nor a symlink inside a root that points out of it escapes.
 //
 // A root is a directory — or a cache tier's URL (redis://HOST:PORT/PREFIX, the cache root the
-// dispatcher names), whose paths are compared lexically. Checking is done when a path
-// is used, so a symlink swapped between the check and the open (by someone who can write inside
-// a root) is not caught: roots should be directories only trusted users can write.
+// dispatcher names), whose paths are compared lexically. A path is checked when it is used;
+// ConfinedEnv checks a file it opens a second time, by the path the system gives the open
+// descriptor (CheckOpened), so a symlink swapped in between is caught too. Hard links are not
+// (a link is a name inside the root like any other; SECURITY.md says why that is accepted).
 #ifndef GRANARY_SECURITY_DATA_ROOTS_H_
 #define GRANARY_SECURITY_DATA_ROOTS_H_
 
@@ -39,6 +40,16 @@ class DataRoots {
   // part before it). PermissionDenied "<what> '<path>' resolves to '<real>', outside the data
   // roots (<roots>)" otherwise — or "... no data roots are configured (--data_roots)".
   absl::Status Check(const std::string& what, const std::string& path) const;
+
+  // Check, returning the path `path` resolves to on success.
+  absl::StatusOr<std::string> Resolve(const std::string& what, const std::string& path) const;
+
+  // OK when `real_path` — where a file opened as `path` really is, as the system names its
+  // descriptor — is inside a root. PermissionDenied "<what> '<path>' was opened as '<real>',
+  // outside the data roots (<roots>)" otherwise: something was swapped on the way since `path`
+  // was checked.
+  absl::Status CheckOpened(const std::string& what, const std::string& path,
+                           const std::string& real_path) const;
 
   // A glob pattern: the directory before its first wildcard component must resolve inside a
   // root, so nothing outside is even listed. PermissionDenied "<what> '<pattern>' lists

@@ -4,7 +4,8 @@
 //    data root with "..", and a symlink inside the root that points out are refused at
 //    registration (PermissionDenied naming the path), and a worker refuses to open a file
 //    outside its own roots even when a dispatcher with wider roots accepted the pipeline. A
-//    pipeline cannot name a plugin to load.
+//    pipeline cannot name a plugin to load. A line without end or a FIFO inside a root fails its
+//    task naming it, and the worker lives on.
 //  * TLS with identities (certificates made by the openssl tool): a plain-text peer reaches
 //    nothing; a TLS peer without a Granary certificate is Unauthenticated on every RPC; a client
 //    certificate cannot register as a worker, a worker's cannot register as another worker, call
@@ -17,12 +18,16 @@
 //    that task's reader — another job's capability or a forged one reads nothing.
 //  * Per-client limits: jobs, consumers, pipeline ops and bytes and message size, each refused
 //    as ResourceExhausted naming its flag.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "common/env.h"
 #include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
@@ -161,6 +166,52 @@ TEST_F(DataRootsProcessTest, AWorkerWithoutRootsReadsNoFileEvenWhenTheDispatcher
   EXPECT_FALSE(status.ok());
   EXPECT_THAT(status.message(), AllOf(HasSubstr("PERMISSION_DENIED"), HasSubstr("outside.txt'"),
                                       HasSubstr("no data roots are configured (--data_roots)")));
+}
+
+// Hostile files inside a data root fail the task reading them, at once and naming them, and the
+// worker keeps serving: an endless line (an 8 GiB sparse file without a newline, which used to
+// grow the worker until it was killed) and a FIFO (which used to block the task in open()
+// forever).
+TEST_F(DataRootsProcessTest, AnEndlessLineOrAFifoFailsItsTaskAndTheWorkerKeepsServing) {
+  const std::string endless = data_ + "/endless.txt";
+  const int fd = ::open(endless.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, off_t{8} << 30), 0);
+  ::close(fd);
+  const std::string fifo = data_ + "/pipe.txt";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto cluster = StartCluster();
+  auto client = Connect(*cluster);
+  const pid_t worker = cluster->worker_pid(0);
+
+  const struct {
+    std::string job;
+    std::string file;
+    absl::StatusCode code;
+    std::string error;
+  } cases[] = {
+      {"endless", endless, absl::StatusCode::kDataLoss,
+       endless + ": the line at offset 0 has no \"\\n\" within max_record_bytes (256 MiB)"},
+      {"fifo", fifo, absl::StatusCode::kInvalidArgument,
+       "/pipe.txt is a FIFO (named pipe), not a regular file"},
+  };
+  for (const auto& c : cases) {
+    auto dataset = client->RegisterPipeline(PipelineBuilder::TextLines({c.file}).Build());
+    ASSERT_TRUE(dataset.ok()) << dataset.status();
+    const absl::Time start = absl::Now();
+    const absl::Status status = ReadEpochZero(*client, *dataset, {.name = c.job}).status();
+    EXPECT_EQ(status.code(), c.code) << status;
+    EXPECT_THAT(status.message(), HasSubstr(c.error));
+    EXPECT_LT(absl::Now() - start, absl::Seconds(60)) << c.file;
+    EXPECT_EQ(::kill(worker, 0), 0) << "the worker died reading " << c.file;
+  }
+  auto dataset =
+      client->RegisterPipeline(PipelineBuilder::TextLines({data_ + "/lines.txt"}).Build());
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  const absl::StatusOr<int> rows = ReadEpochZero(*client, *dataset, {.name = "after"});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(*rows, 3);
+  EXPECT_EQ(cluster->worker_pid(0), worker);
 }
 
 TEST_F(DataRootsProcessTest, APipelineCannotNameAPluginToLoad) {
