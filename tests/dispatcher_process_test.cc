@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/env.h"
 #include "common/scoped_temp_dir.h"
 #include "common/scoped_tmpfs.h"
 #include "common/subprocess.h"
@@ -200,6 +201,36 @@ TEST(DispatcherProcessTest, OutOfRangeCacheFlagsAreRefusedByName) {
     const std::string output = dispatcher.ReadAll(std::chrono::seconds(10));
     EXPECT_EQ(dispatcher.Wait(), 1) << flag;
     EXPECT_NE(output.find(named), std::string::npos) << output;
+  }
+}
+
+// Issue 30: Redis cache roots the tier cannot honour, and Redis credential flags that do not
+// add up, are refused at start naming the part at fault — never the password.
+TEST(DispatcherProcessTest, UnsupportedRedisCacheRootsAndCredentialFlagsAreRefusedByName) {
+  testing::ScopedTempDir dir;
+  const std::string password = "hunter2-is-not-a-password";
+  const std::string empty_file = dir.path() + "/empty-password";
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), empty_file, "\n", false).ok());
+  for (const auto& [flags, named] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--cache_root=rediss://127.0.0.1:6380/granary"},
+            "--cache_root: cache tier rediss://127.0.0.1:6380: rediss:// (Redis over TLS) is not "
+            "supported"},
+           {{"--cache_root=redis://:" + password + "@127.0.0.1:6379/granary"},
+            "--cache_root: cache tier redis://<elided>@127.0.0.1:6379: a user or password in the "
+            "URL is not supported"},
+           {{"--cache_root=redis://granary:" + password + "@127.0.0.1:6379/granary"},
+            "give the password in a file with --redis_password_file"},
+           {{"--redis_user=granary"}, "--redis_user granary needs --redis_password_file"},
+           {{"--redis_password_file=" + dir.path() + "/missing"}, "--redis_password_file"},
+           {{"--redis_password_file=" + empty_file}, empty_file + ": empty (no password in it)"}}) {
+    std::vector<std::string> argv = {GRANARY_BINARY, "dispatcher", "--insecure",
+                                     "--journal_dir=" + dir.path() + "/journal", "--port=0"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    Subprocess dispatcher(argv, Subprocess::Stderr::kMergeIntoStdout);
+    const std::string output = dispatcher.ReadAll(std::chrono::seconds(10));
+    EXPECT_EQ(dispatcher.WaitFor(std::chrono::seconds(10)), 1) << flags[0];  // -1: it started
+    EXPECT_NE(output.find(named), std::string::npos) << output;
+    EXPECT_EQ(output.find(password), std::string::npos) << "the password was printed: " << output;
   }
 }
 

@@ -96,8 +96,9 @@ int DispatcherCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N] "
       "[--worker_timeout_ms T] [--cache_root C] [--cache_capacity_bytes B] [--data_roots DIRS] "
-      "[--job_retention_ms R] "
-      "[--check_invariants] [--plugin lib.so] [--provisioner local|command --max_workers N "
+      "[--job_retention_ms R] [--redis_user U] [--redis_password_file F] "
+      "[--check_invariants] [--plugin lib.so] [--provisioner local|command "
+      "--max_workers N "
       "[--min_workers M] [--provision_command CMD]] (--tls_cert C --tls_key K --tls_ca CA "
       "[--tokens_file F] [--admin_clients A,B] | --insecure)");
   absl::ParseCommandLine(argc, argv);
@@ -144,6 +145,13 @@ int DispatcherCommand(int argc, char** argv) {
   options.worker_timeout_ms = absl::GetFlag(FLAGS_worker_timeout_ms);
   options.udfs = &*udfs;
   options.cache_root = absl::GetFlag(FLAGS_cache_root);
+  if (const std::string redis = RedisServerOf(options.cache_root); !redis.empty()) {
+    if (const absl::Status url = RedisAddressOf(redis).status(); !url.ok()) {
+      return fail(Annotate(url, "--cache_root"));
+    }
+  }
+  const absl::StatusOr<RedisCredentials> redis_credentials = RedisCredentialsFromFlags();
+  if (!redis_credentials.ok()) return fail(redis_credentials.status());
   options.cache_capacity_bytes = absl::GetFlag(FLAGS_cache_capacity_bytes);
   options.cache_profile_records = absl::GetFlag(FLAGS_cache_profile_records);
   if (options.cache_capacity_bytes < 0) {
@@ -183,7 +191,7 @@ int DispatcherCommand(int argc, char** argv) {
   // impl's journal counts in outlive it.
   MetricRegistry metrics;
   // Files, and the cache tier --cache_root names (a directory or redis://HOST:PORT/PREFIX).
-  CacheTierEnv env(Env::Default());
+  CacheTierEnv env(Env::Default(), *redis_credentials);
   absl::StatusOr<std::unique_ptr<DispatcherImpl>> impl =
       absl::UnavailableError("replaying the journal");
   std::atomic<DispatcherImpl*> open_impl{nullptr};
