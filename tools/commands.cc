@@ -31,7 +31,7 @@ const std::vector<Command>& Commands() {
         "provisioner", "provision_command", "min_workers", "max_workers", "metrics_port",
         "log_format",
         "provisioned_worker_flags", "provisioned_worker_log_dir", "worker_price_per_hour",
-        "trainer_price_per_hour", "redis_user", "redis_password_file"}},
+        "trainer_price_per_hour", "redis_user", "redis_password_file", "new_cluster"}},
       {"worker",
        WorkerCommand,
        {"dispatcher", "worker_id", "standby", "window_bytes", "threads", "heartbeat_interval_ms",

@@ -86,6 +86,11 @@ ABSL_FLAG(double, worker_price_per_hour, granary::Prices().worker_per_hour,
           "What a remote worker costs per hour, for placement policies (Pecan's default).");
 ABSL_FLAG(double, trainer_price_per_hour, granary::Prices().trainer_per_hour,
           "What the trainer's host costs per hour, for placement policies (Pecan's default).");
+ABSL_FLAG(bool, new_cluster, false,
+          "Start a new, empty cluster although --journal_dir says the journal of an existing one "
+          "was lost (its GRANARY-JOURNAL-LOST marker: the directory was deleted while a "
+          "dispatcher ran). Workers then drop that cluster's tasks; only for an operator who "
+          "means to start over.");
 ABSL_FLAG(bool, check_invariants, false,
           "Check the state's invariants after every journal record and abort on a violation "
           "(for tests and chaos runs: the check walks the whole state).");
@@ -97,7 +102,7 @@ int DispatcherCommand(int argc, char** argv) {
       "granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N] "
       "[--worker_timeout_ms T] [--cache_root C] [--cache_capacity_bytes B] [--data_roots DIRS] "
       "[--job_retention_ms R] [--redis_user U] [--redis_password_file F] "
-      "[--check_invariants] [--plugin lib.so] [--provisioner local|command "
+      "[--new_cluster] [--check_invariants] [--plugin lib.so] [--provisioner local|command "
       "--max_workers N "
       "[--min_workers M] [--provision_command CMD]] (--tls_cert C --tls_key K --tls_ca CA "
       "[--tokens_file F] [--admin_clients A,B] | --insecure)");
@@ -165,6 +170,7 @@ int DispatcherCommand(int argc, char** argv) {
   }
   options.job_retention_ms = absl::GetFlag(FLAGS_job_retention_ms);
   options.check_invariants = absl::GetFlag(FLAGS_check_invariants);
+  options.new_cluster = absl::GetFlag(FLAGS_new_cluster);
   options.policy_period_ms = std::max<int64_t>(absl::GetFlag(FLAGS_policy_period_ms), 100);
   options.prices.worker_per_hour = absl::GetFlag(FLAGS_worker_price_per_hour);
   options.prices.trainer_per_hour = absl::GetFlag(FLAGS_trainer_price_per_hour);
