@@ -87,10 +87,11 @@ ABSL_FLAG(double, worker_price_per_hour, granary::Prices().worker_per_hour,
 ABSL_FLAG(double, trainer_price_per_hour, granary::Prices().trainer_per_hour,
           "What the trainer's host costs per hour, for placement policies (Pecan's default).");
 ABSL_FLAG(bool, new_cluster, false,
-          "Start a new, empty cluster although --journal_dir says the journal of an existing one "
-          "was lost (its GRANARY-JOURNAL-LOST marker: the directory was deleted while a "
-          "dispatcher ran). Workers then drop that cluster's tasks; only for an operator who "
-          "means to start over.");
+          "Start a new, empty cluster although the evidence says the journal of an existing one "
+          "was lost: a GRANARY-JOURNAL-LOST marker in --journal_dir (the directory was deleted "
+          "while a dispatcher ran), or a new journal over a --cache_root whose GRANARY-CLUSTER "
+          "names a cluster. Workers then drop that cluster's tasks and its caches are deleted "
+          "as garbage; only for an operator who means to start over.");
 ABSL_FLAG(bool, check_invariants, false,
           "Check the state's invariants after every journal record and abort on a violation "
           "(for tests and chaos runs: the check walks the whole state).");
