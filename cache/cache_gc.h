@@ -21,6 +21,10 @@ namespace granary {
 // Put of the same key never writes where the deletion is going on), then deleted.
 inline constexpr char kEvictedDirPrefix[] = "evicted-";
 
+// The file in the cache root naming the cluster (the dispatcher's journal) whose caches it
+// holds (cache/FORMAT.md, "The cache root's owner"). Never collected.
+inline constexpr char kCacheRootOwnerFileName[] = "GRANARY-CLUSTER";
+
 struct CacheGcCounts {
   int64_t files = 0;
   int64_t dirs = 0;

@@ -9,7 +9,7 @@ Env* CacheTierEnv::For(const std::string& path) {
   if (server.empty()) return base();
   absl::MutexLock lock(&mu_);
   std::unique_ptr<RedisEnv>& env = redis_[server];
-  if (env == nullptr) env = std::make_unique<RedisEnv>(server, base());
+  if (env == nullptr) env = std::make_unique<RedisEnv>(server, base(), redis_credentials_);
   return env.get();
 }
 

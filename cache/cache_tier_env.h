@@ -2,7 +2,9 @@
 // 20): a path under `redis://HOST:PORT/` is a value in that Redis (cache/redis_env.h; one
 // RedisEnv per server, made at first use and kept), any other path a file of `base` (the shared
 // filesystem tier, and everything that is not the cache). So `--cache_root` picks the tier: a
-// directory, or `redis://HOST:PORT/PREFIX`. A rename between tiers is InvalidArgument.
+// directory, or `redis://HOST:PORT/PREFIX`. A rename between tiers is InvalidArgument. Every
+// Redis is reached with the one set of credentials the process was given (RedisEnv refuses
+// credentials in a URL, and rediss://).
 // Thread-safe if `base` is.
 #ifndef GRANARY_CACHE_CACHE_TIER_ENV_H_
 #define GRANARY_CACHE_CACHE_TIER_ENV_H_
@@ -21,8 +23,9 @@ namespace granary {
 
 class CacheTierEnv : public EnvWrapper {
  public:
-  // `base` must outlive this Env.
-  explicit CacheTierEnv(Env* base) : EnvWrapper(base) {}
+  // `base` must outlive this Env. Redis servers are reached as `redis_credentials` say.
+  explicit CacheTierEnv(Env* base, RedisCredentials redis_credentials = {})
+      : EnvWrapper(base), redis_credentials_(std::move(redis_credentials)) {}
 
   absl::StatusOr<std::unique_ptr<SequentialFile>> NewSequentialFile(
       const std::string& path) override {
@@ -51,6 +54,7 @@ class CacheTierEnv : public EnvWrapper {
   // The Env of `path`'s tier.
   Env* For(const std::string& path) ABSL_LOCKS_EXCLUDED(mu_);
 
+  const RedisCredentials redis_credentials_;
   absl::Mutex mu_;
   // By "redis://HOST:PORT".
   std::map<std::string, std::unique_ptr<RedisEnv>> redis_ ABSL_GUARDED_BY(mu_);

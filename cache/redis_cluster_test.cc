@@ -34,6 +34,20 @@ std::string Bytes(size_t size, int seed) {
   return bytes;
 }
 
+// Every node of `cluster` holds some of the values `written` (path -> bytes), and each path
+// reads back its bytes through `env`.
+void ExpectSpreadAndReadBack(testing::RedisTestCluster& cluster, Env& env,
+                             const std::map<std::string, std::string>& written) {
+  for (int node = 0; node < cluster.size(); ++node) {
+    EXPECT_GT(cluster.KeysOn(node), 0) << "no chunk on node " << node;
+  }
+  for (const auto& [path, bytes] : written) {
+    absl::StatusOr<std::string> read = ReadFileToString(&env, path);
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_TRUE(*read == bytes) << path << " reads back different bytes";
+  }
+}
+
 class RedisClusterTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(cluster_.ok()) << "the Redis Cluster did not form"; }
@@ -81,14 +95,7 @@ TEST_F(RedisClusterTest, ChunksSpreadOverEveryMasterAndWorkAsFiles) {
     const absl::Status renamed = env.RenameFile(temporary, committed);
     ASSERT_TRUE(renamed.ok()) << renamed;
   }
-  for (int node = 0; node < cluster_.size(); ++node) {
-    EXPECT_GT(cluster_.KeysOn(node), 0) << "no chunk on node " << node;
-  }
-  for (const auto& [path, bytes] : written) {
-    absl::StatusOr<std::string> read = ReadFileToString(&env, path);
-    ASSERT_TRUE(read.ok()) << read.status();
-    EXPECT_TRUE(*read == bytes) << path << " reads back different bytes";
-  }
+  ExpectSpreadAndReadBack(cluster_, env, written);
   absl::StatusOr<std::vector<std::string>> children = env.GetChildren(dir);
   ASSERT_TRUE(children.ok()) << children.status();
   EXPECT_EQ(children->size(), written.size());
@@ -202,6 +209,29 @@ TEST(RedisClusterFailoverTest, AKilledMastersValuesAreReadFromItsPromotedReplica
     if (cluster.OwnerOf(slot) == promoted) ++promoted_slots;
   }
   EXPECT_GT(promoted_slots, 0) << "the replica of the killed master serves no slot";
+}
+
+// A cluster whose nodes ask for a password: every node the client is routed to (each master
+// of a cache's chunks) is reached authenticated; without the password the first node refuses.
+TEST(RedisClusterAuthTest, EveryNodeOfAPasswordProtectedClusterIsReachedAuthenticated) {
+  testing::ScopedTempDir dir;
+  const std::string password = "cluster secret of the test";
+  testing::RedisTestCluster cluster({.masters = 3, .password = password}, dir.path());
+  ASSERT_TRUE(cluster.ok()) << "the Redis Cluster did not form";
+  CacheTierEnv env(Env::Default(), {.user = "", .password = password});
+  std::map<std::string, std::string> written;
+  for (int task = 0; task < 12; ++task) {
+    const std::string path =
+        cluster.url() + "/granary/0123abcd/" + CachePut::FinalName(task, 0, 0, 5);
+    written[path] = Bytes(70000, task);
+    const absl::Status put = Write(env, path, written[path]);
+    ASSERT_TRUE(put.ok()) << put;
+  }
+  ExpectSpreadAndReadBack(cluster, env, written);
+  CacheTierEnv without_password(Env::Default());
+  const absl::Status refused = Write(without_password, cluster.url() + "/granary/x/0.chunk", "x");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnauthenticated) << refused;
+  EXPECT_THAT(refused.message(), ::testing::HasSubstr(cluster.url()));
 }
 
 }  // namespace

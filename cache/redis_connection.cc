@@ -33,7 +33,8 @@ std::string RespArguments(const std::vector<std::string>& args, size_t count) {
 
 void RedisReplyFree::operator()(redisReply* reply) const { freeReplyObject(reply); }
 
-absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Open(const std::string& address) {
+absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Open(
+    const std::string& address, const RedisCredentials& credentials) {
   const size_t colon = address.rfind(':');
   int port = 0;
   if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
@@ -48,7 +49,28 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Open(const std
     return absl::UnavailableError(absl::StrCat("redis://", address, ": ", why));
   }
   redisSetTimeout(context, kCommandTimeout);
-  return std::unique_ptr<RedisConnection>(new RedisConnection(address, context));
+  std::unique_ptr<RedisConnection> connection(new RedisConnection(address, context));
+  RETURN_IF_ERROR(connection->Authenticate(credentials));
+  return connection;
+}
+
+absl::Status RedisConnection::Authenticate(const RedisCredentials& credentials) {
+  const bool auth = !credentials.password.empty();
+  std::vector<std::string> command = {"PING"};
+  if (auth) {
+    command = {"AUTH", credentials.password};
+    if (!credentials.user.empty()) command.insert(command.begin() + 1, credentials.user);
+  }
+  ASSIGN_OR_RETURN(const RedisReply reply, Command(command));
+  if (reply->type != REDIS_REPLY_ERROR) return absl::OkStatus();
+  // The server's text (e.g. "WRONGPASS invalid username-password pair or user is disabled.",
+  // "NOAUTH Authentication required.") never repeats the password.
+  const std::string refusal(reply->str, reply->len);
+  const std::string who =
+      credentials.user.empty() ? "the default user" : absl::StrCat("user '", credentials.user, "'");
+  return absl::UnauthenticatedError(
+      auth ? absl::StrCat("redis://", address_, ": AUTH as ", who, " refused: ", refusal)
+           : absl::StrCat("redis://", address_, " wants a password and none was given: ", refusal));
 }
 
 RedisConnection::RedisConnection(std::string address, redisContext* context)

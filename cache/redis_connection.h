@@ -4,9 +4,15 @@
 // a bulk string's bytes go straight into the caller's buffer, so a chunk is read with the kernel's
 // one copy, not through hiredis' growing reply buffer and a copy out of it.
 //
+// Authentication: Open sends AUTH (as the ACL user, or the default user) when credentials carry
+// a password, else a PING, so a server that refuses the connection says so at once, never later
+// as a command's error reply. Plain TCP only: Debian 12's hiredis (0.14) has no TLS.
+//
 // Errors: Unavailable naming the server when it cannot be reached, or an I/O error or timeout
-// (30 s) hits a command; the connection is then not healthy() and must be dropped. An error
-// *reply* (`-ERR ...`, `-MOVED ...`) is not a failed call: it comes back as the reply.
+// (30 s) hits a command; Unauthenticated naming the server (never the password) when it wants a
+// password none was given for, or refuses the one given; the connection is then not healthy() and
+// must be dropped. An error *reply* (`-ERR ...`, `-MOVED ...`) is not a failed call: it comes back
+// as the reply.
 //
 // Thread-compatible: one caller at a time (RedisNodes lends it to one).
 #ifndef GRANARY_CACHE_REDIS_CONNECTION_H_
@@ -31,10 +37,17 @@ struct RedisReplyFree {
 // A reply, owned.
 using RedisReply = std::unique_ptr<redisReply, RedisReplyFree>;
 
+// Who a connection authenticates as.
+struct RedisCredentials {
+  std::string user;      // an ACL user; "" for the default user
+  std::string password;  // "" for none: no AUTH (REQUIRES: a password if `user` is set)
+};
+
 class RedisConnection {
  public:
-  // Connects to `address` ("HOST:PORT").
-  static absl::StatusOr<std::unique_ptr<RedisConnection>> Open(const std::string& address);
+  // Connects to `address` ("HOST:PORT") and authenticates with `credentials`.
+  static absl::StatusOr<std::unique_ptr<RedisConnection>> Open(
+      const std::string& address, const RedisCredentials& credentials = {});
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;
@@ -66,6 +79,8 @@ class RedisConnection {
 
  private:
   RedisConnection(std::string address, redisContext* context);
+  // AUTH with `credentials`, or PING without a password; Unauthenticated if the server refuses.
+  absl::Status Authenticate(const RedisCredentials& credentials);
   // Marks the connection broken and returns Unavailable naming `what` and the cause.
   absl::Status Fail(const std::string& what, const std::string& why);
   // The reply to the command `what` just sent, read by hiredis (its reader sees the socket only

@@ -16,6 +16,8 @@ namespace granary {
 namespace {
 
 constexpr char kScheme[] = "redis://";
+constexpr char kTlsScheme[] = "rediss://";
+constexpr char kDefaultPort[] = "6379";
 
 // `text` with Redis' glob characters escaped, to match literally.
 std::string EscapeGlob(absl::string_view text) {
@@ -25,6 +27,13 @@ std::string EscapeGlob(absl::string_view text) {
     out += c;
   }
   return out;
+}
+
+// An authority ("USER:PASSWORD@HOST:PORT") without its user and password, which are never
+// repeated in a message.
+absl::string_view AfterUserinfo(absl::string_view authority) {
+  const size_t at = authority.rfind('@');
+  return at == absl::string_view::npos ? authority : authority.substr(at + 1);
 }
 
 // Buffers its bytes in blocks (appending never moves what is buffered); Flush, Sync and Close
@@ -105,20 +114,55 @@ class RedisEnv::ValueFile : public SequentialFile {
 };
 
 std::string RedisServerOf(const std::string& path) {
-  if (!absl::StartsWith(path, kScheme)) return "";
-  const size_t slash = path.find('/', sizeof(kScheme) - 1);
+  size_t authority = 0;
+  if (absl::StartsWith(path, kScheme)) {
+    authority = sizeof(kScheme) - 1;
+  } else if (absl::StartsWith(path, kTlsScheme)) {
+    authority = sizeof(kTlsScheme) - 1;
+  } else {
+    return "";
+  }
+  const size_t slash = path.find('/', authority);
   return slash == std::string::npos ? path : path.substr(0, slash);
 }
 
-RedisEnv::RedisEnv(std::string server, Env* clock)
-    : server_(std::move(server)), clock_(clock), nodes_([this] {
-        const std::string authority = server_.substr(sizeof(kScheme) - 1);
-        return authority.find(':') == std::string::npos ? authority + ":6379" : authority;
-      }()) {}
+absl::StatusOr<std::string> RedisAddressOf(const std::string& server) {
+  if (absl::StartsWith(server, kTlsScheme)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cache tier rediss://", AfterUserinfo(server.substr(sizeof(kTlsScheme) - 1)),
+                     ": rediss:// (Redis over TLS) is not supported (Debian 12's hiredis has no "
+                     "TLS); use redis://HOST:PORT/PREFIX on a "
+                     "network only Granary's hosts reach (SECURITY.md, \"The Redis cache tier\")"));
+  }
+  std::string authority = server.substr(sizeof(kScheme) - 1);
+  if (authority.find('@') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cache tier redis://<elided>@", AfterUserinfo(authority),
+        ": a user or password in the URL is not supported (the cache root is journaled, shown by ",
+        "`granary status` and sent to every worker); give the password in a file with ",
+        "--redis_password_file, and an ACL user with --redis_user"));
+  }
+  if (authority.find(':') == std::string::npos) absl::StrAppend(&authority, ":", kDefaultPort);
+  const size_t colon = authority.rfind(':');
+  int port = 0;
+  if (colon == 0 || !absl::SimpleAtoi(authority.substr(colon + 1), &port) || port < 1 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cache tier ", server, ": not redis://HOST:PORT (a host, and a port in 1..65535)"));
+  }
+  return authority;
+}
+
+RedisEnv::RedisEnv(std::string server, Env* clock, RedisCredentials credentials)
+    : server_(std::move(server)),
+      clock_(clock),
+      address_(RedisAddressOf(server_)),
+      nodes_(address_.value_or(""), std::move(credentials)) {}
 
 RedisEnv::~RedisEnv() = default;
 
 absl::StatusOr<std::string> RedisEnv::KeyOf(const std::string& path) const {
+  RETURN_IF_ERROR(address_.status());
   if (!absl::StartsWith(path, server_ + "/") || path.size() == server_.size() + 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", path, "' is not a path under the cache tier ", server_));

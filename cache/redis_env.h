@@ -17,7 +17,14 @@
 // GET, SET of the new key (whole: a reader sees it complete or not at all), DEL of the old.
 //
 // Servers: HOST:PORT is one Redis server or any node of a Redis Cluster (cache/redis_nodes.h
-// finds out which, routes by slot and follows MOVED/ASK).
+// finds out which, routes by slot and follows MOVED/ASK); PORT defaults to 6379.
+//
+// Authentication: every connection authenticates with the credentials the Env is given (the
+// operator's --redis_user and --redis_password_file), never with any in the URL. A URL with a
+// user or password (`redis://USER:PASSWORD@HOST…`) is refused — the cache root is journaled,
+// shown by `granary status` and sent to every worker, so a password in it would reach every
+// client — and so is `rediss://` (TLS): Debian 12's hiredis (0.14) has no TLS. Every call on a
+// refused URL fails InvalidArgument naming the part at fault (with any password elided).
 //
 // Durability: a WritableFile buffers its bytes; Flush, Sync and Close SET the whole value (Redis'
 // SET is atomic: a reader sees the old value or the new, never a part), so a chunk "is durable in
@@ -29,7 +36,9 @@
 // Reads: a SequentialFile streams the value off the socket into the reader's buffer.
 //
 // Errors: Unavailable naming the server when it cannot be reached; NotFound for a missing key;
-// Internal for a Redis error reply (e.g. OOM under noeviction), with its text.
+// Unauthenticated naming the server when it refuses the credentials (or wants some);
+// PermissionDenied when an ACL forbids a command or key; Internal for any other Redis error
+// reply (e.g. OOM under noeviction), with its text.
 //
 // Thread-safe (connections are pooled per node).
 #ifndef GRANARY_CACHE_REDIS_ENV_H_
@@ -45,14 +54,21 @@
 
 namespace granary {
 
-// "redis://HOST:PORT" of a path or root `redis://HOST:PORT/...`; nullopt-like "" otherwise.
+// The server part of a cache tier path or root (`redis://HOST:PORT/...`, or `rediss://...`),
+// "redis://HOST:PORT"; "" for any other path (a file).
 std::string RedisServerOf(const std::string& path);
+
+// The "HOST:PORT" a server "redis://HOST[:PORT]" (RedisServerOf) names. InvalidArgument naming
+// the unsupported part: rediss:// (TLS), a user or password before '@' (elided in the message),
+// an empty host or a port that is not a number in 1..65535.
+absl::StatusOr<std::string> RedisAddressOf(const std::string& server);
 
 class RedisEnv : public Env {
  public:
   // For paths under `server` ("redis://HOST:PORT"); clock and sleep from `clock`. Connects at
-  // the first call.
-  RedisEnv(std::string server, Env* clock);
+  // the first call, authenticating with `credentials`. A `server` RedisAddressOf refuses makes
+  // every call fail with its error.
+  RedisEnv(std::string server, Env* clock, RedisCredentials credentials = {});
   ~RedisEnv() override;
 
   absl::StatusOr<std::unique_ptr<SequentialFile>> NewSequentialFile(
@@ -75,7 +91,8 @@ class RedisEnv : public Env {
   absl::Status Put(const std::string& path, absl::string_view value);
   absl::Status Put(const std::string& path, const std::vector<absl::string_view>& value);
 
-  // The key of `path` (see Mapping above); InvalidArgument for a path not under this server.
+  // The key of `path` (see Mapping above); InvalidArgument for a path not under this server, or
+  // when the server's URL is refused.
   absl::StatusOr<std::string> KeyOf(const std::string& path) const;
 
  private:
@@ -92,6 +109,7 @@ class RedisEnv : public Env {
 
   const std::string server_;  // "redis://HOST:PORT"
   Env* const clock_;
+  const absl::StatusOr<std::string> address_;  // RedisAddressOf(server_)
   RedisNodes nodes_;
 };
 

@@ -1,5 +1,8 @@
 #include "cache/redis_env.h"
 
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
 #include "cache/cache_tier_env.h"
 #include "cache/redis_test_server.h"
 #include "common/scoped_temp_dir.h"
@@ -11,6 +14,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 absl::Status Write(Env& env, const std::string& path, const std::string& data) {
   absl::StatusOr<std::unique_ptr<WritableFile>> file = env.NewWritableFile(path);
@@ -170,6 +174,126 @@ TEST_F(RedisEnvTest, OtherPathsAreTheBaseEnvsFilesAndRenamesBetweenTiersAreRefus
   EXPECT_TRUE(Env::Default()->FileExists(file));
   EXPECT_EQ(env_.RenameFile(file, redis_.url() + "/granary/x").code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Authentication (SECURITY.md, "The Redis cache tier"): a Redis that asks for a password, or
+// that knows only an ACL user.
+constexpr char kPassword[] = "correct horse battery staple";
+
+// A chunk of more than one GETRANGE piece, so that the streamed read path (a connection a
+// value keeps) is authenticated too.
+std::string LargeChunk() {
+  std::string chunk(RedisNodes::Value::kPiece * 2 + 17, '\0');
+  for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<char>(i * 13);
+  return chunk;
+}
+
+TEST(RedisAuthTest, ACacheThroughAPasswordProtectedRedisWritesAndReads) {
+  testing::RedisTestServer redis({"--requirepass", kPassword});
+  ASSERT_TRUE(redis.ok()) << "redis-server did not start";
+  CacheTierEnv env(Env::Default(), {.user = "", .password = kPassword});
+  const std::string path = redis.url() + "/granary/k/0.chunk";
+  const std::string chunk = LargeChunk();
+  const absl::Status written = Write(env, path, chunk);
+  ASSERT_TRUE(written.ok()) << written;
+  absl::StatusOr<std::string> read = ReadFileToString(&env, path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(*read == chunk) << "the bytes read back differ";
+}
+
+// The ACL SECURITY.md recommends: the cache root's keys only, no dangerous command.
+std::vector<std::string> GranaryAclUser() {
+  return {"--user",       "granary",     "on",      absl::StrCat(">", kPassword),
+          "~{granary/*",  "+@read",      "+@write", "+@keyspace",
+          "+@connection", "-@dangerous", "+info",   "+cluster|slots",
+          "--user",       "default",     "off"};
+}
+
+TEST(RedisAuthTest, AnAclUserWritesAndReadsAndIsDeniedOtherKeys) {
+  testing::RedisTestServer redis(GranaryAclUser());
+  ASSERT_TRUE(redis.ok()) << "redis-server did not start";
+  CacheTierEnv env(Env::Default(), {.user = "granary", .password = kPassword});
+  const std::string path = redis.url() + "/granary/k/0.chunk";
+  ASSERT_TRUE(Write(env, path, "as granary").ok());
+  EXPECT_EQ(*ReadFileToString(&env, path), "as granary");
+  EXPECT_THAT(*env.GetChildren(redis.url() + "/granary/k"), ElementsAre("0.chunk"));
+  ASSERT_TRUE(env.RenameFile(path, redis.url() + "/granary/k/1.chunk").ok());
+  const absl::Status denied = Write(env, redis.url() + "/other/k/0.chunk", "x");
+  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied) << denied;
+  EXPECT_THAT(denied.message(), HasSubstr("NOPERM"));
+}
+
+TEST(RedisAuthTest, AMissingPasswordIsUnauthenticatedNamingTheServer) {
+  testing::RedisTestServer redis({"--requirepass", kPassword});
+  ASSERT_TRUE(redis.ok()) << "redis-server did not start";
+  CacheTierEnv env(Env::Default());
+  const absl::Status written = Write(env, redis.url() + "/granary/k/0.chunk", "x");
+  EXPECT_EQ(written.code(), absl::StatusCode::kUnauthenticated) << written;
+  EXPECT_THAT(written.message(), HasSubstr(redis.url()));
+  EXPECT_THAT(written.message(), HasSubstr("wants a password and none was given"));
+}
+
+TEST(RedisAuthTest, AWrongPasswordOrUserIsUnauthenticatedNamingTheServerNotThePassword) {
+  testing::RedisTestServer redis(GranaryAclUser());
+  ASSERT_TRUE(redis.ok()) << "redis-server did not start";
+  for (const RedisCredentials& wrong :
+       {RedisCredentials{"granary", "a wrong password"}, RedisCredentials{"", kPassword},
+        RedisCredentials{"nobody", kPassword}}) {
+    CacheTierEnv env(Env::Default(), wrong);
+    const absl::Status written = Write(env, redis.url() + "/granary/k/0.chunk", "x");
+    EXPECT_EQ(written.code(), absl::StatusCode::kUnauthenticated) << written;
+    EXPECT_THAT(written.message(), HasSubstr(redis.url()));
+    EXPECT_THAT(written.message(), HasSubstr("refused"));
+    EXPECT_THAT(written.message(), Not(HasSubstr(wrong.password)));
+  }
+}
+
+TEST(RedisAuthTest, APasswordInTheUrlIsRefusedWithoutRepeatingIt) {
+  testing::RedisTestServer redis({"--requirepass", kPassword});
+  ASSERT_TRUE(redis.ok()) << "redis-server did not start";
+  CacheTierEnv env(Env::Default());
+  const std::string authority = absl::StrCat("127.0.0.1:", redis.port());
+  for (const std::string& userinfo :
+       {std::string(":") + kPassword, "granary:" + std::string(kPassword),
+        std::string("granary")}) {
+    const std::string root = absl::StrCat("redis://", userinfo, "@", authority, "/granary");
+    const absl::Status written = Write(env, root + "/k/0.chunk", "x");
+    EXPECT_EQ(written.code(), absl::StatusCode::kInvalidArgument) << root;
+    EXPECT_THAT(written.message(), HasSubstr("a user or password in the URL is not supported"));
+    EXPECT_THAT(written.message(), HasSubstr("--redis_password_file"));
+    EXPECT_THAT(written.message(), HasSubstr(authority));
+    EXPECT_THAT(written.message(), Not(HasSubstr(kPassword)));
+    EXPECT_EQ(RedisAddressOf(RedisServerOf(root)).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(RedisAuthTest, RedissIsRefusedNotWrittenAsALocalFile) {
+  // Before, a rediss:// path was not the tier's: it was written as the relative file
+  // "rediss:/127.0.0.1:6380/…" of the working directory.
+  testing::ScopedTempDir dir;
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(chdir(dir.path().c_str()), 0);
+  CacheTierEnv env(Env::Default());
+  const std::string root = "rediss://127.0.0.1:6380/granary";
+  const absl::Status written = Write(env, root + "/k/0.chunk", "x");
+  ASSERT_EQ(chdir(cwd), 0);
+  EXPECT_EQ(written.code(), absl::StatusCode::kInvalidArgument) << written;
+  EXPECT_THAT(written.message(), HasSubstr("rediss:// (Redis over TLS) is not supported"));
+  EXPECT_FALSE(Env::Default()->FileExists(dir.Join("rediss:"))) << "written as a relative path";
+  EXPECT_EQ(RedisAddressOf(RedisServerOf(root)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RedisAuthTest, RedisAddressOfTakesHostAndPortWithDefault) {
+  EXPECT_EQ(*RedisAddressOf("redis://10.0.0.5:7000"), "10.0.0.5:7000");
+  EXPECT_EQ(*RedisAddressOf("redis://cache.internal"), "cache.internal:6379");
+  for (const std::string bad :
+       {"redis://:7000", "redis://h:port", "redis://h:0", "redis://h:70000"}) {
+    const absl::StatusOr<std::string> address = RedisAddressOf(bad);
+    EXPECT_EQ(address.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
 }
 
 }  // namespace

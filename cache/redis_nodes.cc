@@ -69,7 +69,8 @@ int RedisNodes::SlotOf(absl::string_view key) {
   return Crc16(key) % kSlots;
 }
 
-RedisNodes::RedisNodes(std::string seed) : seed_(std::move(seed)) {}
+RedisNodes::RedisNodes(std::string seed, RedisCredentials credentials)
+    : seed_(std::move(seed)), credentials_(std::move(credentials)) {}
 
 RedisNodes::~RedisNodes() = default;
 
@@ -88,7 +89,7 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisNodes::Borrow(const std::s
       return connection;
     }
   }
-  return RedisConnection::Open(node);
+  return RedisConnection::Open(node, credentials_);
 }
 
 void RedisNodes::DropIdle(const std::string& node) {
@@ -229,7 +230,8 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisNodes::Route(absl::string_
         --i;
         continue;
       }
-      if (!cluster || !at.empty()) return last;  // a pinned call (SCAN) is retried by its caller
+      // Refused credentials are not waited out; a pinned call (SCAN) is retried by its caller.
+      if (!cluster || !at.empty() || !absl::IsUnavailable(last)) return last;
       RefreshSlots({}).IgnoreError();
       pause = true;
       if (absl::Now() < busy_until) i = -1;  // a failover in progress: wait it out
@@ -262,7 +264,10 @@ absl::StatusOr<std::unique_ptr<RedisConnection>> RedisNodes::Route(absl::string_
       if (absl::Now() < busy_until) i = -1;  // a reshard or failover in progress: wait it out
       continue;
     }
-    return absl::InternalError(absl::StrCat("redis://", node, ": ", what, ": ", *error));
+    // An ACL user's forbidden command or key (NOPERM) is the operator's to grant.
+    return absl::Status(absl::StartsWith(*error, "NOPERM") ? absl::StatusCode::kPermissionDenied
+                                                           : absl::StatusCode::kInternal,
+                        absl::StrCat("redis://", node, ": ", what, ": ", *error));
   }
   return absl::Status(last.code(),
                       absl::StrCat(last.message(), " (after ", kMaxAttempts, " attempts)"));

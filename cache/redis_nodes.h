@@ -17,8 +17,13 @@
 // Connections are pooled per node: each call borrows one (a streamed value keeps its own until
 // it is read or dropped), so concurrent readers do not queue behind one another.
 //
-// Errors: Unavailable naming the node when it cannot be reached; Internal with the server's
-// text for an error reply (e.g. OOM under maxmemory-policy noeviction).
+// Every connection, to the seed and to each node of a cluster, authenticates with the same
+// credentials (RedisConnection::Open): a cluster's nodes share their users and passwords.
+//
+// Errors: Unavailable naming the node when it cannot be reached; Unauthenticated naming the node
+// when it refuses the credentials (never retried); PermissionDenied with the server's text when
+// an ACL forbids the command or key (NOPERM); Internal with the server's text for any other
+// error reply (e.g. OOM under maxmemory-policy noeviction).
 //
 // Thread-safe.
 #ifndef GRANARY_CACHE_REDIS_NODES_H_
@@ -49,8 +54,8 @@ class RedisNodes {
   // tag (the text between its first `{` and the next `}`, when not empty), mod 16384.
   static int SlotOf(absl::string_view key);
 
-  // `seed`: "HOST:PORT". Connects at the first call.
-  explicit RedisNodes(std::string seed);
+  // `seed`: "HOST:PORT". Connects at the first call, authenticating with `credentials`.
+  explicit RedisNodes(std::string seed, RedisCredentials credentials = {});
   ~RedisNodes();
 
   // The reply to `args`, a command on the one key `key` (which picks the node).
@@ -151,6 +156,7 @@ class RedisNodes {
   void GiveBack(std::unique_ptr<RedisConnection> connection) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::string seed_;
+  const RedisCredentials credentials_;
   absl::Mutex mu_;
   bool discovered_ ABSL_GUARDED_BY(mu_) = false;
   bool cluster_ ABSL_GUARDED_BY(mu_) = false;

@@ -10,14 +10,24 @@
 
 namespace granary::testing {
 
-RedisTestCluster::RedisTestCluster(const Options& options, const std::string& dir) {
+RedisTestCluster::RedisTestCluster(const Options& options, const std::string& dir)
+    : credentials_{"", options.password} {
   const int masters = options.masters;
   const int total = masters * (1 + options.replicas_per_master);
   for (int i = 0; i < total; ++i) {
-    nodes_.push_back(std::make_unique<RedisTestServer>(
-        std::vector<std::string>{"--cluster-enabled", "yes", "--dir", dir, "--cluster-config-file",
-                                 absl::StrCat("nodes-", i, ".conf"), "--cluster-node-timeout",
-                                 absl::StrCat(options.node_timeout_ms)}));
+    std::vector<std::string> flags = {"--cluster-enabled",
+                                      "yes",
+                                      "--dir",
+                                      dir,
+                                      "--cluster-config-file",
+                                      absl::StrCat("nodes-", i, ".conf"),
+                                      "--cluster-node-timeout",
+                                      absl::StrCat(options.node_timeout_ms)};
+    if (!options.password.empty()) {
+      flags.insert(flags.end(),
+                   {"--requirepass", options.password, "--masterauth", options.password});
+    }
+    nodes_.push_back(std::make_unique<RedisTestServer>(std::move(flags)));
     if (!nodes_.back()->ok()) return;
   }
   ok_ = true;
@@ -50,7 +60,7 @@ RedisTestCluster::RedisTestCluster(const Options& options, const std::string& di
 
 RedisReply RedisTestCluster::Call(int node, const std::vector<std::string>& args) {
   absl::StatusOr<std::unique_ptr<RedisConnection>> connection =
-      RedisConnection::Open(absl::StrCat("127.0.0.1:", nodes_[node]->port()));
+      RedisConnection::Open(absl::StrCat("127.0.0.1:", nodes_[node]->port()), credentials_);
   if (!connection.ok()) {
     ok_ = false;
     return nullptr;

@@ -22,6 +22,8 @@ class RedisTestCluster {
     int masters = 3;
     int replicas_per_master = 0;
     int node_timeout_ms = 5000;
+    // Non-empty: every node asks for it (requirepass; masterauth for its replicas).
+    std::string password;
   };
   // Starts and forms it; node files (nodes-<i>.conf) go to the existing directory `dir`. Nodes
   // 0..masters-1 are the masters; node masters+k replicates master k % masters.
@@ -52,6 +54,7 @@ class RedisTestCluster {
   // replica is connected to its master.
   bool AwaitFormed(int masters);
 
+  const RedisCredentials credentials_;  // what Call authenticates with
   std::vector<std::unique_ptr<RedisTestServer>> nodes_;
   std::vector<std::string> ids_;  // CLUSTER MYID of each node
   bool ok_ = false;

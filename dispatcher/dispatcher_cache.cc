@@ -3,6 +3,7 @@
 // a completed cache. The planning itself is cache/cache_planner.h's.
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -19,6 +20,47 @@ std::string DispatcherImpl::CacheKeyOf(const PipelineDef& def, int cache_point,
   return CacheKey(
       def, cache_point, seed,
       options_.data_roots.has_value() ? absl::StrJoin(options_.data_roots->roots(), ",") : "");
+}
+
+std::string DispatcherImpl::CacheRootOwnerFile() const {
+  return absl::StrCat(options_.cache_root, "/", kCacheRootOwnerFileName);
+}
+
+absl::Status DispatcherImpl::CheckCacheRootUnowned() {
+  const std::string owner_file = CacheRootOwnerFile();
+  if (!options_.env->FileExists(owner_file)) return absl::OkStatus();
+  const absl::StatusOr<std::string> owner = ReadFileToString(options_.env, owner_file);
+  if (!owner.ok()) {
+    LOG(WARNING) << "cannot tell whose caches the cache root holds: " << owner.status();
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "journal ", options_.journal_dir, " is new (empty), but the cache root ", options_.cache_root,
+      " holds the caches of cluster ", absl::StripAsciiWhitespace(*owner), " (", owner_file,
+      "): that cluster's journal seems lost. Restore its journal directory "
+      "from a backup, or start a new, empty cluster deliberately with --new_cluster (the old "
+      "cluster's caches are then deleted as garbage)"));
+}
+
+void DispatcherImpl::ClaimCacheRoot() {
+  std::string cluster_id;
+  {
+    absl::MutexLock lock(&mu_);
+    cluster_id = state_.cluster_id();
+  }
+  const std::string owner_file = CacheRootOwnerFile();
+  const absl::StatusOr<std::string> owner = ReadFileToString(options_.env, owner_file);
+  if (owner.ok() && absl::StripAsciiWhitespace(*owner) == cluster_id) return;
+  if (owner.ok()) {
+    LOG(WARNING) << "cache root " << options_.cache_root << " was cluster "
+                 << absl::StripAsciiWhitespace(*owner) << "'s; now cluster " << cluster_id << "'s";
+  }
+  absl::Status claimed = options_.env->CreateDirs(options_.cache_root);
+  if (claimed.ok()) {
+    claimed = WriteStringToFile(options_.env, owner_file, cluster_id + "\n", /*sync=*/true);
+  }
+  if (claimed.ok()) claimed = options_.env->SyncDir(options_.cache_root);
+  if (!claimed.ok()) LOG(WARNING) << "cache root owner file: " << claimed;
 }
 
 std::string DispatcherImpl::CacheDir(const std::string& cache_key) const {

@@ -75,16 +75,23 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Open(
   if (options.udfs == nullptr) return absl::InvalidArgumentError("DispatcherOptions.udfs unset");
   JournalOptions journal_options;
   journal_options.metrics = options.metrics;
+  journal_options.accept_lost = options.new_cluster;
   ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal,
                    Journal::Open(options.journal_dir, journal_options));
   std::unique_ptr<DispatcherImpl> impl(new DispatcherImpl(options, std::move(journal)));
   RETURN_IF_ERROR(impl->Recover());
+  bool new_journal = false;
   {
     absl::MutexLock lock(&impl->mu_);
     impl->counters_.task_moves_at_open = impl->state_.task_moves();
+    new_journal = impl->state_.applied_seq() == 0;
+  }
+  if (!options.cache_root.empty() && new_journal && !options.new_cluster) {
+    RETURN_IF_ERROR(impl->CheckCacheRootUnowned());
   }
   RETURN_IF_ERROR(impl->NameCluster());
   if (!options.cache_root.empty()) {
+    impl->ClaimCacheRoot();
     // Before any worker probes or writes: what no cache of the recovered state holds.
     absl::StatusOr<CacheGcCounts> collected;
     {
@@ -215,7 +222,8 @@ absl::Status DispatcherImpl::JournalAndApply(const Update& update, const Answer&
   absl::StatusOr<uint64_t> seq = journal_->Append(SerializeDeterministically(update));
   if (absl::IsUnavailable(seq.status())) {
     // Not written (a full disk), and the journal makes sure it never will be: nothing to apply,
-    // no fail-stop. The client retries; the journal resumes once space is freed.
+    // no fail-stop. The client retries; the journal resumes once space is freed — or, if its
+    // files were deleted under it, refuses every later append the same way (its own fail-stop).
     LOG_EVERY_N(WARNING, 100) << "journal append refused, state unchanged: " << seq.status();
     return seq.status();
   }

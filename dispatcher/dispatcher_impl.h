@@ -126,13 +126,21 @@ struct DispatcherOptions {
   int64_t policy_period_ms = 2000;
   // What a remote worker and the trainer cost, for placement policies (Pecan's defaults).
   Prices prices;
+  // Start a new, empty cluster although the evidence says an existing cluster's journal was
+  // lost (see Open). Only for an operator who means it (`granary dispatcher --new_cluster`).
+  bool new_cluster = false;
 };
 
 class DispatcherImpl {
  public:
   // Opens the journal and recovers the state from it. DataLoss names a corrupt journal record
   // or a recovered state that breaks an invariant (state_invariants.h);
-  // FailedPrecondition a journal directory in use by another dispatcher.
+  // FailedPrecondition a journal directory in use by another dispatcher, or — unless
+  // options.new_cluster — the evidence that the journal of an existing cluster was lost: the
+  // journal directory holds the lost-journal marker (journal/journal.h, "Deleted under it"),
+  // or the journal is new (empty) while the cache root's owner file names a cluster
+  // (cache/FORMAT.md, "The cache root's owner"). The message names the evidence and the flag.
+  // A dispatcher with a cache root makes its owner file name its own cluster.
   static absl::StatusOr<std::unique_ptr<DispatcherImpl>> Open(const DispatcherOptions& options);
   ~DispatcherImpl();
 
@@ -211,6 +219,14 @@ class DispatcherImpl {
   absl::Status Recover();
   // Journals a random cluster id if the recovered state has none (a new journal).
   absl::Status NameCluster();
+  // The cache root's owner file (cache/FORMAT.md).
+  std::string CacheRootOwnerFile() const;
+  // FailedPrecondition if the cache root's owner file names a cluster (called for a new,
+  // empty journal: that cluster's journal seems lost). Unreadable evidence is logged, not
+  // refused.
+  absl::Status CheckCacheRootUnowned();
+  // Makes the cache root's owner file name this dispatcher's cluster (a failure is logged).
+  void ClaimCacheRoot() ABSL_LOCKS_EXCLUDED(mu_);
   // Journals `update`, waits until it is durable and every earlier record is applied, applies
   // it and returns answer(apply status) — all of the last three under mu_.
   absl::Status JournalAndApply(const Update& update, const Answer& answer) ABSL_LOCKS_EXCLUDED(mu_);

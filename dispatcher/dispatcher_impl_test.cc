@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "cache/cache_gc.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoint.h"
 #include "common/manual_clock_env.h"
@@ -38,6 +39,11 @@ class DispatcherImplTest : public ::testing::Test {
  protected:
   void Open(int64_t snapshot_every = 10000, const std::string& cache_root = "") {
     impl_.reset();
+    auto impl = DispatcherImpl::Open(Options(snapshot_every, cache_root));
+    ASSERT_TRUE(impl.ok()) << impl.status();
+    impl_ = std::move(impl).value();
+  }
+  DispatcherOptions Options(int64_t snapshot_every = 10000, const std::string& cache_root = "") {
     DispatcherOptions options;
     options.journal_dir = dir_.path() + "/journal";
     options.snapshot_every = snapshot_every;
@@ -54,9 +60,13 @@ class DispatcherImplTest : public ::testing::Test {
     options.metrics = &metrics_;
     // Some tests register pipelines larger than a gRPC message, as no client can.
     options.limits.pipeline_bytes = 64 << 20;
-    auto impl = DispatcherImpl::Open(options);
-    ASSERT_TRUE(impl.ok()) << impl.status();
-    impl_ = std::move(impl).value();
+    return options;
+  }
+
+  std::string ClusterId() {
+    GetStatusResponse status;
+    EXPECT_TRUE(impl_->GetStatus({}, &status).ok());
+    return status.state().cluster_id();
   }
 
   std::string State() {
@@ -1587,10 +1597,42 @@ TEST_F(DispatcherAutoCacheTest, ACompletedCacheDeletesItsStrayChunksAndEvictsOve
   EXPECT_FALSE(CacheOf(second_key).has_value());
   EXPECT_FALSE(clock_.FileExists(second_dir));
   for (const std::string& path : manifest) EXPECT_FALSE(clock_.FileExists(path)) << path;
-  // Nothing of the eviction is left in the cache root but the first cache's directory.
+  // Nothing of the eviction is left in the cache root but the first cache's directory (and
+  // the file naming the cluster).
   auto entries = clock_.GetChildren(CacheRoot());
   ASSERT_TRUE(entries.ok()) << entries.status();
-  EXPECT_THAT(*entries, ::testing::ElementsAre(first_key));
+  EXPECT_THAT(*entries, ::testing::UnorderedElementsAre(first_key, kCacheRootOwnerFileName));
+}
+
+// Issue 30: a journal lost while the dispatcher was down (no lost-journal marker) must not
+// silently become a new cluster over the old cluster's caches (which it would delete as
+// garbage): the cache root's owner file names the old cluster.
+TEST_F(DispatcherCacheTest, ANewJournalOverAnotherClustersCacheRootIsRefusedUnlessNewCluster) {
+  OpenCaching();
+  const std::string owner_file = CacheRoot() + "/" + kCacheRootOwnerFileName;
+  const absl::StatusOr<std::string> old_cluster = ReadFileToString(&clock_, owner_file);
+  ASSERT_TRUE(old_cluster.ok()) << old_cluster.status();
+  EXPECT_EQ(*old_cluster, ClusterId() + "\n");
+  Open(10000, CacheRoot());  // Its own journal: no objection.
+  impl_.reset();
+
+  std::filesystem::remove_all(dir_.path() + "/journal");
+  const absl::StatusOr<std::unique_ptr<DispatcherImpl>> refused =
+      DispatcherImpl::Open(Options(10000, CacheRoot()));
+  ASSERT_FALSE(refused.ok()) << "a new cluster started silently over the old one's caches";
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr(owner_file));
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("holds the caches of cluster " + old_cluster->substr(0, 32)));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("--new_cluster"));
+
+  DispatcherOptions new_cluster = Options(10000, CacheRoot());
+  new_cluster.new_cluster = true;
+  absl::StatusOr<std::unique_ptr<DispatcherImpl>> started = DispatcherImpl::Open(new_cluster);
+  ASSERT_TRUE(started.ok()) << started.status();
+  impl_ = *std::move(started);
+  EXPECT_NE(ClusterId() + "\n", *old_cluster);
+  EXPECT_EQ(*ReadFileToString(&clock_, owner_file), ClusterId() + "\n");
 }
 
 TEST_F(DispatcherCacheTest, AnEpochStartedBeforeItsJobsPutCompletedWaitsForItThenGets) {

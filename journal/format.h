@@ -30,6 +30,8 @@ inline constexpr char kFormatMarker[] = "granary-journal-v1";
 // that it exists (payload: the file's name); journals older than the file have neither.
 inline constexpr char kHighWaterFileName[] = "GRANARY-HIGH-WATER";
 inline constexpr char kHighWaterFileKey[] = "w";
+// Left in a journal directory that a running journal found deleted (journal/FORMAT.md).
+inline constexpr char kLostMarkerFileName[] = "GRANARY-JOURNAL-LOST";
 inline constexpr size_t kSeqKeySize = 9;  // Prefix byte + 8-byte sequence number.
 inline constexpr size_t kChecksumSize = 8;
 

@@ -142,4 +142,9 @@ absl::Status HighWaterFile::Update(const HighWater& mark, bool sync) {
   return absl::OkStatus();
 }
 
+bool HighWaterFile::Unlinked() const {
+  struct stat st;
+  return ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
+}
+
 }  // namespace granary

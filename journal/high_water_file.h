@@ -59,6 +59,10 @@ class HighWaterFile {
   // kernel writes it back. REQUIRES: mark.seq >= every earlier mark's seq.
   absl::Status Update(const HighWater& mark, bool sync);
 
+  // Whether the file was deleted (its last name unlinked) since it was opened: fstat's
+  // st_nlink is 0. One system call, cheap enough for every batch.
+  bool Unlinked() const;
+
   const std::string& path() const { return path_; }
 
  private:

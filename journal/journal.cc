@@ -1,5 +1,7 @@
 #include "journal/journal.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -7,12 +9,14 @@
 #include <utility>
 
 #include "absl/memory/memory.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/env.h"
 #include "common/failpoints.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
@@ -170,9 +174,13 @@ Journal::Journal(std::string dir, const JournalOptions& options, std::unique_ptr
 Journal::~Journal() {
   absl::MutexLock lock(&mu_);
   if (high_water_file_ != nullptr && failed_.ok()) {
-    // A clean close makes the mark durable (appends only wrote it to the page cache).
-    const absl::Status s = high_water_file_->Update({last_sequence_, wal_number_}, /*sync=*/true);
-    if (!s.ok()) LOG(WARNING) << "journal " << dir_ << ": " << s;
+    if (const std::string deleted = WhatWasDeleted(); !deleted.empty()) {
+      MarkLost(deleted, last_sequence_);
+    } else {
+      // A clean close makes the mark durable (appends only wrote it to the page cache).
+      const absl::Status s = high_water_file_->Update({last_sequence_, wal_number_}, /*sync=*/true);
+      if (!s.ok()) LOG(WARNING) << "journal " << dir_ << ": " << s;
+    }
   }
   if (db_ != nullptr) db_->Close().PermitUncheckedError();
   db_.reset();
@@ -206,6 +214,13 @@ std::map<uint64_t, uint64_t> ListWals(const std::string& dir) {
 }
 
 // The number of the WAL RocksDB is writing (0 if it cannot tell).
+// The (device, inode) of the directory `dir`; nullopt if there is none under that name.
+std::optional<std::pair<uint64_t, uint64_t>> DirIdentity(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  return std::make_pair(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
+}
+
 uint64_t CurrentWalNumber(rocksdb::DB* db) {
   std::unique_ptr<rocksdb::LogFile> wal;
   if (!db->GetCurrentWalFile(&wal).ok() || wal == nullptr) return 0;
@@ -327,6 +342,25 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir,
   std::error_code mkdir_error;
   std::filesystem::create_directory(dir, mkdir_error);  // RocksDB reports what went wrong.
 
+  const std::string lost_marker = absl::StrCat(dir, "/", jf::kLostMarkerFileName);
+  std::error_code exists_error;
+  if (std::filesystem::exists(lost_marker, exists_error)) {
+    const absl::StatusOr<std::string> read = ReadFileToString(Env::Default(), lost_marker);
+    const std::string said(
+        absl::StripTrailingAsciiWhitespace(read.ok() ? *read : read.status().ToString()));
+    if (!options.accept_lost) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "journal ", dir, ": ", jf::kLostMarkerFileName, " says: \"", said,
+          "\". Refusing to start an empty journal in its place: restore the journal directory "
+          "from a backup (without ",
+          jf::kLostMarkerFileName,
+          "), or start a new, empty cluster deliberately (granary dispatcher --new_cluster)"));
+    }
+    LOG(WARNING) << "journal " << dir << ": starting over although " << jf::kLostMarkerFileName
+                 << " says: " << said;
+    RETURN_IF_ERROR(Env::Default()->DeleteFile(lost_marker));
+  }
+
   // Evidence gathered before RocksDB touches the directory.
   absl::StatusOr<std::optional<HighWater>> mark =
       HighWaterFile::Read(absl::StrCat(dir, "/", jf::kHighWaterFileName));
@@ -336,6 +370,11 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir,
   ASSIGN_OR_RETURN(std::unique_ptr<rocksdb::DB> db, OpenDb(dir, env.get(), *mark, wals_before));
   std::unique_ptr<Journal> journal(new Journal(dir, options, std::move(env), db.release()));
   RETURN_IF_ERROR(journal->LoadState(*mark, wals_before));
+  const std::optional<std::pair<uint64_t, uint64_t>> identity = DirIdentity(dir);
+  if (!identity.has_value()) {
+    return absl::InternalError(absl::StrCat("journal ", dir, ": not a directory after opening"));
+  }
+  journal->dir_identity_ = *identity;
   return journal;
 }
 
@@ -345,6 +384,40 @@ absl::Status Journal::AnchorHighWater(uint64_t seq) {
   if (!file.ok()) return Annotate(file.status(), absl::StrCat("journal ", dir_));
   high_water_file_ = std::move(file).value();
   return absl::OkStatus();
+}
+
+std::string Journal::WhatWasDeleted() {
+  const std::optional<std::pair<uint64_t, uint64_t>> identity = DirIdentity(dir_);
+  if (!identity.has_value()) return "the journal directory was deleted";
+  if (*identity != dir_identity_) return "the journal directory was replaced by another";
+  if (high_water_file_ != nullptr && high_water_file_->Unlinked()) {
+    return absl::StrCat(jf::kHighWaterFileName, " was deleted");
+  }
+  if (db_ != nullptr) {
+    std::unique_ptr<rocksdb::LogFile> wal;
+    const rocksdb::Status s = db_->GetCurrentWalFile(&wal);  // Looks the WAL up by its name.
+    if (s.IsNotFound() || s.IsPathNotFound()) {
+      return absl::StrCat("the current WAL was deleted (", s.ToString(), ")");
+    }
+  }
+  return "";
+}
+
+void Journal::MarkLost(const std::string& what, uint64_t acknowledged) {
+  LOG(ERROR) << "journal " << dir_ << ": " << what << " while the journal was open";
+  std::error_code error;
+  // An existing directory (replaced, or only a file of it deleted) is left alone: it may be a
+  // restored copy, and Open finds a lost file by the high-water file.
+  if (!std::filesystem::create_directory(dir_, error)) return;
+  const std::string marker = absl::StrCat(dir_, "/", jf::kLostMarkerFileName);
+  absl::Status written = WriteStringToFile(
+      Env::Default(), marker,
+      absl::StrCat(what, " while a journal had it open (noticed at ",
+                   absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()),
+                   "); records 1..", acknowledged, " had been acknowledged and are lost\n"),
+      /*sync=*/true);
+  if (written.ok()) written = Env::Default()->SyncDir(dir_);
+  if (!written.ok()) LOG(ERROR) << "journal " << dir_ << ": " << written;
 }
 
 absl::Status Journal::LoadState(const std::optional<HighWater>& mark,
@@ -591,6 +664,10 @@ absl::Status Journal::Submit(Writer* w) {
       const absl::Status marked = high_water_file_->Update({new_last, wal_number_}, snapshot);
       if (!marked.ok()) LOG(WARNING) << "journal " << dir_ << ": " << marked;
     }
+    // Written (or failed) perhaps into files no longer the journal's: then nothing of it is
+    // acknowledged, now or ever.
+    const std::string deleted = resumed.ok() ? WhatWasDeleted() : "";
+    if (!deleted.empty()) MarkLost(deleted, last_acknowledged);
     if (s.ok()) {
       // An injected error: the batch is durable but reported failed (an ambiguous commit).
       const absl::Status injected = HitFailpoint(kJournalMidGroupCommit);
@@ -604,6 +681,12 @@ absl::Status Journal::Submit(Writer* w) {
             "journal ", dir_,
             ": unusable after failing to resume from a full disk: ", resumed.message()));
       }
+    } else if (!deleted.empty()) {
+      status = absl::UnavailableError(absl::StrCat(
+          "journal ", dir_, ": ", deleted, " while in use: nothing more is recorded, records 1..",
+          last_acknowledged,
+          " are lost (restore the journal directory from a backup and restart the dispatcher)"));
+      failed_ = status;
     } else if (s.IsNoSpace()) {
       // Nothing of this batch is (or, once resumed, ever will be) in the journal: retryable.
       out_of_space_ = true;

@@ -36,6 +36,17 @@
 // present after recovery (its bytes may have reached the WAL before the fsync failed), so a
 // caller must not have acted on it, and must tolerate seeing it replayed.
 //
+// Deleted under it. After every successful batch, before acknowledging it, the leader checks
+// that the journal's files are still the ones it writes: its directory still exists under its
+// name as the same directory (stat: device and inode as at Open), the high-water file is not
+// unlinked (fstat's st_nlink) and RocksDB's current WAL is still there. If not (`rm -rf` of the
+// directory, a deleted WAL), the batch's writers get Unavailable naming the directory and what
+// went, and so does every later Append or WriteSnapshot (fail-stop): the records could never
+// be recovered. When the directory itself is gone, the journal recreates it holding only the
+// lost-journal marker GRANARY-JOURNAL-LOST (naming the records 1..N that were acknowledged),
+// also when the deletion is first noticed at close, so that a restart over the empty directory
+// is refused rather than silently starting a new, empty cluster (Open, FORMAT.md).
+//
 // Snapshots. WriteSnapshot(S, state) writes, in ONE WriteBatch: the snapshot under key S, a
 // range deletion of every older snapshot, and a range deletion of every record <= S. RocksDB
 // applies a batch atomically, so after any crash the journal holds either the old snapshot and
@@ -92,6 +103,10 @@ struct JournalOptions {
   // For fault-injection tests only: RocksDB performs all file I/O through this file system
   // (see journal/fault_injection_fs.h). nullptr = the default POSIX file system.
   std::shared_ptr<rocksdb::FileSystem> file_system;
+  // Open a directory holding the lost-journal marker (see "Deleted under it") anyway: the
+  // marker is deleted and the directory opened as it is — empty, a new journal. Only for an
+  // operator who means to start over (`granary dispatcher --new_cluster`).
+  bool accept_lost = false;
   // Where the journal counts its appends, batches (group sizes), commit latency and snapshot
   // times (granary_journal_*); nullptr: nowhere. Must outlive the journal.
   MetricRegistry* metrics = nullptr;
@@ -105,7 +120,9 @@ class Journal {
   // Errors:
   //   FailedPrecondition - `dir` is in use by another open Journal, in this or another process
   //     (RocksDB's LOCK file); the message names `dir` and says it is in use. Nothing is
-  //     modified. Also: `dir` holds a RocksDB that is not a Granary journal of this format.
+  //     modified. Also: `dir` holds a RocksDB that is not a Granary journal of this format; or
+  //     `dir` holds the lost-journal marker (its journal was deleted while open) and not
+  //     options.accept_lost: the message names the marker and quotes it.
   //   DataLoss - acknowledged records are gone or damaged: "journal D: WAL 000009.log missing:
   //     records 6..10 lost (...)" (also "truncated or damaged"); the high-water file is missing
   //     or damaged; the format marker is gone from a journal that has the high-water file (e.g.
@@ -144,8 +161,9 @@ class Journal {
   // durable (written with WriteOptions.sync when options.sync). Concurrent Appends are
   // group-committed (see the walkthrough above).
   // Errors: Unavailable - out of disk space: the record was not written (see "Full disk");
-  // retry later. Any other code - the RocksDB write error of this record's batch (the record is
-  // then indeterminate); FailedPrecondition if an earlier write failed (fail-stop).
+  // retry later. Also Unavailable, for good, once the journal's files were found deleted (see
+  // "Deleted under it"). Any other code - the RocksDB write error of this record's batch (the
+  // record is then indeterminate); FailedPrecondition if an earlier write failed (fail-stop).
   absl::StatusOr<uint64_t> Append(std::string record);
 
   // Durably stores `snapshot` as covering every record up to and including `seq`, and deletes
@@ -182,6 +200,12 @@ class Journal {
                          const std::map<uint64_t, uint64_t>& wals_before);
   // Makes the high-water file durably hold `seq` and the current WAL, and opens it.
   absl::Status AnchorHighWater(uint64_t seq);
+  // What of the journal's files was deleted or replaced since Open ("" if nothing): see
+  // "Deleted under it". Called by the leader (or the destructor) only.
+  std::string WhatWasDeleted();
+  // After WhatWasDeleted found `what`: recreates the directory, if it is gone, holding only the
+  // lost-journal marker saying records 1..`acknowledged` were lost (best effort: logged).
+  void MarkLost(const std::string& what, uint64_t acknowledged);
   // Called by the leader before its write while out_of_space_: reopens RocksDB, which drops
   // what the failed write left in the WAL, and checks that the journal still ends at
   // `last_acknowledged`. Unavailable while the disk is still too full; FailedPrecondition if
@@ -199,6 +223,8 @@ class Journal {
   // at a time, so these need no lock.
   std::unique_ptr<HighWaterFile> high_water_file_;
   uint64_t wal_number_ = 0;  // RocksDB's WAL as of the last anchor or snapshot.
+  // The directory's (device, inode) at Open; set before the journal is shared.
+  std::pair<uint64_t, uint64_t> dir_identity_;
 
   mutable absl::Mutex mu_;
   std::deque<Writer*> writers_ ABSL_GUARDED_BY(mu_);  // Front = the current leader.
@@ -208,7 +234,8 @@ class Journal {
   int64_t batches_written_ ABSL_GUARDED_BY(mu_) = 0;
   // A write failed for lack of disk space; the next leader resumes before writing.
   bool out_of_space_ ABSL_GUARDED_BY(mu_) = false;
-  // After a failed write: the FailedPrecondition every later write returns (fail-stop).
+  // After a failed write: the FailedPrecondition every later write returns (fail-stop); after
+  // the files were found deleted, Unavailable.
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
 
   // Of options_.metrics (all null without it).

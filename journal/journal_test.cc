@@ -1140,6 +1140,112 @@ TEST_F(LostFilesTest, DeletedHighWaterFileIsDataLossNamingIt) {
               HasSubstr(Prefix() + jf::kHighWaterFileName + " missing"));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Deleted under a running journal ("Deleted under it" in journal.h).
+
+class DeletedWhileOpenTest : public JournalTest {
+ protected:
+  // A journal with records 1..3, open; `remove` then deletes some of its files; the next
+  // Append must be Unavailable naming the directory and `what`, and so must every later write.
+  void ExpectFailStopAfter(const std::function<void()>& remove, const std::string& what) {
+    std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+    ASSERT_NE(journal, nullptr);
+    AppendAll(*journal, Payloads(3), 1);
+    remove();
+    const absl::StatusOr<uint64_t> seq = journal->Append("after the deletion");
+    ASSERT_FALSE(seq.ok()) << "acknowledged as record " << *seq << " after " << what;
+    EXPECT_EQ(seq.status().code(), absl::StatusCode::kUnavailable) << seq.status();
+    EXPECT_THAT(std::string(seq.status().message()), HasSubstr(Prefix() + what));
+    EXPECT_THAT(std::string(seq.status().message()), HasSubstr("records 1..3 are lost"));
+    const absl::StatusOr<uint64_t> later = journal->Append("later");
+    EXPECT_EQ(later.status().code(), absl::StatusCode::kUnavailable) << "not fail-stop";
+    EXPECT_EQ(journal->WriteSnapshot(3, "state").code(), absl::StatusCode::kUnavailable);
+  }
+  std::string Marker() const { return dir_.Join(jf::kLostMarkerFileName); }
+};
+
+TEST_F(DeletedWhileOpenTest, RemovedDirectoryFailsStopAndLeavesTheLostMarker) {
+  ExpectFailStopAfter([&] { std::filesystem::remove_all(dir_.path()); },
+                      "the journal directory was deleted");
+  // Recreated holding only the marker, which names what was acknowledged.
+  ASSERT_TRUE(std::filesystem::exists(Marker()));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.path()),
+                          std::filesystem::directory_iterator()),
+            1);
+  std::ifstream in(Marker());
+  const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(said, HasSubstr("records 1..3 had been acknowledged and are lost"));
+}
+
+TEST_F(DeletedWhileOpenTest, DeletedHighWaterFileFailsStop) {
+  ExpectFailStopAfter(
+      [&] { ASSERT_TRUE(std::filesystem::remove(dir_.Join(jf::kHighWaterFileName))); },
+      absl::StrCat(jf::kHighWaterFileName, " was deleted"));
+  EXPECT_FALSE(std::filesystem::exists(Marker())) << "the directory is still there";
+}
+
+TEST_F(DeletedWhileOpenTest, DeletedWalFailsStop) {
+  ExpectFailStopAfter(
+      [&] { ASSERT_TRUE(std::filesystem::remove(dir_.Join(NewestWal(dir_.path())))); },
+      "the current WAL was deleted");
+}
+
+TEST_F(DeletedWhileOpenTest, ReplacedDirectoryFailsStopAndIsLeftAlone) {
+  testing::ScopedTempDir elsewhere;
+  ExpectFailStopAfter(
+      [&] {
+        std::filesystem::rename(dir_.path(), elsewhere.Join("moved"));
+        std::filesystem::create_directory(dir_.path());
+      },
+      "the journal directory was replaced by another");
+  EXPECT_FALSE(std::filesystem::exists(Marker())) << "it may be a restored copy";
+}
+
+TEST_F(DeletedWhileOpenTest, AnIntactJournalClosesWithoutTheMarker) {
+  {
+    std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+    ASSERT_NE(journal, nullptr);
+    AppendAll(*journal, Payloads(3), 1);
+  }
+  EXPECT_FALSE(std::filesystem::exists(Marker()));
+  std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+  ASSERT_NE(journal, nullptr);
+  EXPECT_EQ(journal->last_sequence(), 3u);
+}
+
+TEST_F(DeletedWhileOpenTest, ADeletionFirstNoticedAtCloseLeavesTheMarkerToo) {
+  {
+    std::unique_ptr<Journal> journal = OpenJournal(dir_.path());
+    ASSERT_NE(journal, nullptr);
+    AppendAll(*journal, Payloads(2), 1);
+    std::filesystem::remove_all(dir_.path());
+  }
+  const absl::Status status = OpenError(dir_.path());
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("records 1..2 had been acknowledged"));
+}
+
+TEST_F(DeletedWhileOpenTest, ReopeningOverTheMarkerIsRefusedUnlessAcceptLost) {
+  ExpectFailStopAfter([&] { std::filesystem::remove_all(dir_.path()); },
+                      "the journal directory was deleted");
+  const absl::Status refused = OpenError(dir_.path());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr(Prefix() + jf::kLostMarkerFileName));
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("records 1..3 had been acknowledged and are lost"));
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("--new_cluster"));
+  EXPECT_EQ(OpenError(dir_.path()).code(), absl::StatusCode::kFailedPrecondition)
+      << "refusing changed nothing";
+
+  JournalOptions start_over;
+  start_over.accept_lost = true;
+  std::unique_ptr<Journal> journal = OpenJournal(dir_.path(), start_over);
+  ASSERT_NE(journal, nullptr);
+  EXPECT_EQ(journal->last_sequence(), 0u);
+  EXPECT_FALSE(std::filesystem::exists(Marker()));
+  AppendAll(*journal, Payloads(1), 1);
+}
+
 // Every length the newest WAL or the MANIFEST can be truncated to either loses nothing (Open
 // and Recover return records 1..10) or is DataLoss: never fewer records, never "not a Granary
 // journal".

@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cache/cache_gc.h"
 #include "cache/cache_tier_env.h"
 #include "cache/redis_test_cluster.h"
 #include "cache/redis_test_server.h"
@@ -391,10 +392,11 @@ TEST_P(AutoCacheProcessTest, ProfilesDecidesToCacheAtTheMarkAndEveryEpochMatches
         << "epoch " << epoch.epoch();
     EXPECT_EQ(epoch.cache().cache_key(), key);
   }
-  // The probe's chunks are gone: the cache root holds the cache's directory alone.
+  // The probe's chunks are gone: the cache root holds the cache's directory alone (and the
+  // file naming its cluster).
   auto entries = Env::Default()->GetChildren(cluster.cache_root());
   ASSERT_TRUE(entries.ok()) << entries.status();
-  EXPECT_THAT(*entries, ::testing::ElementsAre(key));
+  EXPECT_THAT(*entries, ::testing::UnorderedElementsAre(key, kCacheRootOwnerFileName));
   Subprocess status_command(
       {GRANARY_BINARY, "status", "--insecure", "--dispatcher=" + cluster.dispatcher_address()},
       Subprocess::Stderr::kMergeIntoStdout);

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/env.h"
 #include "common/scoped_temp_dir.h"
 #include "common/scoped_tmpfs.h"
 #include "common/subprocess.h"
@@ -26,9 +27,15 @@ namespace {
 
 class DispatcherProcess {
  public:
-  explicit DispatcherProcess(const std::string& journal_dir)
-      : process_({GRANARY_BINARY, "dispatcher", "--insecure", "--journal_dir=" + journal_dir, "--port=0",
-                  "--snapshot_every=50"}) {
+  explicit DispatcherProcess(const std::string& journal_dir,
+                             const std::vector<std::string>& more_flags = {})
+      : process_([&] {
+          std::vector<std::string> argv = {GRANARY_BINARY, "dispatcher",
+                                           "--insecure",   "--journal_dir=" + journal_dir,
+                                           "--port=0",     "--snapshot_every=50"};
+          argv.insert(argv.end(), more_flags.begin(), more_flags.end());
+          return argv;
+        }()) {
     address_ = process_.ReadListenAddress();
     EXPECT_FALSE(address_.empty()) << "the dispatcher announced no address";
     stub_ = Dispatcher::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
@@ -203,6 +210,36 @@ TEST(DispatcherProcessTest, OutOfRangeCacheFlagsAreRefusedByName) {
   }
 }
 
+// Issue 30: Redis cache roots the tier cannot honour, and Redis credential flags that do not
+// add up, are refused at start naming the part at fault — never the password.
+TEST(DispatcherProcessTest, UnsupportedRedisCacheRootsAndCredentialFlagsAreRefusedByName) {
+  testing::ScopedTempDir dir;
+  const std::string password = "hunter2-is-not-a-password";
+  const std::string empty_file = dir.path() + "/empty-password";
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), empty_file, "\n", false).ok());
+  for (const auto& [flags, named] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--cache_root=rediss://127.0.0.1:6380/granary"},
+            "--cache_root: cache tier rediss://127.0.0.1:6380: rediss:// (Redis over TLS) is not "
+            "supported"},
+           {{"--cache_root=redis://:" + password + "@127.0.0.1:6379/granary"},
+            "--cache_root: cache tier redis://<elided>@127.0.0.1:6379: a user or password in the "
+            "URL is not supported"},
+           {{"--cache_root=redis://granary:" + password + "@127.0.0.1:6379/granary"},
+            "give the password in a file with --redis_password_file"},
+           {{"--redis_user=granary"}, "--redis_user granary needs --redis_password_file"},
+           {{"--redis_password_file=" + dir.path() + "/missing"}, "--redis_password_file"},
+           {{"--redis_password_file=" + empty_file}, empty_file + ": empty (no password in it)"}}) {
+    std::vector<std::string> argv = {GRANARY_BINARY, "dispatcher", "--insecure",
+                                     "--journal_dir=" + dir.path() + "/journal", "--port=0"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    Subprocess dispatcher(argv, Subprocess::Stderr::kMergeIntoStdout);
+    const std::string output = dispatcher.ReadAll(std::chrono::seconds(10));
+    EXPECT_EQ(dispatcher.WaitFor(std::chrono::seconds(10)), 1) << flags[0];  // -1: it started
+    EXPECT_NE(output.find(named), std::string::npos) << output;
+    EXPECT_EQ(output.find(password), std::string::npos) << "the password was printed: " << output;
+  }
+}
+
 // What an operator sees: `granary status` against a running dispatcher, and
 // `granary journal dump` of its journal once it is stopped (SIGTERM: a clean shutdown).
 TEST(DispatcherProcessTest, StatusAndJournalDumpShowTheState) {
@@ -341,6 +378,80 @@ TEST(DispatcherProcessTest, DeletedWalRefusesToStartNamingTheLostRecords) {
   EXPECT_EQ(restarted.WaitFor(std::chrono::seconds(10)), 1) << output;  // -1: it started
   EXPECT_NE(output.find("WAL " + newest_wal + " missing"), std::string::npos) << output;
   EXPECT_NE(output.find("records 1..4 lost"), std::string::npos) << output;
+}
+
+// Issue 30: the journal directory removed (rm -rf) under a running dispatcher. The next
+// mutating RPC is Unavailable instead of acknowledged, and so is every later one; a restart over
+// the emptied directory is refused naming the lost-journal marker the dispatcher left there
+// (instead of silently starting a new, empty cluster); --new_cluster starts one deliberately.
+TEST(DispatcherProcessTest, JournalRemovedWhileRunningIsNoticedAndNotSilentlyStartedOver) {
+  testing::ScopedTempDir dir;
+  const std::string journal = dir.path() + "/journal";
+  const auto register_worker = [](DispatcherProcess& dispatcher, const std::string& id) {
+    RegisterWorkerRequest request;
+    request.set_worker_id(id);
+    request.set_address("127.0.0.1:1");
+    RegisterWorkerResponse response;
+    return dispatcher.stub().RegisterWorker(Context().get(), request, &response);
+  };
+  {
+    DispatcherProcess dispatcher(journal);
+    for (const char* id : {"w0", "w1", "w2"}) ASSERT_TRUE(register_worker(dispatcher, id).ok());
+    Subprocess rm({"/bin/rm", "-rf", journal});
+    ASSERT_EQ(rm.Wait(), 0);
+    for (const char* id : {"w3", "w4"}) {
+      const grpc::Status refused = register_worker(dispatcher, id);
+      EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE)
+          << id << ": " << (refused.ok() ? "acknowledged" : refused.error_message());
+      EXPECT_NE(refused.error_message().find(journal + ": the journal directory was deleted"),
+                std::string::npos)
+          << refused.error_message();
+    }
+    EXPECT_TRUE(dispatcher.process().running());
+    dispatcher.process().Kill(SIGTERM);
+    dispatcher.process().Wait();
+  }
+  Subprocess restarted(
+      {GRANARY_BINARY, "dispatcher", "--insecure", "--journal_dir=" + journal, "--port=0"},
+      Subprocess::Stderr::kMergeIntoStdout);
+  const std::string output = restarted.ReadAll(std::chrono::seconds(20));
+  EXPECT_EQ(restarted.WaitFor(std::chrono::seconds(10)), 1) << output;  // -1: it started
+  EXPECT_NE(output.find("GRANARY-JOURNAL-LOST says"), std::string::npos) << output;
+  // The cluster's id and the three registrations.
+  EXPECT_NE(output.find("records 1..4 had been acknowledged and are lost"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("--new_cluster"), std::string::npos) << output;
+
+  DispatcherProcess fresh(journal, {"--new_cluster"});
+  ASSERT_FALSE(fresh.address().empty());
+  EXPECT_TRUE(register_worker(fresh, "w0").ok()) << "the new cluster takes changes";
+  EXPECT_FALSE(std::filesystem::exists(journal + "/GRANARY-JOURNAL-LOST"));
+}
+
+// The journal directory removed while the dispatcher was down (SIGKILLed: no lost-journal
+// marker): its cache root still names the cluster, so a restart over a new journal is refused
+// naming that evidence, until --new_cluster.
+TEST(DispatcherProcessTest, JournalRemovedWhileDownIsCaughtByTheCacheRootsOwner) {
+  testing::ScopedTempDir dir;
+  const std::string journal = dir.path() + "/journal";
+  const std::string cache_root = "--cache_root=" + dir.path() + "/cache";
+  {
+    DispatcherProcess dispatcher(journal, {cache_root});
+    ASSERT_FALSE(dispatcher.address().empty());
+    dispatcher.process().Kill(SIGKILL);
+    dispatcher.process().Wait();
+  }
+  std::filesystem::remove_all(journal);
+  Subprocess restarted({GRANARY_BINARY, "dispatcher", "--insecure", "--journal_dir=" + journal,
+                        "--port=0", cache_root},
+                       Subprocess::Stderr::kMergeIntoStdout);
+  const std::string output = restarted.ReadAll(std::chrono::seconds(20));
+  EXPECT_EQ(restarted.WaitFor(std::chrono::seconds(10)), 1) << output;  // -1: it started
+  EXPECT_NE(output.find(dir.path() + "/cache/GRANARY-CLUSTER"), std::string::npos) << output;
+  EXPECT_NE(output.find("that cluster's journal seems lost"), std::string::npos) << output;
+
+  DispatcherProcess fresh(journal, {cache_root, "--new_cluster"});
+  EXPECT_FALSE(fresh.address().empty()) << "--new_cluster did not start";
 }
 
 }  // namespace

@@ -130,9 +130,13 @@ int ClusterCommand(int argc, char** argv) {
   for (const std::string& flag : TransportSecurityFlags(*dispatcher_security)) {
     dispatcher_argv.push_back(flag);
   }
+  // A redis:// cache root is reached by the dispatcher and every worker, authenticated alike.
+  const std::vector<std::string> redis_flags = RedisCredentialFlags();
+  dispatcher_argv.insert(dispatcher_argv.end(), redis_flags.begin(), redis_flags.end());
   const int max_workers = absl::GetFlag(FLAGS_max_workers);
   // Each worker's flags but its id, port and certificate.
   std::vector<std::string> worker_flags = {data_roots_flag, absl::StrCat("--host=", host)};
+  worker_flags.insert(worker_flags.end(), redis_flags.begin(), redis_flags.end());
   for (size_t r = 1; r < rest.size(); ++r) worker_flags.push_back(rest[r]);
   if (max_workers > 0) {
     if (absl::GetFlag(FLAGS_cluster_standby) > 0 || max_workers < absl::GetFlag(FLAGS_workers)) {

@@ -86,6 +86,12 @@ ABSL_FLAG(double, worker_price_per_hour, granary::Prices().worker_per_hour,
           "What a remote worker costs per hour, for placement policies (Pecan's default).");
 ABSL_FLAG(double, trainer_price_per_hour, granary::Prices().trainer_per_hour,
           "What the trainer's host costs per hour, for placement policies (Pecan's default).");
+ABSL_FLAG(bool, new_cluster, false,
+          "Start a new, empty cluster although the evidence says the journal of an existing one "
+          "was lost: a GRANARY-JOURNAL-LOST marker in --journal_dir (the directory was deleted "
+          "while a dispatcher ran), or a new journal over a --cache_root whose GRANARY-CLUSTER "
+          "names a cluster. Workers then drop that cluster's tasks and its caches are deleted "
+          "as garbage; only for an operator who means to start over.");
 ABSL_FLAG(bool, check_invariants, false,
           "Check the state's invariants after every journal record and abort on a violation "
           "(for tests and chaos runs: the check walks the whole state).");
@@ -96,8 +102,9 @@ int DispatcherCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N] "
       "[--worker_timeout_ms T] [--cache_root C] [--cache_capacity_bytes B] [--data_roots DIRS] "
-      "[--job_retention_ms R] "
-      "[--check_invariants] [--plugin lib.so] [--provisioner local|command --max_workers N "
+      "[--job_retention_ms R] [--redis_user U] [--redis_password_file F] "
+      "[--new_cluster] [--check_invariants] [--plugin lib.so] [--provisioner local|command "
+      "--max_workers N "
       "[--min_workers M] [--provision_command CMD]] (--tls_cert C --tls_key K --tls_ca CA "
       "[--tokens_file F] [--admin_clients A,B] | --insecure)");
   absl::ParseCommandLine(argc, argv);
@@ -144,6 +151,13 @@ int DispatcherCommand(int argc, char** argv) {
   options.worker_timeout_ms = absl::GetFlag(FLAGS_worker_timeout_ms);
   options.udfs = &*udfs;
   options.cache_root = absl::GetFlag(FLAGS_cache_root);
+  if (const std::string redis = RedisServerOf(options.cache_root); !redis.empty()) {
+    if (const absl::Status url = RedisAddressOf(redis).status(); !url.ok()) {
+      return fail(Annotate(url, "--cache_root"));
+    }
+  }
+  const absl::StatusOr<RedisCredentials> redis_credentials = RedisCredentialsFromFlags();
+  if (!redis_credentials.ok()) return fail(redis_credentials.status());
   options.cache_capacity_bytes = absl::GetFlag(FLAGS_cache_capacity_bytes);
   options.cache_profile_records = absl::GetFlag(FLAGS_cache_profile_records);
   if (options.cache_capacity_bytes < 0) {
@@ -157,6 +171,7 @@ int DispatcherCommand(int argc, char** argv) {
   }
   options.job_retention_ms = absl::GetFlag(FLAGS_job_retention_ms);
   options.check_invariants = absl::GetFlag(FLAGS_check_invariants);
+  options.new_cluster = absl::GetFlag(FLAGS_new_cluster);
   options.policy_period_ms = std::max<int64_t>(absl::GetFlag(FLAGS_policy_period_ms), 100);
   options.prices.worker_per_hour = absl::GetFlag(FLAGS_worker_price_per_hour);
   options.prices.trainer_per_hour = absl::GetFlag(FLAGS_trainer_price_per_hour);
@@ -183,7 +198,7 @@ int DispatcherCommand(int argc, char** argv) {
   // impl's journal counts in outlive it.
   MetricRegistry metrics;
   // Files, and the cache tier --cache_root names (a directory or redis://HOST:PORT/PREFIX).
-  CacheTierEnv env(Env::Default());
+  CacheTierEnv env(Env::Default(), *redis_credentials);
   absl::StatusOr<std::unique_ptr<DispatcherImpl>> impl =
       absl::UnavailableError("replaying the journal");
   std::atomic<DispatcherImpl*> open_impl{nullptr};

@@ -7,6 +7,7 @@
 
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
+#include "cache/redis_connection.h"
 #include "security/data_roots.h"
 #include "security/transport_security.h"
 
@@ -14,6 +15,8 @@ ABSL_DECLARE_FLAG(std::string, host);
 ABSL_DECLARE_FLAG(int, port);
 ABSL_DECLARE_FLAG(std::vector<std::string>, data_roots);
 ABSL_DECLARE_FLAG(int32_t, max_message_bytes);
+ABSL_DECLARE_FLAG(std::string, redis_user);
+ABSL_DECLARE_FLAG(std::string, redis_password_file);
 
 namespace granary {
 
@@ -23,6 +26,15 @@ std::string ListenAddress();
 // The DataRoots of --data_roots (none when it is empty: every file source is refused).
 // InvalidArgument naming a root that is not an existing directory.
 absl::StatusOr<DataRoots> DataRootsFromFlags();
+
+// What the Redis cache tier (redis://… cache roots) authenticates with: --redis_user and the
+// password in --redis_password_file (its content up to a trailing newline). None without
+// --redis_password_file. Errors name the flag, never the password: InvalidArgument for
+// --redis_user without --redis_password_file, or an empty file; the read's error otherwise.
+absl::StatusOr<RedisCredentials> RedisCredentialsFromFlags();
+// --redis_user and --redis_password_file as given to this process, to pass them on to the
+// dispatcher and workers it starts (`granary cluster`).
+std::vector<std::string> RedisCredentialFlags();
 
 // --max_message_bytes: the largest request a server accepts (gRPC refuses a larger one with
 // ResourceExhausted "Received message larger than max (<size> vs. <limit>)").

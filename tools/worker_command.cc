@@ -65,7 +65,8 @@ int WorkerCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary worker --dispatcher HOST:PORT --worker_id ID [--port P] [--host H] [--standby] "
       "[--window_bytes B] [--threads N] [--checkpoint_dir D] [--checkpoint_interval_ms T] "
-      "[--local_transport auto|shm|tcp] [--local_to JOB/CONSUMER] [--data_roots DIRS] [--plugin "
+      "[--local_transport auto|shm|tcp] [--local_to JOB/CONSUMER] [--data_roots DIRS] "
+      "[--redis_user U] [--redis_password_file F] [--plugin "
       "lib.so] "
       "(--tls_cert C --tls_key K --tls_ca CA | --insecure)");
   absl::ParseCommandLine(argc, argv);
@@ -102,7 +103,9 @@ int WorkerCommand(int argc, char** argv) {
   MetricRegistry metrics;
   WorkerMetrics worker_metrics(&metrics);
   // Files, and the cache tier a task's --cache_root names (a directory or redis://...).
-  CacheTierEnv env(Env::Default());
+  const absl::StatusOr<RedisCredentials> redis_credentials = RedisCredentialsFromFlags();
+  if (!redis_credentials.ok()) return fail(redis_credentials.status());
+  CacheTierEnv env(Env::Default(), *redis_credentials);
   std::unique_ptr<WorkerImpl> impl;
   std::atomic<WorkerImpl*> started_impl{nullptr};
   std::atomic<bool> ready{false};
