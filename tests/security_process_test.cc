@@ -42,6 +42,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Reads `reader` to its end: the elements read, or the first error.
 absl::StatusOr<int> ReadToEnd(EpochReader& reader) {
@@ -517,6 +518,11 @@ TEST_F(TlsClusterTest, AnUnknownTokenIsUnauthenticated) {
   ASSERT_TRUE(client.ok()) << client.status();
   const auto dataset = (*client)->RegisterPipeline(PipelineBuilder::Range(10).Build());
   EXPECT_TRUE(absl::IsUnauthenticated(dataset.status())) << dataset.status();
+  // It says the token was refused (not that a certificate is missing), and does not echo it.
+  const std::string message(dataset.status().message());
+  EXPECT_THAT(message, HasSubstr("the bearer token was refused"));
+  EXPECT_THAT(message, Not(HasSubstr("certificate")));
+  EXPECT_THAT(message, Not(HasSubstr("not-a-token-0123456789")));
 }
 
 TEST_F(TlsClusterTest, AForeignOrForgedCapabilityReadsNothingOfAnotherJobsTask) {
