@@ -19,7 +19,7 @@ std::string Digest(absl::string_view token) {
   return std::string(reinterpret_cast<const char*>(digest), sizeof(digest));
 }
 
-constexpr absl::string_view kBearer = "Bearer";
+constexpr absl::string_view kBearer = "bearer";
 
 }  // namespace
 
@@ -63,7 +63,7 @@ PeerIdentity IdentityOfAuthorization(absl::string_view authorization, const Bear
   PeerIdentity none;
   const size_t blank = authorization.find(' ');
   if (blank == absl::string_view::npos ||
-      authorization.substr(0, blank) != kBearer) {
+      !absl::EqualsIgnoreCase(authorization.substr(0, blank), kBearer)) {
     none.refusal = "the authorization metadata is not 'Bearer <token>'";
     return none;
   }

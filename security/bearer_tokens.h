@@ -42,9 +42,9 @@ class BearerTokens {
 };
 
 // The identity the value of a call's "authorization" metadata proves with `tokens` (null: the
-// dispatcher takes no tokens): a client for "Bearer <token>" with a known token. Otherwise role
-// kNone with a refusal saying why (an unknown token, another scheme, no tokens taken) that
-// never quotes the token.
+// dispatcher takes no tokens): a client for "Bearer <token>" with a known token — the scheme in
+// any case ("bearer", "BEARER"; RFC 6750, after RFC 7235). Otherwise role kNone with a refusal
+// saying why (an unknown token, another scheme, no tokens taken) that never quotes the token.
 PeerIdentity IdentityOfAuthorization(absl::string_view authorization, const BearerTokens* tokens);
 
 // The identity a call proves: its certificate's (IdentityOf), else that of its "authorization"

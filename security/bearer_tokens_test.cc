@@ -38,6 +38,18 @@ TEST(BearerTokensTest, NamesTheFileAndLineOfABadLine) {
               HasSubstr("t.txt line 2: the token is given twice"));
 }
 
+TEST(BearerTokensTest, TheBearerSchemeIsCaseInsensitive) {
+  const absl::StatusOr<BearerTokens> tokens =
+      BearerTokens::Parse("0123456789abcdef-alice alice\n", "tokens.txt");
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  for (const char* scheme : {"Bearer", "bearer", "BEARER", "bEaReR"}) {
+    const PeerIdentity identity =
+        IdentityOfAuthorization(absl::StrCat(scheme, " 0123456789abcdef-alice"), &*tokens);
+    EXPECT_EQ(identity.role, PeerIdentity::Role::kClient) << scheme;
+    EXPECT_EQ(identity.name, "alice") << scheme;
+  }
+}
+
 TEST(BearerTokensTest, ARefusedTokenIsSaidToBeRefusedWithoutQuotingIt) {
   const absl::StatusOr<BearerTokens> tokens =
       BearerTokens::Parse("0123456789abcdef-alice alice\n", "tokens.txt");

@@ -525,6 +525,22 @@ TEST_F(TlsClusterTest, AnUnknownTokenIsUnauthenticated) {
   EXPECT_THAT(message, Not(HasSubstr("not-a-token-0123456789")));
 }
 
+TEST_F(TlsClusterTest, TheBearerSchemeIsCaseInsensitive) {
+  auto dispatcher = Dispatcher::NewStub(
+      Channel(cluster_->dispatcher_address(), {.ca_file = certificates_->ca_file()}));
+  for (const std::string scheme : {"Bearer", "bearer", "BEARER"}) {
+    auto context = testing::RpcContext();
+    context->AddMetadata("authorization", absl::StrCat(scheme, " ", kAliceToken));
+    RegisterDatasetRequest request;
+    request.mutable_pipeline()->mutable_source()->set_type("range");
+    (*request.mutable_pipeline()->mutable_source()->mutable_params()->mutable_fields())["stop"]
+        .set_number_value(10);
+    RegisterDatasetResponse response;
+    const grpc::Status status = dispatcher->RegisterDataset(context.get(), request, &response);
+    EXPECT_TRUE(status.ok()) << "'" << scheme << " <token>': " << status.error_message();
+  }
+}
+
 TEST_F(TlsClusterTest, AForeignOrForgedCapabilityReadsNothingOfAnotherJobsTask) {
   auto alice = Connect(ClientCertificate("alice"));
   auto dataset = alice->RegisterPipeline(PipelineBuilder::Range(5000).Batch(10).Build());
