@@ -177,7 +177,9 @@ class DispatcherImpl {
                          const Caller& caller = {});
   // For /metrics (dispatcher/dispatcher_metrics.cc): workers by state, jobs' delivery and the
   // trainers' wait, epochs and tasks, tasks moved, caches, the policies' decisions and targets,
-  // and the journal's head — computed from the state under the lock at each scrape.
+  // and the journal's head — computed from the state under the lock at each scrape. A job's
+  // series (granary_job_*) are left out once it is over (JobOver), so they do not pile up with
+  // every job ever run; a retired job's are gone for good.
   void CollectMetrics(MetricSamples& out) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // One pass of the resource policies: for each job with JobOptions.autoscale or placement
@@ -228,6 +230,11 @@ class DispatcherImpl {
   absl::Status CheckUsable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // For options_.check_invariants: aborts, naming record `seq`, if the state is inconsistent.
   void CheckInvariantsOrDie(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `job`'s work is over at `now`: every epoch it started is finished and read to its
+  // end, and it started all its num_epochs or no client asked about it (last_active_) for
+  // JobActivityTracker::kWindowUs, over which its rates have decayed to 0. A trainer that comes
+  // back to it makes it not over again.
+  bool JobOver(const JobState& job, uint64_t now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records that a client asked about `job_id` now (last_active_).
   void MarkActive(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lists or unlists the finished `task` in unread_finished_, by consumed_.
