@@ -526,6 +526,11 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
   }
   RETURN_IF_ERROR(ValidateName("worker id", request.worker_id()));
   RETURN_IF_ERROR(ValidateName("worker address", request.address()));
+  {
+    // Two registrations racing past this check both register (the later one wins the id).
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(RefuseDuplicateWorker(request, options_.env->NowMicros()));
+  }
   if (request.local_job_id() != 0) {
     absl::MutexLock lock(&mu_);
     const JobState* job = state_.FindJob(request.local_job_id());
@@ -554,6 +559,27 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
         last_seen_[request.worker_id()] = options_.env->NowMicros();
         return absl::OkStatus();
       });
+}
+
+absl::Status DispatcherImpl::RefuseDuplicateWorker(const RegisterWorkerRequest& request,
+                                                   uint64_t now) {
+  const WorkerState* registered = state_.FindWorker(request.worker_id());
+  if (registered == nullptr || registered->lost() || registered->address() == request.address()) {
+    return absl::OkStatus();
+  }
+  const auto seen = last_seen_.find(request.worker_id());
+  const uint64_t timeout_us = static_cast<uint64_t>(options_.worker_timeout_ms) * 1000;
+  if (seen == last_seen_.end() || now - seen->second > timeout_us) return absl::OkStatus();
+  ++counters_.duplicate_workers_refused;
+  const absl::Status refused = absl::AlreadyExistsError(absl::StrCat(
+      "worker id '", request.worker_id(), "' is registered by the live worker at ",
+      registered->address(), " (heard from ", (now - seen->second) / 1000,
+      " ms ago), so the worker at ", request.address(),
+      " may not take it: are two workers started with the same --worker_id? (A worker restarted "
+      "at a new address is accepted once the old one has been silent for ",
+      options_.worker_timeout_ms, " ms, --worker_timeout_ms.)"));
+  LOG(WARNING) << "RegisterWorker refused: " << refused.message();
+  return refused;
 }
 
 const PipelineDef& DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* def) const {

@@ -144,6 +144,12 @@ class DispatcherImpl {
                               GetOrCreateJobResponse* response, const Caller& caller = {});
   absl::Status StartEpoch(const StartEpochRequest& request, StartEpochResponse* response,
                           const Caller& caller = {});
+  // A worker (re)registering: same id and address is a restart (a new incarnation); the same id
+  // at another address while the registered worker is live (not lost, heard from within
+  // worker_timeout_ms) is a second process started with that --worker_id, refused with
+  // AlreadyExists naming the id and both addresses (logged, and counted in /metrics) so that the
+  // two do not take the id from each other at every heartbeat. Once the registered one has been
+  // silent for worker_timeout_ms, a worker restarted at a new address is accepted.
   absl::Status RegisterWorker(const RegisterWorkerRequest& request,
                               RegisterWorkerResponse* response);
   absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& request,
@@ -235,6 +241,10 @@ class DispatcherImpl {
   // JobActivityTracker::kWindowUs, over which its rates have decayed to 0. A trainer that comes
   // back to it makes it not over again.
   bool JobOver(const JobState& job, uint64_t now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // AlreadyExists (logged and counted) when `request`'s worker id is registered at another
+  // address by a worker that is live at `now` (RegisterWorker); else OK.
+  absl::Status RefuseDuplicateWorker(const RegisterWorkerRequest& request, uint64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records that a client asked about `job_id` now (last_active_).
   void MarkActive(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lists or unlists the finished `task` in unread_finished_, by consumed_.
@@ -312,6 +322,8 @@ class DispatcherImpl {
     // Epochs started, by EpochCache::Mode (COMPUTE, PUT, GET).
     int64_t epochs_started[3] = {0, 0, 0};
     int64_t cache_evictions = 0;
+    // RegisterWorker calls refused: the id is live at another address (RegisterWorker).
+    int64_t duplicate_workers_refused = 0;
     // DispatcherState::task_moves() once the journal was replayed.
     int64_t task_moves_at_open = 0;
   };

@@ -52,6 +52,10 @@ void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
   out.AddGauge("granary_dispatcher_workers", kWorkers, {{"state", "silent"}}, silent);
   out.AddGauge("granary_dispatcher_workers", kWorkers, {{"state", "standby"}}, standby);
   out.AddGauge("granary_dispatcher_workers", kWorkers, {{"state", "local"}}, local);
+  out.AddCounter("granary_dispatcher_duplicate_workers_refused_total",
+                 "RegisterWorker calls refused because a live worker holds the id at another "
+                 "address (two workers started with the same --worker_id).",
+                 {}, counters_.duplicate_workers_refused);
   out.AddCounter("granary_dispatcher_tasks_moved_total",
                  "Tasks given to another worker (a lost worker's, a scaling step's, a takeover).",
                  {}, state_.task_moves() - counters_.task_moves_at_open);

@@ -64,11 +64,15 @@ absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Start(
   const uint64_t deadline = env->NowMicros() + static_cast<uint64_t>(register_timeout_ms) * 1000;
   absl::Status status;
   while (!(status = worker->Register()).ok()) {
-    if (!absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) return status;
+    const bool id_taken = absl::IsAlreadyExists(status);
+    if (!id_taken && !absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) {
+      return status;
+    }
     if (env->NowMicros() > deadline) {
       return Annotate(status, "registering with the dispatcher: gave up");
     }
-    env->SleepForMicros(100'000);
+    if (id_taken) LOG(WARNING) << "registering: " << status.message() << "; retrying";
+    env->SleepForMicros(id_taken ? 1'000'000 : 100'000);
   }
   worker->heartbeat_thread_ = std::thread([w = worker.get()] { w->HeartbeatLoop(); });
   return worker;

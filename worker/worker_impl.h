@@ -92,8 +92,11 @@ inline constexpr int64_t kMinHeartbeatIntervalMs = 10;
 class WorkerImpl {
  public:
   // Starts serving shared memory (per options.local_transport; FailedPrecondition when kShm and
-  // this host cannot), registers (retrying while the dispatcher is unreachable, up to
-  // `register_timeout_ms`) and starts heartbeating.
+  // this host cannot), registers (retrying up to `register_timeout_ms` while the dispatcher is
+  // unreachable, or refuses the id because a live worker holds it at another address: a worker
+  // restarted at a new address gets it once the old registration has timed out, a second worker
+  // with the same id never does and fails with AlreadyExists naming the other's address) and
+  // starts heartbeating.
   static absl::StatusOr<std::unique_ptr<WorkerImpl>> Start(
       const WorkerOptions& options, std::unique_ptr<DispatcherConnection> dispatcher,
       int64_t register_timeout_ms = 30000);
