@@ -556,6 +556,7 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
         if (options_.capability_key.has_value()) {
           response->set_capability_key(options_.capability_key->bytes());
         }
+        for (const std::string& admin : options_.admin_clients) response->add_admin_clients(admin);
         last_seen_[request.worker_id()] = options_.env->NowMicros();
         return absl::OkStatus();
       });
@@ -591,6 +592,10 @@ const PipelineDef& DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* d
   def->set_generation(task.generation());
   def->set_consumer(task.consumer());
   def->set_auto_order(job->options().auto_order());
+  if (!job->owner().empty()) {
+    def->add_readers(job->owner());
+    def->mutable_readers()->MergeFrom(job->options().readers());
+  }
   def->set_dataset_id(job->dataset_id());
   def->set_seed(job->options().seed());
   def->set_cached_prefix_ops(cache.cached_prefix_ops());
@@ -620,6 +625,7 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
   if (options_.capability_key.has_value()) {
     response->set_capability_key(options_.capability_key->bytes());
   }
+  for (const std::string& admin : options_.admin_clients) response->add_admin_clients(admin);
   // Its unfinished tasks, and the finished ones their consumers still read, by task id.
   std::vector<const TaskState*> tasks = state_.UnfinishedTasksOfWorker(request.worker_id());
   for (int64_t id : unread_finished_) {

@@ -52,6 +52,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -118,6 +119,9 @@ struct DispatcherOptions {
   // The key of the capabilities handed to readers with their tasks and to workers at
   // registration and heartbeat (security/capability.h); none: no capabilities.
   std::optional<CapabilityKey> capability_key;
+  // The operators' clients (`--admin_clients`): GetStatus shows them the whole state, and
+  // workers (told at registration and heartbeat) every task in GetWorkerStatus.
+  std::vector<std::string> admin_clients;
   ClientLimits limits;
   // Checks the state invariants (state_invariants.h) after every applied record and aborts the
   // process on a violation. For tests: the check walks the whole state.
@@ -163,6 +167,8 @@ class DispatcherImpl {
                         const Caller& caller = {});
   // The id of the worker task `task_id` is assigned to ("" if none); NotFound for no such task.
   absl::StatusOr<std::string> TaskWorker(int64_t task_id) const;
+  // DispatcherOptions.admin_clients.
+  const std::vector<std::string>& admin_clients() const { return options_.admin_clients; }
   absl::Status TaskFinished(const TaskFinishedRequest& request, TaskFinishedResponse* response);
   // A chunk of the cache task `request.task_id()` reads failed its check on the worker: journals
   // the cache invalid (later epochs compute its prefix) and answers how to recompute the chunk.

@@ -17,10 +17,16 @@
 //    that task's reader — another job's capability or a forged one reads nothing.
 //  * Per-client limits: jobs, consumers, pipeline ops and bytes and message size, each refused
 //    as ResourceExhausted naming its flag.
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/env.h"
@@ -634,6 +640,71 @@ TEST_F(TlsClusterTest, StatusShowsAClientOnlyTheJobsItMayRead) {
   EXPECT_EQ(status_of("mallory").jobs_size(), 1);
   EXPECT_EQ(status_of("alice").jobs_size(), 1);
   EXPECT_EQ(status_of("ops").jobs_size(), 2);
+}
+
+// A worker's GetWorkerStatus showed every client's tasks to any client. It shows a client the
+// tasks of the jobs it may read (its own, those whose ACL names it), and an admin all of them.
+TEST_F(TlsClusterTest, WorkerStatusShowsAClientOnlyTheTasksOfJobsItMayRead) {
+  auto alice = Connect(ClientCertificate("alice"));
+  auto mallory = Connect(ClientCertificate("mallory"));
+  auto dataset = alice->RegisterPipeline(PipelineBuilder::Range(5000).Batch(10).Build());
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  // Each job's epoch is read in part, so its tasks stay on the workers.
+  std::vector<std::unique_ptr<Job>> jobs;
+  std::vector<std::unique_ptr<EpochReader>> readers;
+  for (auto& [client, spec] : std::vector<std::pair<Client*, JobSpec>>{
+           {alice.get(), {.name = "alice-job", .readers = {"bob"}}},
+           {mallory.get(), {.name = "mallory-job"}}}) {
+    auto job = client->OpenJob(*dataset, spec);
+    ASSERT_TRUE(job.ok()) << job.status();
+    auto reader = (*job)->ReadEpoch(0);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    ElementProto element;
+    bool end = false;
+    ASSERT_TRUE((*reader)->Next(&element, &end).ok());
+    jobs.push_back(*std::move(job));
+    readers.push_back(*std::move(reader));
+  }
+  std::map<int64_t, std::string> job_of_task;  // task id -> job name
+  GetStatusResponse state;
+  ASSERT_TRUE(cluster_->dispatcher().GetStatus(testing::RpcContext().get(), {}, &state).ok());
+  std::map<int64_t, std::string> job_names;
+  for (const JobState& job : state.state().jobs()) job_names[job.job_id()] = job.name();
+  for (const TaskState& task : state.state().tasks()) {
+    job_of_task[task.task_id()] = job_names[task.job_id()];
+  }
+  // The job names of the tasks `client` sees on the two workers.
+  const auto seen_by = [&](const std::string& client) {
+    std::multiset<std::string> seen;
+    for (int w = 0; w < 2; ++w) {
+      GetWorkerStatusResponse status;
+      const grpc::Status rpc =
+          Worker::NewStub(Channel(cluster_->worker_address(w), ClientCertificate(client)))
+              ->GetWorkerStatus(testing::RpcContext().get(), {}, &status);
+      EXPECT_TRUE(rpc.ok()) << client << ": " << rpc.error_message();
+      for (const TaskStatus& task : status.tasks()) seen.insert(job_of_task[task.task_id()]);
+    }
+    return seen;
+  };
+  // The admin sees the tasks of both jobs (a task with no split to read ended empty and is gone).
+  std::multiset<std::string> all;
+  for (int i = 0; i < 100; ++i) {
+    all = seen_by("ops");
+    if (all.count("alice-job") > 0 && all.count("mallory-job") > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GT(all.count("alice-job"), 0u);
+  ASSERT_GT(all.count("mallory-job"), 0u);
+  for (const std::string& client : {"alice", "bob"}) {
+    const std::multiset<std::string> seen = seen_by(client);
+    EXPECT_EQ(seen.count("alice-job"), all.count("alice-job")) << client;
+    EXPECT_EQ(seen.count("mallory-job"), 0u) << client;
+    EXPECT_EQ(seen.size(), seen.count("alice-job")) << client;
+  }
+  const std::multiset<std::string> mallorys = seen_by("mallory");
+  EXPECT_EQ(mallorys.count("mallory-job"), all.count("mallory-job"));
+  EXPECT_EQ(mallorys.size(), mallorys.count("mallory-job"));
+  EXPECT_TRUE(seen_by("eve").empty()) << "a client of no job sees no task";
 }
 
 TEST_F(TlsClusterTest, EachClientLimitIsResourceExhaustedNamingItsFlag) {

@@ -1,5 +1,6 @@
 #include "worker/worker_impl.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <vector>
@@ -127,6 +128,7 @@ absl::Status WorkerImpl::Register() {
   }
   incarnation_ = response.incarnation();
   UpdateCapabilityKey(response.capability_key());
+  admin_clients_.assign(response.admin_clients().begin(), response.admin_clients().end());
   LOG(INFO) << "worker " << options_.worker_id << " registered at " << options_.address
             << " as incarnation " << incarnation_ << (options_.standby ? " (standby)" : "");
   return absl::OkStatus();
@@ -273,6 +275,7 @@ absl::Status WorkerImpl::Heartbeat() {
   std::vector<std::shared_ptr<TaskRunner>> retired;  // Destroyed outside mu_.
   absl::ReleasableMutexLock lock(&mu_);
   UpdateCapabilityKey(response->capability_key());
+  admin_clients_.assign(response->admin_clients().begin(), response->admin_clients().end());
   const std::set<int64_t> assigned(response->assigned_task_ids().begin(),
                                    response->assigned_task_ids().end());
   more_tasks_ = response->more();
@@ -491,8 +494,12 @@ void WorkerImpl::CollectMetrics(MetricSamples& out) const {
                static_cast<double>(status.incarnation()));
 }
 
-absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response) const {
+absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response,
+                                   const std::optional<std::string>& viewer) const {
   absl::MutexLock lock(&mu_);
+  const bool sees_all =
+      !viewer.has_value() ||
+      std::find(admin_clients_.begin(), admin_clients_.end(), *viewer) != admin_clients_.end();
   *response = retired_totals_;
   response->set_worker_id(options_.worker_id);
   response->set_incarnation(incarnation_);
@@ -505,8 +512,13 @@ absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response) const {
   response->set_shared_memory(shm_server_ != nullptr);
   if (shm_server_ != nullptr) response->set_shm_sessions(shm_server_->stats().sessions);
   for (const auto& [id, runner] : runners_) {
-    *response->add_tasks() = runner->Status();
-    AddCheckpointCounters(response->tasks(response->tasks_size() - 1), response);
+    const TaskStatus status = runner->Status();
+    AddCheckpointCounters(status, response);
+    const auto& readers = runner->def().readers();
+    if (sees_all || readers.empty() ||
+        std::find(readers.begin(), readers.end(), *viewer) != readers.end()) {
+      *response->add_tasks() = status;
+    }
   }
   return absl::OkStatus();
 }
