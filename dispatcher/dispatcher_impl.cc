@@ -376,7 +376,8 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
           absl::StrCat("no dataset ", request.dataset_id(), " (register the pipeline first)"));
     }
     if (!request.name().empty()) {
-      if (const JobState* job = state_.FindJobByName(request.name())) return answer_existing(*job);
+      ASSIGN_OR_RETURN(const JobState* job, FindNamedJob(request.name(), caller));
+      if (job != nullptr) return answer_existing(*job);
     }
     RETURN_IF_ERROR(CheckClientLimits(caller, request.options()));
     const CachePolicy policy = request.options().cache_policy();
@@ -398,13 +399,31 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
   update.mutable_create_job()->set_owner(caller.owner());
   return JournalAndApply(
       update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-        if (const JobState* named =
-                request.name().empty() ? nullptr : state_.FindJobByName(request.name())) {
+        if (const JobState* named = request.name().empty()
+                                        ? nullptr
+                                        : state_.FindJobByName(caller.owner(), request.name())) {
           return answer_existing(*named);
         }
         RETURN_IF_ERROR(applied);
         return answer_existing(*state_.FindJob(state_.next_job_id() - 1));
       });
+}
+
+absl::StatusOr<const JobState*> DispatcherImpl::FindNamedJob(const std::string& name,
+                                                             const Caller& caller) const {
+  if (const JobState* own = state_.FindJobByName(caller.owner(), name)) return own;
+  std::vector<const JobState*> shared;
+  for (const JobState* job : state_.FindJobsByName(name)) {
+    if (CheckJobAccess(*job, caller).ok()) shared.push_back(job);
+  }
+  if (shared.size() > 1) {
+    std::vector<std::string> owners;
+    for (const JobState* job : shared) owners.push_back(absl::StrCat("'", job->owner(), "'"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("several jobs named '", name, "' may be read by client '", caller.client,
+                     "' (of owners ", absl::StrJoin(owners, ", "), "): open one by its job id"));
+  }
+  return shared.empty() ? nullptr : shared.front();
 }
 
 absl::Status DispatcherImpl::CheckClientLimits(const Caller& caller,
@@ -747,8 +766,12 @@ absl::Status DispatcherImpl::ScaleJob(const ScaleJobRequest& request, ScaleJobRe
   {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckUsable());
-    const JobState* job = request.job_id() != 0 ? state_.FindJob(request.job_id())
-                                                : state_.FindJobByName(request.job_name());
+    const JobState* job = nullptr;
+    if (request.job_id() != 0) {
+      job = state_.FindJob(request.job_id());
+    } else {
+      ASSIGN_OR_RETURN(job, FindNamedJob(request.job_name(), caller));
+    }
     if (job == nullptr) {
       return absl::NotFoundError(request.job_id() != 0
                                      ? absl::StrCat("no job ", request.job_id())

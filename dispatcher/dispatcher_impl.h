@@ -251,6 +251,12 @@ class DispatcherImpl {
   // address by a worker that is live at `now` (RegisterWorker); else OK.
   absl::Status RefuseDuplicateWorker(const RegisterWorkerRequest& request, uint64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job named `name` that `caller` means: its own of that name (names are per owner), else
+  // the one other owner's job of that name `caller` may access (CheckJobAccess: its ACL names
+  // the caller, or it has no owner); nullptr when there is none. FailedPrecondition naming the
+  // owners when several such jobs are.
+  absl::StatusOr<const JobState*> FindNamedJob(const std::string& name, const Caller& caller) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records that a client asked about `job_id` now (last_active_).
   void MarkActive(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lists or unlists the finished `task` in unread_finished_, by consumed_.

@@ -467,17 +467,19 @@ TEST_F(TlsClusterTest, OnlyAJobsOwnerAndItsReadersMayOpenStartOrHeartbeatIt) {
   ASSERT_TRUE(job.ok()) << job.status();
   ASSERT_EQ(ReadEpochZero(*alice, *dataset, {.name = "alice-job"}).value_or(-1), 10);
 
-  // Mallory, by certificate and by token: neither opens the job by name...
+  // Mallory, by certificate and by token: by name, each opens a job of Mallory's own (job
+  // names are per owner), never Alice's...
   std::vector<std::unique_ptr<Client>> mallories;
   mallories.push_back(Connect(ClientCertificate("mallory")));
   mallories.push_back(Connect({.ca_file = certificates_->ca_file()}, kMalloryToken));
+  std::set<int64_t> mallorys_jobs;
   for (const std::unique_ptr<Client>& mallory : mallories) {
     const auto opened = mallory->OpenJob(*dataset, {.name = "alice-job"});
-    EXPECT_TRUE(absl::IsPermissionDenied(opened.status())) << opened.status();
-    EXPECT_THAT(std::string(opened.status().message()),
-                HasSubstr("('alice-job') belongs to client 'alice', and client 'mallory' is not "
-                          "among its readers"));
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    EXPECT_NE((*opened)->job_id(), (*job)->job_id());
+    mallorys_jobs.insert((*opened)->job_id());
   }
+  EXPECT_EQ(mallorys_jobs.size(), 1u) << "her certificate and her token are both Mallory";
   // ...nor starts its epochs or heartbeats for it by id.
   auto raw =
       Dispatcher::NewStub(Channel(cluster_->dispatcher_address(), ClientCertificate("mallory")));
@@ -492,17 +494,22 @@ TEST_F(TlsClusterTest, OnlyAJobsOwnerAndItsReadersMayOpenStartOrHeartbeatIt) {
   ClientHeartbeatResponse tasks;
   EXPECT_EQ(raw->ClientHeartbeat(testing::RpcContext().get(), heartbeat, &tasks).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
-  // Nor scales it (issue 17), by id or by name.
+  // Nor scales it (issue 17).
   ScaleJobRequest scale;
   scale.set_job_id((*job)->job_id());
   scale.set_num_worker_slots(4);
   ScaleJobResponse scaled;
   EXPECT_EQ(raw->ScaleJob(testing::RpcContext().get(), scale, &scaled).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
+  // By name, she scales her own job of that name; Alice's is left alone.
   scale.set_job_id(0);
   scale.set_job_name("alice-job");
-  EXPECT_EQ(raw->ScaleJob(testing::RpcContext().get(), scale, &scaled).error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(raw->ScaleJob(testing::RpcContext().get(), scale, &scaled).ok());
+  GetStatusResponse state;
+  ASSERT_TRUE(cluster_->dispatcher().GetStatus(testing::RpcContext().get(), {}, &state).ok());
+  for (const JobState& j : state.state().jobs()) {
+    EXPECT_EQ(j.scaling_steps(), j.owner() == "mallory" ? 1 : 0) << j.ShortDebugString();
+  }
 
   // Bob is a reader; Alice by token is Alice.
   auto bob = Connect(ClientCertificate("bob"));
@@ -513,6 +520,45 @@ TEST_F(TlsClusterTest, OnlyAJobsOwnerAndItsReadersMayOpenStartOrHeartbeatIt) {
   EXPECT_EQ(ReadToEnd(**reader).value_or(-1), 10);
   auto by_token = Connect({.ca_file = certificates_->ca_file()}, kAliceToken);
   EXPECT_TRUE(by_token->OpenJob(*dataset, {.name = "alice-job"}).ok());
+}
+
+// Job names were global, so a client could squat another's name: Mallory creating "train"
+// first made Alice's "train" hers (PermissionDenied for Alice). Names are per owner: each gets
+// her own job, reopening it by name gets the same one, a reader of Alice's job opens hers by
+// name, and all of it holds after the dispatcher restarts on its journal.
+TEST_F(TlsClusterTest, AClientCannotSquatAnothersJobName) {
+  auto alice = Connect(ClientCertificate("alice"));
+  auto mallory = Connect(ClientCertificate("mallory"));
+  auto bob = Connect(ClientCertificate("bob"));
+  auto dataset = alice->RegisterPipeline(PipelineBuilder::Range(100).Batch(10).Build());
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  auto squatted = mallory->OpenJob(*dataset, {.name = "train"});
+  ASSERT_TRUE(squatted.ok()) << squatted.status();
+  auto own = alice->OpenJob(*dataset, {.name = "train", .readers = {"bob"}});
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_NE((*own)->job_id(), (*squatted)->job_id());
+  ASSERT_EQ(ReadEpochZero(*alice, *dataset, {.name = "train"}).value_or(-1), 10);
+
+  const auto job_id_of = [&](Client& client) -> int64_t {
+    auto job = client.OpenJob(*dataset, {.name = "train"});
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? (*job)->job_id() : -1;
+  };
+  for (bool restarted : {false, true}) {
+    EXPECT_EQ(job_id_of(*alice), (*own)->job_id()) << "restarted: " << restarted;
+    EXPECT_EQ(job_id_of(*mallory), (*squatted)->job_id()) << "restarted: " << restarted;
+    EXPECT_EQ(job_id_of(*bob), (*own)->job_id()) << "Bob reads Alice's; restarted: " << restarted;
+    if (!restarted) {
+      cluster_->StopDispatcher(SIGKILL);
+      ASSERT_TRUE(cluster_->RestartDispatcher());
+    }
+  }
+  // Alice's "train" has its epoch 0 read; its next epoch is 1.
+  auto reopened = alice->OpenJob(*dataset, {.name = "train"});
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  auto reader = (*reopened)->ReadEpoch(1);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(ReadToEnd(**reader).value_or(-1), 10);
 }
 
 TEST_F(TlsClusterTest, AnUnknownTokenIsUnauthenticated) {
