@@ -15,6 +15,7 @@
 #include "client/position.h"
 #include "client/precache.h"
 #include "common/grpc_status.h"
+#include "common/param_nesting.h"
 #include "common/status_macros.h"
 
 namespace granary {
@@ -121,6 +122,8 @@ class ClientImpl final : public Client {
       : connection_(std::move(connection)) {}
 
   absl::StatusOr<std::string> RegisterPipeline(const PipelineDef& pipeline) override {
+    // Checked here: the dispatcher's gRPC server cannot even parse a pipeline nested too deep.
+    RETURN_IF_ERROR(Annotate(CheckParamNesting(pipeline), "registering the pipeline"));
     RegisterDatasetRequest request;
     *request.mutable_pipeline() = pipeline;
     RegisterDatasetResponse response;

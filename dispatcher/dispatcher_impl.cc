@@ -384,7 +384,8 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
           absl::StrCat("no dataset ", request.dataset_id(), " (register the pipeline first)"));
     }
     if (!request.name().empty()) {
-      if (const JobState* job = state_.FindJobByName(request.name())) return answer_existing(*job);
+      ASSIGN_OR_RETURN(const JobState* job, FindNamedJob(request.name(), caller));
+      if (job != nullptr) return answer_existing(*job);
     }
     RETURN_IF_ERROR(CheckClientLimits(caller, request.options()));
     const CachePolicy policy = request.options().cache_policy();
@@ -406,13 +407,31 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
   update.mutable_create_job()->set_owner(caller.owner());
   return JournalAndApply(
       update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-        if (const JobState* named =
-                request.name().empty() ? nullptr : state_.FindJobByName(request.name())) {
+        if (const JobState* named = request.name().empty()
+                                        ? nullptr
+                                        : state_.FindJobByName(caller.owner(), request.name())) {
           return answer_existing(*named);
         }
         RETURN_IF_ERROR(applied);
         return answer_existing(*state_.FindJob(state_.next_job_id() - 1));
       });
+}
+
+absl::StatusOr<const JobState*> DispatcherImpl::FindNamedJob(const std::string& name,
+                                                             const Caller& caller) const {
+  if (const JobState* own = state_.FindJobByName(caller.owner(), name)) return own;
+  std::vector<const JobState*> shared;
+  for (const JobState* job : state_.FindJobsByName(name)) {
+    if (CheckJobAccess(*job, caller).ok()) shared.push_back(job);
+  }
+  if (shared.size() > 1) {
+    std::vector<std::string> owners;
+    for (const JobState* job : shared) owners.push_back(absl::StrCat("'", job->owner(), "'"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("several jobs named '", name, "' may be read by client '", caller.client,
+                     "' (of owners ", absl::StrJoin(owners, ", "), "): open one by its job id"));
+  }
+  return shared.empty() ? nullptr : shared.front();
 }
 
 absl::Status DispatcherImpl::CheckClientLimits(const Caller& caller,
@@ -534,6 +553,11 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
   }
   RETURN_IF_ERROR(ValidateName("worker id", request.worker_id()));
   RETURN_IF_ERROR(ValidateName("worker address", request.address()));
+  {
+    // Two registrations racing past this check both register (the later one wins the id).
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(RefuseDuplicateWorker(request, options_.env->NowMicros()));
+  }
   if (request.local_job_id() != 0) {
     absl::MutexLock lock(&mu_);
     const JobState* job = state_.FindJob(request.local_job_id());
@@ -559,9 +583,31 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
         if (options_.capability_key.has_value()) {
           response->set_capability_key(options_.capability_key->bytes());
         }
+        for (const std::string& admin : options_.admin_clients) response->add_admin_clients(admin);
         last_seen_[request.worker_id()] = options_.env->NowMicros();
         return absl::OkStatus();
       });
+}
+
+absl::Status DispatcherImpl::RefuseDuplicateWorker(const RegisterWorkerRequest& request,
+                                                   uint64_t now) {
+  const WorkerState* registered = state_.FindWorker(request.worker_id());
+  if (registered == nullptr || registered->lost() || registered->address() == request.address()) {
+    return absl::OkStatus();
+  }
+  const auto seen = last_seen_.find(request.worker_id());
+  const uint64_t timeout_us = static_cast<uint64_t>(options_.worker_timeout_ms) * 1000;
+  if (seen == last_seen_.end() || now - seen->second > timeout_us) return absl::OkStatus();
+  ++counters_.duplicate_workers_refused;
+  const absl::Status refused = absl::AlreadyExistsError(absl::StrCat(
+      "worker id '", request.worker_id(), "' is registered by the live worker at ",
+      registered->address(), " (heard from ", (now - seen->second) / 1000,
+      " ms ago), so the worker at ", request.address(),
+      " may not take it: are two workers started with the same --worker_id? (A worker restarted "
+      "at a new address is accepted once the old one has been silent for ",
+      options_.worker_timeout_ms, " ms, --worker_timeout_ms.)"));
+  LOG(WARNING) << "RegisterWorker refused: " << refused.message();
+  return refused;
 }
 
 const PipelineDef& DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* def) const {
@@ -573,6 +619,10 @@ const PipelineDef& DispatcherImpl::FillTaskDef(const TaskState& task, TaskDef* d
   def->set_generation(task.generation());
   def->set_consumer(task.consumer());
   def->set_auto_order(job->options().auto_order());
+  if (!job->owner().empty()) {
+    def->add_readers(job->owner());
+    def->mutable_readers()->MergeFrom(job->options().readers());
+  }
   def->set_dataset_id(job->dataset_id());
   def->set_seed(job->options().seed());
   def->set_cached_prefix_ops(cache.cached_prefix_ops());
@@ -602,6 +652,7 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
   if (options_.capability_key.has_value()) {
     response->set_capability_key(options_.capability_key->bytes());
   }
+  for (const std::string& admin : options_.admin_clients) response->add_admin_clients(admin);
   // Its unfinished tasks, and the finished ones their consumers still read, by task id.
   std::vector<const TaskState*> tasks = state_.UnfinishedTasksOfWorker(request.worker_id());
   for (int64_t id : unread_finished_) {
@@ -723,8 +774,12 @@ absl::Status DispatcherImpl::ScaleJob(const ScaleJobRequest& request, ScaleJobRe
   {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckUsable());
-    const JobState* job = request.job_id() != 0 ? state_.FindJob(request.job_id())
-                                                : state_.FindJobByName(request.job_name());
+    const JobState* job = nullptr;
+    if (request.job_id() != 0) {
+      job = state_.FindJob(request.job_id());
+    } else {
+      ASSIGN_OR_RETURN(job, FindNamedJob(request.job_name(), caller));
+    }
     if (job == nullptr) {
       return absl::NotFoundError(request.job_id() != 0
                                      ? absl::StrCat("no job ", request.job_id())

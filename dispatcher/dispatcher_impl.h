@@ -52,6 +52,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -118,6 +119,9 @@ struct DispatcherOptions {
   // The key of the capabilities handed to readers with their tasks and to workers at
   // registration and heartbeat (security/capability.h); none: no capabilities.
   std::optional<CapabilityKey> capability_key;
+  // The operators' clients (`--admin_clients`): GetStatus shows them the whole state, and
+  // workers (told at registration and heartbeat) every task in GetWorkerStatus.
+  std::vector<std::string> admin_clients;
   ClientLimits limits;
   // Checks the state invariants (state_invariants.h) after every applied record and aborts the
   // process on a violation. For tests: the check walks the whole state.
@@ -152,6 +156,12 @@ class DispatcherImpl {
                               GetOrCreateJobResponse* response, const Caller& caller = {});
   absl::Status StartEpoch(const StartEpochRequest& request, StartEpochResponse* response,
                           const Caller& caller = {});
+  // A worker (re)registering: same id and address is a restart (a new incarnation); the same id
+  // at another address while the registered worker is live (not lost, heard from within
+  // worker_timeout_ms) is a second process started with that --worker_id, refused with
+  // AlreadyExists naming the id and both addresses (logged, and counted in /metrics) so that the
+  // two do not take the id from each other at every heartbeat. Once the registered one has been
+  // silent for worker_timeout_ms, a worker restarted at a new address is accepted.
   absl::Status RegisterWorker(const RegisterWorkerRequest& request,
                               RegisterWorkerResponse* response);
   absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& request,
@@ -165,6 +175,8 @@ class DispatcherImpl {
                         const Caller& caller = {});
   // The id of the worker task `task_id` is assigned to ("" if none); NotFound for no such task.
   absl::StatusOr<std::string> TaskWorker(int64_t task_id) const;
+  // DispatcherOptions.admin_clients.
+  const std::vector<std::string>& admin_clients() const { return options_.admin_clients; }
   absl::Status TaskFinished(const TaskFinishedRequest& request, TaskFinishedResponse* response);
   // A chunk of the cache task `request.task_id()` reads failed its check on the worker: journals
   // the cache invalid (later epochs compute its prefix) and answers how to recompute the chunk.
@@ -185,7 +197,9 @@ class DispatcherImpl {
                          const Caller& caller = {});
   // For /metrics (dispatcher/dispatcher_metrics.cc): workers by state, jobs' delivery and the
   // trainers' wait, epochs and tasks, tasks moved, caches, the policies' decisions and targets,
-  // and the journal's head — computed from the state under the lock at each scrape.
+  // and the journal's head — computed from the state under the lock at each scrape. A job's
+  // series (granary_job_*) are left out once it is over (JobOver), so they do not pile up with
+  // every job ever run; a retired job's are gone for good.
   void CollectMetrics(MetricSamples& out) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // One pass of the resource policies: for each job with JobOptions.autoscale or placement
@@ -244,6 +258,21 @@ class DispatcherImpl {
   absl::Status CheckUsable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // For options_.check_invariants: aborts, naming record `seq`, if the state is inconsistent.
   void CheckInvariantsOrDie(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `job`'s work is over at `now`: every epoch it started is finished and read to its
+  // end, and it started all its num_epochs or no client asked about it (last_active_) for
+  // JobActivityTracker::kWindowUs, over which its rates have decayed to 0. A trainer that comes
+  // back to it makes it not over again.
+  bool JobOver(const JobState& job, uint64_t now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // AlreadyExists (logged and counted) when `request`'s worker id is registered at another
+  // address by a worker that is live at `now` (RegisterWorker); else OK.
+  absl::Status RefuseDuplicateWorker(const RegisterWorkerRequest& request, uint64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job named `name` that `caller` means: its own of that name (names are per owner), else
+  // the one other owner's job of that name `caller` may access (CheckJobAccess: its ACL names
+  // the caller, or it has no owner); nullptr when there is none. FailedPrecondition naming the
+  // owners when several such jobs are.
+  absl::StatusOr<const JobState*> FindNamedJob(const std::string& name, const Caller& caller) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records that a client asked about `job_id` now (last_active_).
   void MarkActive(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lists or unlists the finished `task` in unread_finished_, by consumed_.
@@ -321,6 +350,8 @@ class DispatcherImpl {
     // Epochs started, by EpochCache::Mode (COMPUTE, PUT, GET).
     int64_t epochs_started[3] = {0, 0, 0};
     int64_t cache_evictions = 0;
+    // RegisterWorker calls refused: the id is live at another address (RegisterWorker).
+    int64_t duplicate_workers_refused = 0;
     // DispatcherState::task_moves() once the journal was replayed.
     int64_t task_moves_at_open = 0;
   };

@@ -10,6 +10,21 @@ MetricLabels JobLabel(int64_t job) { return {{"job", absl::StrCat(job)}}; }
 
 }  // namespace
 
+bool DispatcherImpl::JobOver(const JobState& job, uint64_t now) const {
+  for (int64_t e = 0; e < job.epochs_started(); ++e) {
+    const EpochState* epoch = state_.FindEpoch(job.job_id(), e);
+    if (epoch == nullptr || !epoch->finished()) return false;
+    for (int64_t task : epoch->task_ids()) {
+      if (unread_finished_.count(task)) return false;
+    }
+  }
+  if (job.options().num_epochs() > 0 && job.epochs_started() >= job.options().num_epochs()) {
+    return true;
+  }
+  const auto active = last_active_.find(job.job_id());
+  return active == last_active_.end() || now - active->second > JobActivityTracker::kWindowUs;
+}
+
 void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
   absl::MutexLock lock(&mu_);
   const uint64_t now = options_.env->NowMicros();
@@ -37,12 +52,19 @@ void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
   out.AddGauge("granary_dispatcher_workers", kWorkers, {{"state", "silent"}}, silent);
   out.AddGauge("granary_dispatcher_workers", kWorkers, {{"state", "standby"}}, standby);
   out.AddGauge("granary_dispatcher_workers", kWorkers, {{"state", "local"}}, local);
+  out.AddCounter("granary_dispatcher_duplicate_workers_refused_total",
+                 "RegisterWorker calls refused because a live worker holds the id at another "
+                 "address (two workers started with the same --worker_id).",
+                 {}, counters_.duplicate_workers_refused);
   out.AddCounter("granary_dispatcher_tasks_moved_total",
                  "Tasks given to another worker (a lost worker's, a scaling step's, a takeover).",
                  {}, state_.task_moves() - counters_.task_moves_at_open);
 
-  // Jobs: what their trainers received and waited, their epochs, the policies' decisions.
+  // Jobs that are not over: what their trainers received and waited, their epochs, the
+  // policies' decisions.
   for (const JobActivity& job : activity_.Jobs(now)) {
+    const JobState* state = state_.FindJob(job.job_id());
+    if (state == nullptr || JobOver(*state, now)) continue;
     const MetricLabels labels = JobLabel(job.job_id());
     out.AddCounter("granary_job_elements_delivered_total",
                    "Elements the job's trainers received (client heartbeats).", labels,
@@ -62,6 +84,7 @@ void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
                  labels, job.wait_seconds_per_element());
   }
   for (const auto& [id, job] : state_.jobs()) {
+    if (JobOver(job, now)) continue;
     const MetricLabels labels = JobLabel(id);
     out.AddCounter("granary_job_epochs_started_total", "Epochs started of the job.", labels,
                    job.epochs_started());

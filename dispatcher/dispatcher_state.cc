@@ -41,8 +41,9 @@ absl::StatusOr<DispatcherState> DispatcherState::FromProto(const DispatcherState
     if (!s.caches_.emplace(c.cache_key(), c).second) return duplicate("cache", c.cache_key());
   }
   for (const auto& [id, job] : s.jobs_) {
-    if (!job.name().empty() && !s.job_ids_by_name_.emplace(job.name(), id).second) {
-      return duplicate("job name", job.name());
+    if (!job.name().empty() &&
+        !s.job_ids_by_name_.emplace(std::pair(job.name(), job.owner()), id).second) {
+      return duplicate("job name", absl::StrCat(job.name(), " of owner '", job.owner(), "'"));
     }
   }
   for (const auto& [id, task] : s.tasks_) s.IndexTask(task);
@@ -118,8 +119,10 @@ absl::Status DispatcherState::ApplyCreateJob(const CreateJobUpdate& u) {
   // an older version) must still apply — as a no-op.
   RETURN_IF_ERROR(ValidateJobOptions(u.options()));
   RETURN_IF_ERROR(ValidateName("job name", u.name()));
-  if (!u.name().empty() && FindJobByName(u.name()) != nullptr) {
-    return absl::AlreadyExistsError(absl::StrCat("job '", u.name(), "' exists"));
+  // Names were global before they were per owner: a journal of then replays the same.
+  if (!u.name().empty() && FindJobByName(u.owner(), u.name()) != nullptr) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("job '", u.name(), "' of owner '", u.owner(), "' exists"));
   }
   if (FindDataset(u.dataset_id()) == nullptr) {
     return absl::NotFoundError(absl::StrCat("no dataset ", u.dataset_id()));
@@ -131,7 +134,7 @@ absl::Status DispatcherState::ApplyCreateJob(const CreateJobUpdate& u) {
   job.set_dataset_id(u.dataset_id());
   *job.mutable_options() = u.options();
   if (job.options().num_consumers() < 1) job.mutable_options()->set_num_consumers(1);
-  if (!job.name().empty()) job_ids_by_name_[job.name()] = job.job_id();
+  if (!job.name().empty()) job_ids_by_name_[{job.name(), job.owner()}] = job.job_id();
   jobs_.emplace(job.job_id(), std::move(job));
   return absl::OkStatus();
 }
@@ -496,7 +499,7 @@ absl::Status DispatcherState::ApplyRetireJob(const RetireJobUpdate& u) {
     }
     epochs_.erase(epoch_it);
   }
-  if (!job.name().empty()) job_ids_by_name_.erase(job.name());
+  if (!job.name().empty()) job_ids_by_name_.erase(std::pair(job.name(), job.owner()));
   jobs_.erase(job_it);
   return absl::OkStatus();
 }
@@ -568,9 +571,19 @@ const JobState* DispatcherState::FindJob(int64_t job_id) const {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
-const JobState* DispatcherState::FindJobByName(const std::string& name) const {
-  auto it = job_ids_by_name_.find(name);
+const JobState* DispatcherState::FindJobByName(const std::string& owner,
+                                               const std::string& name) const {
+  auto it = job_ids_by_name_.find({name, owner});
   return it == job_ids_by_name_.end() ? nullptr : FindJob(it->second);
+}
+
+std::vector<const JobState*> DispatcherState::FindJobsByName(const std::string& name) const {
+  std::vector<const JobState*> jobs;
+  for (auto it = job_ids_by_name_.lower_bound({name, ""});
+       it != job_ids_by_name_.end() && it->first.first == name; ++it) {
+    jobs.push_back(FindJob(it->second));
+  }
+  return jobs;
 }
 
 const EpochState* DispatcherState::FindEpoch(int64_t job_id, int64_t epoch) const {

@@ -58,7 +58,10 @@ class DispatcherState {
   // Lookups; nullptr when absent.
   const DatasetState* FindDataset(const std::string& dataset_id) const;
   const JobState* FindJob(int64_t job_id) const;
-  const JobState* FindJobByName(const std::string& name) const;
+  // Job names are per owner (JobState.owner; "" for unowned jobs): two clients may each have a
+  // job called "train". The job `owner` named `name`, and every owner's job named `name`.
+  const JobState* FindJobByName(const std::string& owner, const std::string& name) const;
+  std::vector<const JobState*> FindJobsByName(const std::string& name) const;
   const EpochState* FindEpoch(int64_t job_id, int64_t epoch) const;
   const TaskState* FindTask(int64_t task_id) const;
   const WorkerState* FindWorker(const std::string& worker_id) const;
@@ -133,7 +136,8 @@ class DispatcherState {
 
   // Indices derived from the maps above (not serialized; FromProto rebuilds them), so that no
   // RPC's cost grows with the number of finished jobs the state holds.
-  std::map<std::string, int64_t> job_ids_by_name_;
+  // Job ids by (name, owner) of named jobs.
+  std::map<std::pair<std::string, std::string>, int64_t> job_ids_by_name_;
   // Task ids by worker id ("" = unassigned): every task, and the unfinished ones.
   std::map<std::string, std::set<int64_t>> tasks_by_worker_;
   std::map<std::string, std::set<int64_t>> unfinished_tasks_by_worker_;

@@ -221,6 +221,42 @@ TEST_F(DispatcherStateTest, RetiringAFinishedJobRemovesItsEpochsAndTasksAndFrees
   EXPECT_NE(state_.FindJob(2), nullptr);
 }
 
+// Job names are per owner: two owners each have a "train"; one owner's second "train" is an
+// AlreadyExists no-op. Records are the same as when names were global (CreateJobUpdate has
+// carried the owner since jobs were owned), so a journal of then replays unchanged: its names
+// were unique, and they stay unique per owner.
+TEST_F(DispatcherStateTest, JobNamesArePerOwnerAndSurviveASnapshot) {
+  Update d;
+  d.mutable_register_dataset()->set_dataset_id("d");
+  ASSERT_TRUE(Apply(d).ok());
+  const auto create = [&](const std::string& owner, const std::string& name) {
+    Update j;
+    j.mutable_create_job()->set_dataset_id("d");
+    j.mutable_create_job()->set_owner(owner);
+    j.mutable_create_job()->set_name(name);
+    return Apply(j);
+  };
+  ASSERT_TRUE(create("mallory", "train").ok());
+  ASSERT_TRUE(create("alice", "train").ok());
+  ASSERT_TRUE(create("", "train").ok()) << "an unowned job has its own scope";
+  const absl::Status again = create("alice", "train");
+  EXPECT_TRUE(absl::IsAlreadyExists(again)) << again;
+  EXPECT_THAT(again.message(), HasSubstr("job 'train' of owner 'alice' exists"));
+  EXPECT_EQ(state_.jobs().size(), 3u);
+  ASSERT_NE(state_.FindJobByName("alice", "train"), nullptr);
+  EXPECT_EQ(state_.FindJobByName("alice", "train")->owner(), "alice");
+  EXPECT_EQ(state_.FindJobByName("mallory", "train")->job_id(), 1);
+  EXPECT_EQ(state_.FindJobByName("bob", "train"), nullptr);
+  EXPECT_EQ(state_.FindJobsByName("train").size(), 3u);
+  EXPECT_TRUE(state_.FindJobsByName("other").empty());
+
+  auto copy = DispatcherState::FromProto(state_.ToProto());
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(copy->FindJobByName("alice", "train")->job_id(),
+            state_.FindJobByName("alice", "train")->job_id());
+  EXPECT_EQ(copy->FindJobsByName("train").size(), 3u);
+}
+
 TEST_F(DispatcherStateTest, TheWorkerIndexFollowsAssignmentFinishingAndLoss) {
   Register("a");
   Register("b");

@@ -13,10 +13,10 @@ absl::StatusOr<Caller> GrpcDispatcherService::ClientCaller(grpc::ServerContext* 
   if (!enforce_identity_) return Caller{};
   const PeerIdentity peer = IdentityOfCall(*context, tokens_);
   if (absl::Status allowed = RequireClient(peer, rpc); !allowed.ok()) return allowed;
+  const std::vector<std::string>& admins = impl_->admin_clients();
   return Caller{.authenticated = true,
                 .client = peer.name,
-                .admin = std::find(admin_clients_.begin(), admin_clients_.end(), peer.name) !=
-                         admin_clients_.end()};
+                .admin = std::find(admins.begin(), admins.end(), peer.name) != admins.end()};
 }
 
 absl::Status GrpcDispatcherService::CheckWorker(grpc::ServerContext* context,

@@ -4,11 +4,12 @@
 //
 // With enforce_identity (a TLS server, SECURITY.md), the caller's certificate — or for clients
 // a bearer token of `tokens` — decides (security/bearer_tokens.h): RegisterWorker and
-// WorkerHeartbeat and ReportCacheProfile only from the worker the request names; GetSplits, TaskFinished and
-// RecomputeCacheChunk only from the worker holding the task; every other RPC only from a client,
-// which the job RPCs pass on as the Caller whose access to the job is checked
-// (dispatcher/caller.h); GetStatus shows a client only its own jobs unless it is one of
-// `admin_clients`. A refusal is Unauthenticated (no identity) or PermissionDenied.
+// WorkerHeartbeat and ReportCacheProfile only from the worker the request names; GetSplits,
+// TaskFinished and RecomputeCacheChunk only from the worker holding the task; every other RPC only
+// from a client, which the job RPCs pass on as the Caller whose access to the job is checked
+// (dispatcher/caller.h); GetStatus shows a client only its own jobs unless it is one of the
+// impl's admin_clients (DispatcherOptions). A refusal is Unauthenticated (no identity) or
+// PermissionDenied.
 #ifndef GRANARY_DISPATCHER_GRPC_DISPATCHER_SERVICE_H_
 #define GRANARY_DISPATCHER_GRPC_DISPATCHER_SERVICE_H_
 
@@ -24,15 +25,12 @@ namespace granary {
 // Thread-safe. `impl` must outlive the service.
 class GrpcDispatcherService final : public Dispatcher::Service {
  public:
-  // `tokens` (may be null: certificates only) must outlive the service. `admin_clients` see the
-  // whole status; every other client sees its own jobs (VisibleState, caller.h).
+  // `tokens` (may be null: certificates only) must outlive the service. The impl's
+  // admin_clients see the whole status; every other client sees its own jobs (VisibleState,
+  // caller.h).
   GrpcDispatcherService(DispatcherImpl* impl, bool enforce_identity,
-                        const BearerTokens* tokens = nullptr,
-                        std::vector<std::string> admin_clients = {})
-      : impl_(impl),
-        enforce_identity_(enforce_identity),
-        tokens_(tokens),
-        admin_clients_(std::move(admin_clients)) {}
+                        const BearerTokens* tokens = nullptr)
+      : impl_(impl), enforce_identity_(enforce_identity), tokens_(tokens) {}
 
   grpc::Status RegisterDataset(grpc::ServerContext*, const RegisterDatasetRequest* request,
                                RegisterDatasetResponse* response) override;
@@ -73,7 +71,6 @@ class GrpcDispatcherService final : public Dispatcher::Service {
   DispatcherImpl* const impl_;
   const bool enforce_identity_;
   const BearerTokens* const tokens_;
-  const std::vector<std::string> admin_clients_;
 };
 
 }  // namespace granary

@@ -41,8 +41,8 @@ absl::Status CheckJob(const DispatcherState& state, const JobState& job) {
                        job.cache_decision().cache_point(), ", which is not one of its marks");
     }
   }
-  if (!job.name().empty() && state.FindJobByName(job.name()) != &job) {
-    return Violation("job name '", job.name(), "' is used twice");
+  if (!job.name().empty() && state.FindJobByName(job.owner(), job.name()) != &job) {
+    return Violation("job name '", job.name(), "' is used twice by owner '", job.owner(), "'");
   }
   for (int64_t e = 0; e < job.epochs_started(); ++e) {
     if (state.FindEpoch(job.job_id(), e) == nullptr) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "common/deterministic_serialization.h"
 #include "common/hash.h"
+#include "common/param_nesting.h"
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
 #include "pipeline/allocation_guard.h"
@@ -15,14 +16,6 @@
 #include "pipeline/source_iterator.h"
 
 namespace granary {
-namespace {
-
-std::string OpLabel(int index, const OpDef& op) {
-  if (op.udf().empty()) return absl::StrCat("op ", index, " (", op.op(), ")");
-  return absl::StrCat("op ", index, " (", op.op(), ", udf '", op.udf(), "')");
-}
-
-}  // namespace
 
 std::vector<int> UserOpIndices(const PipelineDef& def) {
   std::vector<int> indices;

@@ -4,8 +4,13 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "common/param_nesting.h"
 #include "common/status_macros.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/type_resolver.h"
+#include "google/protobuf/util/type_resolver_util.h"
 
 namespace granary {
 
@@ -49,17 +54,35 @@ absl::StatusOr<std::string> ExpandEnvPlaceholders(absl::string_view text,
 
 absl::StatusOr<PipelineDef> ParsePipelineJson(absl::string_view text, absl::string_view origin) {
   ASSIGN_OR_RETURN(std::string expanded, ExpandEnvPlaceholders(text, origin));
-  PipelineDef def;
+  // What JsonStringToMessage does, but for the recursion limit of the last step: it parses the
+  // transcoded bytes 100 message levels deep at most — params nested about 32 levels — and then
+  // says only "JSON transcoder produced invalid protobuf output". Parsed deeper here, a pipeline
+  // nested too deep is refused by CheckParamNesting below, which says where and why.
+  static google::protobuf::util::TypeResolver* const resolver =
+      google::protobuf::util::NewTypeResolverForDescriptorPool(
+          "type.googleapis.com", google::protobuf::DescriptorPool::generated_pool());
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
-  const auto status = google::protobuf::util::JsonStringToMessage(expanded, &def, options);
+  std::string binary;
+  const auto status = google::protobuf::util::JsonToBinaryString(
+      resolver, "type.googleapis.com/" + PipelineDef::descriptor()->full_name(), expanded, &binary,
+      options);
   if (!status.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": not a valid pipeline: ", std::string(status.message())));
   }
+  PipelineDef def;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(binary.data()),
+                                            static_cast<int>(binary.size()));
+  // The JSON parser nests at most 100 levels, each at most 3 message levels.
+  in.SetRecursionLimit(400);
+  if (!def.ParseFromCodedStream(&in)) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": not a valid pipeline"));
+  }
   if (!def.has_source()) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": pipeline has no source"));
   }
+  RETURN_IF_ERROR(Annotate(CheckParamNesting(def), origin));
   return def;
 }
 

@@ -20,7 +20,9 @@ namespace granary {
 // errors. "$" not followed by "{" is left alone.
 absl::StatusOr<std::string> ExpandEnvPlaceholders(absl::string_view text, absl::string_view origin);
 
-// Parses a PipelineDef from JSON (after placeholder expansion).
+// Parses a PipelineDef from JSON (after placeholder expansion). InvalidArgument naming `origin`
+// for malformed JSON, an unknown field, no source, or params nested deeper than
+// kMaxParamNesting (common/param_nesting.h).
 absl::StatusOr<PipelineDef> ParsePipelineJson(absl::string_view text, absl::string_view origin);
 
 // Reads and parses the pipeline file at `path`.

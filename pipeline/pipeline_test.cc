@@ -183,6 +183,19 @@ TEST(PipelineLoaderTest, MalformedJsonIsRejectedWithTheFile) {
   EXPECT_THAT(def.status().message(), HasSubstr("pipeline p.json: not a valid pipeline"));
 }
 
+TEST(PipelineLoaderTest, ParamsNestedTooDeepAreRejectedWithTheFileOpAndLimit) {
+  std::string nested = "1";
+  for (int i = 0; i < 60; ++i) nested = absl::StrCat(R"({"n": )", nested, "}");
+  const auto def = ParsePipelineJson(
+      absl::StrCat("{", kRange, R"(, "ops": [{"op": "map", "udf": "add", "udfParams": )",
+                   R"({"value": )", nested, "}}]}"),
+      "pipeline deep.json");
+  EXPECT_TRUE(absl::IsInvalidArgument(def.status())) << def.status();
+  EXPECT_EQ(def.status().message(),
+            "pipeline deep.json: op 0 (map, udf 'add'): udfParams 'value' nests more than 16 "
+            "levels deep (kMaxParamNesting)");
+}
+
 TEST(PipelineLoaderTest, PlaceholdersExpandFromEnvironment) {
   ::setenv("GRANARY_TEST_STOP", "12", 1);
   auto def = ParsePipelineJson(

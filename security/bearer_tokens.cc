@@ -19,7 +19,7 @@ std::string Digest(absl::string_view token) {
   return std::string(reinterpret_cast<const char*>(digest), sizeof(digest));
 }
 
-constexpr absl::string_view kBearer = "Bearer ";
+constexpr absl::string_view kBearer = "bearer";
 
 }  // namespace
 
@@ -59,18 +59,33 @@ std::optional<std::string> BearerTokens::ClientFor(absl::string_view token) cons
   return it->second;
 }
 
+PeerIdentity IdentityOfAuthorization(absl::string_view authorization, const BearerTokens* tokens) {
+  PeerIdentity none;
+  const size_t blank = authorization.find(' ');
+  if (blank == absl::string_view::npos ||
+      !absl::EqualsIgnoreCase(authorization.substr(0, blank), kBearer)) {
+    none.refusal = "the authorization metadata is not 'Bearer <token>'";
+    return none;
+  }
+  if (tokens == nullptr) {
+    none.refusal = "the bearer token was refused: this dispatcher takes none (no --tokens_file)";
+    return none;
+  }
+  if (std::optional<std::string> client =
+          tokens->ClientFor(absl::StripAsciiWhitespace(authorization.substr(blank)))) {
+    return PeerIdentity{PeerIdentity::Role::kClient, *std::move(client)};
+  }
+  none.refusal = "the bearer token was refused: it is none of the dispatcher's --tokens_file";
+  return none;
+}
+
 PeerIdentity IdentityOfCall(const grpc::ServerContext& context, const BearerTokens* tokens) {
   PeerIdentity identity = IdentityOf(*context.auth_context());
-  if (identity.role != PeerIdentity::Role::kNone || tokens == nullptr) return identity;
+  if (identity.role != PeerIdentity::Role::kNone) return identity;
   const auto& metadata = context.client_metadata();
   const auto it = metadata.find("authorization");
   if (it == metadata.end()) return identity;
-  const absl::string_view value(it->second.data(), it->second.size());
-  if (!absl::StartsWith(value, kBearer)) return identity;
-  if (std::optional<std::string> client = tokens->ClientFor(value.substr(kBearer.size()))) {
-    return PeerIdentity{PeerIdentity::Role::kClient, *std::move(client)};
-  }
-  return identity;
+  return IdentityOfAuthorization(absl::string_view(it->second.data(), it->second.size()), tokens);
 }
 
 }  // namespace granary

@@ -41,9 +41,15 @@ class BearerTokens {
   std::map<std::string, std::string> clients_;
 };
 
-// The identity a call proves: its certificate's (IdentityOf), else — with `tokens` — that of
-// the bearer token in its "authorization" metadata, as a client. Role kNone when neither names
-// anyone (an unknown token included).
+// The identity the value of a call's "authorization" metadata proves with `tokens` (null: the
+// dispatcher takes no tokens): a client for "Bearer <token>" with a known token — the scheme in
+// any case ("bearer", "BEARER"; RFC 6750, after RFC 7235). Otherwise role kNone with a refusal
+// saying why (an unknown token, another scheme, no tokens taken) that never quotes the token.
+PeerIdentity IdentityOfAuthorization(absl::string_view authorization, const BearerTokens* tokens);
+
+// The identity a call proves: its certificate's (IdentityOf), else that of its "authorization"
+// metadata (IdentityOfAuthorization). Role kNone when neither names anyone; its refusal says
+// why when the call presented an authorization that proved no one.
 PeerIdentity IdentityOfCall(const grpc::ServerContext& context, const BearerTokens* tokens);
 
 }  // namespace granary

@@ -1,5 +1,6 @@
 #include "security/bearer_tokens.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -7,6 +8,7 @@ namespace granary {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(BearerTokensTest, MapsEachTokenToItsClient) {
   const absl::StatusOr<BearerTokens> tokens = BearerTokens::Parse(
@@ -34,6 +36,42 @@ TEST(BearerTokensTest, NamesTheFileAndLineOfABadLine) {
   EXPECT_THAT(error("0123456789abcdef a/b\n"), HasSubstr("a client name cannot hold '/'"));
   EXPECT_THAT(error("0123456789abcdef alice\n0123456789abcdef bob\n"),
               HasSubstr("t.txt line 2: the token is given twice"));
+}
+
+TEST(BearerTokensTest, TheBearerSchemeIsCaseInsensitive) {
+  const absl::StatusOr<BearerTokens> tokens =
+      BearerTokens::Parse("0123456789abcdef-alice alice\n", "tokens.txt");
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  for (const char* scheme : {"Bearer", "bearer", "BEARER", "bEaReR"}) {
+    const PeerIdentity identity =
+        IdentityOfAuthorization(absl::StrCat(scheme, " 0123456789abcdef-alice"), &*tokens);
+    EXPECT_EQ(identity.role, PeerIdentity::Role::kClient) << scheme;
+    EXPECT_EQ(identity.name, "alice") << scheme;
+  }
+}
+
+TEST(BearerTokensTest, ARefusedTokenIsSaidToBeRefusedWithoutQuotingIt) {
+  const absl::StatusOr<BearerTokens> tokens =
+      BearerTokens::Parse("0123456789abcdef-alice alice\n", "tokens.txt");
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  const std::string guess = "guessed-0123456789abcdef";
+  const PeerIdentity unknown = IdentityOfAuthorization("Bearer " + guess, &*tokens);
+  EXPECT_EQ(unknown.role, PeerIdentity::Role::kNone);
+  EXPECT_THAT(unknown.refusal, HasSubstr("the bearer token was refused"));
+  EXPECT_THAT(unknown.refusal, Not(HasSubstr(guess)));
+  const absl::Status status = RequireClient(unknown, "RegisterDataset");
+  EXPECT_TRUE(absl::IsUnauthenticated(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr("RegisterDataset refused: the bearer token was refused"));
+  EXPECT_THAT(status.message(), Not(HasSubstr("certificate")));
+  EXPECT_THAT(status.message(), Not(HasSubstr(guess)));
+
+  const PeerIdentity basic = IdentityOfAuthorization("Basic " + guess, &*tokens);
+  EXPECT_EQ(basic.role, PeerIdentity::Role::kNone);
+  EXPECT_THAT(basic.refusal, HasSubstr("not 'Bearer <token>'"));
+  EXPECT_THAT(basic.refusal, Not(HasSubstr(guess)));
+  const PeerIdentity untaken = IdentityOfAuthorization("Bearer " + guess, nullptr);
+  EXPECT_THAT(untaken.refusal, HasSubstr("no --tokens_file"));
+  EXPECT_THAT(untaken.refusal, Not(HasSubstr(guess)));
 }
 
 TEST(BearerTokensTest, LoadNamesAMissingFile) {

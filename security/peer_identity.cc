@@ -66,6 +66,9 @@ absl::Status RequireWorker(const PeerIdentity& peer, absl::string_view worker_id
 }
 
 absl::Status RequireClient(const PeerIdentity& peer, absl::string_view rpc) {
+  if (peer.role == PeerIdentity::Role::kNone && !peer.refusal.empty()) {
+    return absl::UnauthenticatedError(absl::StrCat(rpc, " refused: ", peer.refusal));
+  }
   if (peer.role == PeerIdentity::Role::kNone) {
     return absl::UnauthenticatedError(
         absl::StrCat(rpc, " is for clients: present a client certificate (SECURITY.md)"));

@@ -20,6 +20,9 @@ struct PeerIdentity {
   enum class Role { kNone, kWorker, kClient };
   Role role = Role::kNone;
   std::string name;
+  // With role kNone: why credentials the call did present proved no one ("the bearer token was
+  // refused: ..."), never quoting them; empty when it presented none.
+  std::string refusal;
 
   // "worker 'w0'", "client 'alice'" or "a peer without a Granary certificate".
   std::string ToString() const;
@@ -45,7 +48,8 @@ PeerIdentity IdentityOf(const grpc::AuthContext& context);
 // for a client calling a worker RPC or a worker calling as another worker.
 absl::Status RequireWorker(const PeerIdentity& peer, absl::string_view worker_id,
                            absl::string_view rpc);
-// Unauthenticated for a peer without an identity; PermissionDenied for a worker.
+// Unauthenticated for a peer without an identity (saying why its credentials were refused, when
+// it presented some); PermissionDenied for a worker.
 absl::Status RequireClient(const PeerIdentity& peer, absl::string_view rpc);
 
 }  // namespace granary

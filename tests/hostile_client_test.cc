@@ -29,6 +29,7 @@
 #include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
+#include "granary/client.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
@@ -685,6 +686,62 @@ TEST_F(HostileClientTest, HostileRequestsDuringARunChangeNothing) {
   cluster.StopDispatcher(SIGTERM);
   ASSERT_TRUE(cluster.RestartDispatcher()) << "no restart after SIGTERM";
   ExpectServersUp(cluster, kWorkers, "after the dispatcher's second restart");
+}
+
+// A `udfParams` value nested 60 levels deep parsed from JSON, and then the dispatcher's gRPC
+// server could not parse the request (protobuf parses 100 message levels): `granary run` and
+// the client library got INTERNAL with an empty message. They refuse it now, naming the op, the
+// UDF and the limit, before anything is sent; the dispatcher keeps serving.
+TEST(HostilePipelineTest, ParamsNestedTooDeepAreRefusedNamingTheOpAndTheLimit) {
+  testing::ScopedTempDir dir;
+  testing::LocalCluster cluster(dir.Join("cluster"), {.workers = 1});
+  ASSERT_TRUE(cluster.ok());
+  constexpr int kDepth = 60;
+  std::string nested = "1";
+  for (int i = 0; i < kDepth; ++i) nested = absl::StrCat(R"({"n": )", nested, "}");
+  const std::string json =
+      absl::StrCat(R"({"source": {"type": "range", "params": {"stop": 10}}, "ops": [)",
+                   R"({"op": "map", "udf": "add", "udfParams": {"value": )", nested, "}}]}");
+  const std::vector<std::string> names = {"op 0 (map, udf 'add')", "udfParams 'value'", "16 levels",
+                                          "kMaxParamNesting"};
+
+  // `granary run` with the pipeline file.
+  const std::string path = dir.Join("deep.json");
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), path, json, false).ok());
+  Subprocess run(
+      {GRANARY_BINARY, "run", "--insecure", "--dispatcher=" + cluster.dispatcher_address(),
+       "--pipeline=" + path, "--epochs=1"},
+      Subprocess::Stderr::kMergeIntoStdout);
+  const std::string output = run.ReadAll(std::chrono::seconds(30));
+  EXPECT_NE(run.Wait(), 0) << output;
+  EXPECT_THAT(output, HasSubstr("INVALID_ARGUMENT")) << output;
+  for (const std::string& name : names) EXPECT_THAT(output, HasSubstr(name)) << output;
+
+  // The client library, with the same pipeline built in code (no JSON on the way).
+  PipelineDef def = Pipeline(R"({"source": {"type": "range", "params": {"stop": 10}},
+                                 "ops": [{"op": "map", "udf": "add"}]})");
+  google::protobuf::Value value;
+  value.set_number_value(1);
+  for (int i = 0; i < kDepth; ++i) {
+    google::protobuf::Value outer;
+    (*outer.mutable_struct_value()->mutable_fields())["n"] = std::move(value);
+    value = std::move(outer);
+  }
+  (*def.mutable_ops(0)->mutable_udf_params()->mutable_fields())["value"] = std::move(value);
+  auto client =
+      Client::Connect({.dispatcher_address = cluster.dispatcher_address(), .insecure = true});
+  ASSERT_TRUE(client.ok()) << client.status();
+  const absl::StatusOr<std::string> dataset = (*client)->RegisterPipeline(def);
+  EXPECT_TRUE(absl::IsInvalidArgument(dataset.status())) << dataset.status();
+  for (const std::string& name : names) {
+    EXPECT_THAT(std::string(dataset.status().message()), HasSubstr(name));
+  }
+
+  // The dispatcher is up and registers a sane pipeline.
+  EXPECT_TRUE(Alive(cluster.dispatcher_pid()));
+  const absl::StatusOr<std::string> sane = (*client)->RegisterPipeline(
+      Pipeline(R"({"source": {"type": "range", "params": {"stop": 10}}})"));
+  EXPECT_TRUE(sane.ok()) << sane.status();
 }
 
 }  // namespace

@@ -208,6 +208,67 @@ TEST_F(OpsProcessTest, AKilledWorkersTasksAreCountedAsMovedAndRestored) {
   EXPECT_EQ(digests.begin()->second.rows, kRowsPerEpoch);
 }
 
+// The samples of `exposition` labelled with job `job_id`.
+int JobSeries(const Exposition& exposition, int64_t job_id) {
+  int series = 0;
+  for (const ExpositionSample& sample : exposition.samples) {
+    const auto job = sample.labels.find("job");
+    if (job != sample.labels.end() && job->second == absl::StrCat(job_id)) ++series;
+  }
+  return series;
+}
+
+// The id of the job named `name` in the dispatcher's state (-1 if none).
+int64_t JobId(testing::LocalCluster& cluster, const std::string& name) {
+  GetStatusResponse status;
+  const grpc::Status rpc = cluster.dispatcher().GetStatus(testing::RpcContext().get(), {}, &status);
+  EXPECT_TRUE(rpc.ok()) << rpc.error_message();
+  for (const JobState& job : status.state().jobs()) {
+    if (job.name() == name) return job.job_id();
+  }
+  return -1;
+}
+
+// /metrics once carried the series of every job ever run (until it was retired, 10 minutes
+// idle): a finished job's leave it, and a running job's stay.
+TEST_F(OpsProcessTest, FinishedJobsSeriesLeaveTheMetrics) {
+  testing::LocalCluster cluster(dir_.Join("cluster"), Options());
+  ASSERT_TRUE(cluster.ok());
+  std::vector<int64_t> finished;
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = absl::StrCat("finished-", i);
+    std::unique_ptr<Subprocess> run =
+        StartRun(cluster, 1, 0, dir_.Join(name + ".digest"), {"--job_name=" + name});
+    const std::string output = run->ReadAll(std::chrono::seconds(60));
+    ASSERT_EQ(run->Wait(), 0) << output;
+    finished.push_back(JobId(cluster, name));
+    ASSERT_GE(finished.back(), 0) << name;
+  }
+  // A job still running (1 ms per element: about 20 s).
+  std::unique_ptr<Subprocess> running =
+      StartRun(cluster, 1, 1, dir_.Join("running.digest"), {"--job_name=running"});
+  int64_t running_id = -1;
+  absl::StatusOr<Exposition> metrics;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  for (;;) {
+    if (running_id < 0) running_id = JobId(cluster, "running");
+    metrics = Scrape(cluster.dispatcher_metrics_port());
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    int left = 0;
+    for (int64_t id : finished) left += JobSeries(*metrics, id);
+    if (left == 0 && running_id >= 0 && JobSeries(*metrics, running_id) > 0) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+        << left << " series of the finished jobs are still exported (or the running job "
+        << running_id << " has none)";
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(running->running()) << "the running job ended before its finished peers' series";
+  EXPECT_GT(metrics->Sum("granary_job_epochs_started_total", {{"job", absl::StrCat(running_id)}}),
+            0);
+  const std::string output = running->ReadAll(std::chrono::seconds(120));
+  ASSERT_EQ(running->Wait(), 0) << output;
+}
+
 // Headless Chromium, loading `url` with a few seconds of virtual time for its scripts, prints
 // the DOM (`--dump-dom`) or saves a screenshot.
 std::string Chromium(const std::vector<std::string>& mode, const std::string& url,

@@ -1,11 +1,20 @@
 // A real worker process serving a task: bad requests get clear gRPC errors while the worker
 // keeps serving, and a slow client keeps the worker's buffered bytes within its window.
+#include <signal.h>
+
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/env.h"
 #include "common/scoped_temp_dir.h"
+#include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ops/exposition_parser.h"
+#include "ops/http_get.h"
 #include "pipeline/pipeline_loader.h"
 #include "tests/local_cluster.h"
 
@@ -132,6 +141,78 @@ TEST(WorkerProcessTest, SlowClientKeepsBufferedBytesWithinTheWindow) {
     }
   }
   EXPECT_LT(max_element, 1024);
+}
+
+// `granary worker` with the id `id` (the cluster's flags otherwise): its log in stdout when
+// `log` is empty, else in that file.
+std::unique_ptr<Subprocess> StartWorker(const testing::LocalCluster& cluster,
+                                        const std::string& data_root, const std::string& id,
+                                        int64_t register_timeout_ms, const std::string& log = "") {
+  return std::make_unique<Subprocess>(
+      std::vector<std::string>{GRANARY_BINARY, "worker",
+                               "--dispatcher=" + cluster.dispatcher_address(), "--worker_id=" + id,
+                               "--port=0", "--insecure", "--data_roots=" + data_root,
+                               absl::StrCat("--register_timeout_ms=", register_timeout_ms)},
+      log.empty() ? Subprocess::Stderr::kMergeIntoStdout : Subprocess::Stderr::kToFile, log);
+}
+
+// worker-0's registration in the dispatcher's state.
+WorkerState RegisteredWorker(testing::LocalCluster& cluster, const std::string& id) {
+  GetStatusResponse status;
+  EXPECT_TRUE(cluster.dispatcher().GetStatus(RpcContext().get(), {}, &status).ok());
+  for (const WorkerState& worker : status.state().workers()) {
+    if (worker.worker_id() == id) return worker;
+  }
+  ADD_FAILURE() << "no worker " << id;
+  return {};
+}
+
+// Two workers started with the same id took it from each other at every heartbeat, silently
+// (hundreds of re-registrations a minute). The second is refused while the first is live, and
+// exits naming the id and the first's address; a worker restarted at a new address after the
+// first died still gets the id.
+TEST(WorkerProcessTest, ASecondWorkerWithALiveWorkersIdIsRefusedARestartedOneIsNot) {
+  testing::ScopedTempDir dir;
+  testing::LocalCluster cluster(dir.Join("cluster"), {.dispatcher_flags = {"--metrics_port=0"}});
+  ASSERT_TRUE(cluster.ok());
+  const std::string first = cluster.worker_address(0);
+  ASSERT_EQ(RegisteredWorker(cluster, "worker-0").incarnation(), 1);
+
+  // The duplicate keeps being refused for its 5 s (the first heartbeats all along), then exits.
+  std::unique_ptr<Subprocess> duplicate = StartWorker(cluster, dir.path(), "worker-0", 5000);
+  const std::string output = duplicate->ReadAll(std::chrono::seconds(30));
+  EXPECT_EQ(duplicate->WaitFor(std::chrono::seconds(5)), 1) << output;
+  if (duplicate->running()) duplicate->Kill(SIGKILL);
+  EXPECT_THAT(output, HasSubstr("registering with the dispatcher: gave up"));
+  EXPECT_THAT(output, HasSubstr(absl::StrCat("worker id 'worker-0' is registered by the live "
+                                             "worker at ",
+                                             first)));
+  EXPECT_THAT(output, HasSubstr("same --worker_id"));
+  // The first kept its registration all along.
+  WorkerState registered = RegisteredWorker(cluster, "worker-0");
+  EXPECT_EQ(registered.address(), first);
+  EXPECT_EQ(registered.incarnation(), 1);
+  EXPECT_FALSE(registered.lost());
+  absl::StatusOr<HttpGetResult> metrics =
+      HttpGet("127.0.0.1", cluster.dispatcher_metrics_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  absl::StatusOr<Exposition> exposition = ParseExposition(metrics->body);
+  ASSERT_TRUE(exposition.ok()) << exposition.status();
+  EXPECT_GE(exposition->Sum("granary_dispatcher_duplicate_workers_refused_total"), 2);
+
+  // The first dies; a worker restarted with its id at a new address registers once the dead
+  // one's registration times out (2 s), as the next incarnation.
+  cluster.KillWorker(0);
+  const std::string log = dir.Join("restarted.log");
+  std::unique_ptr<Subprocess> restarted = StartWorker(cluster, dir.path(), "worker-0", 20000, log);
+  const std::string address = restarted->ReadListenAddress(std::chrono::seconds(30));
+  ASSERT_FALSE(address.empty()) << ReadFileToString(Env::Default(), log).value_or("");
+  EXPECT_NE(address, first);
+  registered = RegisteredWorker(cluster, "worker-0");
+  EXPECT_EQ(registered.address(), address);
+  EXPECT_EQ(registered.incarnation(), 2);
+  restarted->Kill(SIGTERM);
+  restarted->Wait();
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ const std::vector<Command>& Commands() {
       {"worker",
        WorkerCommand,
        {"dispatcher", "worker_id", "standby", "window_bytes", "threads", "heartbeat_interval_ms",
+        "register_timeout_ms",
         "checkpoint_dir", "checkpoint_interval_ms", "checkpoints_kept",
         "testonly_skip_element_after_restore", "local_transport", "shm_min_bytes", "host", "port",
         "data_roots", "plugin", "tls_cert", "tls_key", "tls_ca", "insecure",

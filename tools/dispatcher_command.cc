@@ -189,6 +189,7 @@ int DispatcherCommand(int argc, char** argv) {
     return fail(absl::InvalidArgumentError(
         "a provisioner needs 0 <= --min_workers <= --max_workers and --max_workers >= 1"));
   }
+  options.admin_clients = absl::GetFlag(FLAGS_admin_clients);
   options.limits.jobs = absl::GetFlag(FLAGS_max_jobs_per_client);
   options.limits.readers = absl::GetFlag(FLAGS_max_readers_per_client);
   options.limits.pipeline_bytes = absl::GetFlag(FLAGS_max_pipeline_bytes);
@@ -238,8 +239,7 @@ int DispatcherCommand(int argc, char** argv) {
   open_impl = impl->get();
 
   GrpcDispatcherService service(impl->get(), security.tls(),
-                                tokens.has_value() ? &*tokens : nullptr,
-                                absl::GetFlag(FLAGS_admin_clients));
+                                tokens.has_value() ? &*tokens : nullptr);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(ListenAddress(), *credentials, &port);

@@ -106,11 +106,15 @@ int PrintStatus(Dispatcher::Stub& stub, const std::string& address,
   }
   std::printf("jobs (%d):\n", s.jobs_size());
   for (const JobState& j : s.jobs()) {
+    // Names are per owner: two clients' jobs may share one.
+    const std::string name =
+        j.name().empty() ? "(anonymous)"
+                         : absl::StrCat("'", j.name(), "'",
+                                        j.owner().empty() ? "" : absl::StrCat(" of ", j.owner()));
     std::printf(
         "  job %lld %s dataset %s seed %llu consumers %d tasks per consumer %d remote + %d "
         "local%s epochs started %lld\n",
-        static_cast<long long>(j.job_id()),
-        j.name().empty() ? "(anonymous)" : ("'" + j.name() + "'").c_str(), j.dataset_id().c_str(),
+        static_cast<long long>(j.job_id()), name.c_str(), j.dataset_id().c_str(),
         static_cast<unsigned long long>(j.options().seed()), j.options().num_consumers(),
         j.options().num_worker_slots(), j.options().num_local_slots(),
         j.options().autoscale() != AUTOSCALE_NONE

@@ -43,6 +43,9 @@ ABSL_FLAG(int64_t, memory_budget_bytes, int64_t{1} << 30,
 ABSL_FLAG(int, threads, 0,
           "If > 0, overrides num_threads of every parallel_map of the pipelines this worker runs.");
 ABSL_FLAG(int, heartbeat_interval_ms, 200, "How often to heartbeat the dispatcher.");
+ABSL_FLAG(int64_t, register_timeout_ms, 30000,
+          "How long to keep trying to register (while the dispatcher is unreachable, or holds "
+          "the worker id for a live worker at another address) before exiting.");
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "Where tasks' checkpoints go (a path standbys can read too makes failover fast); "
           "empty = no checkpoints.");
@@ -65,8 +68,8 @@ int WorkerCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary worker --dispatcher HOST:PORT --worker_id ID [--port P] [--host H] [--standby] "
       "[--window_bytes B] [--threads N] [--checkpoint_dir D] [--checkpoint_interval_ms T] "
-      "[--local_transport auto|shm|tcp] [--local_to JOB/CONSUMER] [--data_roots DIRS] "
-      "[--redis_user U] [--redis_password_file F] [--plugin "
+      "[--register_timeout_ms T] [--local_transport auto|shm|tcp] [--local_to JOB/CONSUMER] "
+      "[--data_roots DIRS] [--redis_user U] [--redis_password_file F] [--plugin "
       "lib.so] "
       "(--tls_cert C --tls_key K --tls_ca CA | --insecure)");
   absl::ParseCommandLine(argc, argv);
@@ -159,7 +162,8 @@ int WorkerCommand(int argc, char** argv) {
   options.runner.env = &env;
   auto started = WorkerImpl::Start(
       options,
-      NewGrpcDispatcherConnection(absl::GetFlag(FLAGS_dispatcher), *channel_credentials, 10000));
+      NewGrpcDispatcherConnection(absl::GetFlag(FLAGS_dispatcher), *channel_credentials, 10000),
+      absl::GetFlag(FLAGS_register_timeout_ms));
   if (!started.ok()) return fail(started.status());
   impl = std::move(started).value();
   service.set_impl(impl.get());

@@ -1,6 +1,7 @@
 #include "worker/grpc_worker_service.h"
 
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/impl/rpc_service_method.h"
 #include "grpcpp/support/method_handler.h"
@@ -43,10 +44,12 @@ GrpcWorkerService::GrpcWorkerService(bool enforce_identity) : enforce_identity_(
           this)));
 }
 
-absl::Status GrpcWorkerService::CheckClient(grpc::ServerContext* context,
-                                            absl::string_view rpc) const {
-  if (!enforce_identity_) return absl::OkStatus();
-  return RequireClient(IdentityOf(*context->auth_context()), rpc);
+absl::StatusOr<std::optional<std::string>> GrpcWorkerService::CheckClient(
+    grpc::ServerContext* context, absl::string_view rpc) const {
+  if (!enforce_identity_) return std::nullopt;
+  const PeerIdentity peer = IdentityOf(*context->auth_context());
+  RETURN_IF_ERROR(RequireClient(peer, rpc));
+  return peer.name;
 }
 
 grpc::Status GrpcWorkerService::GetElements(grpc::ServerContext*, const GetElementsRequest* request,
@@ -58,11 +61,10 @@ grpc::Status GrpcWorkerService::GetElements(grpc::ServerContext*, const GetEleme
 grpc::Status GrpcWorkerService::GetWorkerStatus(grpc::ServerContext* context,
                                                 const GetWorkerStatusRequest*,
                                                 GetWorkerStatusResponse* response) {
-  if (absl::Status allowed = CheckClient(context, "GetWorkerStatus"); !allowed.ok()) {
-    return ToGrpcStatus(allowed);
-  }
+  const absl::StatusOr<std::optional<std::string>> viewer = CheckClient(context, "GetWorkerStatus");
+  if (!viewer.ok()) return ToGrpcStatus(viewer.status());
   WorkerImpl* impl = impl_.load();
-  return impl == nullptr ? kStarting : ToGrpcStatus(impl->GetStatus(response));
+  return impl == nullptr ? kStarting : ToGrpcStatus(impl->GetStatus(response, *viewer));
 }
 
 }  // namespace granary

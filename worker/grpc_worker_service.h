@@ -8,6 +8,8 @@
 #define GRANARY_WORKER_GRPC_WORKER_SERVICE_H_
 
 #include <atomic>
+#include <optional>
+#include <string>
 
 #include "grpcpp/impl/service_type.h"
 #include "grpcpp/server_context.h"
@@ -21,8 +23,9 @@ namespace granary {
 // address it registers must already answer). The impl must outlive its use here. With
 // enforce_identity (a TLS server, SECURITY.md) GetWorkerStatus is for clients only
 // (security/peer_identity.h: Unauthenticated without a certificate naming one, PermissionDenied
-// for a worker's); GetElements is guarded by the task's capability instead (WorkerImpl checks
-// it), which token-authenticated clients without a certificate hold too.
+// for a worker's) and shows a client only the tasks of jobs it may read, unless it is an admin
+// (WorkerImpl::GetStatus); GetElements is guarded by the task's capability instead (WorkerImpl
+// checks it), which token-authenticated clients without a certificate hold too.
 class GrpcWorkerService final : public grpc::Service {
  public:
   explicit GrpcWorkerService(bool enforce_identity);
@@ -35,8 +38,10 @@ class GrpcWorkerService final : public grpc::Service {
                                GetWorkerStatusResponse* response);
 
  private:
-  // OK unless identities are enforced and the caller is not a client.
-  absl::Status CheckClient(grpc::ServerContext* context, absl::string_view rpc) const;
+  // The calling client's name when identities are enforced (nullopt when not: everyone sees
+  // everything); Unauthenticated or PermissionDenied when the caller is not a client.
+  absl::StatusOr<std::optional<std::string>> CheckClient(grpc::ServerContext* context,
+                                                         absl::string_view rpc) const;
 
   const bool enforce_identity_;
   std::atomic<WorkerImpl*> impl_{nullptr};

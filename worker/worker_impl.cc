@@ -1,5 +1,6 @@
 #include "worker/worker_impl.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <vector>
@@ -64,11 +65,15 @@ absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Start(
   const uint64_t deadline = env->NowMicros() + static_cast<uint64_t>(register_timeout_ms) * 1000;
   absl::Status status;
   while (!(status = worker->Register()).ok()) {
-    if (!absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) return status;
+    const bool id_taken = absl::IsAlreadyExists(status);
+    if (!id_taken && !absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) {
+      return status;
+    }
     if (env->NowMicros() > deadline) {
       return Annotate(status, "registering with the dispatcher: gave up");
     }
-    env->SleepForMicros(100'000);
+    if (id_taken) LOG(WARNING) << "registering: " << status.message() << "; retrying";
+    env->SleepForMicros(id_taken ? 1'000'000 : 100'000);
   }
   worker->heartbeat_thread_ = std::thread([w = worker.get()] { w->HeartbeatLoop(); });
   return worker;
@@ -123,6 +128,7 @@ absl::Status WorkerImpl::Register() {
   }
   incarnation_ = response.incarnation();
   UpdateCapabilityKey(response.capability_key());
+  admin_clients_.assign(response.admin_clients().begin(), response.admin_clients().end());
   LOG(INFO) << "worker " << options_.worker_id << " registered at " << options_.address
             << " as incarnation " << incarnation_ << (options_.standby ? " (standby)" : "");
   return absl::OkStatus();
@@ -269,6 +275,7 @@ absl::Status WorkerImpl::Heartbeat() {
   std::vector<std::shared_ptr<TaskRunner>> retired;  // Destroyed outside mu_.
   absl::ReleasableMutexLock lock(&mu_);
   UpdateCapabilityKey(response->capability_key());
+  admin_clients_.assign(response->admin_clients().begin(), response->admin_clients().end());
   const std::set<int64_t> assigned(response->assigned_task_ids().begin(),
                                    response->assigned_task_ids().end());
   more_tasks_ = response->more();
@@ -487,8 +494,12 @@ void WorkerImpl::CollectMetrics(MetricSamples& out) const {
                static_cast<double>(status.incarnation()));
 }
 
-absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response) const {
+absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response,
+                                   const std::optional<std::string>& viewer) const {
   absl::MutexLock lock(&mu_);
+  const bool sees_all =
+      !viewer.has_value() ||
+      std::find(admin_clients_.begin(), admin_clients_.end(), *viewer) != admin_clients_.end();
   *response = retired_totals_;
   response->set_worker_id(options_.worker_id);
   response->set_incarnation(incarnation_);
@@ -501,8 +512,13 @@ absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response) const {
   response->set_shared_memory(shm_server_ != nullptr);
   if (shm_server_ != nullptr) response->set_shm_sessions(shm_server_->stats().sessions);
   for (const auto& [id, runner] : runners_) {
-    *response->add_tasks() = runner->Status();
-    AddCheckpointCounters(response->tasks(response->tasks_size() - 1), response);
+    const TaskStatus status = runner->Status();
+    AddCheckpointCounters(status, response);
+    const auto& readers = runner->def().readers();
+    if (sees_all || readers.empty() ||
+        std::find(readers.begin(), readers.end(), *viewer) != readers.end()) {
+      *response->add_tasks() = status;
+    }
   }
   return absl::OkStatus();
 }

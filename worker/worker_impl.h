@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -92,8 +93,11 @@ inline constexpr int64_t kMinHeartbeatIntervalMs = 10;
 class WorkerImpl {
  public:
   // Starts serving shared memory (per options.local_transport; FailedPrecondition when kShm and
-  // this host cannot), registers (retrying while the dispatcher is unreachable, up to
-  // `register_timeout_ms`) and starts heartbeating.
+  // this host cannot), registers (retrying up to `register_timeout_ms` while the dispatcher is
+  // unreachable, or refuses the id because a live worker holds it at another address: a worker
+  // restarted at a new address gets it once the old registration has timed out, a second worker
+  // with the same id never does and fails with AlreadyExists naming the other's address) and
+  // starts heartbeating.
   static absl::StatusOr<std::unique_ptr<WorkerImpl>> Start(
       const WorkerOptions& options, std::unique_ptr<DispatcherConnection> dispatcher,
       int64_t register_timeout_ms = 30000);
@@ -104,7 +108,12 @@ class WorkerImpl {
   // For /metrics: the gauges of the moment — tasks held, each task's window fill — from
   // GetStatus (the counters are WorkerMetrics', updated as things happen).
   void CollectMetrics(MetricSamples& out) const;
-  absl::Status GetStatus(GetWorkerStatusResponse* response) const;
+  // The worker's status with every task it holds, or — given a `viewer` client that is not one
+  // of the dispatcher's admin_clients — only the tasks whose TaskDef.readers name it (or are
+  // empty: a job without owner), so a client sees no other client's tasks. The totals (of
+  // checkpoints, the buffer pool) count every task.
+  absl::Status GetStatus(GetWorkerStatusResponse* response,
+                         const std::optional<std::string>& viewer = std::nullopt) const;
 
   int64_t incarnation() const;
 
@@ -155,6 +164,8 @@ class WorkerImpl {
   std::string cluster_id_ ABSL_GUARDED_BY(mu_);
   // The dispatcher's capability key, from its latest answer that had one.
   std::optional<CapabilityKey> capability_key_ ABSL_GUARDED_BY(mu_);
+  // The dispatcher's admin_clients, from its latest answer: GetStatus shows them every task.
+  std::vector<std::string> admin_clients_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<CheckpointStore> checkpoints_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::shared_ptr<TaskRunner>> runners_ ABSL_GUARDED_BY(mu_);
   // Checkpoint counters of the runners already dropped (GetStatus adds the live ones).

@@ -233,7 +233,8 @@ class Client {
   // naming its address if it does not; InvalidArgument for options out of range. Jobs and
   // readers may outlive the Client.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options);
-  // Registers a pipeline; returns its dataset id. InvalidArgument names what is wrong with it.
+  // Registers a pipeline; returns its dataset id. InvalidArgument names what is wrong with it
+  // (params nested deeper than 16 levels are refused before anything is sent).
   virtual absl::StatusOr<std::string> RegisterPipeline(const PipelineDef& pipeline) = 0;
   virtual absl::StatusOr<std::unique_ptr<Job>> OpenJob(const std::string& dataset_id,
                                                        const JobSpec& spec) = 0;
