@@ -526,6 +526,7 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
   }
   RETURN_IF_ERROR(ValidateName("worker id", request.worker_id()));
   RETURN_IF_ERROR(ValidateName("worker address", request.address()));
+  RETURN_IF_ERROR(ValidateShmNonce(request.shm_nonce()));
   if (request.local_job_id() != 0) {
     absl::MutexLock lock(&mu_);
     const JobState* job = state_.FindJob(request.local_job_id());
@@ -543,6 +544,7 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
   update.mutable_register_worker()->set_local_job_id(request.local_job_id());
   update.mutable_register_worker()->set_local_consumer(request.local_consumer());
   update.mutable_register_worker()->set_take_over_load(request.take_over_load());
+  update.mutable_register_worker()->set_shm_nonce(request.shm_nonce());
   return JournalAndApply(
       update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
         RETURN_IF_ERROR(applied);
@@ -695,7 +697,10 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
     info->set_task_id(task->task_id());
     info->set_slot(task->slot());
     const WorkerState* worker = state_.FindWorker(task->worker_id());
-    if (worker != nullptr && !worker->lost()) info->set_worker_address(worker->address());
+    if (worker != nullptr && !worker->lost()) {
+      info->set_worker_address(worker->address());
+      info->set_worker_shm_nonce(worker->shm_nonce());
+    }
     info->set_generation(task->generation());
     info->set_finished(task->finished());
     info->set_num_elements(task->num_elements());
