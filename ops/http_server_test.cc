@@ -1,6 +1,5 @@
 #include "ops/http_server.h"
 
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ops/http_get.h"
+#include "ops/http_test_util.h"
 
 namespace granary {
 namespace {
@@ -25,20 +25,6 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHealthz(const HttpServerOptions
                                       }}});
 }
 
-// A TCP connection to 127.0.0.1:port, or -1.
-int Connect(int port) {
-  const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (s >= 0 && ::connect(s, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
-    return s;
-  }
-  if (s >= 0) ::close(s);
-  return -1;
-}
-
 // Sends `request` on a new connection and reads the answer to its end, giving up after 20 s;
 // the answer (empty when none came) and how long it took.
 struct TimedAnswer {
@@ -49,7 +35,7 @@ TimedAnswer TimedRequest(int port, const std::string& request) {
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::seconds(20);
   TimedAnswer result;
-  const int s = Connect(port);
+  const int s = testing::ConnectLoopback(port);
   if (s >= 0 && ::send(s, request.data(), request.size(), MSG_NOSIGNAL) ==
                     static_cast<ssize_t>(request.size())) {
     char buffer[4096];
@@ -162,13 +148,13 @@ TEST(HttpServerTest, IdleAndStalledConnectionsDoNotDelayTheProbe) {
   const int port = (*server)->port();
   std::vector<int> attackers;
   for (int i = 0; i < 250; ++i) {
-    const int s = Connect(port);
+    const int s = testing::ConnectLoopback(port);
     ASSERT_GE(s, 0) << "connection " << i;
     attackers.push_back(s);
   }
   const std::string partial = "GET /healthz HTTP/1.1\r\nHost: slow";
   for (int i = 0; i < 20; ++i) {
-    const int s = Connect(port);
+    const int s = testing::ConnectLoopback(port);
     ASSERT_GE(s, 0) << "stalled connection " << i;
     ASSERT_EQ(::send(s, partial.data(), partial.size(), MSG_NOSIGNAL),
               static_cast<ssize_t>(partial.size()));
@@ -203,7 +189,7 @@ TEST(HttpServerTest, ATrickledHeadIsCutOffAtTheHeadTimeout) {
   options.head_timeout = absl::Milliseconds(500);
   absl::StatusOr<std::unique_ptr<HttpServer>> server = StartHealthz(options);
   ASSERT_TRUE(server.ok()) << server.status();
-  const int s = Connect((*server)->port());
+  const int s = testing::ConnectLoopback((*server)->port());
   ASSERT_GE(s, 0);
   const auto start = std::chrono::steady_clock::now();
   bool closed = false;

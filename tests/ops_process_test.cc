@@ -6,7 +6,6 @@
 // --log_format=json logs one object per line naming the component, worker, job and task; with
 // --metrics_tls the endpoint serves HTTPS with the servers' certificates, and idle connections
 // do not delay its probes.
-#include <netinet/in.h>
 #include <openssl/ssl.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -32,6 +31,7 @@
 #include "gtest/gtest.h"
 #include "ops/exposition_parser.h"
 #include "ops/http_get.h"
+#include "ops/http_test_util.h"
 #include "proto/dispatcher.pb.h"
 #include "tests/local_cluster.h"
 #include "tests/run_outputs.h"
@@ -59,20 +59,6 @@ absl::StatusOr<Exposition> Scrape(int port) {
   return ParseExposition(page->body);
 }
 
-// A TCP connection to 127.0.0.1:port, or -1.
-int ConnectLocal(int port) {
-  const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (s >= 0 && ::connect(s, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
-    return s;
-  }
-  if (s >= 0) ::close(s);
-  return -1;
-}
-
 // GET https://127.0.0.1:port/path, the server's certificate verified against `ca_file` (and
 // for 127.0.0.1), with OpenSSL: what Prometheus or a probe with scheme HTTPS does. The whole
 // answer (status line, headers, body); an error names what failed.
@@ -84,7 +70,7 @@ absl::StatusOr<std::string> HttpsGet(int port, const std::string& path,
     return absl::InternalError("cannot load " + ca_file);
   }
   SSL_CTX_set_verify(context.get(), SSL_VERIFY_PEER, nullptr);
-  const int s = ConnectLocal(port);
+  const int s = testing::ConnectLoopback(port);
   if (s < 0) return absl::UnavailableError(absl::StrCat("cannot connect to port ", port));
   timeval timeout{10, 0};
   ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
@@ -421,7 +407,7 @@ TEST_F(OpsProcessTest, MetricsOverTlsWithTheServersCertificates) {
 
   std::vector<int> idle;
   for (int i = 0; i < 250; ++i) {
-    const int s = ConnectLocal(worker_port);
+    const int s = testing::ConnectLoopback(worker_port);
     ASSERT_GE(s, 0) << "connection " << i;
     idle.push_back(s);
   }
