@@ -71,11 +71,13 @@ absl::StatusOr<uint64_t> ShmClient::Greet(int socket, const std::string& worker_
   }
   const absl::Time deadline = absl::Now() + hello_timeout;
   pollfd readable{socket, POLLIN, 0};
-  int ready;
-  do {
-    const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
-    ready = ::poll(&readable, 1, static_cast<int>(std::max<int64_t>(left_ms, 0)));
-  } while (ready < 0 && errno == EINTR);
+  int ready = 0;
+  for (absl::Time now = absl::Now(); now < deadline; now = absl::Now()) {
+    const absl::Duration left = absl::Ceil(deadline - now, absl::Milliseconds(1));
+    ready = ::poll(&readable, 1, static_cast<int>(absl::ToInt64Milliseconds(left)));
+    if (ready > 0 || (ready < 0 && errno != EINTR)) break;
+  }
+  if (ready < 0) return absl::UnavailableError(absl::StrCat("poll: ", std::strerror(errno)));
   if (ready == 0) {
     return absl::DeadlineExceededError(absl::StrCat("process ", peer.pid, " sent no hello within ",
                                                     absl::FormatDuration(hello_timeout)));
