@@ -260,7 +260,8 @@ TEST_F(DispatcherImplTest, AWorkersShmNonceReachesReadersAndIsValidated) {
   EXPECT_EQ(reader_sees(), "0123456789abcdef");
   ASSERT_TRUE(register_with("fedcba9876543210").ok());  // the worker restarted
   EXPECT_EQ(reader_sees(), "fedcba9876543210");
-  for (const std::string bad : {"0123456789ABCDEF", "../x", std::string(33, 'a')}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"0123456789ABCDEF", "../x", std::string(33, 'a')}) {
     const absl::Status refused = register_with(bad);
     EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << bad << ": " << refused;
     EXPECT_THAT(refused.message(), HasSubstr("lowercase hex digits")) << refused;
