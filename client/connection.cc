@@ -5,9 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "glog/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "security/transport_security.h"
+#include "transport/shm_protocol.h"
 
 namespace granary {
 namespace {
@@ -82,16 +84,29 @@ std::shared_ptr<grpc::Channel> Connection::WorkerChannel(const std::string& addr
   return channel;
 }
 
-std::shared_ptr<ShmClient> Connection::WorkerShm(const std::string& address) {
-  if (!options_.shared_memory) return nullptr;
+std::shared_ptr<ShmClient> Connection::WorkerShm(const std::string& address,
+                                                 const std::string& shm_nonce) {
+  if (!options_.shared_memory || shm_nonce.empty()) return nullptr;
   absl::MutexLock lock(&mu_);
-  std::shared_ptr<ShmClient>& shm = shm_[address];
-  if (shm == nullptr || shm->broken()) {
-    // A worker elsewhere refuses at once (no such abstract socket here): cheap to ask again.
-    absl::StatusOr<std::shared_ptr<ShmClient>> connected = ShmClient::Connect(address);
-    shm = connected.ok() ? *std::move(connected) : nullptr;
+  WorkerShmChannel& shm = shm_[address];
+  if (shm.nonce != shm_nonce || shm.client == nullptr || shm.client->broken()) {
+    shm.nonce = shm_nonce;
+    shm.client = nullptr;
+    const std::string socket = ShmSocketName(address, shm_nonce);
+    if (shm_refused_.count(socket) != 0) return nullptr;
+    absl::StatusOr<std::shared_ptr<ShmClient>> connected = ShmClient::Connect(address, shm_nonce);
+    if (connected.ok()) {
+      shm.client = *std::move(connected);
+    } else if (!absl::IsUnavailable(connected.status())) {
+      // Unavailable: the worker is elsewhere (no such socket here) or refused this user, and
+      // says so at once: cheap to ask again. Anything else is a listener that is not the
+      // worker; asking again would wait for it again.
+      LOG(WARNING) << "reading from worker " << address << " over TCP, not through " << socket
+                   << ": " << connected.status();
+      shm_refused_.insert(socket);
+    }
   }
-  return shm;
+  return shm.client;
 }
 
 std::unique_ptr<grpc::ClientContext> Connection::DispatcherContext() const {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -46,10 +47,13 @@ class Connection {
   // The channel to the worker at `address` (host:port), created on first use and kept for the
   // life of the Connection.
   std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& address);
-  // The shared-memory channel to the worker at `address` when options.shared_memory is set and
-  // the worker serves one on this host; null otherwise (read it over TCP). Kept while it works;
-  // a broken one (the worker restarted) is replaced by a new connection.
-  std::shared_ptr<ShmClient> WorkerShm(const std::string& address);
+  // The shared-memory channel to the worker at `address`, whose socket nonce is `shm_nonce`
+  // (TaskInfo.worker_shm_nonce), when options.shared_memory is set and the worker serves one on
+  // this host; null otherwise (read it over TCP). Kept while it works; a broken one (the worker
+  // restarted) or one of another nonce is replaced by a new connection. A socket whose
+  // listener fails ShmClient::Connect's checks (not the worker, or silent) is logged as a
+  // warning naming it and not tried again: the worker is read over TCP.
+  std::shared_ptr<ShmClient> WorkerShm(const std::string& address, const std::string& shm_nonce);
 
   // A context for a dispatcher call: deadline rpc_timeout_ms, and wait_for_ready so that a
   // call made while the dispatcher restarts waits for it (up to the deadline) instead of
@@ -77,7 +81,14 @@ class Connection {
   std::unique_ptr<Dispatcher::Stub> dispatcher_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> workers_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::shared_ptr<ShmClient>> shm_ ABSL_GUARDED_BY(mu_);
+  struct WorkerShmChannel {
+    std::string nonce;
+    std::shared_ptr<ShmClient> client;
+  };
+  // By worker address.
+  std::map<std::string, WorkerShmChannel> shm_ ABSL_GUARDED_BY(mu_);
+  // Sockets (ShmSocketName) whose listener is not their worker.
+  std::set<std::string> shm_refused_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace granary

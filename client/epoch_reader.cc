@@ -319,6 +319,7 @@ absl::Status GrpcEpochReader::Heartbeat(bool final_report) {
     }
     Task& task = *it->second;
     task.address = info.worker_address();
+    task.shm_nonce = info.worker_shm_nonce();
     task.generation = info.generation();
     task.capability = info.capability();
     task.finished = info.finished();
@@ -435,6 +436,7 @@ std::unique_ptr<GrpcEpochReader::Call> GrpcEpochReader::MaybeCallAhead(
     }
     ++in_flight_;
     ahead->context = connection_->WorkerContext();
+    ahead->shm_nonce = task->shm_nonce;
     task->ahead_call = ahead->context.get();
   }
   ahead->request = request;
@@ -442,7 +444,7 @@ std::unique_ptr<GrpcEpochReader::Call> GrpcEpochReader::MaybeCallAhead(
   ahead->address = address;
   ahead->thread = std::thread([this, a = ahead.get()] {
     std::shared_ptr<grpc::Channel> channel = connection_->WorkerChannel(a->address);
-    a->shm = connection_->WorkerShm(a->address);
+    a->shm = connection_->WorkerShm(a->address, a->shm_nonce);
     a->request.set_shm_session(a->shm != nullptr ? a->shm->session() : 0);
     a->rpc = CallGetElements(channel.get(), a->context.get(), a->request, &a->reply);
   });
@@ -512,6 +514,7 @@ void GrpcEpochReader::FetchLoop(Task* task) {
       call->request.set_max_bytes(options_.max_bytes_per_request);
       call->request.set_compression(compression_);
       call->address = task->address;
+      call->shm_nonce = task->shm_nonce;
       // Set under the lock, so that the destructor either sees the context and cancels it,
       // or has set stop_ before we got here (checked above).
       task->call = call->context.get();
@@ -521,7 +524,7 @@ void GrpcEpochReader::FetchLoop(Task* task) {
     const ReceivedReply& reply = call->reply;
     if (!made_ahead) {
       std::shared_ptr<grpc::Channel> channel = connection_->WorkerChannel(address);
-      call->shm = connection_->WorkerShm(address);
+      call->shm = connection_->WorkerShm(address, call->shm_nonce);
       if (call->shm != nullptr) call->request.set_shm_session(call->shm->session());
       call->rpc = CallGetElements(channel.get(), call->context.get(), request, &call->reply);
       absl::MutexLock lock(&mu_);

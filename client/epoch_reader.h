@@ -100,6 +100,7 @@ class GrpcEpochReader final : public EpochReader {
     int64_t id = 0;
     // The dispatcher's view, refreshed by heartbeats.
     std::string address;
+    std::string shm_nonce;  // of the worker at `address`
     int64_t generation = 0;
     // The dispatcher's grant to read the task at `generation` (sent with every GetElements).
     std::string capability;
@@ -125,6 +126,7 @@ class GrpcEpochReader final : public EpochReader {
   struct Call {
     GetElementsRequest request;
     std::string address;
+    std::string shm_nonce;
     std::unique_ptr<grpc::ClientContext> context;
     std::shared_ptr<ShmClient> shm;
     grpc::Status rpc;

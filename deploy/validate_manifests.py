@@ -19,7 +19,8 @@ so this script does what can be done offline:
     (tools/commands.cc) and the binary defines (ABSL_FLAG); --worker_id is the pod name; the
     address a worker registers is its pod's DNS name under a headless Service; the journal, the
     checkpoints and the cache root are on the right volumes (ReadWriteMany cache at the same path
-    everywhere); probes and Prometheus annotations point at --metrics_port; the provisioner's
+    everywhere); probes and Prometheus annotations point at --metrics_port, which a
+    NetworkPolicy admits only from chosen pods (each rule admitting it has a `from`); the provisioner's
     `kubectl scale` names a StatefulSet the dispatcher's service account may scale (RBAC);
   * security: non-root (the Dockerfile's uid for granary pods, the image's own numeric user for
     others), read-only root filesystems, no privilege escalation; every container has resource
@@ -658,6 +659,18 @@ class Validator:
                 ck.check(probe["httpGet"].get("path") == path and probe_port(probe) == metrics,
                          f"{where}: {kind} must GET {path} on --metrics_port {metrics}, not "
                          f"{probe['httpGet'].get('path')} on {probe['httpGet']['port']}")
+        # Issue 30: the HTTP endpoint is for the kubelet and Prometheus only. Every ingress rule
+        # of a NetworkPolicy selecting the pod that admits the metrics port (by naming it, or
+        # naming no ports) must say from where.
+        policies = [np for np in render.of_kind("NetworkPolicy")
+                    if selector_matches(np["spec"].get("podSelector") or {}, pod_labels(w))
+                    and "Ingress" in (np["spec"].get("policyTypes") or ["Ingress"])]
+        metrics_rules = [r for np in policies for r in np["spec"].get("ingress") or []
+                         if not r.get("ports") or any(p.get("port") in ("metrics", metrics)
+                                                      for p in r["ports"])]
+        ck.check(policies and metrics_rules and all(r.get("from") for r in metrics_rules),
+                 f"{where}: --metrics_port {metrics} needs a NetworkPolicy admitting it only from "
+                 "chosen pods (every rule admitting it has a `from`)")
         ann = w["spec"]["template"].get("metadata", {}).get("annotations", {}) or {}
         ck.check(ann.get("prometheus.io/scrape") == "true"
                  and ann.get("prometheus.io/port") == str(metrics)

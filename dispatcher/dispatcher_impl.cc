@@ -553,6 +553,7 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
   }
   RETURN_IF_ERROR(ValidateName("worker id", request.worker_id()));
   RETURN_IF_ERROR(ValidateName("worker address", request.address()));
+  RETURN_IF_ERROR(ValidateShmNonce(request.shm_nonce()));
   {
     // Two registrations racing past this check both register (the later one wins the id).
     absl::MutexLock lock(&mu_);
@@ -575,6 +576,7 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
   update.mutable_register_worker()->set_local_job_id(request.local_job_id());
   update.mutable_register_worker()->set_local_consumer(request.local_consumer());
   update.mutable_register_worker()->set_take_over_load(request.take_over_load());
+  update.mutable_register_worker()->set_shm_nonce(request.shm_nonce());
   return JournalAndApply(
       update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
         RETURN_IF_ERROR(applied);
@@ -754,7 +756,10 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
     info->set_task_id(task->task_id());
     info->set_slot(task->slot());
     const WorkerState* worker = state_.FindWorker(task->worker_id());
-    if (worker != nullptr && !worker->lost()) info->set_worker_address(worker->address());
+    if (worker != nullptr && !worker->lost()) {
+      info->set_worker_address(worker->address());
+      info->set_worker_shm_nonce(worker->shm_nonce());
+    }
     info->set_generation(task->generation());
     info->set_finished(task->finished());
     info->set_num_elements(task->num_elements());

@@ -238,6 +238,47 @@ INSTANTIATE_TEST_SUITE_P(SnapshotIntervalsAndSeeds, ReplayEquivalenceTest,
                          ::testing::Combine(::testing::Values(1000000, 13, 1),
                                             ::testing::Values(1u, 2u, 3u)));
 
+// Issue 30: the nonce naming a worker's shared-memory socket reaches the readers of its tasks
+// with its address, survives a dispatcher restart (journaled with the registration), changes
+// with a new incarnation, and anything but up to 32 lowercase hex digits is refused.
+TEST_F(DispatcherImplTest, AWorkersShmNonceReachesReadersAndIsValidated) {
+  Open();
+  const auto register_with = [&](const std::string& nonce) {
+    RegisterWorkerRequest request;
+    request.set_worker_id("a");
+    request.set_address("a.local:7000");
+    request.set_shm_nonce(nonce);
+    RegisterWorkerResponse response;
+    return impl_->RegisterWorker(request, &response);
+  };
+  ASSERT_TRUE(register_with("0123456789abcdef").ok());
+  const int64_t job = CreateJob(RegisterRangeDataset(10, 5), "j");
+  ASSERT_TRUE(StartEpoch(job, 0).ok());
+  const auto reader_sees = [&]() -> std::string {
+    ClientHeartbeatRequest request;
+    request.set_job_id(job);
+    request.set_epoch(0);
+    ClientHeartbeatResponse response;
+    EXPECT_TRUE(impl_->ClientHeartbeat(request, &response).ok());
+    EXPECT_EQ(response.tasks_size(), 1);
+    if (response.tasks_size() != 1) return "";
+    EXPECT_EQ(response.tasks(0).worker_address(), "a.local:7000");
+    return response.tasks(0).worker_shm_nonce();
+  };
+  EXPECT_EQ(reader_sees(), "0123456789abcdef");
+  Open();  // Restart: replayed from the journal.
+  EXPECT_EQ(reader_sees(), "0123456789abcdef");
+  ASSERT_TRUE(register_with("fedcba9876543210").ok());  // the worker restarted
+  EXPECT_EQ(reader_sees(), "fedcba9876543210");
+  for (const std::string& bad :
+       std::vector<std::string>{"0123456789ABCDEF", "../x", std::string(33, 'a')}) {
+    const absl::Status refused = register_with(bad);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << bad << ": " << refused;
+    EXPECT_THAT(refused.message(), HasSubstr("lowercase hex digits")) << refused;
+  }
+  EXPECT_EQ(reader_sees(), "fedcba9876543210");
+}
+
 TEST_F(DispatcherImplTest, GetSplitsIsIdempotentAcrossRepeatsThreadsAndRestarts) {
   Open();
   RegisterWorker("a");

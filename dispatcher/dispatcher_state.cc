@@ -209,6 +209,7 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u, uint64_
 absl::Status DispatcherState::ApplyRegisterWorker(const RegisterWorkerUpdate& u) {
   RETURN_IF_ERROR(ValidateName("worker id", u.worker_id()));
   RETURN_IF_ERROR(ValidateName("worker address", u.address()));
+  RETURN_IF_ERROR(ValidateShmNonce(u.shm_nonce()));
   if (u.local_job_id() < 0 || u.local_consumer() < 0 || u.local_consumer() >= kMaxConsumers) {
     return absl::InvalidArgumentError(absl::StrCat("worker ", u.worker_id(), " is local to job ",
                                                    u.local_job_id(), " consumer ",
@@ -217,6 +218,7 @@ absl::Status DispatcherState::ApplyRegisterWorker(const RegisterWorkerUpdate& u)
   WorkerState& w = workers_[u.worker_id()];
   w.set_worker_id(u.worker_id());
   w.set_address(u.address());
+  w.set_shm_nonce(u.shm_nonce());
   w.set_incarnation(w.incarnation() + 1);
   w.set_standby(u.standby());
   w.set_lost(false);

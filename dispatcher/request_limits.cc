@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -77,6 +78,18 @@ absl::Status ValidateName(absl::string_view what, absl::string_view value) {
   if (static_cast<int64_t>(value.size()) > kMaxNameBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " has ", value.size(), " bytes; the limit is ", kMaxNameBytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateShmNonce(absl::string_view nonce) {
+  const bool hex = std::all_of(nonce.begin(), nonce.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
+  if (!hex || static_cast<int64_t>(nonce.size()) > kMaxShmNonceChars) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shared-memory nonce '", absl::CHexEscape(nonce.substr(0, 64)), "' is not ",
+                     "up to ", kMaxShmNonceChars, " lowercase hex digits"));
   }
   return absl::OkStatus();
 }

@@ -74,6 +74,12 @@ absl::Status ValidateJobOptions(const JobOptions& options);
 // OK when `value` (a job name, worker id or address; `what` names it) is at most kMaxNameBytes.
 absl::Status ValidateName(absl::string_view what, absl::string_view value);
 
+// Characters of a worker's shared-memory socket nonce (RegisterWorkerRequest.shm_nonce).
+inline constexpr int kMaxShmNonceChars = 32;
+// OK when `nonce` is empty (no shared memory) or up to kMaxShmNonceChars lowercase hex digits;
+// else InvalidArgument naming the nonce and the rule.
+absl::Status ValidateShmNonce(absl::string_view nonce);
+
 }  // namespace granary
 
 #endif  // GRANARY_DISPATCHER_REQUEST_LIMITS_H_

@@ -1,14 +1,16 @@
 #include "ops/http_get.h"
 
+#include <mutex>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "civetweb.h"
-#include "ops/http_server.h"
 
 namespace granary {
 
 absl::StatusOr<HttpGetResult> HttpGet(const std::string& host, int port, const std::string& path) {
-  InitHttpLibrary();
+  static std::once_flag init;
+  std::call_once(init, [] { mg_init_library(0); });
   char error[256] = {0};
   mg_connection* connection =
       mg_download(host.c_str(), port, 0, error, sizeof(error),

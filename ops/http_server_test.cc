@@ -1,21 +1,79 @@
 #include "ops/http_server.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ops/http_get.h"
+#include "ops/http_test_util.h"
 
 namespace granary {
 namespace {
 
+HttpServerOptions Local() { return HttpServerOptions{.host = "127.0.0.1", .port = 0}; }
+
+absl::StatusOr<std::unique_ptr<HttpServer>> StartHealthz(const HttpServerOptions& options) {
+  return HttpServer::Start(options, {{"/healthz", [](const std::string&) {
+                                        return HttpResponse{200, "text/plain", "ok\n"};
+                                      }}});
+}
+
+// Sends `request` on a new connection and reads the answer to its end, giving up after 20 s;
+// the answer (empty when none came) and how long it took.
+struct TimedAnswer {
+  std::string answer;
+  std::chrono::milliseconds took;
+};
+TimedAnswer TimedRequest(int port, const std::string& request) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::seconds(20);
+  TimedAnswer result;
+  const int s = testing::ConnectLoopback(port);
+  if (s >= 0 && ::send(s, request.data(), request.size(), MSG_NOSIGNAL) ==
+                    static_cast<ssize_t>(request.size())) {
+    char buffer[4096];
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd readable{s, POLLIN, 0};
+      if (::poll(&readable, 1, 100) <= 0) continue;
+      const ssize_t n = ::recv(s, buffer, sizeof(buffer), 0);
+      if (n <= 0) break;
+      result.answer.append(buffer, static_cast<size_t>(n));
+    }
+  }
+  if (s >= 0) ::close(s);
+  result.took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  return result;
+}
+
+TimedAnswer Probe(int port) {
+  return TimedRequest(port, "GET /healthz HTTP/1.1\r\nHost: probe\r\n\r\n");
+}
+
+// Whether the server closed `s` (EOF or reset) within `wait`.
+bool ClosedWithin(int s, std::chrono::milliseconds wait) {
+  pollfd readable{s, POLLIN, 0};
+  if (::poll(&readable, 1, static_cast<int>(wait.count())) <= 0) return false;
+  char byte;
+  return ::recv(s, &byte, 1, MSG_DONTWAIT) <= 0;
+}
+
 TEST(HttpServerTest, RoutesGetRequestsByPathAndAnswers404Otherwise) {
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
-      HttpServer::Start("127.0.0.1", 0,
-                        {{"/hello",
-                          [](const std::string& query) {
-                            return HttpResponse{200, "text/plain", "hi " + query};
-                          }},
-                         {"/down", [](const std::string&) {
-                            return HttpResponse{503, "text/plain", "not ready"};
-                          }}});
+      HttpServer::Start(Local(), {{"/hello",
+                                   [](const std::string& query) {
+                                     return HttpResponse{200, "text/plain", "hi " + query};
+                                   }},
+                                  {"/down", [](const std::string&) {
+                                     return HttpResponse{503, "text/plain", "not ready"};
+                                   }}});
   ASSERT_TRUE(server.ok()) << server.status();
   const int port = (*server)->port();
   ASSERT_GT(port, 0);
@@ -32,11 +90,12 @@ TEST(HttpServerTest, RoutesGetRequestsByPathAndAnswers404Otherwise) {
 }
 
 TEST(HttpServerTest, APortInUseIsAnErrorNamingTheAddress) {
-  absl::StatusOr<std::unique_ptr<HttpServer>> first = HttpServer::Start("127.0.0.1", 0, {});
+  absl::StatusOr<std::unique_ptr<HttpServer>> first = HttpServer::Start(Local(), {});
   ASSERT_TRUE(first.ok()) << first.status();
   const std::string address = "127.0.0.1:" + std::to_string((*first)->port());
-  absl::StatusOr<std::unique_ptr<HttpServer>> second =
-      HttpServer::Start("127.0.0.1", (*first)->port(), {});
+  HttpServerOptions same = Local();
+  same.port = (*first)->port();
+  absl::StatusOr<std::unique_ptr<HttpServer>> second = HttpServer::Start(same, {});
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(second.status().message().find(address), std::string::npos) << second.status();
@@ -45,11 +104,118 @@ TEST(HttpServerTest, APortInUseIsAnErrorNamingTheAddress) {
 TEST(HttpServerTest, AStoppedServerDoesNotAnswer) {
   int port;
   {
-    absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start("127.0.0.1", 0, {});
+    absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(Local(), {});
     ASSERT_TRUE(server.ok()) << server.status();
     port = (*server)->port();
   }
   EXPECT_EQ(HttpGet("127.0.0.1", port, "/").status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(HttpServerTest, HeadAnswersWithoutBodyAndOtherMethodsAndGarbageAreRefused) {
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = StartHealthz(Local());
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  const std::string head = TimedRequest(port, "HEAD /healthz HTTP/1.0\r\n\r\n").answer;
+  EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << head;
+  EXPECT_NE(head.find("Content-Length: 3\r\n"), std::string::npos) << head;
+  EXPECT_EQ(head.substr(head.size() - 4), "\r\n\r\n") << "a HEAD answer carries no body";
+  EXPECT_EQ(TimedRequest(port, "POST /healthz HTTP/1.0\r\n\r\n").answer.rfind("HTTP/1.1 405", 0),
+            0u);
+  EXPECT_EQ(TimedRequest(port, "hello\r\n\r\n").answer.rfind("HTTP/1.1 400", 0), 0u);
+}
+
+// A head past kMaxHttpHeadBytes is refused with 431, not buffered on.
+TEST(HttpServerTest, AnOverlongRequestHeadIs431) {
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = StartHealthz(Local());
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string request = absl::StrCat(
+      "GET /healthz HTTP/1.1\r\nX-Filler: ", std::string(kMaxHttpHeadBytes, 'x'), "\r\n\r\n");
+  const TimedAnswer answer = TimedRequest((*server)->port(), request);
+  EXPECT_EQ(answer.answer.rfind("HTTP/1.1 431", 0), 0u) << answer.answer.substr(0, 200);
+  EXPECT_NE(answer.answer.find(absl::StrCat(kMaxHttpHeadBytes, " bytes")), std::string::npos);
+}
+
+// Issue 30: four idle connections used to hold every thread of the server for its 10 s request
+// timeout, so the kubelet's liveness probe failed and the pod was restarted. Now 250 idle
+// connections and 20 that send half a request head and stall, all from the probe's own
+// address, delay no probe past a small bound (2 s, generous for a loaded 2-core machine: an
+// unloaded probe takes milliseconds); the stalled ones are closed after the head timeout while
+// their clients still hold them; and once the attackers are gone the server is idle and
+// answers as before.
+TEST(HttpServerTest, IdleAndStalledConnectionsDoNotDelayTheProbe) {
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = StartHealthz(Local());
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  std::vector<int> attackers;
+  for (int i = 0; i < 250; ++i) {
+    const int s = testing::ConnectLoopback(port);
+    ASSERT_GE(s, 0) << "connection " << i;
+    attackers.push_back(s);
+  }
+  const std::string partial = "GET /healthz HTTP/1.1\r\nHost: slow";
+  for (int i = 0; i < 20; ++i) {
+    const int s = testing::ConnectLoopback(port);
+    ASSERT_GE(s, 0) << "stalled connection " << i;
+    ASSERT_EQ(::send(s, partial.data(), partial.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(partial.size()));
+    attackers.push_back(s);
+  }
+  for (int probe = 0; probe < 5; ++probe) {
+    const TimedAnswer answer = Probe(port);
+    EXPECT_EQ(answer.answer.rfind("HTTP/1.1 200 OK", 0), 0u)
+        << "probe " << probe << ": '" << answer.answer << "'";
+    EXPECT_LT(answer.took, std::chrono::seconds(2)) << "probe " << probe;
+  }
+  // The per-peer limit: only the newest max_connections_per_peer stay open.
+  EXPECT_LE((*server)->connections(), Local().max_connections_per_peer);
+  // The newest stalled connection is closed by the head timeout (2 s), not by its client.
+  EXPECT_TRUE(ClosedWithin(attackers.back(), std::chrono::seconds(6)))
+      << "a stalled request head was kept past the head timeout";
+  for (int s : attackers) ::close(s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((*server)->connections() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ((*server)->connections(), 0);
+  const TimedAnswer after = Probe(port);
+  EXPECT_EQ(after.answer.rfind("HTTP/1.1 200 OK", 0), 0u) << after.answer;
+  EXPECT_LT(after.took, std::chrono::seconds(2));
+}
+
+// A slowloris trickling its head byte by byte is cut off at the head timeout, not at every
+// byte's.
+TEST(HttpServerTest, ATrickledHeadIsCutOffAtTheHeadTimeout) {
+  HttpServerOptions options = Local();
+  options.head_timeout = absl::Milliseconds(500);
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = StartHealthz(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int s = testing::ConnectLoopback((*server)->port());
+  ASSERT_GE(s, 0);
+  const auto start = std::chrono::steady_clock::now();
+  bool closed = false;
+  for (int i = 0; i < 100 && !closed; ++i) {
+    (void)::send(s, "X", 1, MSG_NOSIGNAL);
+    closed = ClosedWithin(s, std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  ::close(s);
+}
+
+TEST(HttpServerTest, HalfATlsConfigurationIsAnErrorNamingIt) {
+  HttpServerOptions options = Local();
+  options.tls_cert_file = "/nonexistent/cert.pem";
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = StartHealthz(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(server.status().message().find("needs both a certificate and a key"), std::string::npos)
+      << server.status();
+  options.tls_key_file = "/nonexistent/key.pem";
+  server = StartHealthz(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(server.status().message().find("/nonexistent/cert.pem"), std::string::npos)
+      << server.status();
 }
 
 }  // namespace

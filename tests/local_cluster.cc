@@ -94,10 +94,10 @@ bool LocalCluster::Launch(Process& p, const std::string& log) {
   p.metrics_port = 0;
   for (const std::string& arg : p.argv) {
     if (!absl::StartsWith(arg, "--metrics_port")) continue;
-    // The second line: "granary <component> metrics on http://<host>:<port>".
+    // The second line: "granary <component> metrics on http[s]://<host>:<port>".
     const std::string line = p.process->ReadLine();
     const size_t colon = line.rfind(':');
-    if (line.find(" metrics on http://") == std::string::npos || colon == std::string::npos ||
+    if (line.find(" metrics on http") == std::string::npos || colon == std::string::npos ||
         !absl::SimpleAtoi(line.substr(colon + 1), &p.metrics_port)) {
       return false;
     }

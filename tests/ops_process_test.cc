@@ -3,8 +3,13 @@
 // equal the rows the trainer got), the health probes answer, /status.json and `granary status
 // --json` name the running job, headless Chromium renders the live status page (its DOM shows
 // the job and its tasks; a screenshot is kept under the build's test_outputs/), and
-// --log_format=json logs one object per line naming the component, worker, job and task.
+// --log_format=json logs one object per line naming the component, worker, job and task; with
+// --metrics_tls the endpoint serves HTTPS with the servers' certificates, and idle connections
+// do not delay its probes.
+#include <openssl/ssl.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -26,9 +31,11 @@
 #include "gtest/gtest.h"
 #include "ops/exposition_parser.h"
 #include "ops/http_get.h"
+#include "ops/http_test_util.h"
 #include "proto/dispatcher.pb.h"
 #include "tests/local_cluster.h"
 #include "tests/run_outputs.h"
+#include "tests/test_certificates.h"
 
 namespace granary {
 namespace {
@@ -50,6 +57,39 @@ absl::StatusOr<Exposition> Scrape(int port) {
     return absl::InternalError(absl::StrCat("/metrics answered ", page->status));
   }
   return ParseExposition(page->body);
+}
+
+// GET https://127.0.0.1:port/path, the server's certificate verified against `ca_file` (and
+// for 127.0.0.1), with OpenSSL: what Prometheus or a probe with scheme HTTPS does. The whole
+// answer (status line, headers, body); an error names what failed.
+absl::StatusOr<std::string> HttpsGet(int port, const std::string& path,
+                                     const std::string& ca_file) {
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> context(SSL_CTX_new(TLS_client_method()),
+                                                            &SSL_CTX_free);
+  if (SSL_CTX_load_verify_locations(context.get(), ca_file.c_str(), nullptr) != 1) {
+    return absl::InternalError("cannot load " + ca_file);
+  }
+  SSL_CTX_set_verify(context.get(), SSL_VERIFY_PEER, nullptr);
+  const int s = testing::ConnectLoopback(port);
+  if (s < 0) return absl::UnavailableError(absl::StrCat("cannot connect to port ", port));
+  timeval timeout{10, 0};
+  ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  std::unique_ptr<SSL, decltype(&SSL_free)> ssl(SSL_new(context.get()), &SSL_free);
+  SSL_set_fd(ssl.get(), s);
+  X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), "127.0.0.1");
+  std::string answer;
+  if (SSL_connect(ssl.get()) != 1) {
+    ::close(s);
+    return absl::UnavailableError(absl::StrCat("TLS handshake with port ", port, " failed: ",
+                                               X509_verify_cert_error_string(
+                                                   SSL_get_verify_result(ssl.get()))));
+  }
+  const std::string request = absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  SSL_write(ssl.get(), request.data(), static_cast<int>(request.size()));
+  char buffer[16384];
+  for (int n; (n = SSL_read(ssl.get(), buffer, sizeof(buffer))) > 0;) answer.append(buffer, n);
+  ::close(s);
+  return answer;
 }
 
 class OpsProcessTest : public ::testing::Test {
@@ -388,6 +428,60 @@ TEST_F(OpsProcessTest, JsonLogsNameTheComponentWorkerJobAndTask) {
       ReadFileToString(Env::Default(), cluster_dir + "/logs/dispatcher.log");
   ASSERT_TRUE(dispatcher_log.ok()) << dispatcher_log.status();
   EXPECT_THAT(*dispatcher_log, HasSubstr(R"("component":"dispatcher")"));
+}
+
+// Issue 30: --metrics_tls serves the endpoint over HTTPS with the servers' own certificates
+// (--tls_cert, --tls_key), verifiable against the cluster's CA; plain HTTP gets nothing from it;
+// and 250 connections that never start a handshake do not delay the probe.
+TEST_F(OpsProcessTest, MetricsOverTlsWithTheServersCertificates) {
+  ASSERT_TRUE(Env::Default()->CreateDirs(dir_.Join("tls")).ok());
+  testing::TestCertificates certificates(dir_.Join("tls"));
+  ASSERT_TRUE(certificates.ok());
+  testing::LocalClusterOptions options = Options({"--metrics_tls"});
+  options.workers = 1;
+  options.dispatcher_flags.push_back("--metrics_tls");
+  options.issue_certificate = [&certificates](const std::string& name,
+                                              const std::string& identity) {
+    return certificates.Issue(name, identity);
+  };
+  testing::LocalCluster cluster(dir_.Join("cluster"), options);
+  ASSERT_TRUE(cluster.ok());
+  const int worker_port = cluster.worker_metrics_port(0);
+  const std::string& ca = certificates.ca_file();
+  absl::StatusOr<std::string> healthz = HttpsGet(worker_port, "/healthz", ca);
+  ASSERT_TRUE(healthz.ok()) << healthz.status();
+  EXPECT_EQ(healthz->rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << *healthz;
+  EXPECT_TRUE(absl::EndsWith(*healthz, "\r\n\r\nok\n")) << *healthz;
+  absl::StatusOr<std::string> metrics = HttpsGet(worker_port, "/metrics", ca);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  const size_t body = metrics->find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos) << *metrics;
+  absl::StatusOr<Exposition> parsed = ParseExposition(metrics->substr(body + 4));
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<std::string> status =
+      HttpsGet(cluster.dispatcher_metrics_port(), "/status.json", ca);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << status->substr(0, 200);
+
+  absl::StatusOr<HttpGetResult> plain = HttpGet("127.0.0.1", worker_port, "/healthz");
+  EXPECT_TRUE(!plain.ok() || plain->status != 200) << "plain HTTP was answered: " << plain->body;
+
+  std::vector<int> idle;
+  for (int i = 0; i < 250; ++i) {
+    const int s = testing::ConnectLoopback(worker_port);
+    ASSERT_GE(s, 0) << "connection " << i;
+    idle.push_back(s);
+  }
+  for (int probe = 0; probe < 3; ++probe) {
+    const auto start = std::chrono::steady_clock::now();
+    healthz = HttpsGet(worker_port, "/healthz", ca);
+    ASSERT_TRUE(healthz.ok()) << "probe " << probe << ": " << healthz.status();
+    EXPECT_EQ(healthz->rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << *healthz;
+    // Milliseconds when unloaded; 2 s leaves room for a loaded 2-core machine.
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2))
+        << "probe " << probe;
+  }
+  for (int s : idle) ::close(s);
 }
 
 }  // namespace

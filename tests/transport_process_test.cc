@@ -7,8 +7,11 @@
 //  * a trainer's element outlives its reader, its client and its worker (killed and restarted):
 //    its views still hold the same bytes (under AddressSanitizer, also valid memory);
 //  * SIGKILLed clients and workers leave nothing behind: no /dev/shm file at any point, and a
-//    worker whose client died drops that client's session and its holds.
+//    worker whose client died drops that client's session and its holds;
+//  * local processes squatting a worker's shared-memory socket names neither stop it serving
+//    shared memory nor hang its clients (issue 30).
 #include <chrono>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
@@ -55,6 +58,37 @@ class TransportTest : public ::testing::Test {
     const std::string output = local.ReadAll();
     ASSERT_EQ(local.Wait(), 0) << output;
     local_ = ReadDigests(dir_.Join("local.digest"));
+  }
+
+  // `granary run` of two epochs as job `name`, one element per request, one request at a time,
+  // 100 ms per batch: the client pulls no faster than it trains, so its tasks stay on the
+  // worker (unacknowledged) while it runs.
+  std::vector<std::string> SlowRunArgv(const std::string& dispatcher, const std::string& name) {
+    return {GRANARY_BINARY, "run", "--insecure", "--dispatcher=" + dispatcher,
+            "--pipeline=" + pipeline_, "--epochs=2", "--seed=3", "--job_name=" + name,
+            "--step_ms=100", "--max_request_bytes=1", "--max_outstanding_requests=1",
+            "--position_file=" + dir_.Join(name + ".position"),
+            "--digest_out=" + dir_.Join(name + ".digest")};
+  }
+  // Waits (up to 60 s) until run `name` has delivered 64 rows.
+  void WaitForRows(const std::string& name) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (testing::PositionRows(dir_.Join(name + ".position")) < 64) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  // Run `name` ends (within 120 s) with both epochs exactly `granary local`'s; its output.
+  std::string ExpectExactlyOnce(Subprocess& run, const std::string& name) {
+    const std::string output = run.ReadAll(std::chrono::seconds(120));
+    EXPECT_EQ(run.Wait(), 0) << output;
+    const auto digests = ReadDigests(dir_.Join(name + ".digest"));
+    EXPECT_EQ(digests.size(), 2u) << output;
+    for (const auto& [epoch, d] : digests) {
+      EXPECT_EQ(d.rows, kImages) << "epoch " << epoch;
+      EXPECT_EQ(d.multiset, local_.at(epoch).multiset) << "epoch " << epoch;
+    }
+    return output;
   }
 
   testing::ScopedTempDir dir_;
@@ -186,24 +220,10 @@ TEST_F(TransportTest, KilledClientsAndWorkersLeaveNothingBehind) {
     EXPECT_TRUE(status.shared_memory());
     return status.shm_sessions();
   };
-  // One element per request, one request at a time, 100 ms per batch: the client pulls no
-  // faster than it trains, so its tasks stay on the worker (unacknowledged) while it runs.
   const auto run_argv = [&](const std::string& name) {
-    return std::vector<std::string>{GRANARY_BINARY, "run", "--insecure",
-                                    "--dispatcher=" + cluster.dispatcher_address(),
-                                    "--pipeline=" + pipeline_, "--epochs=2", "--seed=3",
-                                    "--job_name=" + name, "--step_ms=100",
-                                    "--max_request_bytes=1", "--max_outstanding_requests=1",
-                                    "--position_file=" + dir_.Join(name + ".position"),
-                                    "--digest_out=" + dir_.Join(name + ".digest")};
+    return SlowRunArgv(cluster.dispatcher_address(), name);
   };
-  const auto wait_for_rows = [&](const std::string& name) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (testing::PositionRows(dir_.Join(name + ".position")) < 64) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  };
+  const auto wait_for_rows = [&](const std::string& name) { WaitForRows(name); };
 
   {  // The client dies: its session and holds go.
     Subprocess run(run_argv("a"), Subprocess::Stderr::kMergeIntoStdout);
@@ -241,14 +261,7 @@ TEST_F(TransportTest, KilledClientsAndWorkersLeaveNothingBehind) {
     cluster.KillWorker(0);
     EXPECT_EQ(testing::DevShmEntries(), before);
     ASSERT_TRUE(cluster.RestartWorker(0));
-    const std::string output = run.ReadAll(std::chrono::seconds(120));
-    ASSERT_EQ(run.Wait(), 0) << output;
-    const auto digests = ReadDigests(dir_.Join("b.digest"));
-    ASSERT_EQ(digests.size(), 2u);
-    for (const auto& [epoch, d] : digests) {
-      EXPECT_EQ(d.rows, kImages) << "epoch " << epoch;
-      EXPECT_EQ(d.multiset, local_.at(epoch).multiset) << "epoch " << epoch;
-    }
+    ExpectExactlyOnce(run, "b");
   }
   {  // Both die.
     Subprocess run(run_argv("c"), Subprocess::Stderr::kMergeIntoStdout);
@@ -259,6 +272,50 @@ TEST_F(TransportTest, KilledClientsAndWorkersLeaveNothingBehind) {
     EXPECT_EQ(testing::DevShmEntries(), before);
   }
   EXPECT_EQ(testing::DevShmEntries(), before);
+}
+
+// Issue 30: other local processes squat the worker's shared-memory socket names while it is
+// down — the old-style name "granary-shm:<address>" (then the restarted worker could not bind
+// it, and clients waited for that squatter's hello until killed) and the name of the
+// incarnation that died, read from /proc/net/unix, which accepts and never says hello. The
+// worker still serves shared memory, and a run reading through the kill and restart — which
+// may ask the dead incarnation's socket until its heartbeat names the new one — ends exactly
+// once.
+TEST_F(TransportTest, SquattedSocketNamesNeitherStopTheWorkerNorHangClients) {
+  testing::LocalCluster cluster(dir_.Join("cluster"),
+                                {.workers = 1, .worker_flags = {"--local_transport=shm"}});
+  ASSERT_TRUE(cluster.ok());
+  const std::string address = cluster.worker_address(0);
+  const std::string first_name = testing::ListeningShmName(address);
+  ASSERT_FALSE(first_name.empty()) << "no shared-memory socket of worker " << address;
+  Subprocess run(SlowRunArgv(cluster.dispatcher_address(), "squatted"),
+                 Subprocess::Stderr::kMergeIntoStdout);
+  WaitForRows("squatted");
+  cluster.KillWorker(0);
+  testing::ShmSquatter old_style("granary-shm:" + address, std::nullopt);
+  testing::ShmSquatter dead_incarnation(first_name, std::nullopt);
+  ASSERT_TRUE(old_style.bound());
+  ASSERT_TRUE(dead_incarnation.bound());
+  ASSERT_TRUE(cluster.RestartWorker(0)) << "the worker did not start with its names squatted";
+  const auto start = std::chrono::steady_clock::now();
+  const std::string output = ExpectExactlyOnce(run, "squatted");
+  // What is left of the run after the restart is under a minute at 100 ms per batch; a
+  // client waiting on a squatter's hello would sit there until the 120 s read gave up.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(90)) << output;
+  // A fresh run learns the new name from the dispatcher and reads every batch through it.
+  Subprocess fresh({GRANARY_BINARY, "run", "--insecure",
+                    "--dispatcher=" + cluster.dispatcher_address(), "--pipeline=" + pipeline_,
+                    "--epochs=2", "--seed=3", "--job_name=fresh",
+                    "--digest_out=" + dir_.Join("fresh.digest")},
+                   Subprocess::Stderr::kMergeIntoStdout);
+  const std::string fresh_output = ExpectExactlyOnce(fresh, "fresh");
+  const std::regex line(R"(: (\d+) elements, .*; (\d+) by shared memory)");
+  int epochs = 0;
+  for (std::sregex_iterator m(fresh_output.begin(), fresh_output.end(), line), end; m != end;
+       ++m, ++epochs) {
+    EXPECT_EQ(std::stoll((*m)[2]), std::stoll((*m)[1])) << fresh_output;
+  }
+  EXPECT_EQ(epochs, 2) << fresh_output;
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ const std::vector<Command>& Commands() {
         "tls_ca", "insecure", "tokens_file", "admin_clients", "max_jobs_per_client",
         "max_readers_per_client", "max_pipeline_bytes", "max_pipeline_ops", "max_message_bytes",
         "provisioner", "provision_command", "min_workers", "max_workers", "metrics_port",
-        "log_format",
+        "metrics_tls", "log_format",
         "provisioned_worker_flags", "provisioned_worker_log_dir", "worker_price_per_hour",
         "trainer_price_per_hour", "redis_user", "redis_password_file", "new_cluster"}},
       {"worker",
@@ -40,7 +40,7 @@ const std::vector<Command>& Commands() {
         "testonly_skip_element_after_restore", "local_transport", "shm_min_bytes", "host", "port",
         "data_roots", "plugin", "tls_cert", "tls_key", "tls_ca", "insecure",
         "max_message_bytes", "local_to", "take_over_load", "memory_budget_bytes", "metrics_port",
-        "log_format", "redis_user", "redis_password_file"}},
+        "metrics_tls", "log_format", "redis_user", "redis_password_file"}},
       // --standby M is renamed --cluster_standby by the command.
       {"cluster",
        ClusterCommand,

@@ -12,6 +12,8 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "transport/shm_protocol.h"
 
 namespace granary {
@@ -30,34 +32,69 @@ struct Mapping {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<ShmClient>> ShmClient::Connect(const std::string& worker_address) {
+absl::StatusOr<std::shared_ptr<ShmClient>> ShmClient::Connect(const std::string& worker_address,
+                                                              const std::string& nonce,
+                                                              absl::Duration hello_timeout) {
   const int socket = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (socket < 0) {
     return absl::UnavailableError(
         absl::StrCat("shared-memory transport: socket: ", std::strerror(errno)));
   }
-  socklen_t length;
-  const sockaddr_un address = ShmSocketAddress(worker_address, &length);
-  if (::connect(socket, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
-    const int error = errno;
+  const std::string name = ShmSocketName(worker_address, nonce);
+  absl::StatusOr<uint64_t> session = Greet(socket, worker_address, nonce, hello_timeout);
+  if (!session.ok()) {
     ::close(socket);
-    return absl::UnavailableError(absl::StrCat("no shared-memory transport to worker ",
-                                               worker_address, " on this host: ",
-                                               std::strerror(error)));
+    return Annotate(session.status(),
+                    absl::StrCat("shared-memory socket ", name, " of worker ", worker_address));
+  }
+  return std::shared_ptr<ShmClient>(new ShmClient(socket, *session));
+}
+
+absl::StatusOr<uint64_t> ShmClient::Greet(int socket, const std::string& worker_address,
+                                          const std::string& nonce, absl::Duration hello_timeout) {
+  socklen_t length;
+  const sockaddr_un address = ShmSocketAddress(worker_address, nonce, &length);
+  if (::connect(socket, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("nothing listens there on this host: ", std::strerror(errno)));
+  }
+  // The listener's credentials, as of its listen(): whoever bound the name.
+  ucred peer{};
+  socklen_t peer_length = sizeof(peer);
+  if (::getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &peer, &peer_length) != 0) {
+    return absl::UnavailableError(absl::StrCat("SO_PEERCRED: ", std::strerror(errno)));
+  }
+  if (peer.uid != ::geteuid() && peer.uid != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("bound by process ", peer.pid, " of uid ",
+                                                    peer.uid, ", neither uid ", ::geteuid(),
+                                                    " nor root"));
+  }
+  const absl::Time deadline = absl::Now() + hello_timeout;
+  pollfd readable{socket, POLLIN, 0};
+  int ready = 0;
+  for (absl::Time now = absl::Now(); now < deadline; now = absl::Now()) {
+    const absl::Duration left = absl::Ceil(deadline - now, absl::Milliseconds(1));
+    ready = ::poll(&readable, 1, static_cast<int>(absl::ToInt64Milliseconds(left)));
+    if (ready > 0 || (ready < 0 && errno != EINTR)) break;
+  }
+  if (ready < 0) return absl::UnavailableError(absl::StrCat("poll: ", std::strerror(errno)));
+  if (ready == 0) {
+    return absl::DeadlineExceededError(absl::StrCat("process ", peer.pid, " sent no hello within ",
+                                                    absl::FormatDuration(hello_timeout)));
   }
   ShmMessage hello;
   int fd;
-  if (absl::Status s = ReceiveShmMessage(socket, &hello, &fd); !s.ok()) {
-    ::close(socket);
-    return s;
-  }
+  RETURN_IF_ERROR(ReceiveShmMessage(socket, &hello, &fd));
   if (fd >= 0) ::close(fd);
   if (hello.type != ShmMessage::kHello || hello.a == 0) {
-    ::close(socket);
-    return absl::UnavailableError(
-        absl::StrCat("worker ", worker_address, ": unexpected shared-memory greeting"));
+    return absl::DataLossError(absl::StrCat("process ", peer.pid, " sent message type ", hello.type,
+                                            " instead of a hello"));
   }
-  return std::shared_ptr<ShmClient>(new ShmClient(socket, hello.a));
+  if (hello.b != static_cast<uint64_t>(peer.pid)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("the hello names process ", hello.b, " but process ", peer.pid, " listens"));
+  }
+  return hello.a;
 }
 
 ShmClient::~ShmClient() { ::close(socket_); }

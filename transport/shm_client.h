@@ -1,6 +1,7 @@
 // ShmClient: the client's end of the shared-memory transport with one worker (shm_server.h has
 // the walkthrough). Connect() succeeds only when the worker runs on this host (its abstract
-// socket is reachable here); otherwise the reader uses TCP.
+// socket is reachable here) and the process listening there is that worker; otherwise the
+// reader uses TCP.
 //
 // Take(segment, size) maps the named segment read-only and returns an owner of the mapping: the
 // element's views point into it, and when the last copy of the owner goes (the trainer dropped
@@ -22,13 +23,27 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace granary {
 
 class ShmClient : public std::enable_shared_from_this<ShmClient> {
  public:
-  // Unavailable when the worker at `worker_address` does not serve shared memory on this host.
-  static absl::StatusOr<std::shared_ptr<ShmClient>> Connect(const std::string& worker_address);
+  // How long Connect waits for the worker's hello by default.
+  static constexpr absl::Duration kHelloTimeout = absl::Seconds(1);
+
+  // Connects to the socket of the worker at `worker_address` that drew `nonce`
+  // (TaskInfo.worker_shm_nonce) and takes the session its hello names. The process listening
+  // there must run as this process' user or root and be the process the hello names (by
+  // SO_PEERCRED): the socket's name may have been bound by another local process. Errors, each
+  // naming the socket: Unavailable when nothing listens under that name here (the worker runs
+  // elsewhere or serves no shared memory) or the listener closed the connection (the worker
+  // refused this user); PermissionDenied when the listener is not the worker (another user,
+  // or a hello naming another pid); DeadlineExceeded when no hello came within
+  // `hello_timeout`; DataLoss for a malformed hello.
+  static absl::StatusOr<std::shared_ptr<ShmClient>> Connect(
+      const std::string& worker_address, const std::string& nonce,
+      absl::Duration hello_timeout = kHelloTimeout);
   ~ShmClient();
   ShmClient(const ShmClient&) = delete;
   ShmClient& operator=(const ShmClient&) = delete;
@@ -48,6 +63,10 @@ class ShmClient : public std::enable_shared_from_this<ShmClient> {
 
  private:
   ShmClient(int socket, uint64_t session) : socket_(socket), session_(session) {}
+  // Connect's checks on `socket`: connects it and returns the session the listener's hello
+  // names. Errors as Connect's, without the socket's name.
+  static absl::StatusOr<uint64_t> Greet(int socket, const std::string& worker_address,
+                                        const std::string& nonce, absl::Duration hello_timeout);
   void Release(uint64_t segment);
 
   const int socket_;

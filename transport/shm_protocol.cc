@@ -1,5 +1,6 @@
 #include "transport/shm_protocol.h"
 
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,17 +9,43 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace granary {
 
-sockaddr_un ShmSocketAddress(const std::string& worker_address, socklen_t* length) {
+namespace {
+
+// The name without its leading NUL, cut to what sun_path holds after that NUL.
+std::string AbstractName(const std::string& worker_address, const std::string& nonce) {
+  const std::string name = absl::StrCat("granary-shm:", nonce, ":", worker_address);
+  return name.substr(0, sizeof(sockaddr_un::sun_path) - 1);
+}
+
+}  // namespace
+
+std::string NewShmNonce() {
+  uint64_t random = 0;
+  size_t filled = 0;
+  while (filled < sizeof(random)) {
+    const ssize_t n =
+        ::getrandom(reinterpret_cast<char*>(&random) + filled, sizeof(random) - filled, 0);
+    if (n > 0) filled += static_cast<size_t>(n);
+  }
+  return absl::StrFormat("%016x", random);
+}
+
+std::string ShmSocketName(const std::string& worker_address, const std::string& nonce) {
+  return "@" + AbstractName(worker_address, nonce);
+}
+
+sockaddr_un ShmSocketAddress(const std::string& worker_address, const std::string& nonce,
+                             socklen_t* length) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   // Abstract namespace: a leading NUL, then the name (not NUL-terminated).
-  const std::string name = "granary-shm:" + worker_address;
-  const size_t n = std::min(name.size(), sizeof(address.sun_path) - 1);
-  std::memcpy(address.sun_path + 1, name.data(), n);
-  *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+  const std::string name = AbstractName(worker_address, nonce);
+  std::memcpy(address.sun_path + 1, name.data(), name.size());
+  *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
   return address;
 }
 

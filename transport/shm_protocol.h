@@ -1,11 +1,15 @@
 // The shared-memory transport's side channel (transport/FORMAT.md, "Shared memory"): how a
 // worker and a client on the same host agree on sessions, pass segment file descriptors and
 // release segments. It runs over a SOCK_SEQPACKET Unix socket in the abstract namespace, named
-// after the worker's address, so that:
+// after a nonce the worker draws at its start and the worker's address, so that:
 //   * only a process on the worker's host (and network namespace) can connect: a client on
 //     another host finds nothing under that name and uses TCP;
 //   * the name vanishes with the worker's socket, however the worker dies — abstract sockets
-//     leave no file behind.
+//     leave no file behind;
+//   * no other local process can take the name before the worker binds it: the nonce is
+//     unknown until the worker registers it with the dispatcher, which tells clients
+//     (TaskInfo.worker_shm_nonce). A process that binds a name seen before (the worker died) is
+//     caught by the client's checks (ShmClient::Connect: SO_PEERCRED and the hello's pid).
 // Every message is one ShmMessage (one datagram); a segment's descriptor travels as
 // SCM_RIGHTS ancillary data of the kSegment message that answers a kFetch.
 #ifndef GRANARY_TRANSPORT_SHM_PROTOCOL_H_
@@ -35,9 +39,17 @@ struct ShmMessage {
   uint64_t b = 0;
 };
 
-// The abstract socket address of the worker at `worker_address` (host:port as it registers);
-// *length receives the address length to bind or connect with.
-sockaddr_un ShmSocketAddress(const std::string& worker_address, socklen_t* length);
+// A fresh nonce for a worker's socket name: 16 lowercase hex digits from the system's random
+// source (getrandom).
+std::string NewShmNonce();
+
+// The abstract socket name of the worker at `worker_address` (host:port as it registers) that
+// drew `nonce`, "granary-shm:<nonce>:<worker_address>", cut to what a socket address holds
+// (the nonce always fits). ShmSocketName shows it as `@name` for messages; ShmSocketAddress
+// gives the address to bind or connect with, *length its length.
+std::string ShmSocketName(const std::string& worker_address, const std::string& nonce);
+sockaddr_un ShmSocketAddress(const std::string& worker_address, const std::string& nonce,
+                             socklen_t* length);
 
 // One message, with a file descriptor attached when fd >= 0. Errors name errno.
 absl::Status SendShmMessage(int socket, const ShmMessage& message, int fd = -1);

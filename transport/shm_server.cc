@@ -19,17 +19,19 @@ namespace granary {
 absl::StatusOr<std::unique_ptr<ShmServer>> ShmServer::Start(const std::string& worker_address) {
   const int listener = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (listener < 0) {
-    return absl::UnavailableError(absl::StrCat("shared-memory transport: socket: ",
-                                               std::strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("shared-memory transport: socket: ", std::strerror(errno)));
   }
+  std::string nonce = NewShmNonce();
   socklen_t length;
-  const sockaddr_un address = ShmSocketAddress(worker_address, &length);
+  const sockaddr_un address = ShmSocketAddress(worker_address, nonce, &length);
   if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), length) != 0 ||
       ::listen(listener, 64) != 0) {
     const int error = errno;
     ::close(listener);
-    return absl::UnavailableError(absl::StrCat("shared-memory transport: listening on @granary-shm:",
-                                               worker_address, ": ", std::strerror(error)));
+    return absl::UnavailableError(absl::StrCat("shared-memory transport: listening on ",
+                                               ShmSocketName(worker_address, nonce), ": ",
+                                               std::strerror(error)));
   }
   int wake[2];
   if (::pipe2(wake, O_CLOEXEC) != 0) {
@@ -38,13 +40,14 @@ absl::StatusOr<std::unique_ptr<ShmServer>> ShmServer::Start(const std::string& w
     return absl::UnavailableError(
         absl::StrCat("shared-memory transport: pipe: ", std::strerror(error)));
   }
-  std::unique_ptr<ShmServer> server(new ShmServer(listener, wake[0], wake[1]));
+  std::unique_ptr<ShmServer> server(new ShmServer(std::move(nonce), listener, wake[0], wake[1]));
   server->thread_ = std::thread([s = server.get()] { s->Serve(); });
   return server;
 }
 
-ShmServer::ShmServer(int listener, int wake_read, int wake_write)
-    : listener_(listener),
+ShmServer::ShmServer(std::string nonce, int listener, int wake_read, int wake_write)
+    : nonce_(std::move(nonce)),
+      listener_(listener),
       wake_read_(wake_read),
       wake_write_(wake_write),
       // Session ids of a restarted worker never match those of the one before.

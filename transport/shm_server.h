@@ -4,12 +4,15 @@
 // carrying its bytes, and the client maps the segment read-only and views the element there.
 //
 // Walkthrough.
-//  * The worker listens on the abstract Unix socket named after its address
-//    (shm_protocol.h). A client that connects gets a session id (kHello) and names it in its
-//    GetElements requests — if it runs as the worker's user or root (SO_PEERCRED): segments
-//    hold the elements of every task, so only a process that could read the worker's memory
-//    anyway may map them; any other is disconnected and reads over TCP, where capabilities
-//    guard each task (SECURITY.md).
+//  * The worker listens on the abstract Unix socket named after a nonce it draws and its address
+//    (shm_protocol.h), and registers the nonce with the dispatcher, which hands it to clients
+//    with the worker's address. A client that connects gets a session id and the worker's pid
+//    (kHello) and names the session in its GetElements requests — if it runs as the worker's
+//    user or root (SO_PEERCRED): segments hold the elements of every task, so only a process
+//    that could read the worker's memory anyway may map them; any other is disconnected and
+//    reads over TCP, where capabilities guard each task (SECURITY.md). The client checks the
+//    other way round (ShmClient::Connect): the listener must be of its user or root and the
+//    process its hello names, or it is not the worker.
 //  * Answering a request of session S, the worker calls Hold(S, image) for each element in a
 //    segment: S now holds a reference to the image, so its segment is not reused however the
 //    worker's window moves on. Hold fails for a session that is gone; that element then travels
@@ -41,8 +44,8 @@ namespace granary {
 
 class ShmServer {
  public:
-  // Listens for clients of the worker at `worker_address`. Unavailable naming the socket when
-  // it cannot (another process listens under that name, or Unix sockets are unavailable).
+  // Listens for clients of the worker at `worker_address`, under a fresh nonce (nonce()).
+  // Unavailable naming the socket when it cannot (Unix sockets are unavailable).
   static absl::StatusOr<std::unique_ptr<ShmServer>> Start(const std::string& worker_address);
   // Closes every session (their holds go) and stops serving.
   ~ShmServer();
@@ -59,6 +62,9 @@ class ShmServer {
   };
   Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The nonce in the socket's name, for the worker to register (RegisterWorkerRequest).
+  const std::string& nonce() const { return nonce_; }
+
  private:
   struct Session {
     int socket = -1;
@@ -66,12 +72,13 @@ class ShmServer {
     std::map<uint64_t, std::vector<BufferRef>> holds;
   };
 
-  ShmServer(int listener, int wake_read, int wake_write);
+  ShmServer(std::string nonce, int listener, int wake_read, int wake_write);
   void Serve();
   void Accept() ABSL_LOCKS_EXCLUDED(mu_);
   // Handles one message of the session; false when the session is over.
   bool Handle(uint64_t session) ABSL_LOCKS_EXCLUDED(mu_);
 
+  const std::string nonce_;
   const int listener_;
   const int wake_read_;
   const int wake_write_;

@@ -8,8 +8,11 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "transport/buffer_pool.h"
@@ -58,7 +61,7 @@ class ShmTest : public ::testing::Test {
 // A client maps what the worker holds for its session, sees the worker's bytes in place, and
 // releasing its view releases the worker's hold, so the segment is reused.
 TEST_F(ShmTest, AClientMapsAHeldSegmentAndReleasesIt) {
-  auto client = ShmClient::Connect(address_);
+  auto client = ShmClient::Connect(address_, server_->nonce());
   ASSERT_TRUE(client.ok()) << client.status();
   BufferRef image = Image(1 << 20, 'x');
   const uint64_t segment = image->segment_id();
@@ -84,14 +87,14 @@ TEST_F(ShmTest, AClientMapsAHeldSegmentAndReleasesIt) {
 }
 
 TEST_F(ShmTest, ASegmentTheSessionDoesNotHoldIsNotFound) {
-  auto client = ShmClient::Connect(address_);
+  auto client = ShmClient::Connect(address_, server_->nonce());
   ASSERT_TRUE(client.ok());
   BufferRef image = Image(1 << 20, 'x');
   absl::string_view bytes;
   auto owner = (*client)->Take(image->segment_id(), 10, &bytes);
   EXPECT_TRUE(absl::IsNotFound(owner.status())) << owner.status();
   // Another session's hold is not ours either.
-  auto other = ShmClient::Connect(address_);
+  auto other = ShmClient::Connect(address_, server_->nonce());
   ASSERT_TRUE(other.ok());
   ASSERT_TRUE(server_->Hold((*other)->session(), image));
   EXPECT_TRUE(absl::IsNotFound((*client)->Take(image->segment_id(), 10, &bytes).status()));
@@ -100,7 +103,7 @@ TEST_F(ShmTest, ASegmentTheSessionDoesNotHoldIsNotFound) {
 }
 
 TEST_F(ShmTest, ASizePastTheSegmentIsDataLoss) {
-  auto client = ShmClient::Connect(address_);
+  auto client = ShmClient::Connect(address_, server_->nonce());
   ASSERT_TRUE(client.ok());
   BufferRef image = Image(1 << 20, 'x');
   ASSERT_TRUE(server_->Hold((*client)->session(), image));
@@ -113,7 +116,7 @@ TEST_F(ShmTest, ASizePastTheSegmentIsDataLoss) {
 TEST_F(ShmTest, AClosedSessionReleasesItsHolds) {
   BufferRef image = Image(1 << 20, 'x');
   {
-    auto client = ShmClient::Connect(address_);
+    auto client = ShmClient::Connect(address_, server_->nonce());
     ASSERT_TRUE(client.ok());
     ASSERT_TRUE(server_->Hold((*client)->session(), image));
     ASSERT_TRUE(server_->Hold((*client)->session(), image));
@@ -132,7 +135,7 @@ TEST_F(ShmTest, AClosedSessionReleasesItsHolds) {
 // transport is left in /dev/shm at any point.
 TEST_F(ShmTest, AViewOutlivesTheWorkerAndNothingIsLeftInDevShm) {
   const std::set<std::string> before = testing::DevShmEntries();
-  auto client = ShmClient::Connect(address_);
+  auto client = ShmClient::Connect(address_, server_->nonce());
   ASSERT_TRUE(client.ok());
   BufferRef image = Image(3 << 20, 'q');
   ASSERT_TRUE(server_->Hold((*client)->session(), image));
@@ -153,14 +156,14 @@ TEST_F(ShmTest, AViewOutlivesTheWorkerAndNothingIsLeftInDevShm) {
 // client must see its channel broken without having to fail a fetch first, so that the reader
 // connects anew instead of getting everything by bytes (seen in the demo after a restart).
 TEST_F(ShmTest, ASessionWhoseWorkerWentAwayIsBroken) {
-  auto client = ShmClient::Connect(address_);
+  auto client = ShmClient::Connect(address_, server_->nonce());
   ASSERT_TRUE(client.ok()) << client.status();
   EXPECT_FALSE((*client)->broken());
   server_.reset();
   EXPECT_TRUE((*client)->broken());
   auto server = ShmServer::Start(address_);  // the restarted worker
   ASSERT_TRUE(server.ok()) << server.status();
-  auto again = ShmClient::Connect(address_);
+  auto again = ShmClient::Connect(address_, (*server)->nonce());
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_FALSE((*again)->broken());
 }
@@ -170,7 +173,7 @@ TEST_F(ShmTest, ASessionWhoseWorkerWentAwayIsBroken) {
 TEST_F(ShmTest, AProcessOfAnotherUserGetsNoSession) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a child as another user";
   socklen_t length = 0;
-  const sockaddr_un address = ShmSocketAddress(address_, &length);
+  const sockaddr_un address = ShmSocketAddress(address_, server_->nonce(), &length);
   const auto hello_bytes_as = [&](uid_t uid) -> int {
     const pid_t child = ::fork();
     if (child == 0) {  // Raw system calls only: the parent has threads.
@@ -192,9 +195,71 @@ TEST_F(ShmTest, AProcessOfAnotherUserGetsNoSession) {
 }
 
 TEST(ShmConnectTest, NoWorkerOnThisHostIsUnavailable) {
-  auto client = ShmClient::Connect("10.255.255.1:1");
+  auto client = ShmClient::Connect("10.255.255.1:1", "0123456789abcdef");
   EXPECT_TRUE(absl::IsUnavailable(client.status())) << client.status();
-  EXPECT_THAT(client.status().message(), HasSubstr("no shared-memory transport to worker"));
+  EXPECT_THAT(client.status().message(),
+              HasSubstr("shared-memory socket @granary-shm:0123456789abcdef:10.255.255.1:1 of "
+                        "worker 10.255.255.1:1: nothing listens there on this host"));
+}
+
+// Issue 30: a local process that bound the worker's old-style name ("granary-shm:<address>")
+// first no longer keeps the worker from serving shared memory: the name carries a nonce the
+// worker draws, so two starts at one address even get two names.
+TEST(ShmConnectTest, TheOldStyleNameTakenFirstDoesNotStopTheWorker) {
+  if (!MemfdBacking::Available()) GTEST_SKIP() << "no memfd_create on this kernel";
+  const std::string address = Address();
+  testing::ShmSquatter squatter("granary-shm:" + address, std::nullopt);
+  ASSERT_TRUE(squatter.bound());
+  auto server = ShmServer::Start(address);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto second = ShmServer::Start(address);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_NE((*server)->nonce(), (*second)->nonce());
+  EXPECT_THAT((*server)->nonce(), ::testing::MatchesRegex("[0-9a-f]{16}"));
+  auto client = ShmClient::Connect(address, (*server)->nonce());
+  ASSERT_TRUE(client.ok()) << client.status();
+}
+
+// Issue 30: a listener that accepts and never says hello (it bound the name of a worker that
+// died) costs the client one hello timeout, then an error naming the socket — not a hang.
+TEST(ShmConnectTest, AListenerThatNeverSaysHelloTimesOut) {
+  const std::string address = Address();
+  const std::string nonce = "00000000deadbeef";
+  testing::ShmSquatter squatter(ShmSocketName(address, nonce).substr(1), std::nullopt);
+  ASSERT_TRUE(squatter.bound());
+  const absl::Time start = absl::Now();
+  auto client = ShmClient::Connect(address, nonce);
+  const absl::Duration waited = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(client.status())) << client.status();
+  EXPECT_THAT(client.status().message(), HasSubstr(ShmSocketName(address, nonce)));
+  EXPECT_THAT(client.status().message(), HasSubstr("sent no hello within 1s"));
+  EXPECT_GE(waited, ShmClient::kHelloTimeout);
+  EXPECT_LT(waited, absl::Seconds(5)) << "the client waited for the hello far past its timeout";
+}
+
+// Issue 30: the hello must name the process that listens (SO_PEERCRED); one naming another
+// pid is not the worker's, and its session is refused.
+TEST(ShmConnectTest, AHelloNamingAnotherProcessIsRefused) {
+  const std::string address = Address();
+  const std::string nonce = "00000000feedface";
+  ShmMessage hello;
+  hello.type = ShmMessage::kHello;
+  hello.a = 7;
+  hello.b = static_cast<uint64_t>(::getpid()) + 1;
+  testing::ShmSquatter squatter(ShmSocketName(address, nonce).substr(1), hello);
+  ASSERT_TRUE(squatter.bound());
+  auto client = ShmClient::Connect(address, nonce);
+  EXPECT_TRUE(absl::IsPermissionDenied(client.status())) << client.status();
+  EXPECT_THAT(client.status().message(),
+              HasSubstr(absl::StrCat("the hello names process ", ::getpid() + 1, " but process ",
+                                     ::getpid(), " listens")));
+  // The same listener naming itself is accepted: the check is the pid, nothing else.
+  hello.b = static_cast<uint64_t>(::getpid());
+  testing::ShmSquatter honest(ShmSocketName(address, "00000000cafef00d").substr(1), hello);
+  ASSERT_TRUE(honest.bound());
+  auto accepted = ShmClient::Connect(address, "00000000cafef00d");
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_EQ((*accepted)->session(), 7u);
 }
 
 }  // namespace

@@ -1,12 +1,25 @@
 // For tests of the shared-memory transport: what /dev/shm holds, to check that nothing is ever
-// left there (the transport's segments are memfds, which never appear in it).
+// left there (the transport's segments are memfds, which never appear in it); another local
+// process squatting a worker's socket name.
 #ifndef GRANARY_TRANSPORT_SHM_TEST_UTIL_H_
 #define GRANARY_TRANSPORT_SHM_TEST_UTIL_H_
 
 #include <dirent.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <cstddef>
+#include <cstring>
+#include <fstream>
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "transport/shm_protocol.h"
 
 namespace granary::testing {
 
@@ -19,6 +32,64 @@ inline std::set<std::string> DevShmEntries() {
   }
   return names;
 }
+
+// The abstract name (without '@') a process of this host listens under for the worker at
+// `worker_address` ("granary-shm:<nonce>:<worker_address>"), read from /proc/net/unix as any
+// local user can; empty when there is none.
+inline std::string ListeningShmName(const std::string& worker_address) {
+  std::ifstream table("/proc/net/unix");
+  std::string line;
+  while (std::getline(table, line)) {
+    const size_t at = line.find("@granary-shm:");
+    if (at != std::string::npos && absl::EndsWith(line, ":" + worker_address)) {
+      return line.substr(at + 1);
+    }
+  }
+  return "";
+}
+
+// Another local process' socket under a worker's name: it binds the abstract name `name`
+// (without the leading NUL) and, given `hello`, answers each connection with it; without, it
+// accepts and stays silent. Its connections close when it goes.
+class ShmSquatter {
+ public:
+  ShmSquatter(const std::string& name, std::optional<ShmMessage> hello) : hello_(hello) {
+    listener_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path + 1, name.data(), name.size());
+    const socklen_t length = offsetof(sockaddr_un, sun_path) + 1 + name.size();
+    bound_ = ::bind(listener_, reinterpret_cast<const sockaddr*>(&address), length) == 0 &&
+             ::listen(listener_, 16) == 0;
+    if (bound_) thread_ = std::thread([this] { Accept(); });
+  }
+  ~ShmSquatter() {
+    ::shutdown(listener_, SHUT_RDWR);  // wakes accept()
+    if (thread_.joinable()) thread_.join();
+    ::close(listener_);
+    for (int s : accepted_) ::close(s);
+  }
+  ShmSquatter(const ShmSquatter&) = delete;
+  ShmSquatter& operator=(const ShmSquatter&) = delete;
+
+  bool bound() const { return bound_; }
+
+ private:
+  void Accept() {
+    while (true) {
+      const int s = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (s < 0) return;
+      accepted_.push_back(s);
+      if (hello_.has_value()) (void)SendShmMessage(s, *hello_);
+    }
+  }
+
+  const std::optional<ShmMessage> hello_;
+  int listener_ = -1;
+  bool bound_ = false;
+  std::vector<int> accepted_;  // Accept() only, then the destructor after joining it
+  std::thread thread_;
+};
 
 }  // namespace granary::testing
 

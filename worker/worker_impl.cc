@@ -99,6 +99,7 @@ absl::Status WorkerImpl::Register() {
   RegisterWorkerRequest request;
   request.set_worker_id(options_.worker_id);
   request.set_address(options_.address);
+  if (shm_server_ != nullptr) request.set_shm_nonce(shm_server_->nonce());
   request.set_standby(options_.standby);
   request.set_local_job_id(options_.local_job_id);
   request.set_local_consumer(options_.local_consumer);
