@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -12,7 +11,7 @@ absl::StatusOr<std::unique_ptr<SequentialFile>> ConfinedEnv::NewSequentialFile(
     const std::string& path) {
   ASSIGN_OR_RETURN(const std::string resolved, roots_.Resolve("file", path));
   // A cache tier's value (redis://...) is no file: nothing to swap, nothing special to open.
-  if (absl::StrContains(path, "://")) return EnvWrapper::NewSequentialFile(path);
+  if (IsUrl(path)) return EnvWrapper::NewSequentialFile(path);
   // The resolved path has no symlink left, so one in its last component was swapped in since
   // the check and is not followed; one swapped in earlier on the way shows in real_path.
   absl::StatusOr<OpenedRegularFile> opened = open_file_(resolved);

@@ -60,6 +60,21 @@ TEST_F(ConfinedEnvTest, RefusesEveryOperationOutsideNamingThePath) {
   EXPECT_EQ(ReadFileToString(Env::Default(), secret).value(), "outside") << "nothing touched";
 }
 
+// "<root>/x://…" is a local path, not a URL: through a link "x:" → "/" it leads outside and is
+// refused; inside a real directory "x:" it is read as a file of the root, checked as any other.
+TEST_F(ConfinedEnvTest, APathHoldingSchemeLikeTextIsOpenedAsALocalPath) {
+  ASSERT_EQ(::symlink("/", (root_ + "/x:").c_str()), 0);
+  const absl::Status escape =
+      ReadFileToString(env_.get(), root_ + "/x://" + dir_.Join("secret").substr(1)).status();
+  EXPECT_TRUE(absl::IsPermissionDenied(escape)) << escape;
+  ASSERT_TRUE(Env::Default()->CreateDirs(root_ + "/y:").ok());
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), root_ + "/y:/b.txt", "in y", false).ok());
+  EXPECT_EQ(ReadFileToString(env_.get(), root_ + "/y://b.txt").value(), "in y");
+  ASSERT_EQ(::mkfifo((root_ + "/y:/pipe").c_str(), 0600), 0);
+  const absl::Status fifo = ReadFileToString(env_.get(), root_ + "/y://pipe").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(fifo)) << fifo;
+}
+
 TEST_F(ConfinedEnvTest, GlobOutsideIsRefusedBeforeListing) {
   const absl::Status status = env_->Glob(root_ + "/../*").status();
   EXPECT_TRUE(absl::IsPermissionDenied(status)) << status;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/algorithm/container.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -45,11 +46,23 @@ bool HasWildcard(absl::string_view component) {
 
 }  // namespace
 
+bool IsUrl(absl::string_view path) {
+  const size_t scheme = path.find("://");
+  if (scheme == absl::string_view::npos || scheme == 0 || !absl::ascii_isalpha(path[0])) {
+    return false;
+  }
+  for (const char c : path.substr(0, scheme)) {
+    if (!absl::ascii_isalnum(c) && c != '+' && c != '-' && c != '.') return false;
+  }
+  return true;
+}
+
 std::string ResolvePath(const std::string& path) {
   // A URL (a cache tier's, redis://HOST:PORT/PREFIX) names no local file: its path part is
   // normalized lexically ("." dropped, ".." climbing, never above the authority), so a root
   // and the paths under it compare as paths do.
-  if (const size_t scheme = path.find("://"); scheme != std::string::npos) {
+  if (IsUrl(path)) {
+    const size_t scheme = path.find("://");
     const size_t slash = path.find('/', scheme + 3);
     std::vector<absl::string_view> kept;
     if (slash != std::string::npos) {

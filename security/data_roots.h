@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace granary {
 
@@ -65,6 +66,12 @@ class DataRoots {
 
   std::vector<std::string> roots_;
 };
+
+// Whether `path` is a URL (a cache tier's, redis://HOST:PORT/PREFIX): it starts with a scheme —
+// a letter, then letters, digits, '+', '-' or '.' — followed by "://". Only such a path is
+// compared lexically and handed to the tier; "/data/x://etc/passwd" is a local path (with a
+// directory named "x:"), resolved and opened as every other one.
+bool IsUrl(absl::string_view path);
 
 // `path` made absolute with symlinks and "." / ".." resolved as far as it exists; components
 // after the longest existing ancestor are appended with "." and ".." applied lexically. A URL

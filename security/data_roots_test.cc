@@ -47,6 +47,28 @@ TEST_F(DataRootsTest, ACacheTiersUrlRootAllowsOnlyPathsUnderItsPrefixOnItsServer
   EXPECT_TRUE(roots.Check("file", root_ + "/train/a.tfrecord").ok()) << "the directory still is";
 }
 
+TEST_F(DataRootsTest, OnlyAPathStartingWithASchemeIsAUrl) {
+  EXPECT_TRUE(IsUrl("redis://10.0.0.5:6379/granary"));
+  EXPECT_TRUE(IsUrl("s3+x.y-z://bucket/key"));
+  EXPECT_FALSE(IsUrl("/data/x://etc/passwd"));
+  EXPECT_FALSE(IsUrl("data/x://etc/passwd"));
+  EXPECT_FALSE(IsUrl("://host/x"));
+  EXPECT_FALSE(IsUrl("1redis://host/x"));
+  EXPECT_FALSE(IsUrl("/data/train/a.tfrecord"));
+}
+
+// A directory named "x:" inside a root that links to "/": "<root>/x://…" once passed as a URL
+// (compared lexically, its ".." swallowed by the "authority") and was opened through the link.
+TEST_F(DataRootsTest, APathHoldingSchemeLikeTextIsResolvedAsAPath) {
+  ASSERT_EQ(::symlink("/", (root_ + "/x:").c_str()), 0);
+  const std::string escape = root_ + "/x://" + dir_.Join("secret").substr(1);
+  absl::Status status = roots_.Check("file", escape);
+  EXPECT_TRUE(absl::IsPermissionDenied(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr("/secret'"));
+  status = roots_.Check("file", root_ + "/x://../../" + dir_.Join("secret").substr(1));
+  EXPECT_TRUE(absl::IsPermissionDenied(status)) << status;
+}
+
 TEST_F(DataRootsTest, RefusesAnAbsolutePathOutsideNamingPathAndRoots) {
   const absl::Status status = roots_.Check("file", "/etc/passwd");
   EXPECT_TRUE(absl::IsPermissionDenied(status)) << status;
