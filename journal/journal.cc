@@ -621,11 +621,15 @@ absl::Status Journal::Submit(Writer* w) {
     const bool resume = out_of_space_;
     const uint64_t last_acknowledged = last_sequence_;
     mu_.Unlock();
-    // After a write failed for lack of space: make sure it left nothing behind first.
-    const absl::Status resumed = resume ? ReopenAfterNoSpace(last_acknowledged) : absl::OkStatus();
+    // After a write failed for lack of space: make sure it left nothing behind first — unless
+    // the journal's files were deleted meanwhile (to free space, say): reopening would create a
+    // new, empty journal in their place.
+    std::string deleted = resume ? WhatWasDeleted() : "";
+    const absl::Status resumed =
+        resume && deleted.empty() ? ReopenAfterNoSpace(last_acknowledged) : absl::OkStatus();
     const absl::Time write_start = absl::Now();
     rocksdb::Status s;
-    if (!resumed.ok()) s = rocksdb::Status::Aborted("not resumed");
+    if (!resumed.ok() || !deleted.empty()) s = rocksdb::Status::Aborted("not resumed");
     rocksdb::WriteBatch batch;
     // Puts checksum + payload under `key` without concatenating them first (the batch copies).
     auto put = [&batch](const std::string& key, absl::string_view payload) {
@@ -666,7 +670,7 @@ absl::Status Journal::Submit(Writer* w) {
     }
     // Written (or failed) perhaps into files no longer the journal's: then nothing of it is
     // acknowledged, now or ever.
-    const std::string deleted = resumed.ok() ? WhatWasDeleted() : "";
+    if (deleted.empty() && resumed.ok()) deleted = WhatWasDeleted();
     if (!deleted.empty()) MarkLost(deleted, last_acknowledged);
     if (s.ok()) {
       // An injected error: the batch is durable but reported failed (an ambiguous commit).

@@ -1407,6 +1407,38 @@ TEST(FullDiskJournalTest, AppendFailsUntilSpaceReturnsAndNothingAcknowledgedIsLo
   }
 }
 
+// The disk fills, and the operator frees space by deleting the journal directory: resuming
+// must not reopen RocksDB over the empty place (that would be a new, empty journal) but fail
+// stop, leave the lost-journal marker, and so make the next Open refuse.
+TEST(FullDiskJournalTest, AJournalDeletedToFreeSpaceIsNotReopenedEmpty) {
+  testing::ScopedTmpfs fs(4 << 20);
+  if (!fs.ok()) GTEST_SKIP() << fs.skip_reason();
+  const std::string dir = fs.Join("journal");
+  Records acked;
+  std::unique_ptr<Journal> journal = OpenJournal(dir);
+  ASSERT_NE(journal, nullptr);
+  AppendAll(*journal, {"first"}, 1);
+  acked.emplace_back(1, "first");
+  fs.Fill("filler");
+  const absl::Status full = AppendUntilFailure(*journal, acked);
+  ASSERT_TRUE(absl::IsUnavailable(full)) << full;
+  ASSERT_THAT(std::string(full.message()), HasSubstr("out of disk space"));
+
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(std::filesystem::remove(fs.Join("filler")));
+  const absl::StatusOr<uint64_t> seq = journal->Append("after the deletion");
+  ASSERT_FALSE(seq.ok()) << "acknowledged as record " << *seq << " in a journal made anew";
+  EXPECT_TRUE(absl::IsUnavailable(seq.status())) << seq.status();
+  EXPECT_THAT(std::string(seq.status().message()),
+              HasSubstr(absl::StrCat("records 1..", acked.size(), " are lost")));
+  EXPECT_TRUE(absl::IsUnavailable(journal->Append("later").status())) << "not fail-stop";
+  journal.reset();
+  ASSERT_TRUE(std::filesystem::exists(absl::StrCat(dir, "/", jf::kLostMarkerFileName)));
+  const absl::StatusOr<std::unique_ptr<Journal>> reopened = Journal::Open(dir, JournalOptions());
+  ASSERT_FALSE(reopened.ok()) << "a new, empty journal over a lost one";
+  EXPECT_TRUE(absl::IsFailedPrecondition(reopened.status())) << reopened.status();
+}
+
 // Opening a journal on a full disk fails with an error (RocksDB must write to open), and opens
 // once space returns.
 TEST(FullDiskJournalTest, OpenOnAFullDiskFailsClearly) {
