@@ -237,8 +237,9 @@ void HttpServer::Serve() {
   ::pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   std::vector<pollfd> fds;
   while (true) {
-    fds.assign({{wake_read_, POLLIN, 0}, {listener_, POLLIN, 0}});
-    absl::Time next_deadline = absl::InfiniteFuture();
+    const bool accepting = absl::Now() >= accept_paused_until_;
+    fds.assign({{wake_read_, POLLIN, 0}, {listener_, static_cast<short>(accepting ? POLLIN : 0), 0}});
+    absl::Time next_deadline = accepting ? absl::InfiniteFuture() : accept_paused_until_;
     for (const auto& c : connections_) {
       fds.push_back({c->fd, c->events, 0});
       next_deadline = std::min(next_deadline, c->deadline);
@@ -265,12 +266,12 @@ void HttpServer::Serve() {
       Close(c);
       it = connections_.erase(it);
     }
-    if ((fds[1].revents & POLLIN) != 0) AcceptAll();
+    if ((fds[1].revents & POLLIN) != 0) AcceptSome();
   }
 }
 
-void HttpServer::AcceptAll() {
-  while (true) {
+void HttpServer::AcceptSome() {
+  for (int accepted = 0; accepted < kMaxAcceptsPerPass; ++accepted) {
     sockaddr_storage address{};
     socklen_t length = sizeof(address);
     const int fd = ::accept4(listener_, reinterpret_cast<sockaddr*>(&address), &length,
@@ -278,9 +279,12 @@ void HttpServer::AcceptAll() {
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       // Out of descriptors: make room from our own connections, oldest first.
-      if ((errno == EMFILE || errno == ENFILE) && !connections_.empty()) {
-        CloseOldest(nullptr);
-        continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        if (!connections_.empty()) {
+          CloseOldest(nullptr);
+          continue;
+        }
+        accept_paused_until_ = absl::Now() + kAcceptPauseAfterNoFds;
       }
       return;  // EAGAIN: none left
     }

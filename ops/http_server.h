@@ -15,6 +15,12 @@
 //    together max_connections: a connection past either limit closes the oldest open
 //    connection of that peer (or of all), so idle connections are pushed out by new ones, and
 //    a probe — which sends its request at once — gets its answer whoever holds the rest.
+//    Connections are accepted at most kMaxAcceptsPerPass at a time, the requests that arrived
+//    served in between, so a burst of new connections pushes out older idle ones before it can
+//    push out a probe accepted in the same burst;
+//  * out of file descriptors with no connection of its own left to close, the server stops
+//    accepting for kAcceptPauseAfterNoFds (the pending connections wait in the backlog) rather
+//    than spin on a listener that stays readable.
 //
 // Handlers run on the server's thread, one at a time, while other threads of the process run:
 // they must be quick and thread-safe. The server's thread blocks SIGPIPE for itself (a client
@@ -50,6 +56,10 @@ using HttpHandler = std::function<HttpResponse(const std::string& query)>;
 
 // Bytes of a request head (request line and headers) the server reads.
 inline constexpr size_t kMaxHttpHeadBytes = 16 * 1024;
+// Connections accepted before the server serves what arrived on the others.
+inline constexpr int kMaxAcceptsPerPass = 32;
+// How long the server stops accepting when out of file descriptors.
+inline constexpr absl::Duration kAcceptPauseAfterNoFds = absl::Milliseconds(100);
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
@@ -86,8 +96,9 @@ class HttpServer {
 
   HttpServer(const HttpServerOptions& options, std::map<std::string, HttpHandler> handlers);
   void Serve();
-  // Accepts every pending connection, closing the oldest ones past the limits.
-  void AcceptAll();
+  // Accepts up to kMaxAcceptsPerPass pending connections, closing the oldest ones past the
+  // limits; out of descriptors with none of its own to close, pauses accepting.
+  void AcceptSome();
   // Closes the oldest connection (of `peer`, when not null).
   void CloseOldest(const std::string* peer);
   void Close(Connection& connection);
@@ -108,6 +119,7 @@ class HttpServer {
   std::list<std::unique_ptr<Connection>> connections_;
   std::map<std::string, int> connections_per_peer_;  // Serve() thread only
   std::atomic<int> open_connections_{0};
+  absl::Time accept_paused_until_ = absl::InfinitePast();  // Serve() thread only
   std::thread thread_;
 };
 

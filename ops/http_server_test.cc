@@ -1,6 +1,7 @@
 #include "ops/http_server.h"
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -200,6 +201,50 @@ TEST(HttpServerTest, ATrickledHeadIsCutOffAtTheHeadTimeout) {
   EXPECT_TRUE(closed);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   ::close(s);
+}
+
+// Out of file descriptors with no connection of its own to close, the server once spun on a
+// listener that stayed readable (its pending connection never accepted); now it pauses
+// accepting, and serves the waiting connection once descriptors are free again.
+TEST(HttpServerTest, OutOfDescriptorsItNeitherSpinsNorLosesThePendingConnection) {
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = StartHealthz(Local());
+  ASSERT_TRUE(server.ok()) << server.status();
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  const int pending = testing::ConnectLoopback((*server)->port());
+  ASSERT_GE(pending, 0);
+  // Every descriptor left is taken (the lowered limit included), so the server's accept fails
+  // with EMFILE while `pending` waits in its backlog.
+  rlimit lowered = saved;
+  lowered.rlim_cur = static_cast<rlim_t>(pending) + 16;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  std::vector<int> taken;
+  for (int fd; (fd = ::dup(pending)) >= 0;) taken.push_back(fd);
+  rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+  for (int fd : taken) ::close(fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  const auto cpu_us = [](const rusage& u) {
+    return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000 + u.ru_utime.tv_usec +
+           u.ru_stime.tv_usec;
+  };
+  EXPECT_LT(cpu_us(after) - cpu_us(before), 300'000)
+      << "the server spent that CPU in the second it could not accept";
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+  ASSERT_EQ(::send(pending, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  std::string answer;
+  char buffer[1024];
+  for (pollfd readable{pending, POLLIN, 0}; ::poll(&readable, 1, 5000) > 0;) {
+    const ssize_t n = ::recv(pending, buffer, sizeof(buffer), 0);
+    if (n <= 0) break;
+    answer.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(pending);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
 }
 
 TEST(HttpServerTest, HalfATlsConfigurationIsAnErrorNamingIt) {
