@@ -186,7 +186,8 @@ class PyClient {
 void RegisterClientBindings(py::module_& m) {
   py::class_<PyElement>(m, "Element", "One element as the trainer received it.")
       .def("arrays", &PyElement::arrays,
-           "Its tensors as a tuple of read-only NumPy arrays viewing the received bytes.")
+           "Its tensors as a tuple of NumPy arrays viewing the received bytes (writable: "
+           "writes stay in this process).")
       .def("wire_image", &PyElement::wire_image,
            "The bytes it arrived in (transport/FORMAT.md), as a read-only uint8 array.")
       .def_property_readonly("split_id", &PyElement::split_id)
