@@ -4,10 +4,13 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "client/client_security.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "security/handshake_probe.h"
 #include "security/transport_security.h"
 #include "transport/shm_protocol.h"
 
@@ -33,7 +36,8 @@ grpc::ChannelArguments ClientChannelArguments() {
 absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions& options,
                                                              Env* env) {
   if (options.dispatcher_address.empty()) {
-    return absl::InvalidArgumentError("ClientOptions.dispatcher_address is empty");
+    return absl::InvalidArgumentError(
+        absl::StrCat(ClientOptionNamesFor(options.option_naming).dispatcher_address, " is empty"));
   }
   if (options.max_outstanding_requests < 1) {
     return absl::InvalidArgumentError("ClientOptions.max_outstanding_requests must be at least 1");
@@ -47,30 +51,14 @@ absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions
         "ClientOptions: heartbeat_interval_ms, rpc_timeout_ms and stall_timeout_ms must be "
         "positive");
   }
-  TransportSecurity security;
-  security.ca_file = options.tls_ca_file;
-  security.cert_file = options.tls_cert_file;
-  security.key_file = options.tls_key_file;
-  security.insecure = options.insecure;
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      ChannelCredentialsFor(security);
-  if (!credentials.ok()) return Annotate(credentials.status(), "ClientOptions");
-  if (!options.bearer_token.empty()) {
-    if (options.insecure) {
-      return absl::InvalidArgumentError(
-          "ClientOptions: a bearer_token is never sent in plain text (insecure)");
-    }
-    *credentials = grpc::CompositeChannelCredentials(
-        *credentials, grpc::AccessTokenCredentials(options.bearer_token));
-  }
-  std::shared_ptr<Connection> connection(new Connection(options, env, *std::move(credentials)));
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
+                   ClientChannelCredentials(options));
+  std::shared_ptr<Connection> connection(new Connection(options, env, std::move(credentials)));
   std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
       options.dispatcher_address, connection->credentials_, ClientChannelArguments());
-  if (!channel->WaitForConnected(DeadlineAfter(options.rpc_timeout_ms))) {
-    return absl::UnavailableError(absl::StrCat("dispatcher ", options.dispatcher_address,
-                                               " is not reachable (waited ", options.rpc_timeout_ms,
-                                               " ms)"));
-  }
+  RETURN_IF_ERROR(WaitForChannel(*channel, "dispatcher", options.dispatcher_address,
+                                 ClientTransportSecurity(options),
+                                 absl::Milliseconds(options.rpc_timeout_ms)));
   connection->dispatcher_ = Dispatcher::NewStub(channel);
   return connection;
 }

@@ -35,7 +35,10 @@ grpc::ChannelArguments ClientChannelArguments();
 class Connection {
  public:
   // Opens the dispatcher channel and waits up to options.rpc_timeout_ms for it to connect.
-  // Unavailable naming the address if it does not; InvalidArgument for bad options. Every timer
+  // Unavailable naming the address if it does not; at once (security/handshake_probe.h)
+  // FailedPrecondition when the dispatcher speaks TLS and the options plain text or the reverse,
+  // Unauthenticated when a certificate is refused; InvalidArgument for bad options — each error
+  // naming the options as options.option_naming says. Every timer
   // of the client (stall timeouts, heartbeat intervals, back-offs) runs on `env`'s clock.
   static absl::StatusOr<std::shared_ptr<Connection>> Open(const ClientOptions& options,
                                                           Env* env = Env::Default());

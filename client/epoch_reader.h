@@ -27,7 +27,7 @@
 //    elements go to the queue in index order.
 //  * Shared memory: when the worker runs on this host and serves it (Connection::WorkerShm),
 //    the request names the reader's session and the worker answers its large elements by
-//    segment; the reader maps the segment read-only and the element views it there, holding it
+//    segment; the reader maps the segment copy-on-write and the element views it there, holding it
 //    (and so the worker's segment) until the trainer drops the element. No bytes travel, so no
 //    checksum is computed: the worker and the reader read the same memory. Failing to map a
 //    segment (the worker died meanwhile) is retried like a failed call.

@@ -68,7 +68,6 @@ py::tuple ElementArrays(const ReceivedElement& element) {
     py::array array(py::dtype(format),
                     std::vector<py::ssize_t>(view.shape.begin(), view.shape.end()), view.data,
                     owner);
-    array.attr("setflags")("write"_a = false);
     out[i] = std::move(array);
   }
   return out;

@@ -4,8 +4,10 @@
 // arrived in — the client's receive buffer, or a worker's shared-memory segment — without a
 // copy: each array's base is a capsule holding a copy of the ReceivedElement (a reference to
 // its bytes), so an array stays valid after the reader moved on, for as long as Python holds
-// it. The arrays are read-only (a shared-memory segment is mapped read-only). DT_STRING tensors
-// become object arrays of `bytes` (copied: Python's bytes own their storage).
+// it. The arrays are writable: the bytes are this process's own (a receive buffer, or a
+// shared-memory segment mapped copy-on-write, so writing never reaches the worker — see
+// received_element.h). DT_STRING tensors become object arrays of `bytes` (copied: Python's bytes
+// own their storage).
 #ifndef GRANARY_PYTHON_ARRAYS_H_
 #define GRANARY_PYTHON_ARRAYS_H_
 

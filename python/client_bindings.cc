@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "granary/client.h"
+#include "granary/client_config.h"
 #include "pipeline/epoch_digest.h"
 #include "pybind11/stl.h"
 #include "python/arrays.h"
@@ -186,7 +187,8 @@ class PyClient {
 void RegisterClientBindings(py::module_& m) {
   py::class_<PyElement>(m, "Element", "One element as the trainer received it.")
       .def("arrays", &PyElement::arrays,
-           "Its tensors as a tuple of read-only NumPy arrays viewing the received bytes.")
+           "Its tensors as a tuple of NumPy arrays viewing the received bytes (writable: "
+           "writes stay in this process).")
       .def("wire_image", &PyElement::wire_image,
            "The bytes it arrived in (transport/FORMAT.md), as a read-only uint8 array.")
       .def_property_readonly("split_id", &PyElement::split_id)
@@ -224,8 +226,9 @@ void RegisterClientBindings(py::module_& m) {
                        const std::string& tls_cert, const std::string& tls_key,
                        const std::string& token, bool insecure, bool shared_memory,
                        int stall_timeout_ms, int rpc_timeout_ms,
-                       std::vector<std::string> local_worker_flags) {
+                       std::vector<std::string> local_worker_flags, const std::string& config) {
              ClientOptions options;
+             options.option_naming = ClientOptionNaming::kPythonKeywords;
              options.dispatcher_address = address;
              options.tls_ca_file = tls_ca;
              options.tls_cert_file = tls_cert;
@@ -236,11 +239,14 @@ void RegisterClientBindings(py::module_& m) {
              options.stall_timeout_ms = stall_timeout_ms;
              options.rpc_timeout_ms = rpc_timeout_ms;
              options.local_worker_flags = std::move(local_worker_flags);
+             // The file gives what the keywords leave unset.
+             if (!config.empty()) ThrowIfError(ApplyClientConfigFile(config, &options));
              return std::make_unique<PyClient>(options);
            }),
            "address"_a, "tls_ca"_a = "", "tls_cert"_a = "", "tls_key"_a = "", "token"_a = "",
            "insecure"_a = false, "shared_memory"_a = true, "stall_timeout_ms"_a = 60000,
-           "rpc_timeout_ms"_a = 10000, "local_worker_flags"_a = std::vector<std::string>())
+           "rpc_timeout_ms"_a = 10000, "local_worker_flags"_a = std::vector<std::string>(),
+           "config"_a = "")
       .def("register_pipeline", &PyClient::Register, "def"_a,
            "Registers a serialized PipelineDef; returns its dataset id.")
       .def(

@@ -19,6 +19,16 @@
 
 namespace granary {
 
+// What the settings of a TransportSecurity are called where its user gave them, for the errors
+// that name them: the command-line flags (the default), or a library's option names (the
+// client library's ClientOptions fields, granary.connect's keywords).
+struct SecuritySettingNames {
+  std::string cert = "--tls_cert";
+  std::string key = "--tls_key";
+  std::string ca = "--tls_ca";
+  std::string insecure = "--insecure";
+};
+
 struct TransportSecurity {
   // PEM files: this process's certificate (chain) and private key, and the CA certificate(s)
   // peers are verified against.
@@ -28,12 +38,13 @@ struct TransportSecurity {
   // Plain text: no encryption and no peer authentication. Must be asked for; exclusive with
   // the files.
   bool insecure = false;
+  SecuritySettingNames names;
 
   bool tls() const { return !insecure; }
 };
 
 // Server credentials: TLS needs cert_file, key_file and ca_file. InvalidArgument naming the
-// flags when neither TLS files nor `insecure` are given (or both), or a file is missing;
+// settings (security.names) when neither TLS files nor `insecure` are given (or both), or a file is missing;
 // NotFound/PermissionDenied naming a file that cannot be read.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
     const TransportSecurity& security);

@@ -32,6 +32,29 @@ TEST(TransportSecurityTest, RefusesContradictoryOrIncompleteFlags) {
               HasSubstr("a TLS server needs its certificate: give --tls_cert and --tls_key"));
 }
 
+// Issue 30: a library names its own options (granary.connect's keywords), not the flags.
+TEST(TransportSecurityTest, NamesTheSettingsAsItsUserGaveThem) {
+  const SecuritySettingNames python{
+      .cert = "tls_cert", .key = "tls_key", .ca = "tls_ca", .insecure = "insecure=True"};
+  EXPECT_EQ(ChannelCredentialsFor({.cert_file = "c.crt", .ca_file = "ca.crt", .names = python})
+                .status()
+                .message(),
+            "tls_cert and tls_key go together: give both");
+  EXPECT_EQ(ChannelCredentialsFor({.ca_file = "ca.crt", .insecure = true, .names = python})
+                .status()
+                .message(),
+            "insecure=True and TLS files were both given: choose one");
+  EXPECT_EQ(ChannelCredentialsFor({.names = python}).status().message(),
+            "no transport security chosen: give tls_cert, tls_key and tls_ca (see SECURITY.md), "
+            "or insecure=True for plain text");
+  testing::ScopedTempDir dir;
+  EXPECT_THAT(
+      std::string(ChannelCredentialsFor({.ca_file = dir.Join("missing.crt"), .names = python})
+                      .status()
+                      .message()),
+      ::testing::StartsWith("tls_ca: "));
+}
+
 TEST(TransportSecurityTest, NamesAFileThatIsMissingOrNotPem) {
   testing::ScopedTempDir dir;
   const absl::Status missing = ChannelCredentialsFor({.ca_file = dir.Join("missing.crt")}).status();

@@ -15,7 +15,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/env.h"
 #include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
@@ -24,6 +26,7 @@
 namespace granary {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // A started member as the cluster announces it: "<kind> [<name> ]ADDRESS pid P[ ...]".
@@ -148,6 +151,59 @@ TEST_F(ClusterTest, WithoutRestartADeathIsReportedAndSighupRestarts) {
   EXPECT_EQ(children.size(), 3u);
   EXPECT_TRUE(children.count(restarted.pid)) << "the restarted worker is the cluster's child";
   StopCluster(children);
+}
+
+// Issue 30: the cluster writes a client configuration file beside its certificates, and the
+// client commands reach the (TLS) cluster with --config alone; a bad file is an error naming the
+// file and the field.
+TEST_F(ClusterTest, ClientCommandsReachTheClusterWithItsConfigFileAlone) {
+  StartCluster({});
+  const std::string announced = "client config: ";
+  const size_t at = output_.find(announced);
+  ASSERT_NE(at, std::string::npos) << output_;
+  const size_t start = at + announced.size();
+  const std::string config = output_.substr(start, output_.find(' ', start) - start);
+  EXPECT_EQ(config, dir_.Join("cluster") + "/client.json");
+
+  const auto granary = [](const std::vector<std::string>& args, int expected_exit) {
+    std::vector<std::string> argv = {GRANARY_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Subprocess process(argv, Subprocess::Stderr::kMergeIntoStdout);
+    const std::string output = process.ReadAll(std::chrono::seconds(60));
+    EXPECT_EQ(process.Wait(), expected_exit) << absl::StrJoin(args, " ") << ":\n" << output;
+    return output;
+  };
+  EXPECT_THAT(granary({"status", "--config=" + config}, 0),
+              AllOf(HasSubstr("worker-0"), HasSubstr("worker-1")));
+  const std::string pipeline = dir_.Join("pipeline.json");
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), pipeline,
+                                R"({"source": {"type": "range", "params": {"stop": 100}},
+                                    "ops": [{"op": "batch", "params": {"batch_size": 10}}]})",
+                                false)
+                  .ok());
+  const std::string digests = dir_.Join("digests.jsonl");
+  granary({"run", "--config=" + config, "--pipeline=" + pipeline, "--epochs=1",
+           "--digest_out=" + digests},
+          0);
+  const absl::StatusOr<std::string> digest = ReadFileToString(Env::Default(), digests);
+  ASSERT_TRUE(digest.ok()) << digest.status();
+  EXPECT_THAT(*digest, HasSubstr("\"elements\":100"));
+
+  const std::string unknown_field = dir_.Join("unknown_field.json");
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), unknown_field,
+                                R"({"dispatcher": "127.0.0.1:1", "tls_cs": "ca.crt"})", false)
+                  .ok());
+  EXPECT_THAT(granary({"run", "--config=" + unknown_field, "--pipeline=" + pipeline}, 1),
+              AllOf(HasSubstr("client config " + unknown_field), HasSubstr("tls_cs")));
+  const std::string missing_file = dir_.Join("missing_file.json");
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), missing_file,
+                                R"({"dispatcher": "127.0.0.1:1", "tls_ca": "nowhere/ca.crt"})",
+                                false)
+                  .ok());
+  EXPECT_THAT(granary({"status", "--config=" + missing_file}, 2),
+              AllOf(HasSubstr("client config " + missing_file + ": field tls_ca"),
+                    HasSubstr("nowhere/ca.crt")));
+  StopCluster({dispatcher_.pid, worker0_.pid, worker1_.pid});
 }
 
 }  // namespace

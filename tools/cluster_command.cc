@@ -17,8 +17,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 #include "common/env.h"
+#include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "google/protobuf/util/json_util.h"
+#include "proto/client.pb.h"
 #include "security/certificate_authority.h"
 #include "security/peer_identity.h"
 #include "tools/cluster_supervisor.h"
@@ -44,6 +48,39 @@ ABSL_FLAG(bool, restart, false,
           "(0.25 s doubling to 30 s). Without it a death is reported and SIGHUP restarts.");
 
 namespace granary {
+namespace {
+
+// Writes <dir>/client.json, the client configuration (granary/client_config.h) of the client
+// `security` at the dispatcher at `address`, naming its files relative to `dir` (so the file
+// works from any working directory). Returns its path.
+absl::StatusOr<std::string> WriteClientConfig(const std::string& dir, const std::string& address,
+                                              const TransportSecurity& security) {
+  ClientConfig config;
+  config.set_dispatcher(address);
+  const auto in_dir = [&dir](const std::string& path) {
+    return std::string(absl::StripPrefix(path, dir + "/"));
+  };
+  if (security.insecure) {
+    config.set_insecure(true);
+  } else {
+    config.set_tls_ca(in_dir(security.ca_file));
+    config.set_tls_cert(in_dir(security.cert_file));
+    config.set_tls_key(in_dir(security.key_file));
+  }
+  google::protobuf::util::JsonPrintOptions print;
+  print.add_whitespace = true;
+  print.preserve_proto_field_names = true;
+  std::string json;
+  if (const auto printed = google::protobuf::util::MessageToJsonString(config, &json, print);
+      !printed.ok()) {
+    return absl::InternalError(absl::StrCat("client config: ", std::string(printed.message())));
+  }
+  const std::string path = dir + "/client.json";
+  RETURN_IF_ERROR(WriteStringToFile(Env::Default(), path, json, /*sync=*/false));
+  return path;
+}
+
+}  // namespace
 
 int ClusterCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -191,9 +228,17 @@ int ClusterCommand(int argc, char** argv) {
         "tasks want; their logs are %s/logs/worker-*.log\n",
         absl::GetFlag(FLAGS_workers), max_workers, dir.c_str());
   }
-  // What `granary run` / `status` (and ClientOptions) need to reach this cluster.
+  // What `granary run` / `status` (and ClientOptions) need to reach this cluster, as flags and
+  // as a client configuration file.
+  const absl::StatusOr<std::string> client_config =
+      WriteClientConfig(dir, *dispatcher, *client_security);
+  if (!client_config.ok()) return fail(client_config.status());
   std::printf("client flags: %s\n",
               absl::StrJoin(TransportSecurityFlags(*client_security), " ").c_str());
+  std::printf(
+      "client config: %s (granary run|status|precache --config %s; granary.connect(config=...) "
+      "in Python)\n",
+      client_config->c_str(), client_config->c_str());
   std::printf("cluster ready; logs in %s/logs; Ctrl-C or SIGTERM stops it\n", dir.c_str());
   if (options.restart) {
     std::printf("a process that dies is restarted (--restart); kill -HUP %d restarts at once\n",

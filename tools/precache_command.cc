@@ -83,7 +83,7 @@ int PrecacheCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary precache --dispatcher HOST:PORT --pipeline P.json [--at_mark NAME] [--seed S] "
       "[--num_worker_slots N] [--timeout_s T] (--tls_ca CA [--tls_cert C --tls_key K | "
-      "--token_file T] | --insecure)");
+      "--token_file T] | --insecure | --config FILE)");
   absl::ParseCommandLine(argc, argv);
   const absl::Status status = Precache();
   if (!status.ok()) {

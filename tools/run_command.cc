@@ -118,14 +118,12 @@ DigestLine ResumedDigestLine(int64_t epoch, const RunPosition& resumed, const Ep
 }
 
 absl::Status Run() {
-  const std::string dispatcher = absl::GetFlag(FLAGS_dispatcher);
   const std::string pipeline_path = absl::GetFlag(FLAGS_pipeline);
   const int64_t epochs = absl::GetFlag(FLAGS_epochs);
   const std::string job_name = absl::GetFlag(FLAGS_job_name);
   const int32_t consumer = absl::GetFlag(FLAGS_consumer);
   const std::string position_file = absl::GetFlag(FLAGS_position_file);
   const std::string digest_out = absl::GetFlag(FLAGS_digest_out);
-  if (dispatcher.empty()) return absl::InvalidArgumentError("--dispatcher is required");
   if (pipeline_path.empty()) return absl::InvalidArgumentError("--pipeline is required");
   if (epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
   if (consumer < 0 || consumer >= absl::GetFlag(FLAGS_num_consumers)) {
@@ -136,6 +134,7 @@ absl::Status Run() {
         "--position_file needs --job_name (a resumed run must open the same job)");
   }
   Env* env = Env::Default();
+  ASSIGN_OR_RETURN(ClientOptions options, ClientConnectionFromFlags(env));
 
   // Validate the pipeline locally first: errors name the file, and batched() says how the
   // digest counts rows.
@@ -160,7 +159,6 @@ absl::Status Run() {
     return absl::OkStatus();
   }
 
-  ASSIGN_OR_RETURN(ClientOptions options, ClientConnectionFromFlags(env));
   options.stall_timeout_ms = absl::GetFlag(FLAGS_stall_timeout_ms);
   options.rpc_timeout_ms = absl::GetFlag(FLAGS_rpc_timeout_ms);
   options.max_outstanding_requests = absl::GetFlag(FLAGS_max_outstanding_requests);
@@ -297,7 +295,7 @@ int RunCommand(int argc, char** argv) {
       "[--consumer C --num_consumers K] [--num_worker_slots T] [--cache_policy C] [--digest_out F] "
       "[--position_file F] [--stall_timeout_ms T] [--rpc_timeout_ms T] [--max_request_bytes B] "
       "[--max_outstanding_requests N] [--noshared_memory] [--compression none|lz4|zstd] "
-      "[--step_ms T] [--plugin lib.so]");
+      "[--step_ms T] [--plugin lib.so] [--config FILE (the dispatcher, TLS and token files)]");
   absl::ParseCommandLine(argc, argv);
   const absl::Status status = Run();
   if (!status.ok()) {

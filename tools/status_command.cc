@@ -10,15 +10,17 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/client_security.h"
+#include "common/env.h"
 #include "common/grpc_status.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "ops/progress_line.h"
 #include "proto/dispatcher.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
+#include "tools/client_flags.h"
 #include "tools/commands.h"
 #include "tools/status_json.h"
-#include "tools/tls_flags.h"
 
 ABSL_FLAG(std::string, dispatcher, "", "Dispatcher address, host:port.");
 ABSL_FLAG(bool, json, false,
@@ -176,16 +178,17 @@ int PrintStatus(Dispatcher::Stub& stub, const std::string& address,
 
 int StatusCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "granary status --dispatcher HOST:PORT [--json] [--watch] (--tls_ca CA [--tls_cert C "
-      "--tls_key K] | --insecure)");
+      "granary status (--dispatcher HOST:PORT (--tls_ca CA [--tls_cert C --tls_key K] | "
+      "--insecure) | --config FILE) [--json] [--watch]");
   absl::ParseCommandLine(argc, argv);
-  const std::string address = absl::GetFlag(FLAGS_dispatcher);
-  if (address.empty()) {
-    std::fprintf(stderr, "granary status: --dispatcher is required\n");
+  const absl::StatusOr<ClientOptions> options = ClientConnectionFromFlags(Env::Default());
+  if (!options.ok()) {
+    std::fprintf(stderr, "granary status: %s\n", std::string(options.status().message()).c_str());
     return 2;
   }
+  const std::string& address = options->dispatcher_address;
   const absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      ChannelCredentialsFor(TransportSecurityFromFlags());
+      ClientChannelCredentials(*options);
   if (!credentials.ok()) {
     std::fprintf(stderr, "granary status: %s\n",
                  std::string(credentials.status().message()).c_str());

@@ -1,7 +1,7 @@
 // MemfdBacking: buffers in shared memory, for a worker whose clients run on its host (the
 // shared-memory transport, transport/shm_server.h). Each block is a memfd of its own, mapped
 // read-write here; its file descriptor is what the worker passes to a client, which maps the
-// same pages read-only. A memfd has no name in any filesystem: when the last process holding it
+// same pages copy-on-write. A memfd has no name in any filesystem: when the last process holding it
 // (a descriptor or a mapping) exits, however it exits, its memory is gone — nothing is ever left
 // behind in /dev/shm. Thread-safe.
 #ifndef GRANARY_TRANSPORT_SHM_BACKING_H_

@@ -19,7 +19,7 @@
 namespace granary {
 namespace {
 
-// A read-only mapping of a segment's first `length` bytes, unmapped (and released) when gone.
+// A private mapping of a segment's first `length` bytes, unmapped (and released) when gone.
 struct Mapping {
   void* data = nullptr;
   size_t length = 0;
@@ -144,10 +144,19 @@ absl::StatusOr<std::shared_ptr<const void>> ShmClient::Take(uint64_t segment, si
                                             " of ", reply.b, " bytes"));
   }
   const size_t length = std::max<size_t>(size, 1);
+  // Private (copy-on-write): the trainer may write into its views, and a write copies only the
+  // page it touches into the trainer's own memory; the worker's segment never changes.
   // MAP_POPULATE: the pages are there already (the worker wrote them); mapping them all at once
-  // is much cheaper than a fault per page as the trainer reads.
-  void* data = ::mmap(nullptr, length, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
-  const int error = errno;
+  // is much cheaper than a fault per page as the trainer reads. It populates a mapping that is
+  // read-only first, since populating a writable private one would copy every page; writing is
+  // allowed after.
+  void* data = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  int error = errno;
+  if (data != MAP_FAILED && ::mprotect(data, length, PROT_READ | PROT_WRITE) != 0) {
+    error = errno;
+    ::munmap(data, length);
+    data = MAP_FAILED;
+  }
   ::close(fd);
   if (data == MAP_FAILED) {
     Release(segment);

@@ -3,10 +3,11 @@
 // socket is reachable here) and the process listening there is that worker; otherwise the
 // reader uses TCP.
 //
-// Take(segment, size) maps the named segment read-only and returns an owner of the mapping: the
-// element's views point into it, and when the last copy of the owner goes (the trainer dropped
-// the element) the mapping is unmapped and the worker told that this session no longer holds
-// the segment. The owner keeps the session (this ShmClient) alive, so the worker keeps the
+// Take(segment, size) maps the named segment copy-on-write and returns an owner of the mapping:
+// the element's views point into it (the trainer may write into them; a write copies the page
+// into the trainer's own memory and never reaches the worker's segment), and when the last copy
+// of the owner goes (the trainer dropped the element) the mapping is unmapped and the worker
+// told that this session no longer holds the segment. The owner keeps the session (this ShmClient) alive, so the worker keeps the
 // segment for it; if the worker dies the mapping stays valid (the memory lives while mapped) and
 // the release is moot.
 //
@@ -55,7 +56,7 @@ class ShmClient : public std::enable_shared_from_this<ShmClient> {
   bool broken() const;
 
   // The first `size` bytes of segment `segment`, which the worker named in an answer to this
-  // session, mapped read-only; the owner keeps them mapped (and held by the worker). Unavailable
+  // session, mapped privately (writable, copy-on-write: no write reaches the segment); the owner keeps them mapped (and held by the worker). Unavailable
   // when the channel is broken, NotFound when the worker holds no such segment for us, DataLoss
   // when `size` exceeds the segment.
   absl::StatusOr<std::shared_ptr<const void>> Take(uint64_t segment, size_t size,

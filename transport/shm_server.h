@@ -1,7 +1,7 @@
 // ShmServer: the worker's end of the shared-memory transport (transport/FORMAT.md, "Shared
 // memory"). For a client on the worker's host, element images live in memfd segments
 // (shm_backing.h); the GetElements answer names an element's segment and size instead of
-// carrying its bytes, and the client maps the segment read-only and views the element there.
+// carrying its bytes, and the client maps the segment copy-on-write and views the element there.
 //
 // Walkthrough.
 //  * The worker listens on the abstract Unix socket named after a nonce it draws and its address
@@ -18,7 +18,8 @@
 //    worker's window moves on. Hold fails for a session that is gone; that element then travels
 //    over TCP.
 //  * The client asks for the segment's descriptor (kFetch), which the worker sends only for a
-//    segment the session holds (kSegment + SCM_RIGHTS), maps it read-only and hands out views.
+//    segment the session holds (kSegment + SCM_RIGHTS), maps it copy-on-write (the trainer may
+//    write into its views; the segment never changes) and hands out views.
 //  * When the client drops the element (the trainer is done with its views), it sends kRelease
 //    and the session's hold goes. When the client dies, its socket closes and every hold of its
 //    session goes with it; when the worker dies, the kernel closes everything, and the client's

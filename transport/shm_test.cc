@@ -5,12 +5,17 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -84,6 +89,63 @@ TEST_F(ShmTest, AClientMapsAHeldSegmentAndReleasesIt) {
   }
   EXPECT_EQ(server_->stats().holds, 0);
   EXPECT_EQ(pool_->stats().live_bytes, 0u) << "back in the pool for the next element";
+}
+
+// The kilobytes of the mapping that starts at `start` that are this process's own copies
+// (/proc/self/smaps, "Anonymous"); -1 when there is no such mapping.
+int64_t PrivateCopiedKb(const void* start) {
+  std::ifstream smaps("/proc/self/smaps");
+  const std::string prefix = absl::StrCat(absl::Hex(reinterpret_cast<uintptr_t>(start)), "-");
+  bool in_mapping = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (absl::StartsWith(line, prefix)) {
+      in_mapping = true;
+    } else if (in_mapping && absl::StartsWith(line, "Anonymous:")) {
+      int64_t kb = -1;
+      return absl::SimpleAtoi(absl::StripAsciiWhitespace(
+                                  absl::StripSuffix(absl::StripPrefix(line, "Anonymous:"), "kB")),
+                              &kb)
+                 ? kb
+                 : -1;
+    }
+  }
+  return -1;
+}
+
+// Issue 30: the trainer may write into what it received (PyTorch's in-place ops do). The
+// mapping is copy-on-write: nothing is copied when it is made, a write copies only the page it
+// touches, and the worker's segment — which it reuses for later elements, and other sessions
+// map — never changes.
+TEST_F(ShmTest, WritesIntoAViewStayInTheClient) {
+  auto client = ShmClient::Connect(address_, server_->nonce());
+  ASSERT_TRUE(client.ok()) << client.status();
+  BufferRef image = Image(1 << 20, 'x');
+  ASSERT_TRUE(server_->Hold((*client)->session(), image));
+  absl::string_view bytes;
+  auto owner = (*client)->Take(image->segment_id(), 1 << 20, &bytes);
+  ASSERT_TRUE(owner.ok()) << owner.status();
+  EXPECT_EQ(PrivateCopiedKb(bytes.data()), 0) << "mapping the segment copied pages";
+
+  char* view = const_cast<char*>(bytes.data());
+  view[0] = 'y';
+  view[(1 << 20) - 1] = 'z';
+  EXPECT_EQ(bytes[0], 'y');
+  EXPECT_EQ(bytes[(1 << 20) - 1], 'z');
+  EXPECT_EQ(bytes[1], 'x');
+  EXPECT_EQ(PrivateCopiedKb(bytes.data()), 2 * ::sysconf(_SC_PAGESIZE) / 1024)
+      << "a write copies the page it touches, and only that one";
+  EXPECT_EQ(image->data()[0], 'x') << "the write reached the worker's segment";
+  EXPECT_EQ(image->data()[(1 << 20) - 1], 'x') << "the write reached the worker's segment";
+
+  // Another session maps the worker's bytes, not this one's writes.
+  auto other = ShmClient::Connect(address_, server_->nonce());
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE(server_->Hold((*other)->session(), image));
+  absl::string_view other_bytes;
+  auto other_owner = (*other)->Take(image->segment_id(), 1 << 20, &other_bytes);
+  ASSERT_TRUE(other_owner.ok()) << other_owner.status();
+  EXPECT_EQ(other_bytes[0], 'x');
+  EXPECT_EQ(other_bytes[(1 << 20) - 1], 'x');
 }
 
 TEST_F(ShmTest, ASegmentTheSessionDoesNotHoldIsNotFound) {

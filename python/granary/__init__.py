@@ -112,20 +112,25 @@ class Client:
                    dataset)
 
 
-def connect(address, tls_ca=None, tls_cert=None, tls_key=None, token=None, insecure=None,
+def connect(address=None, tls_ca=None, tls_cert=None, tls_key=None, token=None, insecure=None,
             shared_memory=True, stall_timeout_ms=60000, rpc_timeout_ms=10000,
-            local_worker_flags=()):
+            local_worker_flags=(), config=None):
     """Connects to the dispatcher at `address` ("host:port").
 
     TLS (SECURITY.md): tls_ca (the cluster CA's PEM file) with tls_cert and tls_key (this
     client's certificate, naming it granary://client/<name>), or with a bearer `token`. Without
     any of them the connection is plain text (insecure=True), which a TLS cluster refuses.
+    config: a client configuration file (`granary cluster` writes <dir>/client.json; JSON with
+    "dispatcher", "tls_ca", "tls_cert", "tls_key", "token_file", "insecure") giving what the
+    keywords leave unset — then `address` may be omitted, and the keywords given override it.
     shared_memory: read elements of workers on this host through shared memory (mapped, not
     copied). local_worker_flags: more flags for the local workers of open_job(local_workers=)
     (in a TLS cluster a worker certificate; --data_roots for file sources). Raises
-    granary.Unavailable if the dispatcher does not answer."""
+    granary.Unavailable if the dispatcher does not answer, granary.FailedPrecondition or
+    granary.Unauthenticated (within a second) if its transport security does not match."""
     if insecure is None:
-        insecure = not (tls_ca or tls_cert or tls_key or token)
-    return Client(_granary.Client(address, tls_ca or "", tls_cert or "", tls_key or "",
+        # With a config file, the file says (unless TLS keywords are given).
+        insecure = config is None and not (tls_ca or tls_cert or tls_key or token)
+    return Client(_granary.Client(address or "", tls_ca or "", tls_cert or "", tls_key or "",
                                   token or "", insecure, shared_memory, stall_timeout_ms,
-                                  rpc_timeout_ms, list(local_worker_flags)))
+                                  rpc_timeout_ms, list(local_worker_flags), config or ""))

@@ -17,11 +17,10 @@ shared by name). The pipeline batches; use DataLoader(batch_size=None). num_work
 the Granary workers are the loader's workers, and the client's reader runs on its own threads.
 
 The tensors view the bytes the batch arrived in (a receive buffer, or a worker's shared-memory
-segment mapped read-only): they are valid for as long as they are referenced, but must not be
-written in place — copy first (`.clone()`, or the copy `.to(device)` makes).
+segment mapped copy-on-write): they are valid for as long as they are referenced, and may be
+written in place (`labels.add_(1)`, `images[:, 0] = 0`) — a write stays in this process and never
+reaches the worker.
 """
-
-import warnings
 
 import torch
 import torch.utils.data
@@ -29,11 +28,6 @@ import torch.utils.data
 import granary
 
 __all__ = ["GranaryIterableDataset", "as_tensors", "images_and_labels"]
-
-# The arrays are read-only views; torch.from_numpy warns about that for every new call site.
-# The docstring above says what users must know instead.
-warnings.filterwarnings("ignore", message="The given NumPy array is not writable",
-                        category=UserWarning, module=r"granary\.torch")
 
 
 def as_tensors(arrays):

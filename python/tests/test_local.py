@@ -82,7 +82,7 @@ class LocalTest(unittest.TestCase):
         values = np.concatenate([b[0] for b in batches])
         self.assertEqual(values.dtype, np.int64)
         self.assertEqual(sorted(values.tolist()), list(range(10)))
-        self.assertFalse(batches[0][0].flags.writeable)
+        self.assertTrue(batches[0][0].flags.writeable)
 
     def test_string_tensors_are_bytes(self):
         old = os.getcwd()

@@ -42,6 +42,11 @@
 
 namespace granary {
 
+// How the client library's errors name the options of ClientOptions: as its fields
+// ("ClientOptions.tls_ca_file"), as the flags of `granary run`, `status` and `precache`
+// ("--tls_ca"), or as the keywords of the Python package's granary.connect ("tls_ca").
+enum class ClientOptionNaming { kFields, kFlags, kPythonKeywords };
+
 struct ClientOptions {
   std::string dispatcher_address;
   // GetElements calls in flight at once, across the epoch's tasks.
@@ -80,6 +85,8 @@ struct ClientOptions {
   std::string granary_binary;
   std::vector<std::string> local_worker_flags;
   std::string local_worker_log_dir;
+  // What the errors call the options above (a wrapper sets the names its users know).
+  ClientOptionNaming option_naming = ClientOptionNaming::kFields;
 };
 
 // Which epochs of a job write and read the dispatcher's Put/Get cache (the dispatcher needs
@@ -230,8 +237,10 @@ class Client {
  public:
   virtual ~Client() = default;
   // Waits up to options.rpc_timeout_ms for the dispatcher to accept a connection: Unavailable
-  // naming its address if it does not; InvalidArgument for options out of range. Jobs and
-  // readers may outlive the Client.
+  // naming its address if it does not; within a second, FailedPrecondition when it speaks TLS
+  // and the options ask for plain text or the reverse, Unauthenticated when its certificate
+  // does not verify against tls_ca_file or it refuses this client's — each naming the option to
+  // change; InvalidArgument for options out of range. Jobs and readers may outlive the Client.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options);
   // Registers a pipeline; returns its dataset id. InvalidArgument names what is wrong with it
   // (params nested deeper than 16 levels are refused before anything is sent).

@@ -6,7 +6,10 @@
 // it, its worker and its connection are gone.
 //
 // Numeric values are little-endian, row-major and 64-byte aligned. Copies share the bytes
-// (copying an element copies a reference and the views, never the values). Thread-compatible.
+// (copying an element copies a reference and the views, never the values). The bytes are this
+// process's own — a shared-memory segment is mapped copy-on-write — so a caller may write into
+// them (the Python binding's arrays are writable): nothing else reads them after delivery, and
+// no write reaches a worker. Thread-compatible.
 #ifndef GRANARY_CLIENT_INCLUDE_GRANARY_RECEIVED_ELEMENT_H_
 #define GRANARY_CLIENT_INCLUDE_GRANARY_RECEIVED_ELEMENT_H_
 
