@@ -75,26 +75,45 @@ std::shared_ptr<grpc::Channel> Connection::WorkerChannel(const std::string& addr
 std::shared_ptr<ShmClient> Connection::WorkerShm(const std::string& address,
                                                  const std::string& shm_nonce) {
   if (!options_.shared_memory || shm_nonce.empty()) return nullptr;
-  absl::MutexLock lock(&mu_);
-  WorkerShmChannel& shm = shm_[address];
-  if (shm.nonce != shm_nonce || shm.client == nullptr || shm.client->broken()) {
+  const std::string socket = ShmSocketName(address, shm_nonce);
+  {
+    absl::MutexLock lock(&mu_);
+    WorkerShmChannel& shm = shm_[address];
+    if (shm.nonce == shm_nonce && shm.client != nullptr && !shm.client->broken()) {
+      return shm.client;
+    }
+    if (shm.connecting) return nullptr;  // TCP until that caller is done
     shm.nonce = shm_nonce;
     shm.client = nullptr;
-    const std::string socket = ShmSocketName(address, shm_nonce);
-    if (shm_refused_.count(socket) != 0) return nullptr;
-    absl::StatusOr<std::shared_ptr<ShmClient>> connected = ShmClient::Connect(address, shm_nonce);
-    if (connected.ok()) {
-      shm.client = *std::move(connected);
-    } else if (!absl::IsUnavailable(connected.status())) {
-      // Unavailable: the worker is elsewhere (no such socket here) or refused this user, and
-      // says so at once: cheap to ask again. Anything else is a listener that is not the
-      // worker; asking again would wait for it again.
-      LOG(WARNING) << "reading from worker " << address << " over TCP, not through " << socket
-                   << ": " << connected.status();
-      shm_refused_.insert(socket);
+    auto refused = shm_refused_.find(socket);
+    if (refused != shm_refused_.end()) {
+      if (env_->NowMicros() < refused->second) return nullptr;
+      shm_refused_.erase(refused);
     }
+    shm.connecting = true;
   }
-  return shm.client;
+  // Without mu_: Connect may wait up to its hello timeout, and every reader takes mu_.
+  absl::StatusOr<std::shared_ptr<ShmClient>> connected = ShmClient::Connect(address, shm_nonce);
+  absl::MutexLock lock(&mu_);
+  WorkerShmChannel& shm = shm_[address];
+  shm.connecting = false;
+  if (connected.ok()) {
+    shm.client = *std::move(connected);
+    return shm.client;
+  }
+  // Unavailable: the worker is elsewhere (no such socket here), refused this user or accepts
+  // nothing now, and says so at once: cheap to ask again. A silent listener may be a squatter
+  // or a worker too busy to answer: asked again after a while. Anything else is a listener
+  // that is not the worker.
+  if (absl::IsUnavailable(connected.status())) return nullptr;
+  const bool silent = absl::IsDeadlineExceeded(connected.status());
+  shm_refused_[socket] = silent ? env_->NowMicros() + kShmRetryAfterSilenceMicros : UINT64_MAX;
+  LOG(WARNING) << "reading from worker " << address << " over TCP, not through " << socket << ": "
+               << connected.status()
+               << (silent ? absl::StrCat("; trying it again in ",
+                                         kShmRetryAfterSilenceMicros / 1'000'000, " s")
+                          : "; not trying it again");
+  return nullptr;
 }
 
 std::unique_ptr<grpc::ClientContext> Connection::DispatcherContext() const {

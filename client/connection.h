@@ -3,10 +3,10 @@
 #ifndef GRANARY_CLIENT_CONNECTION_H_
 #define GRANARY_CLIENT_CONNECTION_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -53,10 +53,17 @@ class Connection {
   // The shared-memory channel to the worker at `address`, whose socket nonce is `shm_nonce`
   // (TaskInfo.worker_shm_nonce), when options.shared_memory is set and the worker serves one on
   // this host; null otherwise (read it over TCP). Kept while it works; a broken one (the worker
-  // restarted) or one of another nonce is replaced by a new connection. A socket whose
-  // listener fails ShmClient::Connect's checks (not the worker, or silent) is logged as a
-  // warning naming it and not tried again: the worker is read over TCP.
+  // restarted) or one of another nonce is replaced by a new connection. Connecting runs
+  // without the Connection's lock, one caller per address at a time: while one connects (up to
+  // ShmClient::kHelloTimeout), the others get null and read over TCP. A socket whose listener
+  // fails ShmClient::Connect's checks is logged as a warning naming it, and the worker is read
+  // over TCP: for good when the listener is not the worker (PermissionDenied, DataLoss); for
+  // kShmRetryAfterSilenceMicros when it sent no hello in time (a squatter, or a worker too busy to
+  // answer), after which it is tried again.
   std::shared_ptr<ShmClient> WorkerShm(const std::string& address, const std::string& shm_nonce);
+
+  // How long (on env()'s clock) a socket whose listener sent no hello in time is left alone.
+  static constexpr uint64_t kShmRetryAfterSilenceMicros = 30'000'000;
 
   // A context for a dispatcher call: deadline rpc_timeout_ms, and wait_for_ready so that a
   // call made while the dispatcher restarts waits for it (up to the deadline) instead of
@@ -87,11 +94,14 @@ class Connection {
   struct WorkerShmChannel {
     std::string nonce;
     std::shared_ptr<ShmClient> client;
+    // A WorkerShm call is connecting to `nonce`'s socket, without mu_.
+    bool connecting = false;
   };
   // By worker address.
   std::map<std::string, WorkerShmChannel> shm_ ABSL_GUARDED_BY(mu_);
-  // Sockets (ShmSocketName) whose listener is not their worker.
-  std::set<std::string> shm_refused_ ABSL_GUARDED_BY(mu_);
+  // Sockets (ShmSocketName) whose listener failed ShmClient::Connect's checks, and the time
+  // (env_'s micros) from which each may be tried again; UINT64_MAX: never.
+  std::map<std::string, uint64_t> shm_refused_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace granary

@@ -6,11 +6,15 @@
 // A fake worker serves, for every task the dispatcher assigns it, kElements elements whose
 // single int64 scalar is task_id * 1000000 + index, so the test can check that each (task,
 // index) reached the trainer exactly once and in index order per task.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -20,11 +24,11 @@
 #include "client/connection.h"
 #include "client/epoch_reader.h"
 #include "client/position.h"
+#include "common/failpoint.h"
 #include "common/hash.h"
 #include "common/manual_clock_env.h"
 #include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
-#include "common/failpoint.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
 #include "grpcpp/create_channel.h"
@@ -35,6 +39,8 @@
 #include "gtest/gtest.h"
 #include "proto/dispatcher.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
+#include "transport/shm_protocol.h"
+#include "transport/shm_test_util.h"
 
 namespace granary {
 namespace {
@@ -584,6 +590,71 @@ TEST_F(ClientReaderTest, StallTimeoutRunsOnTheEnvClock) {
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   EXPECT_THAT(status.message(), HasSubstr("no worker answered for 3600000 ms"));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// The connection a Client, its Jobs and readers share, with shared memory on, on `clock`.
+std::shared_ptr<Connection> OpenShmConnection(const std::string& dispatcher_address, Env* clock) {
+  ClientOptions options;
+  options.dispatcher_address = dispatcher_address;
+  options.insecure = true;
+  options.shared_memory = true;
+  auto connection = Connection::Open(options, clock);
+  EXPECT_TRUE(connection.ok()) << connection.status();
+  return connection.ok() ? *std::move(connection) : nullptr;
+}
+
+// While one reader waits up to the hello timeout on a worker's shared-memory socket whose
+// listener is silent, the other readers of the connection go on: its channels are handed out,
+// and the same worker is read over TCP meanwhile.
+TEST_F(ClientReaderTest, ConnectingToASilentShmSocketBlocksNoOtherCaller) {
+  std::shared_ptr<Connection> connection = OpenShmConnection(dispatcher_.address(), Env::Default());
+  ASSERT_NE(connection, nullptr);
+  const std::string address = absl::StrCat("127.0.0.1:silent-shm-", ::getpid());
+  const std::string nonce = "000000005113e700";
+  testing::ShmSquatter silent(ShmSocketName(address, nonce).substr(1), std::nullopt);
+  ASSERT_TRUE(silent.bound());
+  std::shared_ptr<ShmClient> first;
+  std::thread connecting([&] { first = connection->WorkerShm(address, nonce); });
+  // Accepted: the first caller now waits for a hello that never comes.
+  while (silent.connections() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(connection->WorkerChannel("127.0.0.1:1"), nullptr);
+  EXPECT_EQ(connection->WorkerShm(address, nonce), nullptr);
+  const int64_t took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+  connecting.join();
+  EXPECT_LT(took_ms, 500) << "the other callers waited " << took_ms << " ms for the connect";
+  EXPECT_EQ(first, nullptr);
+  EXPECT_EQ(silent.connections(), 1) << "a second caller connected to the silent socket too";
+}
+
+// A listener that sent no hello in time may have been the worker, too busy to answer: its
+// socket is left alone for a while (the worker is read over TCP), then tried again.
+TEST_F(ClientReaderTest, ASilentShmSocketIsTriedAgainLater) {
+  ManualClockEnv clock(Env::Default());
+  std::shared_ptr<Connection> connection = OpenShmConnection(dispatcher_.address(), &clock);
+  ASSERT_NE(connection, nullptr);
+  const std::string address = absl::StrCat("127.0.0.1:busy-shm-", ::getpid());
+  const std::string nonce = "00000000b0500000";
+  const std::string name = ShmSocketName(address, nonce).substr(1);
+  auto busy = std::make_unique<testing::ShmSquatter>(name, std::nullopt);
+  ASSERT_TRUE(busy->bound());
+  EXPECT_EQ(connection->WorkerShm(address, nonce), nullptr);
+  EXPECT_EQ(busy->connections(), 1);
+  busy.reset();
+  ShmMessage hello;
+  hello.type = ShmMessage::kHello;
+  hello.a = 9;
+  hello.b = static_cast<uint64_t>(::getpid());
+  testing::ShmSquatter answering(name, hello);
+  ASSERT_TRUE(answering.bound());
+  EXPECT_EQ(connection->WorkerShm(address, nonce), nullptr);
+  EXPECT_EQ(answering.connections(), 0) << "tried again before the back-off passed";
+  clock.AdvanceMicros(Connection::kShmRetryAfterSilenceMicros);
+  std::shared_ptr<ShmClient> shm = connection->WorkerShm(address, nonce);
+  ASSERT_NE(shm, nullptr) << "not tried again after the back-off";
+  EXPECT_EQ(shm->session(), 9u);
 }
 
 TEST_F(ClientReaderTest, DestructorCancelsCallsInFlight) {

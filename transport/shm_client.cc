@@ -1,13 +1,13 @@
 #include "transport/shm_client.h"
 
+#include <fcntl.h>
 #include <poll.h>
-
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <functional>
 
@@ -35,7 +35,9 @@ struct Mapping {
 absl::StatusOr<std::shared_ptr<ShmClient>> ShmClient::Connect(const std::string& worker_address,
                                                               const std::string& nonce,
                                                               absl::Duration hello_timeout) {
-  const int socket = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  // Non-blocking for connect(): a Unix-socket connect to a listener whose backlog is full
+  // would otherwise wait, with no time limit, for it to accept (Greet).
+  const int socket = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (socket < 0) {
     return absl::UnavailableError(
         absl::StrCat("shared-memory transport: socket: ", std::strerror(errno)));
@@ -54,9 +56,21 @@ absl::StatusOr<uint64_t> ShmClient::Greet(int socket, const std::string& worker_
                                           const std::string& nonce, absl::Duration hello_timeout) {
   socklen_t length;
   const sockaddr_un address = ShmSocketAddress(worker_address, nonce, &length);
+  // On a non-blocking Unix socket connect() never waits: it connects at once or fails, EAGAIN
+  // when the listener's backlog is full.
   if (::connect(socket, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
+    if (errno == EAGAIN) {
+      return absl::UnavailableError(
+          "the listener's backlog is full: it accepts no connections now");
+    }
     return absl::UnavailableError(
         absl::StrCat("nothing listens there on this host: ", std::strerror(errno)));
+  }
+  // Blocking from here on: the hello wait below is bounded by poll, and Take's exchanges wait
+  // for the worker's answers.
+  const int flags = ::fcntl(socket, F_GETFL);
+  if (flags < 0 || ::fcntl(socket, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return absl::UnavailableError(absl::StrCat("fcntl: ", std::strerror(errno)));
   }
   // The listener's credentials, as of its listen(): whoever bound the name.
   ucred peer{};

@@ -36,12 +36,13 @@ class ShmClient : public std::enable_shared_from_this<ShmClient> {
   // Connects to the socket of the worker at `worker_address` that drew `nonce`
   // (TaskInfo.worker_shm_nonce) and takes the session its hello names. The process listening
   // there must run as this process' user or root and be the process the hello names (by
-  // SO_PEERCRED): the socket's name may have been bound by another local process. Errors, each
-  // naming the socket: Unavailable when nothing listens under that name here (the worker runs
-  // elsewhere or serves no shared memory) or the listener closed the connection (the worker
-  // refused this user); PermissionDenied when the listener is not the worker (another user,
-  // or a hello naming another pid); DeadlineExceeded when no hello came within
-  // `hello_timeout`; DataLoss for a malformed hello.
+  // SO_PEERCRED): the socket's name may have been bound by another local process. Never waits
+  // longer than `hello_timeout` (connect() does not block). Errors, each naming the socket:
+  // Unavailable when nothing listens under that name here (the worker runs elsewhere or serves
+  // no shared memory), the listener's backlog is full (it accepts nothing), or the listener
+  // closed the connection (the worker refused this user); PermissionDenied when the listener is
+  // not the worker (another user, or a hello naming another pid); DeadlineExceeded when no
+  // hello came within `hello_timeout`; DataLoss for a malformed hello.
   static absl::StatusOr<std::shared_ptr<ShmClient>> Connect(
       const std::string& worker_address, const std::string& nonce,
       absl::Duration hello_timeout = kHelloTimeout);

@@ -23,13 +23,18 @@ std::string AbstractName(const std::string& worker_address, const std::string& n
 
 }  // namespace
 
-std::string NewShmNonce() {
+absl::StatusOr<std::string> NewShmNonce() {
   uint64_t random = 0;
   size_t filled = 0;
   while (filled < sizeof(random)) {
     const ssize_t n =
         ::getrandom(reinterpret_cast<char*>(&random) + filled, sizeof(random) - filled, 0);
-    if (n > 0) filled += static_cast<size_t>(n);
+    if (n > 0) {
+      filled += static_cast<size_t>(n);
+    } else if (n < 0 && errno != EINTR) {
+      return absl::UnavailableError(absl::StrCat(
+          "shared-memory transport: drawing the socket nonce: getrandom: ", std::strerror(errno)));
+    }
   }
   return absl::StrFormat("%016x", random);
 }

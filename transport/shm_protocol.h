@@ -22,6 +22,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace granary {
 
@@ -40,8 +41,9 @@ struct ShmMessage {
 };
 
 // A fresh nonce for a worker's socket name: 16 lowercase hex digits from the system's random
-// source (getrandom).
-std::string NewShmNonce();
+// source (getrandom). Unavailable naming getrandom and its errno when that source fails (e.g.
+// ENOSYS on a kernel without it): the worker then serves no shared memory.
+absl::StatusOr<std::string> NewShmNonce();
 
 // The abstract socket name of the worker at `worker_address` (host:port as it registers) that
 // drew `nonce`, "granary-shm:<nonce>:<worker_address>", cut to what a socket address holds

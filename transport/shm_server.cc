@@ -11,18 +11,19 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "glog/logging.h"
 #include "transport/shm_protocol.h"
 
 namespace granary {
 
 absl::StatusOr<std::unique_ptr<ShmServer>> ShmServer::Start(const std::string& worker_address) {
+  ASSIGN_OR_RETURN(std::string nonce, NewShmNonce());
   const int listener = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (listener < 0) {
     return absl::UnavailableError(
         absl::StrCat("shared-memory transport: socket: ", std::strerror(errno)));
   }
-  std::string nonce = NewShmNonce();
   socklen_t length;
   const sockaddr_un address = ShmSocketAddress(worker_address, nonce, &length);
   if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), length) != 0 ||

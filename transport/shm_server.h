@@ -46,7 +46,8 @@ namespace granary {
 class ShmServer {
  public:
   // Listens for clients of the worker at `worker_address`, under a fresh nonce (nonce()).
-  // Unavailable naming the socket when it cannot (Unix sockets are unavailable).
+  // Unavailable naming the socket when it cannot (Unix sockets are unavailable), or naming
+  // getrandom when no nonce can be drawn (NewShmNonce).
   static absl::StatusOr<std::unique_ptr<ShmServer>> Start(const std::string& worker_address);
   // Closes every session (their holds go) and stops serving.
   ~ShmServer();

@@ -1,9 +1,15 @@
 // The shared-memory transport's two ends in one process: a worker's pool of memfd segments and
 // its ShmServer, and a client's ShmClient.
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -16,6 +22,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -297,6 +304,86 @@ TEST(ShmConnectTest, AListenerThatNeverSaysHelloTimesOut) {
   EXPECT_THAT(client.status().message(), HasSubstr("sent no hello within 1s"));
   EXPECT_GE(waited, ShmClient::kHelloTimeout);
   EXPECT_LT(waited, absl::Seconds(5)) << "the client waited for the hello far past its timeout";
+}
+
+// A listener whose backlog is full (a local process bound a dead worker's name with
+// listen(fd, 0), connected once itself and never accepts) would keep a blocking connect()
+// waiting forever; the client's fails at once, naming the socket.
+TEST(ShmConnectTest, AListenerWithAFullBacklogFailsAtOnce) {
+  const std::string address = Address();
+  const std::string nonce = "00000000f0110f11";
+  socklen_t length;
+  const sockaddr_un name = ShmSocketAddress(address, nonce, &length);
+  const sockaddr* name_address = reinterpret_cast<const sockaddr*>(&name);
+  const int listener = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::bind(listener, name_address, length), 0) << std::strerror(errno);
+  ASSERT_EQ(::listen(listener, 0), 0) << std::strerror(errno);
+  const int filler = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  ASSERT_EQ(::connect(filler, name_address, length), 0) << std::strerror(errno);
+  const int probe = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  ASSERT_NE(::connect(probe, name_address, length), 0) << "the backlog is not full";
+  ASSERT_EQ(errno, EAGAIN) << std::strerror(errno);
+  ::close(probe);
+
+  absl::Notification done;
+  absl::StatusOr<std::shared_ptr<ShmClient>> client;
+  absl::Duration waited;
+  std::thread connecting([&] {
+    const absl::Time start = absl::Now();
+    client = ShmClient::Connect(address, nonce);
+    waited = absl::Now() - start;
+    done.Notify();
+  });
+  // The watchdog: closing the listener wakes a connect() waiting on its backlog.
+  const bool returned = done.WaitForNotificationWithTimeout(absl::Seconds(5));
+  ::close(listener);
+  connecting.join();
+  ::close(filler);
+  ASSERT_TRUE(returned) << "Connect still waited on the full backlog after 5 s";
+  EXPECT_TRUE(absl::IsUnavailable(client.status())) << client.status();
+  EXPECT_THAT(client.status().message(),
+              HasSubstr(absl::StrCat("shared-memory socket ", ShmSocketName(address, nonce),
+                                     " of worker ", address, ": the listener's backlog is full")));
+  EXPECT_LT(waited, absl::Seconds(2));
+}
+
+// A failing random source (here a seccomp filter makes getrandom fail ENOSYS, as on a kernel
+// without it) is an error naming it, not an endless loop; the worker then serves no shared
+// memory. In a child process, which the filter stays confined to.
+TEST(ShmNonceTest, AFailingRandomSourceIsAnError) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0) << std::strerror(errno);
+  if (child == 0) {
+    ::alarm(5);  // ends a NewShmNonce that loops
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_getrandom, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{sizeof(filter) / sizeof(filter[0]), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+      ::_exit(10);
+    }
+    const absl::StatusOr<std::string> nonce = NewShmNonce();
+    if (nonce.ok()) ::_exit(11);
+    if (!absl::IsUnavailable(nonce.status()) ||
+        !absl::StrContains(nonce.status().message(), "getrandom: Function not implemented")) {
+      ::_exit(12);
+    }
+    const auto server = ShmServer::Start(Address());
+    ::_exit(server.ok() ? 13 : absl::StrContains(server.status().message(), "getrandom") ? 0 : 14);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_FALSE(WIFSIGNALED(status))
+      << "NewShmNonce looped until the alarm (signal " << WTERMSIG(status) << ")";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "10: no seccomp filter; 11: a nonce without getrandom; 12: NewShmNonce's error does "
+         "not name getrandom's ENOSYS; 13: ShmServer::Start succeeded; 14: its error does not "
+         "name getrandom";
 }
 
 // Issue 30: the hello must name the process that listens (SO_PEERCRED); one naming another

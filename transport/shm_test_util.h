@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <fstream>
@@ -73,6 +74,8 @@ class ShmSquatter {
   ShmSquatter& operator=(const ShmSquatter&) = delete;
 
   bool bound() const { return bound_; }
+  // How many connections it has accepted.
+  int connections() const { return connections_.load(); }
 
  private:
   void Accept() {
@@ -80,6 +83,7 @@ class ShmSquatter {
       const int s = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
       if (s < 0) return;
       accepted_.push_back(s);
+      ++connections_;
       if (hello_.has_value()) (void)SendShmMessage(s, *hello_);
     }
   }
@@ -88,6 +92,7 @@ class ShmSquatter {
   int listener_ = -1;
   bool bound_ = false;
   std::vector<int> accepted_;  // Accept() only, then the destructor after joining it
+  std::atomic<int> connections_{0};
   std::thread thread_;
 };
 
