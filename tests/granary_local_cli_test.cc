@@ -178,8 +178,10 @@ TEST_F(LocalCliTest, AnotherCommandsFlagIsRefusedByName) {
   // --help lists the command's own flags (Abseil's listed none).
   const auto help = RunCommand(absl::StrCat(GRANARY_BINARY, " status --help"));
   EXPECT_EQ(help.exit_code, 0) << help.output;
-  EXPECT_THAT(help.output, HasSubstr("flags of granary status:\n  --dispatcher (Dispatcher "
-                                     "address, host:port.); default: ;\n"));
+  EXPECT_THAT(help.output, HasSubstr("flags of granary status:\n  --config (A client "
+                                     "configuration file"));
+  EXPECT_THAT(help.output,
+              HasSubstr("\n  --dispatcher (Dispatcher address, host:port.); default: ;\n"));
   EXPECT_THAT(help.output, ::testing::Not(HasSubstr("--journal_dir")));
 }
 
