@@ -712,6 +712,55 @@ TEST_F(TlsClusterTest, AReadersListCannotPullAClientIntoAnothersJob) {
               HasSubstr("job owner 'mallory' given without a job name"));
 }
 
+// The same from the command line: `granary run --job_name --job_owner` reads the job its
+// owner shared, `granary scale --job --job_owner` scales it; a client not among its readers
+// gets neither.
+TEST_F(TlsClusterTest, GranaryRunAndScaleOpenASharedJobByItsOwner) {
+  const std::string pipeline_file = dir_.Join("pipeline.json");
+  const char kPipeline[] = R"({"source": {"type": "range", "params": {"stop": 100}},
+                               "ops": [{"op": "batch", "params": {"batch_size": 10}}]})";
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), pipeline_file, kPipeline, false).ok());
+  const absl::StatusOr<PipelineDef> def = ParsePipelineJson(kPipeline, "test");
+  ASSERT_TRUE(def.ok()) << def.status();
+  auto alice = Connect(ClientCertificate("alice"));
+  auto dataset = alice->RegisterPipeline(*def);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  auto job = alice->OpenJob(*dataset, {.name = "shared", .readers = {"bob"}});
+  ASSERT_TRUE(job.ok()) << job.status();
+
+  // `granary <command>` as `client`, with the cluster's CA and the client's certificate.
+  const auto granary = [&](const std::string& client, std::vector<std::string> args,
+                           std::string* output) {
+    const TransportSecurity security = ClientCertificate(client);
+    std::vector<std::string> argv = {GRANARY_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(),
+                {"--dispatcher=" + cluster_->dispatcher_address(), "--tls_ca=" + security.ca_file,
+                 "--tls_cert=" + security.cert_file, "--tls_key=" + security.key_file});
+    Subprocess process(argv, Subprocess::Stderr::kMergeIntoStdout);
+    *output = process.ReadAll(std::chrono::seconds(60));
+    return process.Wait();
+  };
+  const std::vector<std::string> run = {"run", "--pipeline=" + pipeline_file, "--epochs=1",
+                                        "--job_name=shared", "--job_owner=alice"};
+  const std::vector<std::string> scale = {"scale", "--job=shared", "--job_owner=alice",
+                                          "--workers=2"};
+  std::string output;
+  EXPECT_NE(granary("carol", run, &output), 0) << output;
+  EXPECT_THAT(output, HasSubstr("client 'carol' is not among its readers"));
+  EXPECT_NE(granary("carol", scale, &output), 0) << output;
+  EXPECT_THAT(output, HasSubstr("client 'carol' is not among its readers"));
+  ASSERT_EQ(granary("bob", run, &output), 0) << output;
+  ASSERT_EQ(granary("bob", scale, &output), 0) << output;
+
+  GetStatusResponse state;
+  ASSERT_TRUE(cluster_->dispatcher().GetStatus(testing::RpcContext().get(), {}, &state).ok());
+  ASSERT_EQ(state.state().jobs_size(), 1) << "no job was created for Bob or Carol";
+  EXPECT_EQ(state.state().jobs(0).job_id(), (*job)->job_id());
+  EXPECT_EQ(state.state().jobs(0).epochs_started(), 1) << "Bob read Alice's epoch 0";
+  EXPECT_EQ(state.state().jobs(0).scaling_steps(), 1) << "Bob scaled Alice's job";
+}
+
 TEST_F(TlsClusterTest, AnUnknownTokenIsUnauthenticated) {
   auto client = Client::Connect({.dispatcher_address = cluster_->dispatcher_address(),
                                  .rpc_timeout_ms = 2000,
