@@ -180,6 +180,7 @@ class ClientImpl final : public Client {
     GetOrCreateJobRequest request;
     request.set_dataset_id(dataset_id);
     request.set_name(spec.name);
+    request.set_owner(spec.owner);
     request.mutable_options()->set_seed(spec.seed);
     request.mutable_options()->set_num_consumers(spec.num_consumers);
     request.mutable_options()->set_num_worker_slots(spec.num_worker_slots);
@@ -209,9 +210,11 @@ class ClientImpl final : public Client {
       return connection_->dispatcher().GetOrCreateJob(context, request, &response);
     });
     if (!rpc.ok()) {
-      return Annotate(FromGrpcStatus(rpc), spec.name.empty()
-                                               ? std::string("opening a job")
-                                               : absl::StrCat("opening job '", spec.name, "'"));
+      return Annotate(FromGrpcStatus(rpc), spec.name.empty() ? std::string("opening a job")
+                                           : spec.owner.empty()
+                                               ? absl::StrCat("opening job '", spec.name, "'")
+                                               : absl::StrCat("opening job '", spec.name,
+                                                              "' of owner '", spec.owner, "'"));
     }
     return response;
   }

@@ -375,6 +375,11 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
   // always applies.
   RETURN_IF_ERROR(ValidateJobOptions(request.options()));
   RETURN_IF_ERROR(ValidateName("job name", request.name()));
+  RETURN_IF_ERROR(ValidateName("job owner", request.owner()));
+  if (request.name().empty() && !request.owner().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job owner '", request.owner(), "' given without a job name"));
+  }
   RETURN_IF_ERROR(ValidateName("dataset id", request.dataset_id()));
   {
     absl::MutexLock lock(&mu_);
@@ -384,7 +389,7 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
           absl::StrCat("no dataset ", request.dataset_id(), " (register the pipeline first)"));
     }
     if (!request.name().empty()) {
-      ASSIGN_OR_RETURN(const JobState* job, FindNamedJob(request.name(), caller));
+      ASSIGN_OR_RETURN(const JobState* job, FindNamedJob(request.name(), request.owner(), caller));
       if (job != nullptr) return answer_existing(*job);
     }
     RETURN_IF_ERROR(CheckClientLimits(caller, request.options()));
@@ -418,20 +423,15 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
 }
 
 absl::StatusOr<const JobState*> DispatcherImpl::FindNamedJob(const std::string& name,
+                                                             const std::string& owner,
                                                              const Caller& caller) const {
-  if (const JobState* own = state_.FindJobByName(caller.owner(), name)) return own;
-  std::vector<const JobState*> shared;
-  for (const JobState* job : state_.FindJobsByName(name)) {
-    if (CheckJobAccess(*job, caller).ok()) shared.push_back(job);
+  if (owner.empty() || owner == caller.owner()) return state_.FindJobByName(caller.owner(), name);
+  const JobState* job = state_.FindJobByName(owner, name);
+  if (job == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no job '", name, "' of owner '", owner, "'"));
   }
-  if (shared.size() > 1) {
-    std::vector<std::string> owners;
-    for (const JobState* job : shared) owners.push_back(absl::StrCat("'", job->owner(), "'"));
-    return absl::FailedPreconditionError(
-        absl::StrCat("several jobs named '", name, "' may be read by client '", caller.client,
-                     "' (of owners ", absl::StrJoin(owners, ", "), "): open one by its job id"));
-  }
-  return shared.empty() ? nullptr : shared.front();
+  RETURN_IF_ERROR(CheckJobAccess(*job, caller));
+  return job;
 }
 
 absl::Status DispatcherImpl::CheckClientLimits(const Caller& caller,
@@ -783,7 +783,7 @@ absl::Status DispatcherImpl::ScaleJob(const ScaleJobRequest& request, ScaleJobRe
     if (request.job_id() != 0) {
       job = state_.FindJob(request.job_id());
     } else {
-      ASSIGN_OR_RETURN(job, FindNamedJob(request.job_name(), caller));
+      ASSIGN_OR_RETURN(job, FindNamedJob(request.job_name(), request.job_owner(), caller));
     }
     if (job == nullptr) {
       return absl::NotFoundError(request.job_id() != 0

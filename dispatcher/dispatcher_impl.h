@@ -267,11 +267,14 @@ class DispatcherImpl {
   // address by a worker that is live at `now` (RegisterWorker); else OK.
   absl::Status RefuseDuplicateWorker(const RegisterWorkerRequest& request, uint64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The job named `name` that `caller` means: its own of that name (names are per owner), else
-  // the one other owner's job of that name `caller` may access (CheckJobAccess: its ACL names
-  // the caller, or it has no owner); nullptr when there is none. FailedPrecondition naming the
-  // owners when several such jobs are.
-  absl::StatusOr<const JobState*> FindNamedJob(const std::string& name, const Caller& caller) const
+  // The job named `name` that `caller` means (names are per owner). With `owner` empty or the
+  // caller's own: the caller's own job of that name, or nullptr when it has none (an
+  // unauthenticated caller's own jobs are the unowned ones). With another owner: that owner's
+  // job of that name — NotFound naming name and owner when it has none, PermissionDenied
+  // (CheckJobAccess) unless its ACL names the caller. A name never resolves to another owner's
+  // job unless the caller names that owner, so no ACL can put a job in another's namespace.
+  absl::StatusOr<const JobState*> FindNamedJob(const std::string& name, const std::string& owner,
+                                               const Caller& caller) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records that a client asked about `job_id` now (last_active_).
   void MarkActive(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

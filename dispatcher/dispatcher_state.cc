@@ -579,15 +579,6 @@ const JobState* DispatcherState::FindJobByName(const std::string& owner,
   return it == job_ids_by_name_.end() ? nullptr : FindJob(it->second);
 }
 
-std::vector<const JobState*> DispatcherState::FindJobsByName(const std::string& name) const {
-  std::vector<const JobState*> jobs;
-  for (auto it = job_ids_by_name_.lower_bound({name, ""});
-       it != job_ids_by_name_.end() && it->first.first == name; ++it) {
-    jobs.push_back(FindJob(it->second));
-  }
-  return jobs;
-}
-
 const EpochState* DispatcherState::FindEpoch(int64_t job_id, int64_t epoch) const {
   auto it = epochs_.find({job_id, epoch});
   return it == epochs_.end() ? nullptr : &it->second;

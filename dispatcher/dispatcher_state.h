@@ -59,9 +59,8 @@ class DispatcherState {
   const DatasetState* FindDataset(const std::string& dataset_id) const;
   const JobState* FindJob(int64_t job_id) const;
   // Job names are per owner (JobState.owner; "" for unowned jobs): two clients may each have a
-  // job called "train". The job `owner` named `name`, and every owner's job named `name`.
+  // job called "train". The job `owner` named `name`.
   const JobState* FindJobByName(const std::string& owner, const std::string& name) const;
-  std::vector<const JobState*> FindJobsByName(const std::string& name) const;
   const EpochState* FindEpoch(int64_t job_id, int64_t epoch) const;
   const TaskState* FindTask(int64_t task_id) const;
   const WorkerState* FindWorker(const std::string& worker_id) const;

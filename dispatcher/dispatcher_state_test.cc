@@ -247,14 +247,19 @@ TEST_F(DispatcherStateTest, JobNamesArePerOwnerAndSurviveASnapshot) {
   EXPECT_EQ(state_.FindJobByName("alice", "train")->owner(), "alice");
   EXPECT_EQ(state_.FindJobByName("mallory", "train")->job_id(), 1);
   EXPECT_EQ(state_.FindJobByName("bob", "train"), nullptr);
-  EXPECT_EQ(state_.FindJobsByName("train").size(), 3u);
-  EXPECT_TRUE(state_.FindJobsByName("other").empty());
+  ASSERT_NE(state_.FindJobByName("", "train"), nullptr);
+  EXPECT_EQ(state_.FindJobByName("", "train")->job_id(), 3);
+  EXPECT_EQ(state_.FindJobByName("alice", "other"), nullptr);
 
   auto copy = DispatcherState::FromProto(state_.ToProto());
   ASSERT_TRUE(copy.ok()) << copy.status();
   EXPECT_EQ(copy->FindJobByName("alice", "train")->job_id(),
             state_.FindJobByName("alice", "train")->job_id());
-  EXPECT_EQ(copy->FindJobsByName("train").size(), 3u);
+  for (const std::string owner : {"mallory", "alice", ""}) {
+    ASSERT_NE(copy->FindJobByName(owner, "train"), nullptr) << "owner '" << owner << "'";
+    EXPECT_EQ(copy->FindJobByName(owner, "train")->job_id(),
+              state_.FindJobByName(owner, "train")->job_id());
+  }
 }
 
 TEST_F(DispatcherStateTest, TheWorkerIndexFollowsAssignmentFinishingAndLoss) {

@@ -255,9 +255,10 @@ void RegisterClientBindings(py::module_& m) {
              uint64_t seed, int32_t num_consumers, int32_t num_worker_slots, int64_t num_epochs,
              const std::string& cache_policy, const std::string& compression,
              std::vector<std::string> readers, const std::string& autoscale, int32_t local_workers,
-             const std::string& placement) {
+             const std::string& placement, const std::string& owner) {
             JobSpec spec;
             spec.name = name;
+            spec.owner = owner;
             spec.seed = seed;
             spec.num_consumers = num_consumers;
             spec.num_worker_slots = num_worker_slots;
@@ -287,7 +288,7 @@ void RegisterClientBindings(py::module_& m) {
           "dataset_id"_a, "name"_a = "", "seed"_a = 0, "num_consumers"_a = 1,
           "num_worker_slots"_a = 0, "num_epochs"_a = 0, "cache_policy"_a = "compute",
           "compression"_a = "none", "readers"_a = std::vector<std::string>(),
-          "autoscale"_a = "none", "local_workers"_a = 0, "placement"_a = "static");
+          "autoscale"_a = "none", "local_workers"_a = 0, "placement"_a = "static", "owner"_a = "");
 }
 
 }  // namespace granary::python

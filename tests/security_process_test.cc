@@ -561,10 +561,19 @@ TEST_F(TlsClusterTest, OnlyAJobsOwnerAndItsReadersMayOpenStartOrHeartbeatIt) {
     EXPECT_EQ(j.scaling_steps(), j.owner() == "mallory" ? 1 : 0) << j.ShortDebugString();
   }
 
-  // Bob is a reader; Alice by token is Alice.
+  // Naming Alice as the owner does not let her in either, by name nor to scale.
+  const auto named_alice =
+      mallories.front()->OpenJob(*dataset, {.name = "alice-job", .owner = "alice"});
+  EXPECT_TRUE(absl::IsPermissionDenied(named_alice.status())) << named_alice.status();
+  scale.set_job_owner("alice");
+  EXPECT_EQ(raw->ScaleJob(testing::RpcContext().get(), scale, &scaled).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  // Bob is a reader, and opens Alice's job by saying it is hers; Alice by token is Alice.
   auto bob = Connect(ClientCertificate("bob"));
-  auto bobs = bob->OpenJob(*dataset, {.name = "alice-job"});
+  auto bobs = bob->OpenJob(*dataset, {.name = "alice-job", .owner = "alice"});
   ASSERT_TRUE(bobs.ok()) << bobs.status();
+  EXPECT_EQ((*bobs)->job_id(), (*job)->job_id());
   auto reader = (*bobs)->ReadEpoch(1);
   ASSERT_TRUE(reader.ok()) << reader.status();
   EXPECT_EQ(ReadToEnd(**reader).value_or(-1), 10);
@@ -575,7 +584,8 @@ TEST_F(TlsClusterTest, OnlyAJobsOwnerAndItsReadersMayOpenStartOrHeartbeatIt) {
 // Job names were global, so a client could squat another's name: Mallory creating "train"
 // first made Alice's "train" hers (PermissionDenied for Alice). Names are per owner: each gets
 // her own job, reopening it by name gets the same one, a reader of Alice's job opens hers by
-// name, and all of it holds after the dispatcher restarts on its journal.
+// name and owner (by name alone, his own), and all of it holds after the dispatcher restarts on
+// its journal.
 TEST_F(TlsClusterTest, AClientCannotSquatAnothersJobName) {
   auto alice = Connect(ClientCertificate("alice"));
   auto mallory = Connect(ClientCertificate("mallory"));
@@ -589,15 +599,20 @@ TEST_F(TlsClusterTest, AClientCannotSquatAnothersJobName) {
   EXPECT_NE((*own)->job_id(), (*squatted)->job_id());
   ASSERT_EQ(ReadEpochZero(*alice, *dataset, {.name = "train"}).value_or(-1), 10);
 
-  const auto job_id_of = [&](Client& client) -> int64_t {
-    auto job = client.OpenJob(*dataset, {.name = "train"});
+  const auto job_id_of = [&](Client& client, const std::string& owner) -> int64_t {
+    auto job = client.OpenJob(*dataset, {.name = "train", .owner = owner});
     EXPECT_TRUE(job.ok()) << job.status();
     return job.ok() ? (*job)->job_id() : -1;
   };
+  const int64_t bobs_own = job_id_of(*bob, "");
+  EXPECT_NE(bobs_own, (*own)->job_id());
+  EXPECT_NE(bobs_own, (*squatted)->job_id());
   for (bool restarted : {false, true}) {
-    EXPECT_EQ(job_id_of(*alice), (*own)->job_id()) << "restarted: " << restarted;
-    EXPECT_EQ(job_id_of(*mallory), (*squatted)->job_id()) << "restarted: " << restarted;
-    EXPECT_EQ(job_id_of(*bob), (*own)->job_id()) << "Bob reads Alice's; restarted: " << restarted;
+    EXPECT_EQ(job_id_of(*alice, ""), (*own)->job_id()) << "restarted: " << restarted;
+    EXPECT_EQ(job_id_of(*mallory, ""), (*squatted)->job_id()) << "restarted: " << restarted;
+    EXPECT_EQ(job_id_of(*bob, "alice"), (*own)->job_id())
+        << "Bob reads Alice's; restarted: " << restarted;
+    EXPECT_EQ(job_id_of(*bob, ""), bobs_own) << "restarted: " << restarted;
     if (!restarted) {
       cluster_->StopDispatcher(SIGKILL);
       ASSERT_TRUE(cluster_->RestartDispatcher());
@@ -609,6 +624,141 @@ TEST_F(TlsClusterTest, AClientCannotSquatAnothersJobName) {
   auto reader = (*reopened)->ReadEpoch(1);
   ASSERT_TRUE(reader.ok()) << reader.status();
   EXPECT_EQ(ReadToEnd(**reader).value_or(-1), 10);
+}
+
+// A job's creator writes its readers list, so a name must not resolve to another owner's job
+// through it: Mallory naming Alice (and Bob too) as readers of their "train" jobs used to make
+// Alice's GetOrCreateJob("train") attach her to one of them (Mallory owning it, its options and
+// scaling), refuse her ("exists for dataset ..." for her other dataset) or fail with "several
+// jobs named 'train'" — for good. A name opens the caller's own job or creates it; another
+// owner's shared job opens only when the caller names its owner, and only for its readers.
+TEST_F(TlsClusterTest, AReadersListCannotPullAClientIntoAnothersJob) {
+  auto alice = Connect(ClientCertificate("alice"));
+  auto mallory = Connect(ClientCertificate("mallory"));
+  auto bob = Connect(ClientCertificate("bob"));
+  auto carol = Connect(ClientCertificate("carol"));
+  auto mallorys_dataset = mallory->RegisterPipeline(PipelineBuilder::Range(100).Batch(10).Build());
+  ASSERT_TRUE(mallorys_dataset.ok()) << mallorys_dataset.status();
+  auto alices_dataset = alice->RegisterPipeline(PipelineBuilder::Range(200).Batch(10).Build());
+  ASSERT_TRUE(alices_dataset.ok()) << alices_dataset.status();
+  auto mallorys = mallory->OpenJob(*mallorys_dataset, {.name = "train", .readers = {"alice"}});
+  ASSERT_TRUE(mallorys.ok()) << mallorys.status();
+  auto bobs = bob->OpenJob(*mallorys_dataset, {.name = "train", .readers = {"alice"}});
+  ASSERT_TRUE(bobs.ok()) << bobs.status();
+
+  // Alice's "train" is her own new job, of her dataset; opening it again finds it.
+  auto own = alice->OpenJob(*alices_dataset, {.name = "train"});
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_NE((*own)->job_id(), (*mallorys)->job_id());
+  EXPECT_NE((*own)->job_id(), (*bobs)->job_id());
+  auto again = alice->OpenJob(*alices_dataset, {.name = "train"});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->job_id(), (*own)->job_id());
+  GetStatusResponse state;
+  ASSERT_TRUE(cluster_->dispatcher().GetStatus(testing::RpcContext().get(), {}, &state).ok());
+  for (const JobState& job : state.state().jobs()) {
+    if (job.job_id() != (*own)->job_id()) continue;
+    EXPECT_EQ(job.owner(), "alice");
+    EXPECT_EQ(job.dataset_id(), *alices_dataset);
+  }
+  auto own_reader = (*own)->ReadEpoch(0);
+  ASSERT_TRUE(own_reader.ok()) << own_reader.status();
+  EXPECT_EQ(ReadToEnd(**own_reader).value_or(-1), 20) << "Alice reads her own dataset";
+  // Scaling "train" by name scales Alice's own job, never Mallory's or Bob's.
+  auto alices_stub =
+      Dispatcher::NewStub(Channel(cluster_->dispatcher_address(), ClientCertificate("alice")));
+  ScaleJobRequest scale;
+  scale.set_job_name("train");
+  scale.set_num_worker_slots(2);
+  ScaleJobResponse scaled;
+  const grpc::Status scaled_own =
+      alices_stub->ScaleJob(testing::RpcContext().get(), scale, &scaled);
+  EXPECT_TRUE(scaled_own.ok()) << scaled_own.error_message();
+  ASSERT_TRUE(cluster_->dispatcher().GetStatus(testing::RpcContext().get(), {}, &state).ok());
+  for (const JobState& job : state.state().jobs()) {
+    EXPECT_EQ(job.scaling_steps(), job.owner() == "alice" ? 1 : 0) << job.ShortDebugString();
+  }
+
+  // Alice opens Mallory's shared job deliberately, by naming its owner, and reads it.
+  auto shared = alice->OpenJob(*mallorys_dataset, {.name = "train", .owner = "mallory"});
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_EQ((*shared)->job_id(), (*mallorys)->job_id());
+  auto shared_reader = (*shared)->ReadEpoch(0);
+  ASSERT_TRUE(shared_reader.ok()) << shared_reader.status();
+  EXPECT_EQ(ReadToEnd(**shared_reader).value_or(-1), 10);
+  scale.set_job_owner("bob");
+  const grpc::Status scaled_bobs =
+      alices_stub->ScaleJob(testing::RpcContext().get(), scale, &scaled);
+  EXPECT_TRUE(scaled_bobs.ok()) << "Alice reads Bob's job, so may scale it: "
+                                << scaled_bobs.error_message();
+
+  // Carol is in no readers list: naming the owner gets her nothing, by name or to scale.
+  const auto refused = carol->OpenJob(*mallorys_dataset, {.name = "train", .owner = "mallory"});
+  EXPECT_TRUE(absl::IsPermissionDenied(refused.status())) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("'train' of owner 'mallory'"));
+  auto carols_stub =
+      Dispatcher::NewStub(Channel(cluster_->dispatcher_address(), ClientCertificate("carol")));
+  scale.set_job_owner("mallory");
+  EXPECT_EQ(carols_stub->ScaleJob(testing::RpcContext().get(), scale, &scaled).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // A job that does not exist is NotFound naming it and its owner, never created for them.
+  const auto absent = alice->OpenJob(*alices_dataset, {.name = "eval", .owner = "mallory"});
+  EXPECT_TRUE(absl::IsNotFound(absent.status())) << absent.status();
+  EXPECT_THAT(absent.status().message(), HasSubstr("no job 'eval' of owner 'mallory'"));
+  // An owner without a name names no job.
+  const auto unnamed = alice->OpenJob(*alices_dataset, {.owner = "mallory"});
+  EXPECT_TRUE(absl::IsInvalidArgument(unnamed.status())) << unnamed.status();
+  EXPECT_THAT(unnamed.status().message(),
+              HasSubstr("job owner 'mallory' given without a job name"));
+}
+
+// The same from the command line: `granary run --job_name --job_owner` reads the job its
+// owner shared, `granary scale --job --job_owner` scales it; a client not among its readers
+// gets neither.
+TEST_F(TlsClusterTest, GranaryRunAndScaleOpenASharedJobByItsOwner) {
+  const std::string pipeline_file = dir_.Join("pipeline.json");
+  const char kPipeline[] = R"({"source": {"type": "range", "params": {"stop": 100}},
+                               "ops": [{"op": "batch", "params": {"batch_size": 10}}]})";
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), pipeline_file, kPipeline, false).ok());
+  const absl::StatusOr<PipelineDef> def = ParsePipelineJson(kPipeline, "test");
+  ASSERT_TRUE(def.ok()) << def.status();
+  auto alice = Connect(ClientCertificate("alice"));
+  auto dataset = alice->RegisterPipeline(*def);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  auto job = alice->OpenJob(*dataset, {.name = "shared", .readers = {"bob"}});
+  ASSERT_TRUE(job.ok()) << job.status();
+
+  // `granary <command>` as `client`, with the cluster's CA and the client's certificate.
+  const auto granary = [&](const std::string& client, std::vector<std::string> args,
+                           std::string* output) {
+    const TransportSecurity security = ClientCertificate(client);
+    std::vector<std::string> argv = {GRANARY_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(),
+                {"--dispatcher=" + cluster_->dispatcher_address(), "--tls_ca=" + security.ca_file,
+                 "--tls_cert=" + security.cert_file, "--tls_key=" + security.key_file});
+    Subprocess process(argv, Subprocess::Stderr::kMergeIntoStdout);
+    *output = process.ReadAll(std::chrono::seconds(60));
+    return process.Wait();
+  };
+  const std::vector<std::string> run = {"run", "--pipeline=" + pipeline_file, "--epochs=1",
+                                        "--job_name=shared", "--job_owner=alice"};
+  const std::vector<std::string> scale = {"scale", "--job=shared", "--job_owner=alice",
+                                          "--workers=2"};
+  std::string output;
+  EXPECT_NE(granary("carol", run, &output), 0) << output;
+  EXPECT_THAT(output, HasSubstr("client 'carol' is not among its readers"));
+  EXPECT_NE(granary("carol", scale, &output), 0) << output;
+  EXPECT_THAT(output, HasSubstr("client 'carol' is not among its readers"));
+  ASSERT_EQ(granary("bob", run, &output), 0) << output;
+  ASSERT_EQ(granary("bob", scale, &output), 0) << output;
+
+  GetStatusResponse state;
+  ASSERT_TRUE(cluster_->dispatcher().GetStatus(testing::RpcContext().get(), {}, &state).ok());
+  ASSERT_EQ(state.state().jobs_size(), 1) << "no job was created for Bob or Carol";
+  EXPECT_EQ(state.state().jobs(0).job_id(), (*job)->job_id());
+  EXPECT_EQ(state.state().jobs(0).epochs_started(), 1) << "Bob read Alice's epoch 0";
+  EXPECT_EQ(state.state().jobs(0).scaling_steps(), 1) << "Bob scaled Alice's job";
 }
 
 TEST_F(TlsClusterTest, AnUnknownTokenIsUnauthenticated) {
@@ -830,13 +980,13 @@ TEST_F(TlsClusterTest, EachClientLimitIsResourceExhaustedNamingItsFlag) {
   EXPECT_TRUE(absl::IsResourceExhausted(ops.status())) << ops.status();
   EXPECT_THAT(std::string(ops.status().message()),
               HasSubstr("9 ops; the limit is 8 (--max_pipeline_ops)"));
-  const auto large = alice->RegisterPipeline(
-      PipelineBuilder::Range(10).Mark(std::string(5000, 'm')).Build());
+  const auto large =
+      alice->RegisterPipeline(PipelineBuilder::Range(10).Mark(std::string(5000, 'm')).Build());
   EXPECT_TRUE(absl::IsResourceExhausted(large.status())) << large.status();
   EXPECT_THAT(std::string(large.status().message()),
               HasSubstr("; the limit is 4096 (--max_pipeline_bytes)"));
-  const auto message = alice->RegisterPipeline(
-      PipelineBuilder::Range(10).Mark(std::string(100000, 'm')).Build());
+  const auto message =
+      alice->RegisterPipeline(PipelineBuilder::Range(10).Mark(std::string(100000, 'm')).Build());
   EXPECT_TRUE(absl::IsResourceExhausted(message.status())) << message.status();
   EXPECT_THAT(std::string(message.status().message()), HasSubstr("larger than max"));
 }

@@ -62,6 +62,10 @@ ABSL_DECLARE_FLAG(bool, auto_order);  // local_command.cc
 ABSL_FLAG(std::string, job_name, "",
           "Name of the job: consumers of one job and a resumed run open it by name. Empty: a "
           "new anonymous job.");
+ABSL_FLAG(std::string, job_owner, "",
+          "Whose job --job_name is: empty for your own (created when absent); another client's "
+          "id to open the job it shared with you (its readers name you). Also for `granary "
+          "scale`.");
 ABSL_FLAG(int32_t, consumer, 0, "Which consumer of the job this process is (0-based).");
 ABSL_FLAG(int32_t, num_consumers, 1, "Consumers of the job (when the job is created).");
 ABSL_FLAG(int32_t, num_worker_slots, 0,
@@ -133,6 +137,9 @@ absl::Status Run() {
     return absl::InvalidArgumentError(
         "--position_file needs --job_name (a resumed run must open the same job)");
   }
+  if (!absl::GetFlag(FLAGS_job_owner).empty() && job_name.empty()) {
+    return absl::InvalidArgumentError("--job_owner needs --job_name (it says whose job that is)");
+  }
   Env* env = Env::Default();
   ASSIGN_OR_RETURN(ClientOptions options, ClientConnectionFromFlags(env));
 
@@ -171,6 +178,7 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(std::string dataset, client->RegisterPipeline(def));
   JobSpec spec;
   spec.name = job_name;
+  spec.owner = absl::GetFlag(FLAGS_job_owner);
   spec.seed = absl::GetFlag(FLAGS_seed);
   spec.num_consumers = absl::GetFlag(FLAGS_num_consumers);
   spec.num_worker_slots = absl::GetFlag(FLAGS_num_worker_slots);

@@ -26,6 +26,7 @@
 ABSL_DECLARE_FLAG(std::string, dispatcher);
 ABSL_DECLARE_FLAG(int, workers);
 ABSL_DECLARE_FLAG(int32_t, local_workers);
+ABSL_DECLARE_FLAG(std::string, job_owner);  // run_command.cc
 ABSL_FLAG(std::string, job, "", "The job to scale: its name, or its id.");
 ABSL_FLAG(std::string, reason, "by hand (granary scale)", "Why, for `granary status`.");
 
@@ -33,8 +34,8 @@ namespace granary {
 
 int ScaleCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "granary scale --dispatcher HOST:PORT --job NAME_OR_ID --workers N [--local_workers L] "
-      "[--reason R] "
+      "granary scale --dispatcher HOST:PORT --job NAME_OR_ID [--job_owner CLIENT] --workers N "
+      "[--local_workers L] [--reason R] "
       "(--tls_ca CA [--tls_cert C --tls_key K] | --insecure)");
   // Whether --local_workers was given (its default, shared with `granary run`, is 0).
   bool local_given = false;
@@ -63,6 +64,7 @@ int ScaleCommand(int argc, char** argv) {
     request.set_job_id(job_id);
   } else {
     request.set_job_name(job);
+    request.set_job_owner(absl::GetFlag(FLAGS_job_owner));
   }
   request.set_num_worker_slots(absl::GetFlag(FLAGS_workers));
   if (local_given) request.set_num_local_slots(absl::GetFlag(FLAGS_local_workers));

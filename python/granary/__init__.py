@@ -88,9 +88,12 @@ class Client:
 
     def open_job(self, dataset, name="", seed=0, num_consumers=1, num_worker_slots=0,
                  num_epochs=0, cache_policy="compute", compression="none", readers=(),
-                 autoscale="none", local_workers=0, placement="static"):
+                 autoscale="none", local_workers=0, placement="static", owner=""):
         """Registers `dataset` and opens a job of it. Jobs with the same non-empty `name` are
-        shared: every consumer (trainer process) of a job opens it by name.
+        shared: every consumer (trainer process) of a job opens it by name. Names are per owner
+        when the cluster authenticates clients: `name` opens (or creates) this client's own job;
+        with `owner`, another client's id, it opens the job of that name that client shared with
+        this one (its `readers` name this client).
 
         num_consumers: trainer processes the epochs are divided among. num_worker_slots: tasks
         per consumer (0: one per live worker). cache_policy: "compute", "full", "at_mark" or "auto".
@@ -108,7 +111,7 @@ class Client:
         return Job(self._client.open_job(dataset_id, name, seed, num_consumers,
                                          num_worker_slots, num_epochs, cache_policy,
                                          compression, list(readers), autoscale,
-                                         local_workers, placement),
+                                         local_workers, placement, owner),
                    dataset)
 
 

@@ -123,7 +123,13 @@ enum class JobPlacement { kStatic, kPecan, kAuto };
 
 struct JobSpec {
   // Jobs with the same non-empty name are shared (every consumer of a job opens it by name).
+  // Names are per owner when the cluster authenticates clients (SECURITY.md): a name opens this
+  // client's own job of that name, or creates it.
   std::string name;
+  // To open a job another client shared with this one (its `readers` name this client): that
+  // client's id. The job must exist (NotFound) and list this client (PermissionDenied); the rest
+  // of the spec is ignored, as for any existing job. Empty: this client's own job.
+  std::string owner;
   uint64_t seed = 0;
   // Trainer processes reading the job: each epoch is divided among them.
   int32_t num_consumers = 1;
