@@ -93,6 +93,11 @@ struct ReceivedPayload {
   // A compressed payload (transport/compression.h) and its image's size.
   Compression compression = COMPRESSION_NONE;
   int64_t uncompressed_size = 0;
+
+  // The element's size as sent: its segment's share, or its payload's bytes.
+  int64_t element_size() const {
+    return shm_segment != 0 ? shm_size : static_cast<int64_t>(payload.size());
+  }
 };
 
 struct ReceivedReply {

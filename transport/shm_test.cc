@@ -39,17 +39,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A distinct worker address per test, so that abstract socket names never collide.
-std::string Address() {
-  static int n = 0;
-  return absl::StrCat("127.0.0.1:shm-test-", ::getpid(), "-", n++);
-}
-
 class ShmTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!MemfdBacking::Available()) GTEST_SKIP() << "no memfd_create on this kernel";
-    address_ = Address();
+    address_ = testing::UniqueWorkerAddress("shm-test");
     auto server = ShmServer::Start(address_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -276,7 +270,7 @@ TEST(ShmConnectTest, NoWorkerOnThisHostIsUnavailable) {
 // worker draws, so two starts at one address even get two names.
 TEST(ShmConnectTest, TheOldStyleNameTakenFirstDoesNotStopTheWorker) {
   if (!MemfdBacking::Available()) GTEST_SKIP() << "no memfd_create on this kernel";
-  const std::string address = Address();
+  const std::string address = testing::UniqueWorkerAddress("shm-test");
   testing::ShmSquatter squatter("granary-shm:" + address, std::nullopt);
   ASSERT_TRUE(squatter.bound());
   auto server = ShmServer::Start(address);
@@ -292,7 +286,7 @@ TEST(ShmConnectTest, TheOldStyleNameTakenFirstDoesNotStopTheWorker) {
 // Issue 30: a listener that accepts and never says hello (it bound the name of a worker that
 // died) costs the client one hello timeout, then an error naming the socket — not a hang.
 TEST(ShmConnectTest, AListenerThatNeverSaysHelloTimesOut) {
-  const std::string address = Address();
+  const std::string address = testing::UniqueWorkerAddress("shm-test");
   const std::string nonce = "00000000deadbeef";
   testing::ShmSquatter squatter(ShmSocketName(address, nonce).substr(1), std::nullopt);
   ASSERT_TRUE(squatter.bound());
@@ -310,7 +304,7 @@ TEST(ShmConnectTest, AListenerThatNeverSaysHelloTimesOut) {
 // listen(fd, 0), connected once itself and never accepts) would keep a blocking connect()
 // waiting forever; the client's fails at once, naming the socket.
 TEST(ShmConnectTest, AListenerWithAFullBacklogFailsAtOnce) {
-  const std::string address = Address();
+  const std::string address = testing::UniqueWorkerAddress("shm-test");
   const std::string nonce = "00000000f0110f11";
   socklen_t length;
   const sockaddr_un name = ShmSocketAddress(address, nonce, &length);
@@ -372,7 +366,7 @@ TEST(ShmNonceTest, AFailingRandomSourceIsAnError) {
         !absl::StrContains(nonce.status().message(), "getrandom: Function not implemented")) {
       ::_exit(12);
     }
-    const auto server = ShmServer::Start(Address());
+    const auto server = ShmServer::Start(testing::UniqueWorkerAddress("shm-test"));
     ::_exit(server.ok() ? 13 : absl::StrContains(server.status().message(), "getrandom") ? 0 : 14);
   }
   int status = 0;
@@ -389,12 +383,9 @@ TEST(ShmNonceTest, AFailingRandomSourceIsAnError) {
 // Issue 30: the hello must name the process that listens (SO_PEERCRED); one naming another
 // pid is not the worker's, and its session is refused.
 TEST(ShmConnectTest, AHelloNamingAnotherProcessIsRefused) {
-  const std::string address = Address();
+  const std::string address = testing::UniqueWorkerAddress("shm-test");
   const std::string nonce = "00000000feedface";
-  ShmMessage hello;
-  hello.type = ShmMessage::kHello;
-  hello.a = 7;
-  hello.b = static_cast<uint64_t>(::getpid()) + 1;
+  ShmMessage hello = testing::Hello(7, static_cast<uint64_t>(::getpid()) + 1);
   testing::ShmSquatter squatter(ShmSocketName(address, nonce).substr(1), hello);
   ASSERT_TRUE(squatter.bound());
   auto client = ShmClient::Connect(address, nonce);

@@ -20,9 +20,17 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "transport/shm_protocol.h"
 
 namespace granary::testing {
+
+// A worker address of its own for each call in this process (`prefix` names the test), so that
+// abstract socket names never collide.
+inline std::string UniqueWorkerAddress(const std::string& prefix) {
+  static std::atomic<int> n{0};
+  return absl::StrCat("127.0.0.1:", prefix, "-", ::getpid(), "-", n++);
+}
 
 // The names in /dev/shm (empty if there is no such directory).
 inline std::set<std::string> DevShmEntries() {
@@ -47,6 +55,15 @@ inline std::string ListeningShmName(const std::string& worker_address) {
     }
   }
   return "";
+}
+
+// A hello giving session `session` and naming process `pid`.
+inline ShmMessage Hello(uint64_t session, uint64_t pid) {
+  ShmMessage hello;
+  hello.type = ShmMessage::kHello;
+  hello.a = session;
+  hello.b = pid;
+  return hello;
 }
 
 // Another local process' socket under a worker's name: it binds the abstract name `name`
