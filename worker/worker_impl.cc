@@ -10,12 +10,12 @@
 #include "cache/cache_profiler.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoints.h"
-#include "common/hash.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "pipeline/optimizer/auto_order.h"
-#include "transport/compression.h"
-#include "transport/shm_backing.h"
+#include "transport/grpc_transport.h"
+#include "transport/shm_transport.h"
+#include "transport/transport_registry.h"
 #include "worker/cache_run_hooks.h"
 
 namespace granary {
@@ -43,23 +43,25 @@ absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Start(
     int64_t register_timeout_ms) {
   if (options.udfs == nullptr) return absl::InvalidArgumentError("WorkerOptions.udfs unset");
   std::unique_ptr<WorkerImpl> worker(new WorkerImpl(options, std::move(dispatcher)));
+  ElementServerOptions transport;
+  transport.worker_address = options.address;
+  transport.segment_min_bytes = static_cast<size_t>(std::max<int64_t>(options.shm_min_bytes, 0));
+  const TransportRegistry& transports = TransportRegistry::BuiltIn();
   if (options.local_transport != LocalTransport::kTcp) {
-    absl::StatusOr<std::unique_ptr<ShmServer>> server =
-        MemfdBacking::Available() ? ShmServer::Start(options.address)
-                                  : absl::UnavailableError("this kernel has no memfd_create");
-    if (server.ok()) {
-      worker->shm_server_ = *std::move(server);
-      BufferPoolOptions pool;
-      pool.backing = std::make_shared<MemfdBacking>();
-      pool.pooled_bytes = static_cast<size_t>(std::max<int64_t>(options.shm_min_bytes, 0));
-      worker->shm_pool_ = std::make_unique<BufferPool>(pool);
+    absl::StatusOr<std::unique_ptr<ElementServer>> shm =
+        transports.StartServer(kShmTransport, transport);
+    if (shm.ok()) {
+      worker->element_server_ = *std::move(shm);
     } else if (options.local_transport == LocalTransport::kShm) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "--local_transport=shm: no shared memory on this host: ", server.status().message()));
+          "--local_transport=shm: no shared memory on this host: ", shm.status().message()));
     } else {
       LOG(WARNING) << "worker " << options.worker_id
-                   << ": serving local clients over TCP: " << server.status();
+                   << ": serving local clients over TCP: " << shm.status();
     }
+  }
+  if (worker->element_server_ == nullptr) {
+    ASSIGN_OR_RETURN(worker->element_server_, transports.StartServer(kTcpTransport, transport));
   }
   Env* const env = options.runner.env;
   const uint64_t deadline = env->NowMicros() + static_cast<uint64_t>(register_timeout_ms) * 1000;
@@ -99,7 +101,7 @@ absl::Status WorkerImpl::Register() {
   RegisterWorkerRequest request;
   request.set_worker_id(options_.worker_id);
   request.set_address(options_.address);
-  if (shm_server_ != nullptr) request.set_shm_nonce(shm_server_->nonce());
+  element_server_->Advertise(&request);
   request.set_standby(options_.standby);
   request.set_local_job_id(options_.local_job_id);
   request.set_local_consumer(options_.local_consumer);
@@ -296,7 +298,7 @@ absl::Status WorkerImpl::Heartbeat() {
               << def.job_id() << " epoch " << def.epoch() << ") generation " << def.generation();
     TaskRunnerOptions runner_options = options_.runner;
     runner_options.checkpoints = checkpoints_.get();
-    if (shm_pool_ != nullptr) runner_options.pool = shm_pool_.get();
+    if (element_server_->pool() != nullptr) runner_options.pool = element_server_->pool();
     // A cache-writing task's runs write the elements at its cache point into chunk files; a
     // cache-reading task's check the chunks they read.
     RunHooksFactory hooks;
@@ -423,42 +425,11 @@ absl::Status WorkerImpl::GetElements(const GetElementsRequest& request, Elements
         "task ", request.task_id(), " runs on worker ", options_.worker_id, " at generation ",
         runner->def().generation(), ", not ", request.generation()));
   }
-  if (!Compression_IsValid(request.compression())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("GetElements: unknown compression ", request.compression()));
-  }
+  RETURN_IF_ERROR(CheckElementsRequest(request));
   RETURN_IF_ERROR(CheckCapability(runner->def(), request.capability()));
   RETURN_IF_ERROR(runner->GetElements(request, reply));
   if (reply->elements.empty()) return absl::OkStatus();
-  // An element in shared memory goes by segment to a client of this host, which the session
-  // then holds; anything else goes by bytes — compressed if the client asks — hashed if it was
-  // not yet.
-  bool by_segment = false;
-  for (ReplyElement& e : reply->elements) {
-    if (shm_server_ != nullptr && request.shm_session() != 0 &&
-        shm_server_->Hold(request.shm_session(), e.image)) {
-      e.in_shm = by_segment = true;
-      continue;
-    }
-    if (request.compression() != COMPRESSION_NONE) {
-      absl::StatusOr<BufferRef> compressed =
-          Compress(request.compression(), e.image->bytes(), BufferPool::Default());
-      if (compressed.ok()) {
-        e.compression = request.compression();
-        e.compressed = *std::move(compressed);
-        e.checksum = Hash3_64(e.compressed->bytes());
-        e.hashed = true;
-        continue;
-      }
-      LOG(WARNING) << "task " << request.task_id() << " element " << e.index
-                   << ": sent uncompressed: " << compressed.status();
-    }
-    if (!e.hashed) {
-      e.checksum = Hash3_64(e.image->bytes());
-      e.hashed = true;
-    }
-  }
-  runner->NoteTransport(by_segment ? "shm" : "tcp");
+  runner->NoteTransport(element_server_->Prepare(request, reply));
   runner->NoteSent(reply->elements);
   return HitFailpoint(kWorkerAfterProduceBeforeSend);
 }
@@ -504,14 +475,13 @@ absl::Status WorkerImpl::GetStatus(GetWorkerStatusResponse* response,
   *response = retired_totals_;
   response->set_worker_id(options_.worker_id);
   response->set_incarnation(incarnation_);
-  const BufferPool::Stats pool =
-      (shm_pool_ != nullptr ? shm_pool_.get() : options_.runner.pool)->stats();
+  BufferPool* const images = element_server_->pool();
+  const BufferPool::Stats pool = (images != nullptr ? images : options_.runner.pool)->stats();
   response->set_pool_maps(pool.maps);
   response->set_pool_reuses(pool.reuses);
   response->set_pool_cached_bytes(static_cast<int64_t>(pool.cached_bytes));
   response->set_pool_live_bytes(static_cast<int64_t>(pool.live_bytes));
-  response->set_shared_memory(shm_server_ != nullptr);
-  if (shm_server_ != nullptr) response->set_shm_sessions(shm_server_->stats().sessions);
+  element_server_->AddStatus(response);
   for (const auto& [id, runner] : runners_) {
     const TaskStatus status = runner->Status();
     AddCheckpointCounters(status, response);

@@ -35,8 +35,8 @@
 #include "pipeline/udf.h"
 #include "proto/worker.pb.h"
 #include "security/capability.h"
+#include "transport/element_server.h"
 #include "transport/elements_reply.h"
-#include "transport/shm_server.h"
 #include "worker/dispatcher_connection.h"
 #include "worker/task_runner.h"
 
@@ -151,11 +151,10 @@ class WorkerImpl {
   // On options_.runner.env's clock; none before the first heartbeat.
   std::optional<uint64_t> last_heartbeat_micros_ ABSL_GUARDED_BY(heartbeat_mu_);
 
-  // Shared-memory transport: the pool element images are allocated from and the side channel
-  // to clients on this host; both null when serving TCP only. Set by Start; declared before
-  // runners_, which hold their images.
-  std::unique_ptr<BufferPool> shm_pool_;
-  std::unique_ptr<ShmServer> shm_server_;
+  // The element transport the worker serves (transport/transport_registry.h): "shm" per
+  // options_.local_transport, else "tcp". Set by Start; declared before runners_, which hold
+  // images of its pool.
+  std::unique_ptr<ElementServer> element_server_;
 
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(heartbeat_mu_);
   int64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
