@@ -12,7 +12,9 @@
 #include "grpcpp/security/credentials.h"
 #include "security/handshake_probe.h"
 #include "security/transport_security.h"
-#include "transport/shm_protocol.h"
+#include "transport/grpc_transport.h"
+#include "transport/shm_transport.h"
+#include "transport/transport_registry.h"
 
 namespace granary {
 namespace {
@@ -63,53 +65,69 @@ absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions
   return connection;
 }
 
-std::shared_ptr<grpc::Channel> Connection::WorkerChannel(const std::string& address) {
-  absl::MutexLock lock(&mu_);
-  std::shared_ptr<grpc::Channel>& channel = workers_[address];
-  if (channel == nullptr) {
-    channel = grpc::CreateCustomChannel(address, credentials_, ClientChannelArguments());
+Connection::Worker& Connection::WorkerAt(const std::string& address) {
+  Worker& worker = workers_[address];
+  if (worker.grpc == nullptr) {
+    worker.grpc = grpc::CreateCustomChannel(address, credentials_, ClientChannelArguments());
+    worker.tcp = std::make_shared<GrpcElementChannel>(worker.grpc);
   }
-  return channel;
+  return worker;
 }
 
-std::shared_ptr<ShmClient> Connection::WorkerShm(const std::string& address,
-                                                 const std::string& shm_nonce) {
+std::shared_ptr<grpc::Channel> Connection::WorkerChannel(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  return WorkerAt(address).grpc;
+}
+
+std::shared_ptr<ElementChannel> Connection::ElementChannelTo(const std::string& address,
+                                                             const std::string& shm_nonce) {
+  std::shared_ptr<ElementChannel> shm = SharedMemoryChannel(address, shm_nonce);
+  if (shm != nullptr) return shm;
+  absl::MutexLock lock(&mu_);
+  return WorkerAt(address).tcp;
+}
+
+std::shared_ptr<ElementChannel> Connection::SharedMemoryChannel(const std::string& address,
+                                                                const std::string& shm_nonce) {
   if (!options_.shared_memory || shm_nonce.empty()) return nullptr;
-  const std::string socket = ShmSocketName(address, shm_nonce);
+  const std::pair<std::string, std::string> socket(address, shm_nonce);
+  ElementChannelOptions channel;
   {
     absl::MutexLock lock(&mu_);
-    WorkerShmChannel& shm = shm_[address];
-    if (shm.nonce == shm_nonce && shm.client != nullptr && !shm.client->broken()) {
-      return shm.client;
+    Worker& worker = WorkerAt(address);
+    if (worker.shm_nonce == shm_nonce && worker.shm != nullptr && !worker.shm->broken()) {
+      return worker.shm;
     }
-    if (shm.connecting) return nullptr;  // TCP until that caller is done
-    shm.nonce = shm_nonce;
-    shm.client = nullptr;
+    if (worker.shm_opening) return nullptr;  // "tcp" until that caller is done
+    worker.shm_nonce = shm_nonce;
+    worker.shm = nullptr;
     auto refused = shm_refused_.find(socket);
     if (refused != shm_refused_.end()) {
       if (env_->NowMicros() < refused->second) return nullptr;
       shm_refused_.erase(refused);
     }
-    shm.connecting = true;
+    worker.shm_opening = true;
+    channel = {address, worker.grpc, shm_nonce};
   }
-  // Without mu_: Connect may wait up to its hello timeout, and every reader takes mu_.
-  absl::StatusOr<std::shared_ptr<ShmClient>> connected = ShmClient::Connect(address, shm_nonce);
+  // Without mu_: opening may wait up to the hello timeout, and every reader takes mu_.
+  absl::StatusOr<std::shared_ptr<ElementChannel>> opened =
+      TransportRegistry::BuiltIn().OpenChannel(kShmTransport, channel);
   absl::MutexLock lock(&mu_);
-  WorkerShmChannel& shm = shm_[address];
-  shm.connecting = false;
-  if (connected.ok()) {
-    shm.client = *std::move(connected);
-    return shm.client;
+  Worker& worker = WorkerAt(address);
+  worker.shm_opening = false;
+  if (opened.ok()) {
+    worker.shm = *std::move(opened);
+    return worker.shm;
   }
   // Unavailable: the worker is elsewhere (no such socket here), refused this user or accepts
   // nothing now, and says so at once: cheap to ask again. A silent listener may be a squatter
   // or a worker too busy to answer: asked again after a while. Anything else is a listener
   // that is not the worker.
-  if (absl::IsUnavailable(connected.status())) return nullptr;
-  const bool silent = absl::IsDeadlineExceeded(connected.status());
+  if (absl::IsUnavailable(opened.status())) return nullptr;
+  const bool silent = absl::IsDeadlineExceeded(opened.status());
   shm_refused_[socket] = silent ? env_->NowMicros() + kShmRetryAfterSilenceMicros : UINT64_MAX;
-  LOG(WARNING) << "reading from worker " << address << " over TCP, not through " << socket << ": "
-               << connected.status()
+  LOG(WARNING) << "reading from worker " << address
+               << " over TCP, not shared memory: " << opened.status()
                << (silent ? absl::StrCat("; trying it again in ",
                                          kShmRetryAfterSilenceMicros / 1'000'000, " s")
                           : "; not trying it again");

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -19,7 +20,7 @@
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "proto/dispatcher.grpc.pb.h"
-#include "transport/shm_client.h"
+#include "transport/element_channel.h"
 
 namespace granary {
 
@@ -50,17 +51,19 @@ class Connection {
   // The channel to the worker at `address` (host:port), created on first use and kept for the
   // life of the Connection.
   std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& address);
-  // The shared-memory channel to the worker at `address`, whose socket nonce is `shm_nonce`
-  // (TaskInfo.worker_shm_nonce), when options.shared_memory is set and the worker serves one on
-  // this host; null otherwise (read it over TCP). Kept while it works; a broken one (the worker
-  // restarted) or one of another nonce is replaced by a new connection. Connecting runs
-  // without the Connection's lock, one caller per address at a time: while one connects (up to
-  // ShmClient::kHelloTimeout), the others get null and read over TCP. A socket whose listener
-  // fails ShmClient::Connect's checks is logged as a warning naming it, and the worker is read
-  // over TCP: for good when the listener is not the worker (PermissionDenied, DataLoss); for
-  // kShmRetryAfterSilenceMicros when it sent no hello in time (a squatter, or a worker too busy to
-  // answer), after which it is tried again.
-  std::shared_ptr<ShmClient> WorkerShm(const std::string& address, const std::string& shm_nonce);
+  // The channel the elements of the worker at `address` come through
+  // (transport/transport_registry.h): "shm" when options.shared_memory is set, the worker
+  // serves shared memory on this host (`shm_nonce`, TaskInfo.worker_shm_nonce, names its
+  // socket) and a session with it opens; else "tcp", over WorkerChannel(address). An "shm"
+  // channel is kept while it works; a broken one (the worker restarted) or one of another
+  // nonce is replaced by a new one. Opening runs without the Connection's lock, one caller per
+  // address at a time: while one opens (up to ShmClient::kHelloTimeout), the others get "tcp".
+  // A socket whose listener fails ShmClient::Connect's checks is logged as a warning naming it,
+  // and the worker is read over "tcp": for good when the listener is not the worker
+  // (PermissionDenied, DataLoss); for kShmRetryAfterSilenceMicros when it sent no hello in time
+  // (a squatter, or a worker too busy to answer), after which it is tried again.
+  std::shared_ptr<ElementChannel> ElementChannelTo(const std::string& address,
+                                                   const std::string& shm_nonce);
 
   // How long (on env()'s clock) a socket whose listener sent no hello in time is left alone.
   static constexpr uint64_t kShmRetryAfterSilenceMicros = 30'000'000;
@@ -90,18 +93,28 @@ class Connection {
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   std::unique_ptr<Dispatcher::Stub> dispatcher_;
   absl::Mutex mu_;
-  std::map<std::string, std::shared_ptr<grpc::Channel>> workers_ ABSL_GUARDED_BY(mu_);
-  struct WorkerShmChannel {
-    std::string nonce;
-    std::shared_ptr<ShmClient> client;
-    // A WorkerShm call is connecting to `nonce`'s socket, without mu_.
-    bool connecting = false;
+  // The "shm" channel to the worker at `address` per ElementChannelTo, or null (read it over
+  // "tcp").
+  std::shared_ptr<ElementChannel> SharedMemoryChannel(const std::string& address,
+                                                      const std::string& shm_nonce)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  struct Worker {
+    std::shared_ptr<grpc::Channel> grpc;
+    // "tcp", over `grpc`.
+    std::shared_ptr<ElementChannel> tcp;
+    // "shm": the nonce of the worker's socket and the channel opened to it (null: none).
+    std::string shm_nonce;
+    std::shared_ptr<ElementChannel> shm;
+    // A caller is opening an "shm" channel to `shm_nonce`'s socket, without mu_.
+    bool shm_opening = false;
   };
-  // By worker address.
-  std::map<std::string, WorkerShmChannel> shm_ ABSL_GUARDED_BY(mu_);
-  // Sockets (ShmSocketName) whose listener failed ShmClient::Connect's checks, and the time
-  // (env_'s micros) from which each may be tried again; UINT64_MAX: never.
-  std::map<std::string, uint64_t> shm_refused_ ABSL_GUARDED_BY(mu_);
+  // Created on an address' first use (its channels live as long as the Connection).
+  Worker& WorkerAt(const std::string& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
+  // (address, shm nonce) of sockets whose listener failed ShmClient::Connect's checks, and the
+  // time (env_'s micros) from which each may be tried again; UINT64_MAX: never.
+  std::map<std::pair<std::string, std::string>, uint64_t> shm_refused_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace granary

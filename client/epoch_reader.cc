@@ -7,10 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "client/position.h"
 #include "common/grpc_status.h"
-#include "common/hash.h"
 #include "common/status_macros.h"
-#include "transport/compression.h"
-#include "transport/element_image.h"
 
 namespace granary {
 namespace {
@@ -29,76 +26,6 @@ constexpr int kMaxChecksumFailures = 3;
 bool IsPermanent(absl::StatusCode code) {
   return code == absl::StatusCode::kOutOfRange || code == absl::StatusCode::kInvalidArgument ||
          code == absl::StatusCode::kUnimplemented || code == absl::StatusCode::kDataLoss;
-}
-
-// The element whose image is in `buffer`, laid out anew if its contents are not aligned (an
-// image from another writer).
-absl::StatusOr<ReceivedElement> AlignedElement(BufferRef buffer) {
-  ASSIGN_OR_RETURN(ImageView view, ParseImage(buffer->bytes()));
-  if (!ContentsAligned(view)) {
-    ASSIGN_OR_RETURN(buffer, WriteAlignedImage(view, BufferPool::Default()));
-  }
-  return ReceivedElement::View(buffer, buffer->bytes());
-}
-
-// The payload of an accepted element as a ReceivedElement, and whether its XXH3-64 matches
-// `checksum` (*matches; the element is only made when it does). The element views the one
-// receive slice the payload lies in when it lies whole in one with its tensors aligned;
-// otherwise the payload is copied — and hashed while copied — into one buffer, the only copy an
-// element's bytes see on the client.
-absl::StatusOr<ReceivedElement> Receive(const ReceivedPayload& e, bool* matches) {
-  const ReceivedBytes& payload = e.payload;
-  const uint64_t checksum = e.checksum;
-  if (e.compression != COMPRESSION_NONE) {
-    // The checksum is of the compressed bytes; they are decompressed straight into the
-    // element's buffer (copied first only when they arrived in pieces).
-    if (e.uncompressed_size < 0 ||
-        static_cast<size_t>(e.uncompressed_size) > kMaxUncompressedBytes) {
-      return absl::DataLossError(
-          absl::StrCat("compressed element of ", e.uncompressed_size, " bytes once decompressed"));
-    }
-    BufferRef pieces;
-    absl::string_view compressed = payload.Single();
-    if (compressed.size() == payload.size()) {
-      *matches = Hash3_64(compressed) == checksum;
-    } else {
-      ASSIGN_OR_RETURN(pieces, BufferPool::Default()->Allocate(payload.size()));
-      *matches = payload.CopyAndHash(pieces->data()) == checksum;
-      compressed = pieces->bytes();
-    }
-    if (!*matches) return ReceivedElement();
-    ASSIGN_OR_RETURN(BufferRef buffer,
-                     BufferPool::Default()->Allocate(static_cast<size_t>(e.uncompressed_size)));
-    RETURN_IF_ERROR(Decompress(e.compression, compressed, buffer->data(), buffer->size()));
-    return AlignedElement(std::move(buffer));
-  }
-  if (const absl::string_view single = payload.Single(); !single.empty()) {
-    absl::StatusOr<ImageView> view = ParseImage(single);
-    if (view.ok() && ContentsAligned(*view)) {
-      *matches = Hash3_64(single) == checksum;
-      if (!*matches) return ReceivedElement();
-      return ReceivedElement::View(std::make_shared<ReceivedBytes>(payload), single);
-    }
-  }
-  ASSIGN_OR_RETURN(BufferRef buffer, BufferPool::Default()->Allocate(payload.size()));
-  *matches = payload.CopyAndHash(buffer->data()) == checksum;
-  if (!*matches) return ReceivedElement();
-  return AlignedElement(std::move(buffer));
-}
-
-// The element in the first `size` bytes of shared-memory segment `segment`, viewed where the
-// worker wrote it.
-absl::StatusOr<ReceivedElement> MapShared(ShmClient& shm, uint64_t segment, int64_t size) {
-  if (size < 0) return absl::DataLossError(absl::StrCat("negative element size ", size));
-  absl::string_view bytes;
-  ASSIGN_OR_RETURN(std::shared_ptr<const void> owner,
-                   shm.Take(segment, static_cast<size_t>(size), &bytes));
-  ASSIGN_OR_RETURN(ImageView view, ParseImage(bytes));
-  if (!ContentsAligned(view)) {
-    ASSIGN_OR_RETURN(BufferRef aligned, WriteAlignedImage(view, BufferPool::Default()));
-    return ReceivedElement::View(aligned, aligned->bytes());
-  }
-  return ReceivedElement::View(std::move(owner), bytes);
 }
 
 }  // namespace
@@ -348,7 +275,8 @@ void GrpcEpochReader::HeartbeatLoop() {
 
 GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t from_index,
                                                       const std::string& address,
-                                                      const ReceivedReply& reply, ShmClient* shm) {
+                                                      const ReceivedReply& reply,
+                                                      ElementChannel& channel) {
   Checked checked;
   if (!reply.malformed.ok()) {
     checked.problem = absl::StrCat("worker ", address, ": ", reply.malformed.message());
@@ -365,38 +293,24 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
                                      task_id, " when index ", next, " was due");
       break;
     }
-    bool matches = false;
-    absl::StatusOr<granary::ReceivedElement> element;
-    if (e.shm_segment != 0) {
-      absl::StatusOr<granary::ReceivedElement> mapped =
-          shm == nullptr ? absl::UnavailableError("answered by shared memory to a TCP request")
-                         : MapShared(*shm, e.shm_segment, e.shm_size);
-      if (!mapped.ok()) {
-        checked.problem = absl::StrCat("task ", task_id, " element ", next, " from worker ",
-                                       address, ": ", mapped.status().ToString());
-        break;
-      }
-      element = *std::move(mapped);
-      matches = true;
-    } else {
-      element = Receive(e, &matches);
-    }
-    if (!element.ok() && absl::IsResourceExhausted(element.status())) {
-      checked.problem =
-          absl::StrCat("task ", task_id, " element ", next, ": ", element.status().message());
+    const ReceivedImage image = channel.Receive(e);
+    absl::StatusOr<ReceivedElement> element = image.outcome == ReceivedImage::Outcome::kOk
+                                                  ? ReceivedElement::View(image.owner, image.bytes)
+                                                  : image.error;
+    const std::string what =
+        absl::StrCat("task ", task_id, " element ", next, " from worker ", address, ": ");
+    if (image.outcome == ReceivedImage::Outcome::kRetry) {
+      checked.problem = absl::StrCat(what, image.error.ToString());
       break;
     }
-    if (!matches) {
+    if (image.outcome == ReceivedImage::Outcome::kChecksumMismatch) {
       checked.checksum_mismatch = true;
-      checked.problem =
-          absl::StrCat("task ", task_id, " element ", next, " from worker ", address,
-                       ": payload checksum mismatch (expected XXH3 ", HashToHex(e.checksum), ")");
+      checked.problem = absl::StrCat(what, image.error.message());
       break;
     }
     if (!element.ok()) {
       checked.permanent = absl::DataLossError(absl::StrCat(
-          "task ", task_id, " element ", next, " from worker ", address, ": payload of ",
-          e.payload.size(),
+          what, "payload of ", e.payload.size(),
           " bytes matches its checksum but is not an element: ", element.status().message()));
       break;
     }
@@ -404,7 +318,7 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
     queued.task_id = task_id;
     queued.index = next;
     queued.bytes = static_cast<int64_t>(element->bytes().size());
-    queued.shared_memory = e.shm_segment != 0;
+    queued.shared_memory = image.mapped;
     queued.element = *std::move(element);
     checked.accepted.push_back(std::move(queued));
     ++next;
@@ -423,7 +337,7 @@ std::unique_ptr<GrpcEpochReader::Call> GrpcEpochReader::MaybeCallAhead(
     if (e.index < next) continue;
     if (e.index > next) break;
     ++next;
-    bytes += e.shm_segment != 0 ? e.shm_size : static_cast<int64_t>(e.payload.size());
+    bytes += e.element_size();
   }
   if (next == request.from_index() || bytes < kCallAheadBytes) return nullptr;
   auto ahead = std::make_unique<Call>();
@@ -443,10 +357,8 @@ std::unique_ptr<GrpcEpochReader::Call> GrpcEpochReader::MaybeCallAhead(
   ahead->request.set_from_index(next);
   ahead->address = address;
   ahead->thread = std::thread([this, a = ahead.get()] {
-    std::shared_ptr<grpc::Channel> channel = connection_->WorkerChannel(a->address);
-    a->shm = connection_->WorkerShm(a->address, a->shm_nonce);
-    a->request.set_shm_session(a->shm != nullptr ? a->shm->session() : 0);
-    a->rpc = CallGetElements(channel.get(), a->context.get(), a->request, &a->reply);
+    a->channel = connection_->ElementChannelTo(a->address, a->shm_nonce);
+    a->rpc = a->channel->Fetch(a->context.get(), a->request, &a->reply);
   });
   return ahead;
 }
@@ -523,34 +435,31 @@ void GrpcEpochReader::FetchLoop(Task* task) {
     const std::string& address = call->address;
     const ReceivedReply& reply = call->reply;
     if (!made_ahead) {
-      std::shared_ptr<grpc::Channel> channel = connection_->WorkerChannel(address);
-      call->shm = connection_->WorkerShm(address, call->shm_nonce);
-      if (call->shm != nullptr) call->request.set_shm_session(call->shm->session());
-      call->rpc = CallGetElements(channel.get(), call->context.get(), request, &call->reply);
+      call->channel = connection_->ElementChannelTo(address, call->shm_nonce);
+      call->rpc = call->channel->Fetch(call->context.get(), request, &call->reply);
       absl::MutexLock lock(&mu_);
       --in_flight_;
       task->call = nullptr;
     }
-    const grpc::Status& rpc = call->rpc;
+    const absl::Status& rpc = call->rpc;
     if (rpc.ok()) ahead = MaybeCallAhead(task, request, address, reply);
     Checked checked;
     if (rpc.ok()) {
-      checked = CheckAnswer(task->id, request.from_index(), address, reply, call->shm.get());
+      checked = CheckAnswer(task->id, request.from_index(), address, reply, *call->channel);
     }
 
     absl::MutexLock lock(&mu_);
     if (stop_) return;
     bool retry = false;
     if (!rpc.ok()) {
-      const absl::Status status = FromGrpcStatus(rpc);
-      if (IsPermanent(status.code())) {
+      if (IsPermanent(rpc.code())) {
         SetPermanentError(Annotate(
-            status, absl::StrCat("task ", task->id, " at index ", request.from_index(), ": worker ",
-                                 address, " (generation ", request.generation(), ")")));
+            rpc, absl::StrCat("task ", task->id, " at index ", request.from_index(), ": worker ",
+                              address, " (generation ", request.generation(), ")")));
         return;
       }
       // The worker's address and generation are in StallMessage().
-      task->last_error = status.ToString();
+      task->last_error = rpc.ToString();
       ++stats_.retries;
       retry = true;
     } else {

@@ -16,21 +16,18 @@
 //    calls are in flight across all tasks (permits go first come, first served, so no task
 //    starves); then it calls GetElements(task, generation,
 //    from_index = next, max_bytes) on the worker the dispatcher names (from_index also
-//    acknowledges everything before it). The answer arrives as gRPC's receive slices
-//    (transport/elements_reply.h). In it the reader accepts only index == next: a lower index is
-//    a duplicate (dropped, counted), a higher one a protocol error (the rest of the answer is
-//    dropped and the call retried); each accepted payload must hash (XXH3-64, over the slices)
-//    to its checksum, else the rest of the answer is dropped and the call retried, and a payload
-//    still wrong on the third try in a row is DataLoss naming task and index. An accepted
-//    payload becomes a ReceivedElement: a view of the slice it lies in when it lies whole and
-//    aligned in one, else of the one buffer it is copied into (hashed as it is copied). Accepted
-//    elements go to the queue in index order.
-//  * Shared memory: when the worker runs on this host and serves it (Connection::WorkerShm),
-//    the request names the reader's session and the worker answers its large elements by
-//    segment; the reader maps the segment copy-on-write and the element views it there, holding it
-//    (and so the worker's segment) until the trainer drops the element. No bytes travel, so no
-//    checksum is computed: the worker and the reader read the same memory. Failing to map a
-//    segment (the worker died meanwhile) is retried like a failed call.
+//    acknowledges everything before it), through the element channel the connection holds for
+//    that worker (Connection::ElementChannelTo: shared memory when the worker runs on this host
+//    and serves it, else TCP; transport/element_channel.h). The answer arrives as gRPC's receive
+//    slices (transport/elements_reply.h). In it the reader accepts only index == next: a lower
+//    index is a duplicate (dropped, counted), a higher one a protocol error (the rest of the
+//    answer is dropped and the call retried). The channel receives each accepted payload
+//    (ElementChannel::Receive: by bytes it checks the XXH3-64 checksum and views or copies the
+//    bytes; by segment it maps the worker's memory, which the element then holds until the
+//    trainer drops it); a payload that fails its checksum drops the rest of the answer and the
+//    call is retried, and one still wrong on the third try in a row is DataLoss naming task and
+//    index; one that cannot be received now (no memory, a segment gone because the worker died)
+//    is retried like a failed call. Accepted elements go to the queue in index order.
 //  * Any failed call (UNAVAILABLE: worker down; NOT_FOUND: the task is not there yet;
 //    FAILED_PRECONDITION: another generation; anything else but the permanent errors below)
 //    is retried after a backoff of 20 ms doubling to 500 ms, cut short when a heartbeat brings
@@ -128,8 +125,9 @@ class GrpcEpochReader final : public EpochReader {
     std::string address;
     std::string shm_nonce;
     std::unique_ptr<grpc::ClientContext> context;
-    std::shared_ptr<ShmClient> shm;
-    grpc::Status rpc;
+    // The transport the call went through (Connection::ElementChannelTo).
+    std::shared_ptr<ElementChannel> channel;
+    absl::Status rpc;
     ReceivedReply reply;
     std::thread thread;
     ~Call() {
@@ -186,9 +184,10 @@ class GrpcEpochReader final : public EpochReader {
                                        const std::string& address, const ReceivedReply& reply)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Checks an answer to GetElements(task_id, from_index) from the worker at `address` and makes
-  // the accepted payloads elements. Needs no lock.
+  // the accepted payloads elements, received through `channel` (the one that fetched it).
+  // Needs no lock.
   static Checked CheckAnswer(int64_t task_id, int64_t from_index, const std::string& address,
-                             const ReceivedReply& reply, ShmClient* shm);
+                             const ReceivedReply& reply, ElementChannel& channel);
   // Waits until `condition` holds or the Env clock reaches `deadline_us`; whether it holds.
   bool AwaitUntil(const absl::Condition& condition, uint64_t deadline_us)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -39,8 +39,10 @@
 #include "gtest/gtest.h"
 #include "proto/dispatcher.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
+#include "transport/grpc_transport.h"
 #include "transport/shm_protocol.h"
 #include "transport/shm_test_util.h"
+#include "transport/shm_transport.h"
 
 namespace granary {
 namespace {
@@ -613,19 +615,19 @@ TEST_F(ClientReaderTest, ConnectingToASilentShmSocketBlocksNoOtherCaller) {
   const std::string nonce = "000000005113e700";
   testing::ShmSquatter silent(ShmSocketName(address, nonce).substr(1), std::nullopt);
   ASSERT_TRUE(silent.bound());
-  std::shared_ptr<ShmClient> first;
-  std::thread connecting([&] { first = connection->WorkerShm(address, nonce); });
+  std::shared_ptr<ElementChannel> first;
+  std::thread connecting([&] { first = connection->ElementChannelTo(address, nonce); });
   // Accepted: the first caller now waits for a hello that never comes.
   while (silent.connections() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const auto start = std::chrono::steady_clock::now();
   EXPECT_NE(connection->WorkerChannel("127.0.0.1:1"), nullptr);
-  EXPECT_EQ(connection->WorkerShm(address, nonce), nullptr);
+  EXPECT_STREQ(connection->ElementChannelTo(address, nonce)->name(), kTcpTransport);
   const int64_t took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::steady_clock::now() - start)
                               .count();
   connecting.join();
   EXPECT_LT(took_ms, 500) << "the other callers waited " << took_ms << " ms for the connect";
-  EXPECT_EQ(first, nullptr);
+  EXPECT_STREQ(first->name(), kTcpTransport);
   EXPECT_EQ(silent.connections(), 1) << "a second caller connected to the silent socket too";
 }
 
@@ -640,7 +642,7 @@ TEST_F(ClientReaderTest, ASilentShmSocketIsTriedAgainLater) {
   const std::string name = ShmSocketName(address, nonce).substr(1);
   auto busy = std::make_unique<testing::ShmSquatter>(name, std::nullopt);
   ASSERT_TRUE(busy->bound());
-  EXPECT_EQ(connection->WorkerShm(address, nonce), nullptr);
+  EXPECT_STREQ(connection->ElementChannelTo(address, nonce)->name(), kTcpTransport);
   EXPECT_EQ(busy->connections(), 1);
   busy.reset();
   ShmMessage hello;
@@ -649,10 +651,11 @@ TEST_F(ClientReaderTest, ASilentShmSocketIsTriedAgainLater) {
   hello.b = static_cast<uint64_t>(::getpid());
   testing::ShmSquatter answering(name, hello);
   ASSERT_TRUE(answering.bound());
-  EXPECT_EQ(connection->WorkerShm(address, nonce), nullptr);
+  EXPECT_STREQ(connection->ElementChannelTo(address, nonce)->name(), kTcpTransport);
   EXPECT_EQ(answering.connections(), 0) << "tried again before the back-off passed";
   clock.AdvanceMicros(Connection::kShmRetryAfterSilenceMicros);
-  std::shared_ptr<ShmClient> shm = connection->WorkerShm(address, nonce);
+  std::shared_ptr<ElementChannel> channel = connection->ElementChannelTo(address, nonce);
+  auto* shm = dynamic_cast<ShmElementChannel*>(channel.get());
   ASSERT_NE(shm, nullptr) << "not tried again after the back-off";
   EXPECT_EQ(shm->session(), 9u);
 }
