@@ -43,11 +43,8 @@ absl::Status DispatcherImpl::CheckCacheRootUnowned() {
 }
 
 void DispatcherImpl::ClaimCacheRoot() {
-  std::string cluster_id;
-  {
-    absl::MutexLock lock(&mu_);
-    cluster_id = state_.cluster_id();
-  }
+  const std::string cluster_id =
+      core_->Read([](const DispatcherState& state) { return state.cluster_id(); });
   const std::string owner_file = CacheRootOwnerFile();
   const absl::StatusOr<std::string> owner = ReadFileToString(options_.env, owner_file);
   if (owner.ok() && absl::StripAsciiWhitespace(*owner) == cluster_id) return;
@@ -67,7 +64,8 @@ std::string DispatcherImpl::CacheDir(const std::string& cache_key) const {
   return absl::StrCat(options_.cache_root, "/", cache_key);
 }
 
-absl::StatusOr<EpochCache> DispatcherImpl::DecideEpochCache(const JobState& job,
+absl::StatusOr<EpochCache> DispatcherImpl::DecideEpochCache(const DispatcherState& state,
+                                                            const JobState& job,
                                                             const PipelineDef& def) const {
   EpochCache cache;
   const CachePolicy policy = job.options().cache_policy();
@@ -83,7 +81,7 @@ absl::StatusOr<EpochCache> DispatcherImpl::DecideEpochCache(const JobState& job,
   cache.set_cache_key(CacheKeyOf(def, *point, job.options().seed()));
   cache.set_cache_point(*point);
   const std::string dir = CacheDir(cache.cache_key());
-  const CacheState* known = state_.FindCache(cache.cache_key());
+  const CacheState* known = state.FindCache(cache.cache_key());
   if (known == nullptr) {
     cache.set_mode(EpochCache::PUT);
     *cache.mutable_pipeline() = WithCacheWrite(def, *point);
@@ -101,44 +99,51 @@ void DispatcherImpl::AskForProfile(int64_t job_id) {
 }
 
 absl::Status DispatcherImpl::AwaitCacheDecision(int64_t job_id) {
-  AskForProfile(job_id);
-  auto decided = [this, job_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const JobState* job = state_.FindJob(job_id);
-    return job == nullptr || job->has_cache_decision() || !journal_failure_.ok();
-  };
-  mu_.AwaitWithTimeout(absl::Condition(&decided), absl::Milliseconds(options_.cache_wait_ms));
-  RETURN_IF_ERROR(CheckUsable());
-  const JobState* job = state_.FindJob(job_id);
-  if (job != nullptr && !job->has_cache_decision()) {
+  {
+    absl::MutexLock lock(&mu_);
+    AskForProfile(job_id);
+  }
+  const bool decided = core_->Await(
+      [job_id](const DispatcherState& state) {
+        const JobState* job = state.FindJob(job_id);
+        return job == nullptr || job->has_cache_decision();
+      },
+      absl::Milliseconds(options_.cache_wait_ms));
+  RETURN_IF_ERROR(core_->CheckUsable());
+  if (!decided) {
     return absl::UnavailableError(absl::StrCat(
         "job ", job_id, " (cache_policy auto): a worker is measuring its pipeline; retry"));
   }
   return absl::OkStatus();
 }
 
-bool DispatcherImpl::AwaitOwnPut(int64_t job_id, const EpochCache& cache) {
+bool DispatcherImpl::OwnPutRunning(const DispatcherState& state, int64_t job_id,
+                                   const EpochCache& cache) {
   if (cache.mode() != EpochCache::COMPUTE || cache.cache_key().empty()) return false;
-  const CacheState* writing = state_.FindCache(cache.cache_key());
-  if (writing == nullptr || writing->complete() || writing->put_job_id() != job_id) return false;
-  const std::string key = cache.cache_key();
-  auto written = [this, &key]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const CacheState* c = state_.FindCache(key);
-    return c == nullptr || c->complete() || !journal_failure_.ok();
-  };
-  mu_.AwaitWithTimeout(absl::Condition(&written), absl::Milliseconds(options_.cache_wait_ms));
-  return true;
+  const CacheState* writing = state.FindCache(cache.cache_key());
+  return writing != nullptr && !writing->complete() && writing->put_job_id() == job_id;
 }
 
-void DispatcherImpl::AddCacheProfileRequests(const WorkerState& worker,
+void DispatcherImpl::AwaitCacheWritten(const std::string& cache_key) {
+  core_->Await(
+      [&cache_key](const DispatcherState& state) {
+        const CacheState* cache = state.FindCache(cache_key);
+        return cache == nullptr || cache->complete();
+      },
+      absl::Milliseconds(options_.cache_wait_ms));
+}
+
+void DispatcherImpl::AddCacheProfileRequests(const DispatcherState& state,
+                                             const WorkerState& worker,
                                              WorkerHeartbeatResponse* response) {
   if (worker.standby() || response->more()) return;
   for (auto& [job_id, wait] : profile_waits_) {
-    const JobState* job = state_.FindJob(job_id);
+    const JobState* job = state.FindJob(job_id);
     if (job == nullptr || job->has_cache_decision()) continue;
-    const WorkerState* asked = wait.worker_id.empty() ? nullptr : state_.FindWorker(wait.worker_id);
+    const WorkerState* asked = wait.worker_id.empty() ? nullptr : state.FindWorker(wait.worker_id);
     if (asked != nullptr && !asked->lost() && wait.worker_id != worker.worker_id()) continue;
     wait.worker_id = worker.worker_id();
-    const PipelineDef& def = state_.FindDataset(job->dataset_id())->pipeline();
+    const PipelineDef& def = state.FindDataset(job->dataset_id())->pipeline();
     CacheProfileRequest* request = response->add_cache_profiles();
     request->set_job_id(job_id);
     *request->mutable_pipeline() = def;
@@ -152,22 +157,22 @@ void DispatcherImpl::AddCacheProfileRequests(const WorkerState& worker,
   }
 }
 
-std::vector<CacheUsage> DispatcherImpl::CacheUsages() const {
+std::vector<CacheUsage> DispatcherImpl::CacheUsages(const DispatcherState& state) const {
   // A finished task whose consumer has not read it all is run again if its worker is lost: its
   // epoch's cache is still in use.
   std::set<std::string> unread;
   for (const int64_t id : unread_finished_) {
-    const TaskState* task = state_.FindTask(id);
+    const TaskState* task = state.FindTask(id);
     const EpochState* epoch =
-        task == nullptr ? nullptr : state_.FindEpoch(task->job_id(), task->epoch());
+        task == nullptr ? nullptr : state.FindEpoch(task->job_id(), task->epoch());
     if (epoch != nullptr && epoch->cache().mode() != EpochCache::COMPUTE) {
       unread.insert(epoch->cache().cache_key());
     }
   }
   std::vector<CacheUsage> usages;
-  for (const auto& [key, cache] : state_.caches()) {
+  for (const auto& [key, cache] : state.caches()) {
     usages.push_back({key, cache.bytes(), cache.last_used_seq(),
-                      state_.CacheInUse(key) || unread.count(key) > 0});
+                      state.CacheInUse(key) || unread.count(key) > 0});
   }
   return usages;
 }
@@ -178,66 +183,80 @@ absl::Status DispatcherImpl::ReportCacheProfile(const ReportCacheProfileRequest&
   decide.mutable_decide_cache()->set_job_id(request.job_id());
   CacheDecision* decision = decide.mutable_decide_cache()->mutable_decision();
   std::vector<std::string> evictions;
-  {
-    absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(CheckUsable());
-    const JobState* job = state_.FindJob(request.job_id());
-    if (job == nullptr || job->options().cache_policy() != CACHE_AUTO) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job ", request.job_id(), " has no cache_policy auto"));
-    }
-    if (job->has_cache_decision()) {
-      *response->mutable_decision() = job->cache_decision();
-      return absl::OkStatus();
-    }
-    const PipelineDef& def = state_.FindDataset(job->dataset_id())->pipeline();
-    const std::vector<int> candidates = MarkPoints(def);
-    const absl::Status checked = CheckCacheProfile(request.profile(), candidates);
-    if (!request.error().empty() || !checked.ok()) {
-      decision->set_reason(
-          absl::StrCat("compute: worker ", request.worker_id(), " could not profile the pipeline: ",
-                       request.error().empty() ? checked.message() : request.error()));
-      *decision->mutable_profile() = request.profile();
-    } else {
-      CachePlanInput input;
-      input.profile = request.profile();
-      if (job->options().num_epochs() > 0) {
-        input.epochs = std::max<int64_t>(job->options().num_epochs() - job->epochs_started(), 1);
-      }
-      for (const int point : candidates) {
-        const CacheState* cache = state_.FindCache(CacheKeyOf(def, point, job->options().seed()));
-        if (cache != nullptr && cache->complete() && !cache->invalid()) {
-          input.existing_points.insert(point);
+  RETURN_IF_ERROR(core_->CheckUsable());
+  // Whether a decision is to be journaled (none was made yet).
+  ASSIGN_OR_RETURN(
+      const bool decide_now,
+      WithState([&](const DispatcherState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                    mu_) -> absl::StatusOr<bool> {
+        const JobState* job = state.FindJob(request.job_id());
+        if (job == nullptr || job->options().cache_policy() != CACHE_AUTO) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("job ", request.job_id(), " has no cache_policy auto"));
         }
-      }
-      const std::vector<CacheUsage> usages = CacheUsages();
-      if (options_.cache_capacity_bytes > 0) {
-        int64_t pinned = 0;
-        for (const CacheUsage& usage : usages) pinned += usage.in_use ? usage.bytes : 0;
-        input.room_bytes = std::max<int64_t>(options_.cache_capacity_bytes - pinned, 0);
-      }
-      *decision = PlanCache(input);
-      const int point = decision->cache_point();
-      if (point > 0 && !input.existing_points.count(point) && options_.cache_capacity_bytes > 0) {
-        std::optional<std::vector<std::string>> fit = EvictionsToFit(
-            usages, EstimatedCacheBytes(input.profile, point), options_.cache_capacity_bytes);
-        if (fit.has_value()) evictions = *std::move(fit);
-      }
-    }
-  }
+        if (job->has_cache_decision()) {
+          *response->mutable_decision() = job->cache_decision();
+          return false;
+        }
+        const PipelineDef& def = state.FindDataset(job->dataset_id())->pipeline();
+        const std::vector<int> candidates = MarkPoints(def);
+        const absl::Status checked = CheckCacheProfile(request.profile(), candidates);
+        if (!request.error().empty() || !checked.ok()) {
+          decision->set_reason(absl::StrCat(
+              "compute: worker ", request.worker_id(), " could not profile the pipeline: ",
+              request.error().empty() ? checked.message() : request.error()));
+          *decision->mutable_profile() = request.profile();
+        } else {
+          CachePlanInput input;
+          input.profile = request.profile();
+          if (job->options().num_epochs() > 0) {
+            input.epochs =
+                std::max<int64_t>(job->options().num_epochs() - job->epochs_started(), 1);
+          }
+          for (const int point : candidates) {
+            const CacheState* cache =
+                state.FindCache(CacheKeyOf(def, point, job->options().seed()));
+            if (cache != nullptr && cache->complete() && !cache->invalid()) {
+              input.existing_points.insert(point);
+            }
+          }
+          const std::vector<CacheUsage> usages = CacheUsages(state);
+          if (options_.cache_capacity_bytes > 0) {
+            int64_t pinned = 0;
+            for (const CacheUsage& usage : usages) pinned += usage.in_use ? usage.bytes : 0;
+            input.room_bytes = std::max<int64_t>(options_.cache_capacity_bytes - pinned, 0);
+          }
+          *decision = PlanCache(input);
+          const int point = decision->cache_point();
+          if (point > 0 && !input.existing_points.count(point) &&
+              options_.cache_capacity_bytes > 0) {
+            std::optional<std::vector<std::string>> fit = EvictionsToFit(
+                usages, EstimatedCacheBytes(input.profile, point), options_.cache_capacity_bytes);
+            if (fit.has_value()) evictions = *std::move(fit);
+          }
+        }
+        return true;
+      }));
+  if (!decide_now) return absl::OkStatus();
   RETURN_IF_ERROR(Evict(evictions, absl::StrCat("room for job ", request.job_id(), "'s cache")));
-  return JournalAndApply(
-      decide, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-        const JobState* job = state_.FindJob(request.job_id());
-        if (job == nullptr || !job->has_cache_decision()) return applied;
-        if (applied.ok()) {
-          LOG(INFO) << "job " << request.job_id() << " (cache_policy auto, profiled by worker "
-                    << request.worker_id() << "): " << job->cache_decision().reason();
-        }
-        profile_waits_.erase(request.job_id());
-        *response->mutable_decision() = job->cache_decision();
-        return absl::OkStatus();
-      });
+  // The job's decision — this one, or one journaled meanwhile — is the answer.
+  const auto answer = [&](const DispatcherState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const JobState* job = state.FindJob(request.job_id());
+    if (job == nullptr || !job->has_cache_decision()) return false;
+    profile_waits_.erase(request.job_id());
+    *response->mutable_decision() = job->cache_decision();
+    return true;
+  };
+  const absl::Status proposed = core_->Propose(decide, [&](const DispatcherState& state) {
+    LOG(INFO) << "job " << request.job_id() << " (cache_policy auto, profiled by worker "
+              << request.worker_id()
+              << "): " << state.FindJob(request.job_id())->cache_decision().reason();
+    absl::MutexLock lock(&mu_);
+    answer(state);
+  });
+  if (proposed.ok() || absl::IsUnavailable(proposed)) return proposed;
+  // Refused: decided meanwhile (that decision is the answer), or the job is gone.
+  return WithState(answer) ? absl::OkStatus() : proposed;
 }
 
 absl::Status DispatcherImpl::DecideOverdueCaches() {
@@ -256,13 +275,13 @@ absl::Status DispatcherImpl::DecideOverdueCaches() {
     update.mutable_decide_cache()->set_job_id(job_id);
     update.mutable_decide_cache()->mutable_decision()->set_reason(absl::StrCat(
         "compute: no worker reported a profile within ", options_.cache_profile_timeout_ms, " ms"));
-    RETURN_IF_ERROR(JournalAndApply(
-        update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          profile_waits_.erase(job_id);
-          if (applied.ok())
-            LOG(WARNING) << "job " << job_id << ": " << update.decide_cache().decision().reason();
-          return absl::OkStatus();  // Already decided, or gone: nothing to wait for either way.
-        }));
+    const absl::Status proposed = core_->Propose(update, [&](const DispatcherState&) {
+      LOG(WARNING) << "job " << job_id << ": " << update.decide_cache().decision().reason();
+    });
+    if (absl::IsUnavailable(proposed)) return proposed;
+    // Decided, already decided, or gone: nothing to wait for either way.
+    absl::MutexLock lock(&mu_);
+    profile_waits_.erase(job_id);
   }
   return absl::OkStatus();
 }
@@ -274,24 +293,21 @@ absl::Status DispatcherImpl::Evict(const std::vector<std::string>& cache_keys,
     update.mutable_evict_cache()->set_cache_key(key);
     update.mutable_evict_cache()->set_reason(reason);
     std::string tombstone;  // Where the evicted cache's files now are; empty: kept, or none.
-    RETURN_IF_ERROR(JournalAndApply(
-        update, [&](const absl::Status& applied) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          if (!applied.ok()) {
-            LOG(INFO) << "cache " << key << " kept: " << applied;
-            return absl::OkStatus();
-          }
-          LOG(INFO) << "evicted cache " << key << " (" << reason << ")";
-          ++counters_.cache_evictions;
-          // Renamed under mu_, before a new Put of the key can create its directory again; the
-          // files go outside it.
-          const std::string renamed = absl::StrCat(options_.cache_root, "/", kEvictedDirPrefix, key,
-                                                   "-", state_.applied_seq());
-          if (options_.env->FileExists(CacheDir(key)) &&
-              options_.env->RenameFile(CacheDir(key), renamed).ok()) {
-            tombstone = renamed;
-          }
-          return absl::OkStatus();
-        }));
+    const absl::Status proposed = core_->Propose(update, [&](const DispatcherState& state) {
+      LOG(INFO) << "evicted cache " << key << " (" << reason << ")";
+      // Renamed under the core's lock, before a new Put of the key can create its directory
+      // again; the files go outside it.
+      const std::string renamed =
+          absl::StrCat(options_.cache_root, "/", kEvictedDirPrefix, key, "-", state.applied_seq());
+      if (options_.env->FileExists(CacheDir(key)) &&
+          options_.env->RenameFile(CacheDir(key), renamed).ok()) {
+        tombstone = renamed;
+      }
+      absl::MutexLock lock(&mu_);
+      ++counters_.cache_evictions;
+    });
+    if (absl::IsUnavailable(proposed)) return proposed;
+    if (!proposed.ok()) LOG(INFO) << "cache " << key << " kept: " << proposed;
     if (tombstone.empty()) continue;
     const absl::StatusOr<CacheGcCounts> deleted = DeleteCacheDir(options_.env, tombstone);
     if (!deleted.ok()) LOG(WARNING) << "evicted cache " << key << ": " << deleted.status();
@@ -301,24 +317,26 @@ absl::Status DispatcherImpl::Evict(const std::vector<std::string>& cache_keys,
 
 absl::Status DispatcherImpl::AfterCacheComplete(const std::string& cache_key) {
   std::vector<std::string> evictions;
-  {
-    absl::MutexLock lock(&mu_);
-    // Under mu_: while the cache is known and complete no Put writes its directory (an
-    // eviction renames it away under mu_ first). The strays are few: a lost run's chunks.
-    const CacheState* cache = state_.FindCache(cache_key);
-    if (cache != nullptr && cache->complete()) {
-      ASSIGN_OR_RETURN(const CacheGcCounts stray,
-                       DeleteStrayChunks(options_.env, CacheDir(cache_key), *cache));
-      if (stray.files > 0) {
-        LOG(INFO) << "cache " << cache_key << " complete: deleted " << stray.files
-                  << " stray chunk files";
-      }
-    }
-    if (options_.cache_capacity_bytes > 0) {
-      evictions = EvictionsToFit(CacheUsages(), 0, options_.cache_capacity_bytes)
-                      .value_or(std::vector<std::string>{});
-    }
-  }
+  RETURN_IF_ERROR(WithState(
+      [&](const DispatcherState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+        // Under the core's lock: while the cache is known and complete no Put writes its directory
+        // (an eviction renames it away under that lock first). The strays are few: a lost run's
+        // chunks.
+        const CacheState* cache = state.FindCache(cache_key);
+        if (cache != nullptr && cache->complete()) {
+          ASSIGN_OR_RETURN(const CacheGcCounts stray,
+                           DeleteStrayChunks(options_.env, CacheDir(cache_key), *cache));
+          if (stray.files > 0) {
+            LOG(INFO) << "cache " << cache_key << " complete: deleted " << stray.files
+                      << " stray chunk files";
+          }
+        }
+        if (options_.cache_capacity_bytes > 0) {
+          evictions = EvictionsToFit(CacheUsages(state), 0, options_.cache_capacity_bytes)
+                          .value_or(std::vector<std::string>{});
+        }
+        return absl::OkStatus();
+      }));
   return Evict(evictions,
                absl::StrCat("over --cache_capacity_bytes ", options_.cache_capacity_bytes,
                             " once cache ", cache_key, " completed"));

@@ -1,22 +1,14 @@
 // DispatcherImpl: the dispatcher's service logic, in plain C++ (the gRPC adapter in
 // grpc_dispatcher_service.h only translates).
 //
-// Protocol (DESIGN.md §3). Every RPC that changes durable state builds an Update (a command,
-// see proto/journal.proto), appends it to the journal — which group-commits concurrent appends
-// into one synced RocksDB write — and only once it is durable applies it to DispatcherState, in
-// sequence-number order, and answers from the state it produced. An acknowledged change is
-// therefore never lost: a restarted dispatcher loads the newest snapshot, replays the records
-// after it, and is in the state it had. Read-only questions (a lease already made, a heartbeat)
-// are answered from the state without journaling. Every `snapshot_every` records the full state
-// is serialized under the lock and written as a snapshot outside it, and older records are
-// dropped, bounding restart time.
-//
-// If the journal fails, the dispatcher stops changing state and answers Unavailable until it is
-// restarted (fail-stop): its memory may no longer match what is durable. Except on a full disk:
-// an update the journal refuses with Unavailable was not written, so it is not applied, the RPC
-// answers Unavailable, reads go on, and updates work again once space is freed (a snapshot
-// refused that way is retried after the next record). Should the journal find such a record
-// durable after all, it fails the next write and the dispatcher stops as above.
+// Protocol (DESIGN.md §3). The durable state, its journal, snapshots and fail-stop are the
+// core's (dispatcher_core.h). Every RPC that changes durable state checks its request, builds
+// an Update (a command, see proto/journal.proto), proposes it to the core — which refuses it
+// before journaling if it would not apply, else journals and applies it — and answers from the
+// state it produced. Read-only questions (a lease already made, a heartbeat) are answered from
+// the state (DispatcherCore::Read) without journaling. After a journal failure the core refuses
+// every change and the RPCs answer Unavailable until the dispatcher is restarted; on a full
+// disk only the refused update's RPC does.
 //
 // Caching jobs (JobOptions.cache_policy): when an epoch starts, the dispatcher decides how it
 // uses the job's cache — PUT (no cache with the job's key yet: the tasks run the pipeline with
@@ -61,6 +53,7 @@
 #include "cache/cache_planner.h"
 #include "common/env.h"
 #include "dispatcher/caller.h"
+#include "dispatcher/dispatcher_core.h"
 #include "dispatcher/dispatcher_state.h"
 #include "dispatcher/job_activity.h"
 #include "dispatcher/job_metrics_collector.h"
@@ -68,7 +61,6 @@
 #include "dispatcher/policy/resource_policy.h"
 #include "dispatcher/provisioner.h"
 #include "dispatcher/request_limits.h"
-#include "journal/journal.h"
 #include "ops/metrics.h"
 #include "pipeline/udf.h"
 #include "proto/dispatcher.pb.h"
@@ -226,11 +218,18 @@ class DispatcherImpl {
   absl::Status RetireIdleJobs();
 
  private:
-  // Called under mu_ right after the update is applied, with Apply's status.
-  using Answer = std::function<absl::Status(const absl::Status& apply_status)>;
-
-  DispatcherImpl(const DispatcherOptions& options, std::unique_ptr<Journal> journal);
-  absl::Status Recover();
+  DispatcherImpl(const DispatcherOptions& options, std::unique_ptr<DispatcherCore> core);
+  // Counts every known worker as freshly seen, every job as active and every finished task as
+  // unread: no spurious loss or retirement right after a restart.
+  void StartFromRecoveredState() ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs fn(state) with fn under the core's lock and mu_ (in that order: the lock order).
+  template <typename Fn>
+  auto WithState(Fn&& fn) const ABSL_LOCKS_EXCLUDED(mu_) {
+    return core_->Read([&](const DispatcherState& state) {
+      absl::MutexLock lock(&mu_);
+      return fn(state);
+    });
+  }
   // Journals a random cluster id if the recovered state has none (a new journal).
   absl::Status NameCluster();
   // The cache root's owner file (cache/FORMAT.md).
@@ -241,31 +240,16 @@ class DispatcherImpl {
   absl::Status CheckCacheRootUnowned();
   // Makes the cache root's owner file name this dispatcher's cluster (a failure is logged).
   void ClaimCacheRoot() ABSL_LOCKS_EXCLUDED(mu_);
-  // Journals `update`, waits until it is durable and every earlier record is applied, applies
-  // it and returns answer(apply status) — all of the last three under mu_.
-  absl::Status JournalAndApply(const Update& update, const Answer& answer) ABSL_LOCKS_EXCLUDED(mu_);
-  // A serialized state, to be written as the journal snapshot at `seq`.
-  struct Snapshot {
-    uint64_t seq;
-    std::string bytes;
-  };
-  // Every snapshot_every records (unless a snapshot is being written): the state, serialized
-  // under the lock.
-  std::optional<Snapshot> SnapshotIfDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes it to the journal, outside the lock; a failure stops the dispatcher like a failed
-  // append.
-  absl::Status WriteSnapshot(const Snapshot& snapshot) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status CheckUsable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // For options_.check_invariants: aborts, naming record `seq`, if the state is inconsistent.
-  void CheckInvariantsOrDie(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `job`'s work is over at `now`: every epoch it started is finished and read to its
   // end, and it started all its num_epochs or no client asked about it (last_active_) for
   // JobActivityTracker::kWindowUs, over which its rates have decayed to 0. A trainer that comes
   // back to it makes it not over again.
-  bool JobOver(const JobState& job, uint64_t now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool JobOver(const DispatcherState& state, const JobState& job, uint64_t now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // AlreadyExists (logged and counted) when `request`'s worker id is registered at another
   // address by a worker that is live at `now` (RegisterWorker); else OK.
-  absl::Status RefuseDuplicateWorker(const RegisterWorkerRequest& request, uint64_t now)
+  absl::Status RefuseDuplicateWorker(const DispatcherState& state,
+                                     const RegisterWorkerRequest& request, uint64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job named `name` that `caller` means (names are per owner). With `owner` empty or the
   // caller's own: the caller's own job of that name, or nullptr when it has none (an
@@ -273,23 +257,24 @@ class DispatcherImpl {
   // job of that name — NotFound naming name and owner when it has none, PermissionDenied
   // (CheckJobAccess) unless its ACL names the caller. A name never resolves to another owner's
   // job unless the caller names that owner, so no ACL can put a job in another's namespace.
-  absl::StatusOr<const JobState*> FindNamedJob(const std::string& name, const std::string& owner,
-                                               const Caller& caller) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static absl::StatusOr<const JobState*> FindNamedJob(const DispatcherState& state,
+                                                      const std::string& name,
+                                                      const std::string& owner,
+                                                      const Caller& caller);
   // Records that a client asked about `job_id` now (last_active_).
   void MarkActive(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lists or unlists the finished `task` in unread_finished_, by consumed_.
   void TrackUnread(const TaskState& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills `def` but for its pipeline, which it returns (def->pipeline_key names it).
-  const PipelineDef& FillTaskDef(const TaskState& task, TaskDef* def) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  const PipelineDef& FillTaskDef(const DispatcherState& state, const TaskState& task,
+                                 TaskDef* def) const;
   // OK unless creating a job with `options` would take `caller` beyond options_.limits
   // (ResourceExhausted naming the flag).
-  absl::Status CheckClientLimits(const Caller& caller, const JobOptions& options) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckClientLimits(const DispatcherState& state, const Caller& caller,
+                                 const JobOptions& options) const;
   // How epoch `epoch` of `job` uses its cache, given the caches known now.
-  absl::StatusOr<EpochCache> DecideEpochCache(const JobState& job, const PipelineDef& def) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<EpochCache> DecideEpochCache(const DispatcherState& state, const JobState& job,
+                                              const PipelineDef& def) const;
   // The key of the cache of `def`'s first `cache_point` ops with `seed`, for these data roots.
   std::string CacheKeyOf(const PipelineDef& def, int cache_point, uint64_t seed) const;
   std::string CacheDir(const std::string& cache_key) const;
@@ -297,19 +282,21 @@ class DispatcherImpl {
   // is decided (the first ask's time starts cache_profile_timeout_ms).
   void AskForProfile(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // cache_policy auto job `job_id` has no decision: asks for a profile and waits a little for
-  // the decision, releasing mu_ meanwhile. OK once decided (or the job is gone), Unavailable
-  // (retry) until then.
-  absl::Status AwaitCacheDecision(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // the decision. OK once decided (or the job is gone), Unavailable (retry) until then.
+  absl::Status AwaitCacheDecision(int64_t job_id) ABSL_LOCKS_EXCLUDED(mu_);
   // Whether `cache`, which an epoch of `job_id` would compute past, is being written by an
-  // earlier epoch of that job; if so, waits (up to cache_wait_ms, releasing mu_) until the cache
-  // is complete or gone, so the caller decides again.
-  bool AwaitOwnPut(int64_t job_id, const EpochCache& cache) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // earlier epoch of that job.
+  static bool OwnPutRunning(const DispatcherState& state, int64_t job_id, const EpochCache& cache);
+  // Waits (up to cache_wait_ms) until cache `cache_key` is complete or gone.
+  void AwaitCacheWritten(const std::string& cache_key) ABSL_LOCKS_EXCLUDED(mu_);
   // The profile requests for `worker`'s heartbeat: each waiting job's, for the worker it was
   // given to — this one if none, or if that one is lost.
-  void AddCacheProfileRequests(const WorkerState& worker, WorkerHeartbeatResponse* response)
+  void AddCacheProfileRequests(const DispatcherState& state, const WorkerState& worker,
+                               WorkerHeartbeatResponse* response)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Every cache as eviction sees it.
-  std::vector<CacheUsage> CacheUsages() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<CacheUsage> CacheUsages(const DispatcherState& state) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Journals the eviction of each of `cache_keys` (one refused because it came into use is
   // kept), then deletes the evicted caches' directories.
   absl::Status Evict(const std::vector<std::string>& cache_keys, const std::string& reason)
@@ -320,24 +307,29 @@ class DispatcherImpl {
   // overflow; the next completion tries again).
   absl::Status AfterCacheComplete(const std::string& cache_key) ABSL_LOCKS_EXCLUDED(mu_);
   // The policy JobOptions.autoscale or .placement names for `job`, sized by the workers live now.
-  std::unique_ptr<ResourcePolicy> NewPolicy(const JobState& job) const
+  std::unique_ptr<ResourcePolicy> NewPolicy(const DispatcherState& state, const JobState& job) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LivenessLoop();
+  // CollectMetrics from `state`.
+  void CollectMetrics(const DispatcherState& state, MetricSamples& out) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One attempt of StartEpoch: Aborted when the cache its decision was made on changed before
+  // the epoch was proposed.
+  absl::Status TryStartEpoch(const StartEpochRequest& request, StartEpochResponse* response,
+                             const Caller& caller) ABSL_LOCKS_EXCLUDED(mu_);
 
   const DispatcherOptions options_;
-  const std::unique_ptr<Journal> journal_;
+  // The durable state: the journal, DispatcherState, snapshots and fail-stop.
+  const std::unique_ptr<DispatcherCore> core_;
   // The Env pipelines' sources are listed through: options_.env, confined to
   // options_.data_roots when it has a value.
   const std::unique_ptr<ConfinedEnv> confined_env_;
   Env* const source_env_;
 
+  // Guards what the dispatcher keeps beside the durable state (rebuilt from heartbeats after a
+  // restart). Lock order: the core's lock (WithState, DispatcherCore::Read) before mu_; never
+  // held across a Propose.
   mutable absl::Mutex mu_;
-  DispatcherState state_ ABSL_GUARDED_BY(mu_);
-  // Set when a journal write failed: the dispatcher refuses to go on (fail-stop).
-  absl::Status journal_failure_ ABSL_GUARDED_BY(mu_);
-  int64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
-  // Set while a snapshot is written outside the lock: one at a time, in order.
-  bool snapshot_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   // Worker id -> when it was last heard from (Env::NowMicros).
   std::map<std::string, uint64_t> last_seen_ ABSL_GUARDED_BY(mu_);
   // Task id -> the next index its consumer needs, from its latest client heartbeat (lower than

@@ -1645,6 +1645,42 @@ TEST_F(DispatcherAutoCacheTest, ACompletedCacheDeletesItsStrayChunksAndEvictsOve
   EXPECT_THAT(*entries, ::testing::UnorderedElementsAre(first_key, kCacheRootOwnerFileName));
 }
 
+// Issue 31: an epoch past the job's num_epochs is refused (DispatcherState::Validate) before
+// its files are listed, a cache directory is made or anything is journaled.
+TEST_F(DispatcherAutoCacheTest, AnEpochPastNumEpochsIsRefusedBeforeAnythingIsJournaled) {
+  cache_capacity_bytes_ = 5000;
+  OpenCaching();
+  RegisterWorker("a");
+  const std::string dataset = RegisterCachedDataset();
+  GetOrCreateJobRequest request;
+  request.set_dataset_id(dataset);
+  request.set_name("once");
+  request.mutable_options()->set_seed(2);
+  request.mutable_options()->set_num_worker_slots(2);
+  request.mutable_options()->set_cache_policy(CACHE_FULL);
+  request.mutable_options()->set_num_epochs(1);
+  GetOrCreateJobResponse created;
+  ASSERT_TRUE(impl_->GetOrCreateJob(request, &created).ok());
+  const int64_t once = created.job_id();
+  ASSERT_TRUE(StartEpoch(once, 0).ok());
+  const std::string once_dir = EpochOf(once, 0).cache().cache_dir();
+  FinishEpoch(once, 0, /*bytes=*/6000);
+  // Another job's cache completing over capacity evicts the idle one: the next epoch of the
+  // job would Put its cache again, into a new directory.
+  auto other = CreateCachingJob(dataset, "other", CACHE_FULL, /*seed=*/1);
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE(StartEpoch(*other, 0).ok());
+  FinishEpoch(*other, 0, /*bytes=*/100);
+  ASSERT_FALSE(CacheOf(CacheKey(CachedDef(), 3, 2)).has_value());
+  ASSERT_FALSE(clock_.FileExists(once_dir));
+
+  const uint64_t seq = Status().state().applied_seq();
+  const absl::Status past = StartEpoch(once, 1);
+  EXPECT_EQ(past.code(), absl::StatusCode::kOutOfRange) << past;
+  EXPECT_EQ(Status().state().applied_seq(), seq) << "nothing journaled";
+  EXPECT_FALSE(clock_.FileExists(once_dir)) << "no cache directory made";
+}
+
 // Issue 30: a journal lost while the dispatcher was down (no lost-journal marker) must not
 // silently become a new cluster over the old cluster's caches (which it would delete as
 // garbage): the cache root's owner file names the old cluster.

@@ -10,9 +10,10 @@ MetricLabels JobLabel(int64_t job) { return {{"job", absl::StrCat(job)}}; }
 
 }  // namespace
 
-bool DispatcherImpl::JobOver(const JobState& job, uint64_t now) const {
+bool DispatcherImpl::JobOver(const DispatcherState& state, const JobState& job,
+                             uint64_t now) const {
   for (int64_t e = 0; e < job.epochs_started(); ++e) {
-    const EpochState* epoch = state_.FindEpoch(job.job_id(), e);
+    const EpochState* epoch = state.FindEpoch(job.job_id(), e);
     if (epoch == nullptr || !epoch->finished()) return false;
     for (int64_t task : epoch->task_ids()) {
       if (unread_finished_.count(task)) return false;
@@ -26,12 +27,16 @@ bool DispatcherImpl::JobOver(const JobState& job, uint64_t now) const {
 }
 
 void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
-  absl::MutexLock lock(&mu_);
+  WithState([&](const DispatcherState& state)
+                ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { CollectMetrics(state, out); });
+}
+
+void DispatcherImpl::CollectMetrics(const DispatcherState& state, MetricSamples& out) const {
   const uint64_t now = options_.env->NowMicros();
 
   // Workers: live, lost, silent (not yet declared lost), standby (live and idle by choice).
   int64_t live = 0, lost = 0, silent = 0, standby = 0, local = 0;
-  for (const auto& [id, worker] : state_.workers()) {
+  for (const auto& [id, worker] : state.workers()) {
     if (worker.lost()) {
       ++lost;
       continue;
@@ -58,13 +63,13 @@ void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
                  {}, counters_.duplicate_workers_refused);
   out.AddCounter("granary_dispatcher_tasks_moved_total",
                  "Tasks given to another worker (a lost worker's, a scaling step's, a takeover).",
-                 {}, state_.task_moves() - counters_.task_moves_at_open);
+                 {}, state.task_moves() - counters_.task_moves_at_open);
 
   // Jobs that are not over: what their trainers received and waited, their epochs, the
   // policies' decisions.
   for (const JobActivity& job : activity_.Jobs(now)) {
-    const JobState* state = state_.FindJob(job.job_id());
-    if (state == nullptr || JobOver(*state, now)) continue;
+    const JobState* job_state = state.FindJob(job.job_id());
+    if (job_state == nullptr || JobOver(state, *job_state, now)) continue;
     const MetricLabels labels = JobLabel(job.job_id());
     out.AddCounter("granary_job_elements_delivered_total",
                    "Elements the job's trainers received (client heartbeats).", labels,
@@ -83,8 +88,8 @@ void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
                  "last heartbeats.",
                  labels, job.wait_seconds_per_element());
   }
-  for (const auto& [id, job] : state_.jobs()) {
-    if (JobOver(job, now)) continue;
+  for (const auto& [id, job] : state.jobs()) {
+    if (JobOver(state, job, now)) continue;
     const MetricLabels labels = JobLabel(id);
     out.AddCounter("granary_job_epochs_started_total", "Epochs started of the job.", labels,
                    job.epochs_started());
@@ -107,10 +112,10 @@ void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
     }
   }
   int64_t running_epochs = 0, running_tasks = 0, unassigned_tasks = 0;
-  for (const auto& [key, epoch] : state_.epochs()) {
+  for (const auto& [key, epoch] : state.epochs()) {
     if (!epoch.finished()) ++running_epochs;
   }
-  for (const auto& [id, task] : state_.tasks()) {
+  for (const auto& [id, task] : state.tasks()) {
     if (task.finished()) continue;
     ++running_tasks;
     if (task.worker_id().empty()) ++unassigned_tasks;
@@ -133,7 +138,7 @@ void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
 
   // Caches.
   int64_t complete = 0, writing = 0, invalid = 0, cache_bytes = 0;
-  for (const auto& [key, cache] : state_.caches()) {
+  for (const auto& [key, cache] : state.caches()) {
     if (cache.invalid()) {
       ++invalid;
     } else if (cache.complete()) {
@@ -161,7 +166,7 @@ void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
                  ShownRequestedWorkers());
   }
   out.AddGauge("granary_journal_applied_seq", "Sequence number of the last record applied.", {},
-               static_cast<double>(state_.applied_seq()));
+               static_cast<double>(state.applied_seq()));
 }
 
 }  // namespace granary
