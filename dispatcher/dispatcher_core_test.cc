@@ -96,9 +96,11 @@ class DispatcherCoreTest : public ::testing::Test {
 TEST_F(DispatcherCoreTest, ProposeJournalsThenAppliesAndThenSeesTheState) {
   std::unique_ptr<DispatcherCore> core = Open();
   bool seen = false;
-  ASSERT_TRUE(core->Propose(RegisterDataset("d"), [&](const DispatcherState& state) {
-                    seen = state.FindDataset("d") != nullptr && state.applied_seq() == 1;
-                  }).ok());
+  ASSERT_TRUE(core->Propose(RegisterDataset("d"),
+                            [&](const DispatcherState& state) {
+                              seen = state.FindDataset("d") != nullptr && state.applied_seq() == 1;
+                            })
+                  .ok());
   EXPECT_TRUE(seen);
   EXPECT_EQ(log_->size(), 1u);
   EXPECT_EQ(AppliedSeq(*core), 1u);
@@ -121,13 +123,13 @@ TEST_F(DispatcherCoreTest, ConcurrentProposalsAreAppliedInSequenceOrder) {
   EXPECT_EQ(log_->size(), static_cast<size_t>(kProposers * 10));
   EXPECT_EQ(AppliedSeq(*core), static_cast<uint64_t>(kProposers * 10));
   // Replaying the log reaches the same state.
-  const std::string before = core->Read(
-      [](const DispatcherState& s) { return SerializeDeterministically(s.ToProto()); });
+  const std::string before =
+      core->Read([](const DispatcherState& s) { return SerializeDeterministically(s.ToProto()); });
   core.reset();
   core = Open();
-  EXPECT_EQ(core->Read(
-                [](const DispatcherState& s) { return SerializeDeterministically(s.ToProto()); }),
-            before);
+  EXPECT_EQ(
+      core->Read([](const DispatcherState& s) { return SerializeDeterministically(s.ToProto()); }),
+      before);
 }
 
 TEST_F(DispatcherCoreTest, AnUpdateTheStateRefusesIsNotJournaled) {

@@ -33,41 +33,6 @@ void StripManifest(CacheState* cache) {
   cache->clear_task_plans();
 }
 
-// A task's chunks must cover its elements at the cache point 0, 1, 2, ... without gap or
-// overlap — all of its elements, when the cache point is the pipeline's end.
-absl::Status CheckCacheChunks(const TaskFinishedRequest& request, bool put, bool whole_output,
-                              const std::string& cache_dir) {
-  if (!put) {
-    if (request.cache_chunks_size() == 0) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "task ", request.task_id(), " reports cache chunks but its epoch writes no cache"));
-  }
-  int64_t next = 0;
-  for (const CacheChunk& chunk : request.cache_chunks()) {
-    // A chunk file directly in the cache's directory, named without a path of its own.
-    const absl::string_view name = absl::StripPrefix(chunk.path(), cache_dir + "/");
-    if (name.size() == chunk.path().size() || name.empty() || absl::StrContains(name, '/') ||
-        name == "." || name == "..") {
-      return absl::InvalidArgumentError(absl::StrCat("task ", request.task_id(), ": cache chunk '",
-                                                     chunk.path(), "' is not a file of ",
-                                                     cache_dir));
-    }
-    if (chunk.first_index() != next || chunk.num_elements() <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "task ", request.task_id(), ": cache chunk ", chunk.path(), " holds elements ",
-          chunk.first_index(), "..", chunk.first_index() + chunk.num_elements() - 1,
-          ", expected the next to start at ", next));
-    }
-    next += chunk.num_elements();
-  }
-  if (whole_output && next != request.num_elements()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("task ", request.task_id(), ": its cache chunks hold ", next,
-                     " elements, the task produced ", request.num_elements()));
-  }
-  return absl::OkStatus();
-}
-
 // A refusal because the update's effect is there already (an update proposed twice) is the
 // answer the caller wanted.
 absl::Status OkIfDone(const absl::Status& status) {
@@ -97,22 +62,11 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Open(
   const bool new_journal =
       impl->core_->Read([](const DispatcherState& state) { return state.applied_seq() == 0; });
   if (!options.cache_root.empty() && new_journal && !options.new_cluster) {
-    RETURN_IF_ERROR(impl->CheckCacheRootUnowned());
+    RETURN_IF_ERROR(impl->cache_->CheckRootUnowned(options.journal_dir));
   }
   RETURN_IF_ERROR(impl->NameCluster());
   if (!options.cache_root.empty()) {
-    impl->ClaimCacheRoot();
-    // Before any worker probes or writes: what no cache of the recovered state holds.
-    const absl::StatusOr<CacheGcCounts> collected =
-        impl->core_->Read([&](const DispatcherState& state) {
-          return CollectCacheGarbage(options.env, options.cache_root, state.caches());
-        });
-    if (!collected.ok()) {
-      LOG(WARNING) << "cache root " << options.cache_root << ": " << collected.status();
-    } else if (collected->files + collected->dirs > 0) {
-      LOG(INFO) << "cache root " << options.cache_root << ": deleted " << collected->files
-                << " stray files and " << collected->dirs << " directories";
-    }
+    impl->cache_->ClaimRootAndCollectGarbage();
   }
   impl->liveness_thread_ = std::thread([d = impl.get()] { d->LivenessLoop(); });
   return impl;
@@ -122,11 +76,30 @@ DispatcherImpl::DispatcherImpl(const DispatcherOptions& options,
                                std::unique_ptr<DispatcherCore> core)
     : options_(options),
       core_(std::move(core)),
+      cache_(std::make_unique<CacheCoordinator>(core_.get(), CacheOptions(options),
+                                                [this]() ABSL_LOCKS_EXCLUDED(mu_) {
+                                                  absl::MutexLock lock(&mu_);
+                                                  return unread_finished_;
+                                                })),
       confined_env_(options.data_roots.has_value()
                         ? std::make_unique<ConfinedEnv>(
                               options.env, options.data_roots->With(options.cache_root))
                         : nullptr),
       source_env_(confined_env_ != nullptr ? confined_env_.get() : options.env) {}
+
+CacheCoordinatorOptions DispatcherImpl::CacheOptions(const DispatcherOptions& options) {
+  CacheCoordinatorOptions cache;
+  cache.env = options.env;
+  cache.cache_root = options.cache_root;
+  cache.cache_capacity_bytes = options.cache_capacity_bytes;
+  cache.cache_profile_records = options.cache_profile_records;
+  cache.cache_profile_timeout_ms = options.cache_profile_timeout_ms;
+  cache.cache_wait_ms = options.cache_wait_ms;
+  if (options.data_roots.has_value()) {
+    cache.data_roots_key = absl::StrJoin(options.data_roots->roots(), ",");
+  }
+  return cache;
+}
 
 DispatcherImpl::~DispatcherImpl() {
   stopping_.Notify();
@@ -177,19 +150,7 @@ absl::Status DispatcherImpl::NameCluster() {
 absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& request,
                                              RegisterDatasetResponse* response) {
   // The cache's ops and fields are the dispatcher's to insert (pipeline/cache_policy.h).
-  const PipelineDef& def = request.pipeline();
-  if (def.source().type() == "cache_read" || def.cached_ops() != 0) {
-    return absl::InvalidArgumentError(
-        "invalid pipeline: source cache_read (and cached_ops) are inserted by the dispatcher; "
-        "give the job a cache_policy instead");
-  }
-  for (int i = 0; i < def.ops_size(); ++i) {
-    if (def.ops(i).op() == "cache_write") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "invalid pipeline: op ", i,
-          " (cache_write) is inserted by the dispatcher; give the job a cache_policy instead"));
-    }
-  }
+  RETURN_IF_ERROR(CacheCoordinator::CheckNoCacheOps(request.pipeline()));
   if (const int64_t bytes = static_cast<int64_t>(request.pipeline().ByteSizeLong());
       bytes > options_.limits.pipeline_bytes) {
     return absl::ResourceExhaustedError(
@@ -235,7 +196,7 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
     response->set_epochs_started(job.epochs_started());
     // The cache its next epoch would use, as that epoch would decide now.
     const absl::StatusOr<EpochCache> next =
-        DecideEpochCache(state, job, state.FindDataset(job.dataset_id())->pipeline());
+        cache_->DecideEpochCache(state, job, state.FindDataset(job.dataset_id())->pipeline());
     if (next.ok() && !next->cache_key().empty()) {
       response->set_cache_key(next->cache_key());
       if (const CacheState* cache = state.FindCache(next->cache_key())) {
@@ -246,7 +207,7 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
     MarkActive(job.job_id());
     // A cache_policy auto job's profile starts now: the trainer's own start-up hides it.
     if (job.options().cache_policy() == CACHE_AUTO && !job.has_cache_decision()) {
-      AskForProfile(job.job_id());
+      cache_->AskForProfile(job.job_id());
     }
     return absl::OkStatus();
   };
@@ -399,11 +360,12 @@ absl::Status DispatcherImpl::TryStartEpoch(const StartEpochRequest& request,
           }
           def = state.FindDataset(job->dataset_id())->pipeline();
           seed = job->options().seed();
-          ASSIGN_OR_RETURN(*start->mutable_cache(), DecideEpochCache(state, *job, def));
+          ASSIGN_OR_RETURN(*start->mutable_cache(), cache_->DecideEpochCache(state, *job, def));
           // Everything but the plan is decided: what the state would refuse (an epoch past
           // num_epochs) is refused before the files are listed or a cache directory is made.
           RETURN_IF_ERROR(state.Validate(update));
-          if (!waited_for_put && OwnPutRunning(state, request.job_id(), start->cache())) {
+          if (!waited_for_put &&
+              CacheCoordinator::OwnPutRunning(state, request.job_id(), start->cache())) {
             return Next::kAwaitOwnPut;
           }
           if (start->cache().mode() == EpochCache::GET) {
@@ -417,10 +379,10 @@ absl::Status DispatcherImpl::TryStartEpoch(const StartEpochRequest& request,
     if (next == Next::kAnswered) return absl::OkStatus();
     if (next == Next::kBuildPlan) break;
     if (next == Next::kAwaitDecision) {
-      RETURN_IF_ERROR(AwaitCacheDecision(request.job_id()));  // OK once decided.
+      RETURN_IF_ERROR(cache_->AwaitDecision(request.job_id()));  // OK once decided.
     } else {
       waited_for_put = true;
-      AwaitCacheWritten(start->cache().cache_key());
+      cache_->AwaitCacheWritten(start->cache().cache_key());
     }
   }
   if (start->cache().mode() != EpochCache::GET) {
@@ -608,7 +570,7 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
           held.insert(def->pipeline_key());
           pipeline_bytes += size;
         }
-        AddCacheProfileRequests(state, *worker, response);
+        cache_->AddProfileRequests(state, *worker, response);
         // The answer's size is bounded (request_limits.h) below what a worker accepts, so a worker
         // seen here can read its tasks: being counted live never hides a worker that cannot.
         last_seen_[request.worker_id()] = options_.env->NowMicros();
@@ -826,8 +788,9 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
           const bool whole_output =
               epoch->cache().cache_point() ==
               state.FindDataset(state.FindJob(task->job_id())->dataset_id())->pipeline().ops_size();
-          RETURN_IF_ERROR(CheckCacheChunks(request, epoch->cache().mode() == EpochCache::PUT,
-                                           whole_output, epoch->cache().cache_dir()));
+          RETURN_IF_ERROR(
+              CacheCoordinator::CheckTaskChunks(request, epoch->cache().mode() == EpochCache::PUT,
+                                                whole_output, epoch->cache().cache_dir()));
         }
         return true;
       }));
@@ -862,64 +825,9 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
   }
   if (completed_cache.empty()) return absl::OkStatus();
   // The report is durable; tidying the cache up is not its business (a failure is logged).
-  const absl::Status tidied = AfterCacheComplete(completed_cache);
+  const absl::Status tidied = cache_->AfterCacheComplete(completed_cache);
   if (!tidied.ok()) LOG(WARNING) << "cache " << completed_cache << ": " << tidied;
   return absl::OkStatus();
-}
-
-absl::Status DispatcherImpl::RecomputeCacheChunk(const RecomputeCacheChunkRequest& request,
-                                                 RecomputeCacheChunkResponse* response) {
-  Update update;
-  RETURN_IF_ERROR(core_->CheckUsable());
-  ASSIGN_OR_RETURN(
-      const bool invalidate, core_->Read([&](const DispatcherState& state) -> absl::StatusOr<bool> {
-        const TaskState* task = state.FindTask(request.task_id());
-        if (task == nullptr)
-          return absl::NotFoundError(absl::StrCat("no task ", request.task_id()));
-        if (request.generation() != task->generation()) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("task ", request.task_id(), " is at generation ", task->generation(),
-                           ", not ", request.generation()));
-        }
-        const EpochState* epoch = state.FindEpoch(task->job_id(), task->epoch());
-        const CacheState* cache = state.FindCache(epoch->cache().cache_key());
-        if (epoch->cache().mode() != EpochCache::GET || cache == nullptr) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("task ", request.task_id(), " does not read a cache"));
-        }
-        const auto chunk =
-            std::find_if(cache->chunks().begin(), cache->chunks().end(),
-                         [&](const CacheChunk& c) { return c.path() == request.chunk_path(); });
-        if (chunk == cache->chunks().end()) {
-          return absl::NotFoundError(
-              absl::StrCat("cache ", cache->cache_key(), " has no chunk ", request.chunk_path()));
-        }
-        const auto plan =
-            std::find_if(cache->task_plans().begin(), cache->task_plans().end(),
-                         [&](const CacheTaskPlan& p) { return p.task_id() == chunk->task_id(); });
-        if (plan == cache->task_plans().end()) {
-          return absl::DataLossError(absl::StrCat("cache ", cache->cache_key(),
-                                                  " has no plan for task ", chunk->task_id(),
-                                                  ", which wrote ", chunk->path()));
-        }
-        const JobState* job = state.FindJob(task->job_id());
-        *response->mutable_prefix() = CachedPrefix(state.FindDataset(job->dataset_id())->pipeline(),
-                                                   epoch->cache().cache_point());
-        response->set_seed(job->options().seed());
-        response->set_cached_prefix_ops(epoch->cache().cache_point());
-        *response->mutable_leased() = plan->leased();
-        *response->mutable_chunk() = *chunk;
-        LOG(WARNING) << "task " << request.task_id() << " (worker " << task->worker_id()
-                     << ") recomputes cache chunk " << request.chunk_path() << ": "
-                     << request.problem();
-        if (cache->invalid()) return false;
-        update.mutable_invalidate_cache()->set_cache_key(cache->cache_key());
-        update.mutable_invalidate_cache()->set_reason(
-            absl::StrCat("chunk ", request.chunk_path(), ": ", request.problem().substr(0, 1024)));
-        return true;
-      }));
-  if (!invalidate) return absl::OkStatus();
-  return OkIfDone(core_->Propose(update));
 }
 
 std::unique_ptr<ResourcePolicy> DispatcherImpl::NewPolicy(const DispatcherState& state,
@@ -1152,7 +1060,7 @@ void DispatcherImpl::LivenessLoop() {
     if (!status.ok()) LOG(ERROR) << "failure detector: " << status;
     const absl::Status retired = RetireIdleJobs();
     if (!retired.ok()) LOG(ERROR) << "retiring idle jobs: " << retired;
-    const absl::Status overdue = DecideOverdueCaches();
+    const absl::Status overdue = cache_->DecideOverdue();
     if (!overdue.ok()) LOG(ERROR) << "cache decisions: " << overdue;
     const uint64_t now = options_.env->NowMicros();
     if (now - last_policies_us >= static_cast<uint64_t>(options_.policy_period_ms) * 1000) {

@@ -20,7 +20,7 @@
 // chunks (of runs that lost their task) are then deleted, and a restarted dispatcher collects
 // the cache root's garbage (cache/cache_gc.h).
 //
-// cache_policy auto (dispatcher_cache.cc): from the job's creation (or opening, after a
+// cache_policy auto (cache/cache_coordinator.h): from the job's creation (or opening, after a
 // restart) a worker is asked through its heartbeat to profile the pipeline; the job's first
 // StartEpoch waits — answering Unavailable, which clients retry — until the worker has answered
 // with ReportCacheProfile and the dispatcher has journaled where the
@@ -50,7 +50,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "cache/cache_planner.h"
+#include "cache/cache_coordinator.h"
 #include "common/env.h"
 #include "dispatcher/caller.h"
 #include "dispatcher/dispatcher_core.h"
@@ -173,16 +173,20 @@ class DispatcherImpl {
   // A chunk of the cache task `request.task_id()` reads failed its check on the worker: journals
   // the cache invalid (later epochs compute its prefix) and answers how to recompute the chunk.
   absl::Status RecomputeCacheChunk(const RecomputeCacheChunkRequest& request,
-                                   RecomputeCacheChunkResponse* response);
+                                   RecomputeCacheChunkResponse* response) {
+    return cache_->RecomputeChunk(request, response);
+  }
   // A worker's profile of a cache_policy auto job (or why it could not take one): decides,
   // evicts what the decision needs room from, journals, and answers the job's decision — the
   // one already journaled, if another report came first. FailedPrecondition for a job without
   // cache_policy auto.
   absl::Status ReportCacheProfile(const ReportCacheProfileRequest& request,
-                                  ReportCacheProfileResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
+                                  ReportCacheProfileResponse* response) {
+    return cache_->ReportCacheProfile(request, response);
+  }
   // Journals a compute decision for every cache_policy auto job that has waited for a profile
   // longer than cache_profile_timeout_ms. Also run by the background thread.
-  absl::Status DecideOverdueCaches() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status DecideOverdueCaches() { return cache_->DecideOverdue(); }
   // The state `caller` may see (VisibleState, caller.h) and the live workers.
   // With request.summary(), what grows with the data is left out (GetStatusRequest).
   absl::Status GetStatus(const GetStatusRequest& request, GetStatusResponse* response,
@@ -219,6 +223,8 @@ class DispatcherImpl {
 
  private:
   DispatcherImpl(const DispatcherOptions& options, std::unique_ptr<DispatcherCore> core);
+  // The cache coordinator's share of `options`.
+  static CacheCoordinatorOptions CacheOptions(const DispatcherOptions& options);
   // Counts every known worker as freshly seen, every job as active and every finished task as
   // unread: no spurious loss or retirement right after a restart.
   void StartFromRecoveredState() ABSL_LOCKS_EXCLUDED(mu_);
@@ -232,14 +238,6 @@ class DispatcherImpl {
   }
   // Journals a random cluster id if the recovered state has none (a new journal).
   absl::Status NameCluster();
-  // The cache root's owner file (cache/FORMAT.md).
-  std::string CacheRootOwnerFile() const;
-  // FailedPrecondition if the cache root's owner file names a cluster (called for a new,
-  // empty journal: that cluster's journal seems lost). Unreadable evidence is logged, not
-  // refused.
-  absl::Status CheckCacheRootUnowned();
-  // Makes the cache root's owner file name this dispatcher's cluster (a failure is logged).
-  void ClaimCacheRoot() ABSL_LOCKS_EXCLUDED(mu_);
   // Whether `job`'s work is over at `now`: every epoch it started is finished and read to its
   // end, and it started all its num_epochs or no client asked about it (last_active_) for
   // JobActivityTracker::kWindowUs, over which its rates have decayed to 0. A trainer that comes
@@ -272,40 +270,6 @@ class DispatcherImpl {
   // (ResourceExhausted naming the flag).
   absl::Status CheckClientLimits(const DispatcherState& state, const Caller& caller,
                                  const JobOptions& options) const;
-  // How epoch `epoch` of `job` uses its cache, given the caches known now.
-  absl::StatusOr<EpochCache> DecideEpochCache(const DispatcherState& state, const JobState& job,
-                                              const PipelineDef& def) const;
-  // The key of the cache of `def`'s first `cache_point` ops with `seed`, for these data roots.
-  std::string CacheKeyOf(const PipelineDef& def, int cache_point, uint64_t seed) const;
-  std::string CacheDir(const std::string& cache_key) const;
-  // From now on the heartbeats ask a worker to profile cache_policy auto job `job_id`, until it
-  // is decided (the first ask's time starts cache_profile_timeout_ms).
-  void AskForProfile(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // cache_policy auto job `job_id` has no decision: asks for a profile and waits a little for
-  // the decision. OK once decided (or the job is gone), Unavailable (retry) until then.
-  absl::Status AwaitCacheDecision(int64_t job_id) ABSL_LOCKS_EXCLUDED(mu_);
-  // Whether `cache`, which an epoch of `job_id` would compute past, is being written by an
-  // earlier epoch of that job.
-  static bool OwnPutRunning(const DispatcherState& state, int64_t job_id, const EpochCache& cache);
-  // Waits (up to cache_wait_ms) until cache `cache_key` is complete or gone.
-  void AwaitCacheWritten(const std::string& cache_key) ABSL_LOCKS_EXCLUDED(mu_);
-  // The profile requests for `worker`'s heartbeat: each waiting job's, for the worker it was
-  // given to — this one if none, or if that one is lost.
-  void AddCacheProfileRequests(const DispatcherState& state, const WorkerState& worker,
-                               WorkerHeartbeatResponse* response)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every cache as eviction sees it.
-  std::vector<CacheUsage> CacheUsages(const DispatcherState& state) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Journals the eviction of each of `cache_keys` (one refused because it came into use is
-  // kept), then deletes the evicted caches' directories.
-  absl::Status Evict(const std::vector<std::string>& cache_keys, const std::string& reason)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // After a Put epoch completed cache `cache_key`: deletes its stray chunks and, if the caches
-  // now exceed cache_capacity_bytes, evicts the least recently used ones no epoch reads — none
-  // if even evicting all of those would not bring them under it (the caches in use alone
-  // overflow; the next completion tries again).
-  absl::Status AfterCacheComplete(const std::string& cache_key) ABSL_LOCKS_EXCLUDED(mu_);
   // The policy JobOptions.autoscale or .placement names for `job`, sized by the workers live now.
   std::unique_ptr<ResourcePolicy> NewPolicy(const DispatcherState& state, const JobState& job) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -321,14 +285,16 @@ class DispatcherImpl {
   const DispatcherOptions options_;
   // The durable state: the journal, DispatcherState, snapshots and fail-stop.
   const std::unique_ptr<DispatcherCore> core_;
+  // The caches' decisions, profiles, evictions and cache root.
+  const std::unique_ptr<CacheCoordinator> cache_;
   // The Env pipelines' sources are listed through: options_.env, confined to
   // options_.data_roots when it has a value.
   const std::unique_ptr<ConfinedEnv> confined_env_;
   Env* const source_env_;
 
   // Guards what the dispatcher keeps beside the durable state (rebuilt from heartbeats after a
-  // restart). Lock order: the core's lock (WithState, DispatcherCore::Read) before mu_; never
-  // held across a Propose.
+  // restart). Lock order: the core's lock (WithState, DispatcherCore::Read), then mu_, then the
+  // cache coordinator's; never held across a Propose.
   mutable absl::Mutex mu_;
   // Worker id -> when it was last heard from (Env::NowMicros).
   std::map<std::string, uint64_t> last_seen_ ABSL_GUARDED_BY(mu_);
@@ -344,7 +310,6 @@ class DispatcherImpl {
   struct Counters {
     // Epochs started, by EpochCache::Mode (COMPUTE, PUT, GET).
     int64_t epochs_started[3] = {0, 0, 0};
-    int64_t cache_evictions = 0;
     // RegisterWorker calls refused: the id is live at another address (RegisterWorker).
     int64_t duplicate_workers_refused = 0;
     // DispatcherState::task_moves() once the journal was replayed.
@@ -363,13 +328,6 @@ class DispatcherImpl {
   // Job id -> when a client last asked about it (Env::NowMicros); after a restart, the
   // restart's time.
   std::map<int64_t, uint64_t> last_active_ ABSL_GUARDED_BY(mu_);
-  // cache_policy auto jobs waiting for a profile, by job id: since when, and the worker asked
-  // (not journaled: a restarted dispatcher asks again).
-  struct ProfileWait {
-    uint64_t since_us = 0;
-    std::string worker_id;
-  };
-  std::map<int64_t, ProfileWait> profile_waits_ ABSL_GUARDED_BY(mu_);
 
   // Provisioning (SetProvisioner; Provision).
   std::unique_ptr<Provisioner> provisioner_ ABSL_GUARDED_BY(mu_);

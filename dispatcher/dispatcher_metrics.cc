@@ -136,28 +136,7 @@ void DispatcherImpl::CollectMetrics(const DispatcherState& state, MetricSamples&
   out.AddCounter("granary_dispatcher_epochs_started_total", kEpochs, {{"cache", "get"}},
                  counters_.epochs_started[EpochCache::GET]);
 
-  // Caches.
-  int64_t complete = 0, writing = 0, invalid = 0, cache_bytes = 0;
-  for (const auto& [key, cache] : state.caches()) {
-    if (cache.invalid()) {
-      ++invalid;
-    } else if (cache.complete()) {
-      ++complete;
-      cache_bytes += cache.bytes();
-    } else {
-      ++writing;
-    }
-  }
-  constexpr char kCaches[] = "Caches by state.";
-  out.AddGauge("granary_cache_caches", kCaches, {{"state", "complete"}}, complete);
-  out.AddGauge("granary_cache_caches", kCaches, {{"state", "writing"}}, writing);
-  out.AddGauge("granary_cache_caches", kCaches, {{"state", "invalid"}}, invalid);
-  out.AddGauge("granary_cache_bytes", "Bytes of the complete, valid caches' chunk files.", {},
-               cache_bytes);
-  out.AddGauge("granary_cache_capacity_bytes", "--cache_capacity_bytes (0: no limit).", {},
-               options_.cache_capacity_bytes);
-  out.AddCounter("granary_cache_evictions_total", "Caches evicted by this process.", {},
-                 counters_.cache_evictions);
+  cache_->CollectMetrics(state, out);
 
   // Autoscaling's target and the journal's head.
   if (provisioner_ != nullptr) {
