@@ -81,6 +81,15 @@ DispatcherImpl::DispatcherImpl(const DispatcherOptions& options,
                                                   absl::MutexLock lock(&mu_);
                                                   return unread_finished_;
                                                 })),
+      liveness_(core_.get(), options.env, options.worker_timeout_ms),
+      retention_(core_.get(), options.env, options.job_retention_ms,
+                 [this](int64_t job, const std::vector<int64_t>& tasks) { ForgetJob(job, tasks); }),
+      provisioning_(core_.get(), options.env, options.policy_period_ms,
+                    [this]() ABSL_LOCKS_EXCLUDED(mu_) {
+                      absl::MutexLock lock(&mu_);
+                      return unread_finished_;
+                    }),
+      policy_runner_(core_.get(), &provisioning_, options.prices),
       confined_env_(options.data_roots.has_value()
                         ? std::make_unique<ConfinedEnv>(
                               options.env, options.data_roots->With(options.cache_root))
@@ -109,19 +118,23 @@ DispatcherImpl::~DispatcherImpl() {
 void DispatcherImpl::StartFromRecoveredState() {
   WithState([&](const DispatcherState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     counters_.task_moves_at_open = state.task_moves();
-    const uint64_t now = options_.env->NowMicros();
-    for (const auto& [id, worker] : state.workers()) {
-      if (!worker.lost()) last_seen_[id] = now;
-    }
-    for (const auto& [id, job] : state.jobs()) last_active_[id] = now;
+    liveness_.SeeAll(state);
+    retention_.MarkAllActive(state);
     for (const auto& [id, task] : state.tasks()) {
       if (task.finished()) unread_finished_.insert(id);
     }
   });
 }
 
-void DispatcherImpl::MarkActive(int64_t job_id) {
-  last_active_[job_id] = options_.env->NowMicros();
+void DispatcherImpl::ForgetJob(int64_t job, const std::vector<int64_t>& tasks) {
+  policy_runner_.Forget(job);
+  absl::MutexLock lock(&mu_);
+  activity_.Forget(job);
+  for (int64_t id : tasks) {
+    consumed_.erase(id);
+    unread_finished_.erase(id);
+    activity_.ForgetTask(id);
+  }
 }
 
 void DispatcherImpl::TrackUnread(const TaskState& task) {
@@ -204,7 +217,7 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
         StripManifest(response->mutable_cache());
       }
     }
-    MarkActive(job.job_id());
+    retention_.MarkActive(job.job_id());
     // A cache_policy auto job's profile starts now: the trainer's own start-up hides it.
     if (job.options().cache_policy() == CACHE_AUTO && !job.has_cache_decision()) {
       cache_->AskForProfile(job.job_id());
@@ -345,7 +358,7 @@ absl::Status DispatcherImpl::TryStartEpoch(const StartEpochRequest& request,
           const JobState* job = state.FindJob(request.job_id());
           if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
           RETURN_IF_ERROR(CheckJobAccess(*job, caller));
-          MarkActive(request.job_id());
+          retention_.MarkActive(request.job_id());
           if (const EpochState* epoch = state.FindEpoch(request.job_id(), request.epoch())) {
             response->set_num_tasks(epoch->task_ids_size());
             return Next::kAnswered;
@@ -455,8 +468,7 @@ absl::Status DispatcherImpl::RegisterWorker(const RegisterWorkerRequest& request
       response->set_capability_key(options_.capability_key->bytes());
     }
     for (const std::string& admin : options_.admin_clients) response->add_admin_clients(admin);
-    absl::MutexLock lock(&mu_);
-    last_seen_[request.worker_id()] = options_.env->NowMicros();
+    liveness_.Seen(request.worker_id());
   });
 }
 
@@ -467,14 +479,14 @@ absl::Status DispatcherImpl::RefuseDuplicateWorker(const DispatcherState& state,
   if (registered == nullptr || registered->lost() || registered->address() == request.address()) {
     return absl::OkStatus();
   }
-  const auto seen = last_seen_.find(request.worker_id());
+  const std::optional<uint64_t> seen = liveness_.LastSeen(request.worker_id());
   const uint64_t timeout_us = static_cast<uint64_t>(options_.worker_timeout_ms) * 1000;
-  if (seen == last_seen_.end() || now - seen->second > timeout_us) return absl::OkStatus();
+  if (!seen.has_value() || now - *seen > timeout_us) return absl::OkStatus();
   ++counters_.duplicate_workers_refused;
   const absl::Status refused = absl::AlreadyExistsError(absl::StrCat(
       "worker id '", request.worker_id(), "' is registered by the live worker at ",
-      registered->address(), " (heard from ", (now - seen->second) / 1000,
-      " ms ago), so the worker at ", request.address(),
+      registered->address(), " (heard from ", (now - *seen) / 1000, " ms ago), so the worker at ",
+      request.address(),
       " may not take it: are two workers started with the same --worker_id? (A worker restarted "
       "at a new address is accepted once the old one has been silent for ",
       options_.worker_timeout_ms, " ms, --worker_timeout_ms.)"));
@@ -543,8 +555,8 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
           const TaskState* task = state.FindTask(r.task_id());
           if (task != nullptr && task->generation() == r.generation() && !task->finished() &&
               task->worker_id() == request.worker_id() && r.produced() >= 0 && r.busy_us() >= 0) {
-            metrics_.ProducerTotals(task->job_id(), task->task_id(), IsLocalWorker(*worker),
-                                    r.produced(), r.busy_us());
+            policy_runner_.ProducerTotals(task->job_id(), task->task_id(), IsLocalWorker(*worker),
+                                          r.produced(), r.busy_us());
             activity_.TaskReport(task->task_id(), r.produced(), r.transport());
           }
         }
@@ -573,7 +585,7 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
         cache_->AddProfileRequests(state, *worker, response);
         // The answer's size is bounded (request_limits.h) below what a worker accepts, so a worker
         // seen here can read its tasks: being counted live never hides a worker that cannot.
-        last_seen_[request.worker_id()] = options_.env->NowMicros();
+        liveness_.Seen(request.worker_id());
         return absl::OkStatus();
       });
 }
@@ -617,13 +629,13 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
                 "client heartbeat: task ", task_id, " next index ", next_index, " is negative"));
           }
         }
-        MarkActive(request.job_id());
+        retention_.MarkActive(request.job_id());
         for (const auto& [task_id, next_index] : request.next_index())
           consumed_[task_id] = next_index;
         if (request.delivered() >= 0 && request.wait_us() >= 0 && request.step_us() >= 0) {
           const JobMetricsCollector::ReaderIncrease added =
-              metrics_.ReaderTotals(request.job_id(), request.consumer(), request.delivered(),
-                                    request.wait_us(), request.step_us());
+              policy_runner_.ReaderTotals(request.job_id(), request.consumer(), request.delivered(),
+                                          request.wait_us(), request.step_us());
           activity_.AddDelivered(request.job_id(), added.delivered, added.wait_us, added.step_us,
                                  options_.env->NowMicros());
         }
@@ -678,7 +690,7 @@ absl::Status DispatcherImpl::ScaleJob(const ScaleJobRequest& request, ScaleJobRe
                                                      " bytes; the limit is ",
                                                      kMaxScalingReasonBytes));
     }
-    MarkActive(job->job_id());
+    retention_.MarkActive(job->job_id());
     update.mutable_scale_job()->set_job_id(job->job_id());
     update.mutable_scale_job()->set_num_worker_slots(request.num_worker_slots());
     update.mutable_scale_job()->set_num_local_slots(local);
@@ -805,7 +817,7 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
     const TaskState* task = state.FindTask(request.task_id());
     if (task == nullptr) return;
     TrackUnread(*task);
-    metrics_.ForgetTask(task->job_id(), task->task_id());
+    policy_runner_.ForgetTask(task->job_id(), task->task_id());
     activity_.ForgetTask(task->task_id());
   };
   std::string completed_cache;  // Set when this report completed a Put epoch's cache.
@@ -830,114 +842,14 @@ absl::Status DispatcherImpl::TaskFinished(const TaskFinishedRequest& request,
   return absl::OkStatus();
 }
 
-std::unique_ptr<ResourcePolicy> DispatcherImpl::NewPolicy(const DispatcherState& state,
-                                                          const JobState& job) const {
-  const JobOptions& o = job.options();
-  // As many local workers as every consumer has live; as many remote ones as the provisioner
-  // may start (or are live now).
-  std::map<int32_t, int32_t> local_per_consumer;
-  int32_t remote = 0;
-  for (const auto& [id, w] : state.workers()) {
-    if (w.lost()) continue;
-    if (w.local_job_id() == job.job_id()) ++local_per_consumer[w.local_consumer()];
-    if (!IsLocalWorker(w) && !w.standby()) ++remote;
-  }
-  const int32_t max_remote = std::max(provisioner_ != nullptr ? max_workers_ : remote, 1);
-  int32_t max_local = 0;
-  if (static_cast<int32_t>(local_per_consumer.size()) == std::max(o.num_consumers(), 1)) {
-    max_local = INT32_MAX;
-    for (const auto& [consumer, n] : local_per_consumer) max_local = std::min(max_local, n);
-  }
-  if (o.autoscale() == AUTOSCALE_CACHEW) {
-    return std::make_unique<CachewAutoscaler>(CachewOptions{.max_workers = max_remote});
-  }
-  if (o.autoscale() == AUTOSCALE_MODEL) {
-    return std::make_unique<ModelAutoscaler>(ModelOptions{.max_workers = max_remote});
-  }
-  PlacementOptions options;
-  options.prices = options_.prices;
-  options.max_local = max_local;
-  options.max_remote = max_remote;
-  if (o.placement() == PLACEMENT_PECAN) return std::make_unique<PecanPlacement>(options);
-  return std::make_unique<ModelPlacement>(options);
-}
-
-absl::Status DispatcherImpl::RunPolicies() {
-  std::vector<Update> steps;
-  RETURN_IF_ERROR(core_->CheckUsable());
-  WithState([&](const DispatcherState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (const auto& [id, job] : state.jobs()) {
-      const JobOptions& o = job.options();
-      if (o.autoscale() == AUTOSCALE_NONE && o.placement() == PLACEMENT_STATIC) continue;
-      // Only while an epoch is handing out splits: a step changes nothing else now, and an
-      // epoch's tail (workers ending one by one) says nothing of the rates.
-      bool running = false;
-      for (int64_t e = 0; e < job.epochs_started(); ++e) {
-        const EpochState* epoch = state.FindEpoch(id, e);
-        running = running || (epoch != nullptr && HandsOutSplits(*epoch));
-      }
-      if (!running) continue;
-      std::optional<JobMetrics> metrics = metrics_.Take(id, kMinElementsPerDecision);
-      if (!metrics.has_value()) continue;
-      // The period after a step mixes the counts before and after it (joining workers start,
-      // shed ones drain): it is not shown to the policy.
-      if (settling_.erase(id) > 0) continue;
-      metrics->local_workers = o.num_local_slots();
-      metrics->remote_workers =
-          o.num_local_slots() > 0 ? o.num_worker_slots() : std::max(o.num_worker_slots(), 1);
-      std::unique_ptr<ResourcePolicy>& policy = policies_[id];
-      if (policy == nullptr) policy = NewPolicy(state, job);
-      const std::optional<ScalingDecision> decision = policy->Observe(*metrics);
-      if (!decision.has_value()) continue;
-      // An autoscaler decides remote workers only.
-      const int32_t local =
-          o.placement() == PLACEMENT_STATIC ? o.num_local_slots() : decision->local_workers;
-      if (decision->remote_workers == metrics->remote_workers && local == o.num_local_slots()) {
-        continue;
-      }
-      if (!ValidateScaling(id, decision->remote_workers, local, o.num_consumers()).ok()) continue;
-      Update& step = steps.emplace_back();
-      step.mutable_scale_job()->set_job_id(id);
-      step.mutable_scale_job()->set_num_worker_slots(decision->remote_workers);
-      step.mutable_scale_job()->set_num_local_slots(local);
-      step.mutable_scale_job()->set_reason(decision->reason.substr(0, kMaxScalingReasonBytes));
-      settling_.insert(id);
-    }
-  });
-  for (const Update& step : steps) {
-    const absl::Status proposed = core_->Propose(step, [&](const DispatcherState&) {
-      LOG(INFO) << "job " << step.scale_job().job_id() << ": " << step.scale_job().reason()
-                << " -> " << step.scale_job().num_worker_slots() << " remote + "
-                << step.scale_job().num_local_slots() << " local tasks per consumer";
-    });
-    // A step the state refuses now (the job was retired meanwhile) is dropped.
-    if (absl::IsUnavailable(proposed)) return proposed;
-  }
-  return absl::OkStatus();
-}
-
 absl::Status DispatcherImpl::GetStatus(const GetStatusRequest& request, GetStatusResponse* response,
                                        const Caller& caller) {
   WithState([&](const DispatcherState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     *response->mutable_state() = VisibleState(state.ToProto(), caller);
-    if (provisioner_ != nullptr) {
-      // A request in flight (a local provisioner starting workers, a slow command) is shown as
-      // the count requested: its workers may already be registering.
-      const int32_t requested = ShownRequestedWorkers();
-      response->set_provisioning(absl::StrCat(
-          provisioner_->Describe(), ": ", requested, " workers requested (", min_workers_, "-",
-          max_workers_, ")", asking_workers_ >= 0 ? ", the request in flight" : "",
-          provisioning_.ok() ? ""
-                             : absl::StrCat("; last request failed: ", provisioning_.message())));
-      response->set_desired_workers(requested);
-    }
+    provisioning_.FillStatus(response);
     const uint64_t now = options_.env->NowMicros();
-    for (const auto& [id, seen] : last_seen_) {
-      const WorkerState* worker = state.FindWorker(id);
-      if (worker != nullptr && !worker->lost() &&
-          now - seen <= static_cast<uint64_t>(options_.worker_timeout_ms) * 1000) {
-        response->add_live_workers(id);
-      }
+    for (std::string& id : liveness_.LiveWorkers(state, now)) {
+      response->add_live_workers(std::move(id));
     }
     DispatcherStateProto& visible = *response->mutable_state();
     std::set<int64_t> visible_jobs;
@@ -980,167 +892,25 @@ absl::Status DispatcherImpl::GetStatus(const GetStatusRequest& request, GetStatu
   return core_->CheckUsable();
 }
 
-absl::Status DispatcherImpl::CheckLiveness() {
-  std::vector<Update> losses;
-  RETURN_IF_ERROR(core_->CheckUsable());
-  WithState([&](const DispatcherState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const uint64_t now = options_.env->NowMicros();
-    for (const auto& [id, worker] : state.workers()) {
-      auto seen = last_seen_.find(id);
-      if (worker.lost() || seen == last_seen_.end()) continue;
-      if (now - seen->second > static_cast<uint64_t>(options_.worker_timeout_ms) * 1000) {
-        Update& update = losses.emplace_back();
-        update.mutable_worker_lost()->set_worker_id(id);
-        update.mutable_worker_lost()->set_incarnation(worker.incarnation());
-      }
-    }
-  });
-  for (const Update& update : losses) {
-    LOG(WARNING) << "worker " << update.worker_lost().worker_id() << " incarnation "
-                 << update.worker_lost().incarnation() << " silent for over "
-                 << options_.worker_timeout_ms << " ms: declared lost, tasks reassigned";
-    // A worker that re-registered meanwhile makes the state refuse the update (a stale
-    // incarnation): nothing to do.
-    const absl::Status proposed = core_->Propose(update);
-    if (absl::IsUnavailable(proposed)) return proposed;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status DispatcherImpl::RetireIdleJobs() {
-  std::vector<std::pair<int64_t, std::vector<int64_t>>> idle;  // Job ids and their tasks.
-  RETURN_IF_ERROR(core_->CheckUsable());
-  WithState([&](const DispatcherState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const uint64_t now = options_.env->NowMicros();
-    const uint64_t retention = static_cast<uint64_t>(options_.job_retention_ms) * 1000;
-    for (const auto& [id, job] : state.jobs()) {
-      auto active = last_active_.find(id);
-      if (active != last_active_.end() && now - active->second <= retention) continue;
-      std::vector<int64_t> tasks;
-      bool finished = true;
-      for (int64_t e = 0; e < job.epochs_started() && finished; ++e) {
-        const EpochState* epoch = state.FindEpoch(id, e);
-        finished = epoch != nullptr && epoch->finished();
-        if (finished) tasks.insert(tasks.end(), epoch->task_ids().begin(), epoch->task_ids().end());
-      }
-      if (finished) idle.emplace_back(id, std::move(tasks));
-    }
-  });
-  for (const auto& [job_id, tasks] : idle) {
-    Update update;
-    update.mutable_retire_job()->set_job_id(job_id);
-    // A job that started a new epoch meanwhile makes the state refuse the update: it stays.
-    const absl::Status proposed =
-        core_->Propose(update, [&, job = job_id, &tasks = tasks](const DispatcherState&) {
-          LOG(INFO) << "job " << job << " idle for over " << options_.job_retention_ms
-                    << " ms with every epoch finished: retired";
-          absl::MutexLock lock(&mu_);
-          last_active_.erase(job);
-          metrics_.Forget(job);
-          activity_.Forget(job);
-          policies_.erase(job);
-          settling_.erase(job);
-          for (int64_t id : tasks) {
-            consumed_.erase(id);
-            unread_finished_.erase(id);
-            activity_.ForgetTask(id);
-          }
-        });
-    if (absl::IsUnavailable(proposed)) return proposed;
-  }
-  return absl::OkStatus();
-}
-
 void DispatcherImpl::LivenessLoop() {
   const absl::Duration period =
       absl::Milliseconds(std::max<int64_t>(options_.worker_timeout_ms / 4, 10));
   uint64_t last_policies_us = options_.env->NowMicros();
   while (!stopping_.WaitForNotificationWithTimeout(period)) {
-    const absl::Status status = CheckLiveness();
+    const absl::Status status = liveness_.CheckLiveness();
     if (!status.ok()) LOG(ERROR) << "failure detector: " << status;
-    const absl::Status retired = RetireIdleJobs();
+    const absl::Status retired = retention_.RetireIdleJobs();
     if (!retired.ok()) LOG(ERROR) << "retiring idle jobs: " << retired;
     const absl::Status overdue = cache_->DecideOverdue();
     if (!overdue.ok()) LOG(ERROR) << "cache decisions: " << overdue;
     const uint64_t now = options_.env->NowMicros();
     if (now - last_policies_us >= static_cast<uint64_t>(options_.policy_period_ms) * 1000) {
       last_policies_us = now;
-      const absl::Status scaled = RunPolicies();
+      const absl::Status scaled = policy_runner_.RunPolicies();
       if (!scaled.ok()) LOG(ERROR) << "resource policies: " << scaled;
     }
-    Provision();
+    provisioning_.Provision();
   }
-}
-
-void DispatcherImpl::SetProvisioner(std::unique_ptr<Provisioner> provisioner, int32_t min_workers,
-                                    int32_t max_workers) {
-  absl::MutexLock lock(&mu_);
-  provisioner_ = std::move(provisioner);
-  min_workers_ = std::max(min_workers, 0);
-  max_workers_ = std::max(max_workers, min_workers_);
-  requested_workers_ = -1;
-}
-
-void DispatcherImpl::Provision() {
-  Provisioner* provisioner;
-  int32_t wanted = 0;
-  std::vector<std::string> idle;
-  if (!core_->CheckUsable().ok()) return;
-  const bool ask = WithState([&](const DispatcherState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (provisioner_ == nullptr) return false;
-    provisioner = provisioner_.get();
-    // A worker for every unfinished remote task of an unfinished epoch.
-    int64_t tasks = 0;
-    for (const auto& [key, epoch] : state.epochs()) {
-      if (epoch.finished()) continue;
-      for (int64_t id : epoch.task_ids()) {
-        const TaskState* task = state.FindTask(id);
-        tasks += task != nullptr && !task->finished() && !task->local();
-      }
-    }
-    wanted = static_cast<int32_t>(std::clamp<int64_t>(tasks, min_workers_, max_workers_));
-    const uint64_t now = options_.env->NowMicros();
-    const uint64_t period_us = static_cast<uint64_t>(options_.policy_period_ms) * 1000;
-    if (wanted >= requested_workers_) lower_since_us_ = now;
-    const bool retry = !provisioning_.ok() && now - last_provision_us_ >= period_us;
-    // Shrinking waits until the count has stayed lower for three periods (an epoch's end and
-    // the next one's start are moments apart).
-    const bool shrink = wanted < requested_workers_ && now - lower_since_us_ >= 3 * period_us;
-    // Workers busy when a shrink was asked for are stopped once idle: asked again.
-    int32_t live_remote = 0;
-    for (const auto& [id, worker] : state.workers()) {
-      // Standbys are not the provisioner's to stop (their own StatefulSet on Kubernetes).
-      live_remote += !worker.lost() && !IsLocalWorker(worker) && !worker.standby();
-    }
-    const bool surplus = wanted < live_remote && now - last_provision_us_ >= 3 * period_us;
-    if (!(wanted > requested_workers_ || shrink || retry || surplus)) return false;
-    last_provision_us_ = now;
-    asking_workers_ = wanted;
-    // Idle: holding no unfinished task, nor a finished one its consumer still reads.
-    std::set<std::string> serving;
-    for (int64_t id : unread_finished_) {
-      if (const TaskState* t = state.FindTask(id); t != nullptr) serving.insert(t->worker_id());
-    }
-    for (const auto& [id, worker] : state.workers()) {
-      if (worker.lost() || IsLocalWorker(worker) || serving.count(id) > 0) continue;
-      if (state.UnfinishedTasksOfWorker(id).empty()) idle.push_back(id);
-    }
-    return true;
-  });
-  if (!ask) return;
-  // Outside the lock: a command may take seconds.
-  const absl::Status status = provisioner->Resize(wanted, idle);
-  absl::MutexLock lock(&mu_);
-  asking_workers_ = -1;
-  if (status.ok()) {
-    if (wanted != requested_workers_) {
-      LOG(INFO) << "provisioner " << provisioner->Describe() << ": " << wanted << " workers";
-    }
-    requested_workers_ = wanted;
-  } else {
-    LOG(ERROR) << "provisioner " << provisioner->Describe() << ": " << status;
-  }
-  provisioning_ = status;
 }
 
 }  // namespace granary

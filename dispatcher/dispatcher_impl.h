@@ -56,11 +56,14 @@
 #include "dispatcher/dispatcher_core.h"
 #include "dispatcher/dispatcher_state.h"
 #include "dispatcher/job_activity.h"
-#include "dispatcher/job_metrics_collector.h"
+#include "dispatcher/job_retention.h"
 #include "dispatcher/policy/job_metrics.h"
 #include "dispatcher/policy/resource_policy.h"
+#include "dispatcher/policy_runner.h"
 #include "dispatcher/provisioner.h"
 #include "dispatcher/request_limits.h"
+#include "dispatcher/worker_liveness.h"
+#include "dispatcher/worker_provisioning.h"
 #include "ops/metrics.h"
 #include "pipeline/udf.h"
 #include "proto/dispatcher.pb.h"
@@ -202,24 +205,26 @@ class DispatcherImpl {
   // whose running epoch still hands out splits, its metrics since the last pass go to its
   // policy, and a decision becomes a journaled scaling step (ScaleJobUpdate, the decision's reason
   // with it). Also run every policy_period_ms by the background thread.
-  absl::Status RunPolicies() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status RunPolicies() { return policy_runner_.RunPolicies(); }
 
   // Gives the dispatcher a provisioner (provisioner.h) that keeps between `min_workers` and
   // `max_workers` remote workers, as many as the jobs' tasks want; placement policies then
   // count on max_workers remote workers (without a provisioner: on the live ones).
   void SetProvisioner(std::unique_ptr<Provisioner> provisioner, int32_t min_workers,
-                      int32_t max_workers) ABSL_LOCKS_EXCLUDED(mu_);
+                      int32_t max_workers) {
+    provisioning_.Set(std::move(provisioner), min_workers, max_workers);
+  }
   // One pass of provisioning: asks the provisioner for the workers the jobs want, if that
   // changed. Also run by the background thread, which must be the only caller (the local
   // provisioner's workers belong to the thread that starts them).
-  void Provision() ABSL_LOCKS_EXCLUDED(mu_);
+  void Provision() { provisioning_.Provision(); }
 
   // One pass of the failure detector: journals WorkerLost for every live worker silent for
   // longer than the timeout. Also run every timeout/4 by a background thread started by Open.
-  absl::Status CheckLiveness();
+  absl::Status CheckLiveness() { return liveness_.CheckLiveness(); }
   // Journals RetireJob for every job idle past job_retention_ms whose epochs are all finished.
   // Also run by the background thread.
-  absl::Status RetireIdleJobs();
+  absl::Status RetireIdleJobs() { return retention_.RetireIdleJobs(); }
 
  private:
   DispatcherImpl(const DispatcherOptions& options, std::unique_ptr<DispatcherCore> core);
@@ -239,7 +244,7 @@ class DispatcherImpl {
   // Journals a random cluster id if the recovered state has none (a new journal).
   absl::Status NameCluster();
   // Whether `job`'s work is over at `now`: every epoch it started is finished and read to its
-  // end, and it started all its num_epochs or no client asked about it (last_active_) for
+  // end, and it started all its num_epochs or no client asked about it (JobRetention) for
   // JobActivityTracker::kWindowUs, over which its rates have decayed to 0. A trainer that comes
   // back to it makes it not over again.
   bool JobOver(const DispatcherState& state, const JobState& job, uint64_t now) const
@@ -259,8 +264,8 @@ class DispatcherImpl {
                                                       const std::string& name,
                                                       const std::string& owner,
                                                       const Caller& caller);
-  // Records that a client asked about `job_id` now (last_active_).
-  void MarkActive(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets what is kept beside the state about retired job `job` and its `tasks`.
+  void ForgetJob(int64_t job, const std::vector<int64_t>& tasks) ABSL_LOCKS_EXCLUDED(mu_);
   // Lists or unlists the finished `task` in unread_finished_, by consumed_.
   void TrackUnread(const TaskState& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills `def` but for its pipeline, which it returns (def->pipeline_key names it).
@@ -270,9 +275,6 @@ class DispatcherImpl {
   // (ResourceExhausted naming the flag).
   absl::Status CheckClientLimits(const DispatcherState& state, const Caller& caller,
                                  const JobOptions& options) const;
-  // The policy JobOptions.autoscale or .placement names for `job`, sized by the workers live now.
-  std::unique_ptr<ResourcePolicy> NewPolicy(const DispatcherState& state, const JobState& job) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LivenessLoop();
   // CollectMetrics from `state`.
   void CollectMetrics(const DispatcherState& state, MetricSamples& out) const
@@ -287,6 +289,14 @@ class DispatcherImpl {
   const std::unique_ptr<DispatcherCore> core_;
   // The caches' decisions, profiles, evictions and cache root.
   const std::unique_ptr<CacheCoordinator> cache_;
+  // The failure detector: when each worker was last heard from.
+  WorkerLiveness liveness_;
+  // When each job was last asked about; retires idle ones.
+  JobRetention retention_;
+  // The provisioner, if any, and what it was asked for.
+  WorkerProvisioning provisioning_;
+  // The heartbeats' counters per job and the resource policies.
+  PolicyRunner policy_runner_;
   // The Env pipelines' sources are listed through: options_.env, confined to
   // options_.data_roots when it has a value.
   const std::unique_ptr<ConfinedEnv> confined_env_;
@@ -294,16 +304,12 @@ class DispatcherImpl {
 
   // Guards what the dispatcher keeps beside the durable state (rebuilt from heartbeats after a
   // restart). Lock order: the core's lock (WithState, DispatcherCore::Read), then mu_, then the
-  // cache coordinator's; never held across a Propose.
+  // subsystems' (cache_, liveness_, retention_, policy_runner_ then provisioning_); never held
+  // across a Propose.
   mutable absl::Mutex mu_;
-  // Worker id -> when it was last heard from (Env::NowMicros).
-  std::map<std::string, uint64_t> last_seen_ ABSL_GUARDED_BY(mu_);
   // Task id -> the next index its consumer needs, from its latest client heartbeat (lower than
   // before when the consumer resumed from an older saved position).
   std::map<int64_t, int64_t> consumed_ ABSL_GUARDED_BY(mu_);
-  // The trainers' and workers' heartbeat counters per job, and each autoscaled job's policy
-  // (not journaled: its decisions are; a restarted dispatcher measures and decides afresh).
-  JobMetricsCollector metrics_ ABSL_GUARDED_BY(mu_);
   // The same heartbeats as the status page and /metrics show them.
   JobActivityTracker activity_ ABSL_GUARDED_BY(mu_);
   // Counted for /metrics since this process started (not journaled).
@@ -316,36 +322,12 @@ class DispatcherImpl {
     int64_t task_moves_at_open = 0;
   };
   Counters counters_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, std::unique_ptr<ResourcePolicy>> policies_ ABSL_GUARDED_BY(mu_);
-  // Jobs scaled in the last policy pass: their next period is skipped.
-  std::set<int64_t> settling_ ABSL_GUARDED_BY(mu_);
   // The finished tasks whose consumer has not read to their end: their workers still serve
   // them (listed in worker heartbeats with the unfinished ones). A finished task whose consumer
   // has read to its end is no longer listed to its worker; listed again (its consumer resumed
   // from an older position), the worker recomputes it. Not journaled: after a restart every
   // finished task is listed until its consumer reports again or its job is retired.
   std::set<int64_t> unread_finished_ ABSL_GUARDED_BY(mu_);
-  // Job id -> when a client last asked about it (Env::NowMicros); after a restart, the
-  // restart's time.
-  std::map<int64_t, uint64_t> last_active_ ABSL_GUARDED_BY(mu_);
-
-  // Provisioning (SetProvisioner; Provision).
-  std::unique_ptr<Provisioner> provisioner_ ABSL_GUARDED_BY(mu_);
-  int32_t min_workers_ ABSL_GUARDED_BY(mu_) = 0;
-  int32_t max_workers_ ABSL_GUARDED_BY(mu_) = 0;
-  // The count last granted (-1: none yet), the last request's outcome and time, and since when
-  // the wanted count has been below the granted one.
-  int32_t requested_workers_ ABSL_GUARDED_BY(mu_) = -1;
-  // The count of the Resize in flight (-1: none), for GetStatus.
-  int32_t asking_workers_ ABSL_GUARDED_BY(mu_) = -1;
-  // What status and metrics show as requested: the count in flight, else the last granted (0
-  // before any).
-  int32_t ShownRequestedWorkers() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return std::max(asking_workers_ >= 0 ? asking_workers_ : requested_workers_, 0);
-  }
-  absl::Status provisioning_ ABSL_GUARDED_BY(mu_);
-  uint64_t last_provision_us_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t lower_since_us_ ABSL_GUARDED_BY(mu_) = 0;
 
   absl::Notification stopping_;
   std::thread liveness_thread_;

@@ -22,8 +22,8 @@ bool DispatcherImpl::JobOver(const DispatcherState& state, const JobState& job,
   if (job.options().num_epochs() > 0 && job.epochs_started() >= job.options().num_epochs()) {
     return true;
   }
-  const auto active = last_active_.find(job.job_id());
-  return active == last_active_.end() || now - active->second > JobActivityTracker::kWindowUs;
+  const std::optional<uint64_t> active = retention_.LastActive(job.job_id());
+  return !active.has_value() || now - *active > JobActivityTracker::kWindowUs;
 }
 
 void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
@@ -41,9 +41,7 @@ void DispatcherImpl::CollectMetrics(const DispatcherState& state, MetricSamples&
       ++lost;
       continue;
     }
-    const auto seen = last_seen_.find(id);
-    if (seen == last_seen_.end() ||
-        now - seen->second > static_cast<uint64_t>(options_.worker_timeout_ms) * 1000) {
+    if (!liveness_.HeardWithin(id, now)) {
       ++silent;
       continue;
     }
@@ -139,11 +137,7 @@ void DispatcherImpl::CollectMetrics(const DispatcherState& state, MetricSamples&
   cache_->CollectMetrics(state, out);
 
   // Autoscaling's target and the journal's head.
-  if (provisioner_ != nullptr) {
-    out.AddGauge("granary_dispatcher_desired_workers",
-                 "Remote workers the provisioner was last asked for (autoscaling's target).", {},
-                 ShownRequestedWorkers());
-  }
+  provisioning_.CollectMetrics(out);
   out.AddGauge("granary_journal_applied_seq", "Sequence number of the last record applied.", {},
                static_cast<double>(state.applied_seq()));
 }
