@@ -228,8 +228,7 @@ absl::Status CacheCoordinator::RecomputeChunk(const RecomputeCacheChunkRequest& 
       }));
   if (!invalidate) return absl::OkStatus();
   // Invalidated meanwhile by another worker's report: as wanted.
-  const absl::Status proposed = core_->Propose(update);
-  return absl::IsAlreadyExists(proposed) ? absl::OkStatus() : proposed;
+  return OkIfAlreadyDone(core_->Propose(update));
 }
 
 void CacheCoordinator::AskForProfile(int64_t job_id) {

@@ -121,6 +121,12 @@ class DispatcherCore {
   bool snapshot_in_flight_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// A proposal refused because its effect is there already (AlreadyExists: the same update was
+// proposed twice, e.g. a report repeated) did what its caller wanted: OK; else `proposed`.
+inline absl::Status OkIfAlreadyDone(const absl::Status& proposed) {
+  return absl::IsAlreadyExists(proposed) ? absl::OkStatus() : proposed;
+}
+
 }  // namespace granary
 
 #endif  // GRANARY_DISPATCHER_DISPATCHER_CORE_H_
