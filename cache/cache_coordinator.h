@@ -14,7 +14,9 @@
 // - cache_policy auto: asks a worker, through its heartbeats, to profile the pipeline
 //   (AddProfileRequests), decides from its report where the job caches (ReportCacheProfile,
 //   cache/cache_planner.h), making room by evicting the least recently used caches no epoch
-//   reads, or decides compute once no profile came in time (DecideOverdue).
+//   reads, or decides compute once no profile came in time (DecideOverdue). The job's first
+//   StartEpoch waits for the decision (AwaitDecision), answering Unavailable, which clients
+//   retry; every epoch then decides as at_mark does at the decided point.
 // - A chunk that failed its check on a worker: invalidates the cache and answers how to
 //   recompute the chunk (RecomputeChunk).
 // - The cache root: its owner file (cache/FORMAT.md, "The cache root's owner") and the garbage

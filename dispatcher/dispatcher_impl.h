@@ -10,26 +10,14 @@
 // every change and the RPCs answer Unavailable until the dispatcher is restarted; on a full
 // disk only the refused update's RPC does.
 //
-// Caching jobs (JobOptions.cache_policy): when an epoch starts, the dispatcher decides how it
-// uses the job's cache — PUT (no cache with the job's key yet: the tasks run the pipeline with
-// cache_write inserted and report the chunks they committed), GET (the cache is complete: the
-// tasks run cache_read over the manifest's chunks, one split per chunk, then the ops after the
-// cache point) or COMPUTE (another epoch is writing it) — and journals the decision with the
-// epoch. The TaskFinished that finishes a PUT epoch's last task makes the cache complete, its
-// manifest the tasks' chunks; like everything else, it survives a dispatcher restart. Its stray
-// chunks (of runs that lost their task) are then deleted, and a restarted dispatcher collects
-// the cache root's garbage (cache/cache_gc.h).
-//
-// cache_policy auto (cache/cache_coordinator.h): from the job's creation (or opening, after a
-// restart) a worker is asked through its heartbeat to profile the pipeline; the job's first
-// StartEpoch waits — answering Unavailable, which clients retry — until the worker has answered
-// with ReportCacheProfile and the dispatcher has journaled where the
-// job caches (cache/cache_planner.h), making room by evicting least recently used caches no
-// epoch reads (--cache_capacity_bytes); every epoch then decides as at_mark does at that point.
-//
-// Liveness is not journaled: the failure detector (CheckLiveness, run by a background thread)
-// declares a worker silent for `worker_timeout_ms` lost by journaling WorkerLost, which
-// reassigns its tasks. After a restart every known worker counts as freshly seen.
+// Around the core, each concern is a class of its own that talks to the core only through
+// Propose and Read: the cache coordinator (cache/cache_coordinator.h: how an epoch uses its
+// job's cache, cache_policy auto's profiles and decisions, eviction, the cache root), the
+// failure detector (worker_liveness.h), job retention (job_retention.h), the resource policies
+// (policy_runner.h) and provisioning (worker_provisioning.h); a background thread runs their
+// periodic passes. This class holds the RPC handlers (the worker-facing ones in
+// worker_rpcs.cc, the status page and /metrics in dispatcher_metrics.cc) and what the
+// heartbeats tell beside the state: the consumers' progress and the jobs' activity.
 //
 // Thread-safe.
 #ifndef GRANARY_DISPATCHER_DISPATCHER_IMPL_H_
