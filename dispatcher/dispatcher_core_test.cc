@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/deterministic_serialization.h"
+#include "dispatcher/memory_log.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -17,58 +18,6 @@ namespace granary {
 namespace {
 
 using ::testing::HasSubstr;
-
-// What an in-memory log holds, shared by the test and the log the core owns.
-struct LogContents {
-  absl::Mutex mu;
-  std::vector<std::string> records ABSL_GUARDED_BY(mu);  // Record seq i + 1 at index i.
-  uint64_t snapshot_seq ABSL_GUARDED_BY(mu) = 0;
-  std::string snapshot ABSL_GUARDED_BY(mu);
-  // The next Append fails with this status (and the record is not stored) unless OK.
-  absl::Status fail_append ABSL_GUARDED_BY(mu);
-
-  size_t size() {
-    absl::MutexLock lock(&mu);
-    return records.size();
-  }
-  void FailAppends(absl::Status status) {
-    absl::MutexLock lock(&mu);
-    fail_append = std::move(status);
-  }
-};
-
-class MemoryLog final : public DurableLog {
- public:
-  explicit MemoryLog(std::shared_ptr<LogContents> contents) : contents_(std::move(contents)) {}
-
-  absl::StatusOr<Recovered> Recover() const override {
-    absl::MutexLock lock(&contents_->mu);
-    Recovered recovered;
-    recovered.has_snapshot = contents_->snapshot_seq > 0;
-    recovered.snapshot_seq = contents_->snapshot_seq;
-    recovered.snapshot = contents_->snapshot;
-    for (uint64_t seq = contents_->snapshot_seq + 1; seq <= contents_->records.size(); ++seq) {
-      recovered.records.emplace_back(seq, contents_->records[seq - 1]);
-    }
-    return recovered;
-  }
-  absl::StatusOr<uint64_t> Append(std::string record) override {
-    absl::MutexLock lock(&contents_->mu);
-    if (!contents_->fail_append.ok()) return contents_->fail_append;
-    contents_->records.push_back(std::move(record));
-    return contents_->records.size();
-  }
-  absl::Status WriteSnapshot(uint64_t seq, std::string snapshot) override {
-    absl::MutexLock lock(&contents_->mu);
-    contents_->snapshot_seq = seq;
-    contents_->snapshot = std::move(snapshot);
-    return absl::OkStatus();
-  }
-  std::string Describe() const override { return "memory log"; }
-
- private:
-  const std::shared_ptr<LogContents> contents_;
-};
 
 Update RegisterDataset(const std::string& id) {
   Update update;
@@ -82,9 +31,7 @@ class DispatcherCoreTest : public ::testing::Test {
     DispatcherCoreOptions options;
     options.snapshot_every = snapshot_every;
     options.check_invariants = true;
-    auto core = DispatcherCore::Open(std::make_unique<MemoryLog>(log_), options);
-    EXPECT_TRUE(core.ok()) << core.status();
-    return core.ok() ? *std::move(core) : nullptr;
+    return OpenMemoryCore(log_, options);
   }
   static uint64_t AppliedSeq(const DispatcherCore& core) {
     return core.Read([](const DispatcherState& state) { return state.applied_seq(); });
