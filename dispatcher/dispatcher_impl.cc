@@ -71,18 +71,12 @@ DispatcherImpl::DispatcherImpl(const DispatcherOptions& options,
     : options_(options),
       core_(std::move(core)),
       cache_(std::make_unique<CacheCoordinator>(core_.get(), CacheOptions(options),
-                                                [this]() ABSL_LOCKS_EXCLUDED(mu_) {
-                                                  absl::MutexLock lock(&mu_);
-                                                  return unread_finished_;
-                                                })),
+                                                [this] { return UnreadFinishedTasks(); })),
       liveness_(core_.get(), options.env, options.worker_timeout_ms),
       retention_(core_.get(), options.env, options.job_retention_ms,
                  [this](int64_t job, const std::vector<int64_t>& tasks) { ForgetJob(job, tasks); }),
       provisioning_(core_.get(), options.env, options.policy_period_ms,
-                    [this]() ABSL_LOCKS_EXCLUDED(mu_) {
-                      absl::MutexLock lock(&mu_);
-                      return unread_finished_;
-                    }),
+                    [this] { return UnreadFinishedTasks(); }),
       policy_runner_(core_.get(), &provisioning_, options.prices),
       confined_env_(options.data_roots.has_value()
                         ? std::make_unique<ConfinedEnv>(
@@ -118,6 +112,11 @@ void DispatcherImpl::StartFromRecoveredState() {
       if (task.finished()) unread_finished_.insert(id);
     }
   });
+}
+
+std::set<int64_t> DispatcherImpl::UnreadFinishedTasks() const {
+  absl::MutexLock lock(&mu_);
+  return unread_finished_;
 }
 
 void DispatcherImpl::ForgetJob(int64_t job, const std::vector<int64_t>& tasks) {

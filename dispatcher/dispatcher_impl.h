@@ -252,6 +252,8 @@ class DispatcherImpl {
                                                       const std::string& name,
                                                       const std::string& owner,
                                                       const Caller& caller);
+  // unread_finished_, for the subsystems' hooks.
+  std::set<int64_t> UnreadFinishedTasks() const ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets what is kept beside the state about retired job `job` and its `tasks`.
   void ForgetJob(int64_t job, const std::vector<int64_t>& tasks) ABSL_LOCKS_EXCLUDED(mu_);
   // Lists or unlists the finished `task` in unread_finished_, by consumed_.
