@@ -16,8 +16,8 @@
 // failure detector (worker_liveness.h), job retention (job_retention.h), the resource policies
 // (policy_runner.h) and provisioning (worker_provisioning.h); a background thread runs their
 // periodic passes. This class holds the RPC handlers (the worker-facing ones in
-// worker_rpcs.cc, the status page and /metrics in dispatcher_metrics.cc) and what the
-// heartbeats tell beside the state: the consumers' progress and the jobs' activity.
+// worker_rpcs.cc), /metrics (dispatcher_metrics.cc) and what the heartbeats tell beside the
+// state: the consumers' progress and the jobs' activity.
 //
 // Thread-safe.
 #ifndef GRANARY_DISPATCHER_DISPATCHER_IMPL_H_
