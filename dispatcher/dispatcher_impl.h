@@ -1,43 +1,23 @@
 // DispatcherImpl: the dispatcher's service logic, in plain C++ (the gRPC adapter in
 // grpc_dispatcher_service.h only translates).
 //
-// Protocol (DESIGN.md §3). Every RPC that changes durable state builds an Update (a command,
-// see proto/journal.proto), appends it to the journal — which group-commits concurrent appends
-// into one synced RocksDB write — and only once it is durable applies it to DispatcherState, in
-// sequence-number order, and answers from the state it produced. An acknowledged change is
-// therefore never lost: a restarted dispatcher loads the newest snapshot, replays the records
-// after it, and is in the state it had. Read-only questions (a lease already made, a heartbeat)
-// are answered from the state without journaling. Every `snapshot_every` records the full state
-// is serialized under the lock and written as a snapshot outside it, and older records are
-// dropped, bounding restart time.
+// Protocol (DESIGN.md §3). The durable state, its journal, snapshots and fail-stop are the
+// core's (dispatcher_core.h). Every RPC that changes durable state checks its request, builds
+// an Update (a command, see proto/journal.proto), proposes it to the core — which refuses it
+// before journaling if it would not apply, else journals and applies it — and answers from the
+// state it produced. Read-only questions (a lease already made, a heartbeat) are answered from
+// the state (DispatcherCore::Read) without journaling. After a journal failure the core refuses
+// every change and the RPCs answer Unavailable until the dispatcher is restarted; on a full
+// disk only the refused update's RPC does.
 //
-// If the journal fails, the dispatcher stops changing state and answers Unavailable until it is
-// restarted (fail-stop): its memory may no longer match what is durable. Except on a full disk:
-// an update the journal refuses with Unavailable was not written, so it is not applied, the RPC
-// answers Unavailable, reads go on, and updates work again once space is freed (a snapshot
-// refused that way is retried after the next record). Should the journal find such a record
-// durable after all, it fails the next write and the dispatcher stops as above.
-//
-// Caching jobs (JobOptions.cache_policy): when an epoch starts, the dispatcher decides how it
-// uses the job's cache — PUT (no cache with the job's key yet: the tasks run the pipeline with
-// cache_write inserted and report the chunks they committed), GET (the cache is complete: the
-// tasks run cache_read over the manifest's chunks, one split per chunk, then the ops after the
-// cache point) or COMPUTE (another epoch is writing it) — and journals the decision with the
-// epoch. The TaskFinished that finishes a PUT epoch's last task makes the cache complete, its
-// manifest the tasks' chunks; like everything else, it survives a dispatcher restart. Its stray
-// chunks (of runs that lost their task) are then deleted, and a restarted dispatcher collects
-// the cache root's garbage (cache/cache_gc.h).
-//
-// cache_policy auto (dispatcher_cache.cc): from the job's creation (or opening, after a
-// restart) a worker is asked through its heartbeat to profile the pipeline; the job's first
-// StartEpoch waits — answering Unavailable, which clients retry — until the worker has answered
-// with ReportCacheProfile and the dispatcher has journaled where the
-// job caches (cache/cache_planner.h), making room by evicting least recently used caches no
-// epoch reads (--cache_capacity_bytes); every epoch then decides as at_mark does at that point.
-//
-// Liveness is not journaled: the failure detector (CheckLiveness, run by a background thread)
-// declares a worker silent for `worker_timeout_ms` lost by journaling WorkerLost, which
-// reassigns its tasks. After a restart every known worker counts as freshly seen.
+// Around the core, each concern is a class of its own that talks to the core only through
+// Propose and Read: the cache coordinator (cache/cache_coordinator.h: how an epoch uses its
+// job's cache, cache_policy auto's profiles and decisions, eviction, the cache root), the
+// failure detector (worker_liveness.h), job retention (job_retention.h), the resource policies
+// (policy_runner.h) and provisioning (worker_provisioning.h); a background thread runs their
+// periodic passes. This class holds the RPC handlers (the worker-facing ones in
+// worker_rpcs.cc), /metrics (dispatcher_metrics.cc) and what the heartbeats tell beside the
+// state: the consumers' progress and the jobs' activity.
 //
 // Thread-safe.
 #ifndef GRANARY_DISPATCHER_DISPATCHER_IMPL_H_
@@ -58,17 +38,20 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "cache/cache_planner.h"
+#include "cache/cache_coordinator.h"
 #include "common/env.h"
 #include "dispatcher/caller.h"
+#include "dispatcher/dispatcher_core.h"
 #include "dispatcher/dispatcher_state.h"
 #include "dispatcher/job_activity.h"
-#include "dispatcher/job_metrics_collector.h"
+#include "dispatcher/job_retention.h"
 #include "dispatcher/policy/job_metrics.h"
 #include "dispatcher/policy/resource_policy.h"
+#include "dispatcher/policy_runner.h"
 #include "dispatcher/provisioner.h"
 #include "dispatcher/request_limits.h"
-#include "journal/journal.h"
+#include "dispatcher/worker_liveness.h"
+#include "dispatcher/worker_provisioning.h"
 #include "ops/metrics.h"
 #include "pipeline/udf.h"
 #include "proto/dispatcher.pb.h"
@@ -181,16 +164,20 @@ class DispatcherImpl {
   // A chunk of the cache task `request.task_id()` reads failed its check on the worker: journals
   // the cache invalid (later epochs compute its prefix) and answers how to recompute the chunk.
   absl::Status RecomputeCacheChunk(const RecomputeCacheChunkRequest& request,
-                                   RecomputeCacheChunkResponse* response);
+                                   RecomputeCacheChunkResponse* response) {
+    return cache_->RecomputeChunk(request, response);
+  }
   // A worker's profile of a cache_policy auto job (or why it could not take one): decides,
   // evicts what the decision needs room from, journals, and answers the job's decision — the
   // one already journaled, if another report came first. FailedPrecondition for a job without
   // cache_policy auto.
   absl::Status ReportCacheProfile(const ReportCacheProfileRequest& request,
-                                  ReportCacheProfileResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
+                                  ReportCacheProfileResponse* response) {
+    return cache_->ReportCacheProfile(request, response);
+  }
   // Journals a compute decision for every cache_policy auto job that has waited for a profile
   // longer than cache_profile_timeout_ms. Also run by the background thread.
-  absl::Status DecideOverdueCaches() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status DecideOverdueCaches() { return cache_->DecideOverdue(); }
   // The state `caller` may see (VisibleState, caller.h) and the live workers.
   // With request.summary(), what grows with the data is left out (GetStatusRequest).
   absl::Status GetStatus(const GetStatusRequest& request, GetStatusResponse* response,
@@ -206,66 +193,54 @@ class DispatcherImpl {
   // whose running epoch still hands out splits, its metrics since the last pass go to its
   // policy, and a decision becomes a journaled scaling step (ScaleJobUpdate, the decision's reason
   // with it). Also run every policy_period_ms by the background thread.
-  absl::Status RunPolicies() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status RunPolicies() { return policy_runner_.RunPolicies(); }
 
   // Gives the dispatcher a provisioner (provisioner.h) that keeps between `min_workers` and
   // `max_workers` remote workers, as many as the jobs' tasks want; placement policies then
   // count on max_workers remote workers (without a provisioner: on the live ones).
   void SetProvisioner(std::unique_ptr<Provisioner> provisioner, int32_t min_workers,
-                      int32_t max_workers) ABSL_LOCKS_EXCLUDED(mu_);
+                      int32_t max_workers) {
+    provisioning_.Set(std::move(provisioner), min_workers, max_workers);
+  }
   // One pass of provisioning: asks the provisioner for the workers the jobs want, if that
   // changed. Also run by the background thread, which must be the only caller (the local
   // provisioner's workers belong to the thread that starts them).
-  void Provision() ABSL_LOCKS_EXCLUDED(mu_);
+  void Provision() { provisioning_.Provision(); }
 
   // One pass of the failure detector: journals WorkerLost for every live worker silent for
   // longer than the timeout. Also run every timeout/4 by a background thread started by Open.
-  absl::Status CheckLiveness();
+  absl::Status CheckLiveness() { return liveness_.CheckLiveness(); }
   // Journals RetireJob for every job idle past job_retention_ms whose epochs are all finished.
   // Also run by the background thread.
-  absl::Status RetireIdleJobs();
+  absl::Status RetireIdleJobs() { return retention_.RetireIdleJobs(); }
 
  private:
-  // Called under mu_ right after the update is applied, with Apply's status.
-  using Answer = std::function<absl::Status(const absl::Status& apply_status)>;
-
-  DispatcherImpl(const DispatcherOptions& options, std::unique_ptr<Journal> journal);
-  absl::Status Recover();
+  DispatcherImpl(const DispatcherOptions& options, std::unique_ptr<DispatcherCore> core);
+  // The cache coordinator's share of `options`.
+  static CacheCoordinatorOptions CacheOptions(const DispatcherOptions& options);
+  // Counts every known worker as freshly seen, every job as active and every finished task as
+  // unread: no spurious loss or retirement right after a restart.
+  void StartFromRecoveredState() ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs fn(state) with fn under the core's lock and mu_ (in that order: the lock order).
+  template <typename Fn>
+  auto WithState(Fn&& fn) const ABSL_LOCKS_EXCLUDED(mu_) {
+    return core_->Read([&](const DispatcherState& state) {
+      absl::MutexLock lock(&mu_);
+      return fn(state);
+    });
+  }
   // Journals a random cluster id if the recovered state has none (a new journal).
   absl::Status NameCluster();
-  // The cache root's owner file (cache/FORMAT.md).
-  std::string CacheRootOwnerFile() const;
-  // FailedPrecondition if the cache root's owner file names a cluster (called for a new,
-  // empty journal: that cluster's journal seems lost). Unreadable evidence is logged, not
-  // refused.
-  absl::Status CheckCacheRootUnowned();
-  // Makes the cache root's owner file name this dispatcher's cluster (a failure is logged).
-  void ClaimCacheRoot() ABSL_LOCKS_EXCLUDED(mu_);
-  // Journals `update`, waits until it is durable and every earlier record is applied, applies
-  // it and returns answer(apply status) — all of the last three under mu_.
-  absl::Status JournalAndApply(const Update& update, const Answer& answer) ABSL_LOCKS_EXCLUDED(mu_);
-  // A serialized state, to be written as the journal snapshot at `seq`.
-  struct Snapshot {
-    uint64_t seq;
-    std::string bytes;
-  };
-  // Every snapshot_every records (unless a snapshot is being written): the state, serialized
-  // under the lock.
-  std::optional<Snapshot> SnapshotIfDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes it to the journal, outside the lock; a failure stops the dispatcher like a failed
-  // append.
-  absl::Status WriteSnapshot(const Snapshot& snapshot) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status CheckUsable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // For options_.check_invariants: aborts, naming record `seq`, if the state is inconsistent.
-  void CheckInvariantsOrDie(uint64_t seq) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `job`'s work is over at `now`: every epoch it started is finished and read to its
-  // end, and it started all its num_epochs or no client asked about it (last_active_) for
+  // end, and it started all its num_epochs or no client asked about it (JobRetention) for
   // JobActivityTracker::kWindowUs, over which its rates have decayed to 0. A trainer that comes
   // back to it makes it not over again.
-  bool JobOver(const JobState& job, uint64_t now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool JobOver(const DispatcherState& state, const JobState& job, uint64_t now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // AlreadyExists (logged and counted) when `request`'s worker id is registered at another
   // address by a worker that is live at `now` (RegisterWorker); else OK.
-  absl::Status RefuseDuplicateWorker(const RegisterWorkerRequest& request, uint64_t now)
+  absl::Status RefuseDuplicateWorker(const DispatcherState& state,
+                                     const RegisterWorkerRequest& request, uint64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job named `name` that `caller` means (names are per owner). With `owner` empty or the
   // caller's own: the caller's own job of that name, or nullptr when it has none (an
@@ -273,129 +248,76 @@ class DispatcherImpl {
   // job of that name — NotFound naming name and owner when it has none, PermissionDenied
   // (CheckJobAccess) unless its ACL names the caller. A name never resolves to another owner's
   // job unless the caller names that owner, so no ACL can put a job in another's namespace.
-  absl::StatusOr<const JobState*> FindNamedJob(const std::string& name, const std::string& owner,
-                                               const Caller& caller) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records that a client asked about `job_id` now (last_active_).
-  void MarkActive(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static absl::StatusOr<const JobState*> FindNamedJob(const DispatcherState& state,
+                                                      const std::string& name,
+                                                      const std::string& owner,
+                                                      const Caller& caller);
+  // unread_finished_, for the subsystems' hooks.
+  std::set<int64_t> UnreadFinishedTasks() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Forgets what is kept beside the state about retired job `job` and its `tasks`.
+  void ForgetJob(int64_t job, const std::vector<int64_t>& tasks) ABSL_LOCKS_EXCLUDED(mu_);
   // Lists or unlists the finished `task` in unread_finished_, by consumed_.
   void TrackUnread(const TaskState& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills `def` but for its pipeline, which it returns (def->pipeline_key names it).
-  const PipelineDef& FillTaskDef(const TaskState& task, TaskDef* def) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  const PipelineDef& FillTaskDef(const DispatcherState& state, const TaskState& task,
+                                 TaskDef* def) const;
   // OK unless creating a job with `options` would take `caller` beyond options_.limits
   // (ResourceExhausted naming the flag).
-  absl::Status CheckClientLimits(const Caller& caller, const JobOptions& options) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // How epoch `epoch` of `job` uses its cache, given the caches known now.
-  absl::StatusOr<EpochCache> DecideEpochCache(const JobState& job, const PipelineDef& def) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The key of the cache of `def`'s first `cache_point` ops with `seed`, for these data roots.
-  std::string CacheKeyOf(const PipelineDef& def, int cache_point, uint64_t seed) const;
-  std::string CacheDir(const std::string& cache_key) const;
-  // From now on the heartbeats ask a worker to profile cache_policy auto job `job_id`, until it
-  // is decided (the first ask's time starts cache_profile_timeout_ms).
-  void AskForProfile(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // cache_policy auto job `job_id` has no decision: asks for a profile and waits a little for
-  // the decision, releasing mu_ meanwhile. OK once decided (or the job is gone), Unavailable
-  // (retry) until then.
-  absl::Status AwaitCacheDecision(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether `cache`, which an epoch of `job_id` would compute past, is being written by an
-  // earlier epoch of that job; if so, waits (up to cache_wait_ms, releasing mu_) until the cache
-  // is complete or gone, so the caller decides again.
-  bool AwaitOwnPut(int64_t job_id, const EpochCache& cache) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The profile requests for `worker`'s heartbeat: each waiting job's, for the worker it was
-  // given to — this one if none, or if that one is lost.
-  void AddCacheProfileRequests(const WorkerState& worker, WorkerHeartbeatResponse* response)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every cache as eviction sees it.
-  std::vector<CacheUsage> CacheUsages() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Journals the eviction of each of `cache_keys` (one refused because it came into use is
-  // kept), then deletes the evicted caches' directories.
-  absl::Status Evict(const std::vector<std::string>& cache_keys, const std::string& reason)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // After a Put epoch completed cache `cache_key`: deletes its stray chunks and, if the caches
-  // now exceed cache_capacity_bytes, evicts the least recently used ones no epoch reads — none
-  // if even evicting all of those would not bring them under it (the caches in use alone
-  // overflow; the next completion tries again).
-  absl::Status AfterCacheComplete(const std::string& cache_key) ABSL_LOCKS_EXCLUDED(mu_);
-  // The policy JobOptions.autoscale or .placement names for `job`, sized by the workers live now.
-  std::unique_ptr<ResourcePolicy> NewPolicy(const JobState& job) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckClientLimits(const DispatcherState& state, const Caller& caller,
+                                 const JobOptions& options) const;
   void LivenessLoop();
+  // CollectMetrics from `state`.
+  void CollectMetrics(const DispatcherState& state, MetricSamples& out) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One attempt of StartEpoch: Aborted when the cache its decision was made on changed before
+  // the epoch was proposed.
+  absl::Status TryStartEpoch(const StartEpochRequest& request, StartEpochResponse* response,
+                             const Caller& caller) ABSL_LOCKS_EXCLUDED(mu_);
 
   const DispatcherOptions options_;
-  const std::unique_ptr<Journal> journal_;
+  // The durable state: the journal, DispatcherState, snapshots and fail-stop.
+  const std::unique_ptr<DispatcherCore> core_;
+  // The caches' decisions, profiles, evictions and cache root.
+  const std::unique_ptr<CacheCoordinator> cache_;
+  // The failure detector: when each worker was last heard from.
+  WorkerLiveness liveness_;
+  // When each job was last asked about; retires idle ones.
+  JobRetention retention_;
+  // The provisioner, if any, and what it was asked for.
+  WorkerProvisioning provisioning_;
+  // The heartbeats' counters per job and the resource policies.
+  PolicyRunner policy_runner_;
   // The Env pipelines' sources are listed through: options_.env, confined to
   // options_.data_roots when it has a value.
   const std::unique_ptr<ConfinedEnv> confined_env_;
   Env* const source_env_;
 
+  // Guards what the dispatcher keeps beside the durable state (rebuilt from heartbeats after a
+  // restart). Lock order: the core's lock (WithState, DispatcherCore::Read), then mu_, then the
+  // subsystems' (cache_, liveness_, retention_, policy_runner_ then provisioning_); never held
+  // across a Propose.
   mutable absl::Mutex mu_;
-  DispatcherState state_ ABSL_GUARDED_BY(mu_);
-  // Set when a journal write failed: the dispatcher refuses to go on (fail-stop).
-  absl::Status journal_failure_ ABSL_GUARDED_BY(mu_);
-  int64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
-  // Set while a snapshot is written outside the lock: one at a time, in order.
-  bool snapshot_in_flight_ ABSL_GUARDED_BY(mu_) = false;
-  // Worker id -> when it was last heard from (Env::NowMicros).
-  std::map<std::string, uint64_t> last_seen_ ABSL_GUARDED_BY(mu_);
   // Task id -> the next index its consumer needs, from its latest client heartbeat (lower than
   // before when the consumer resumed from an older saved position).
   std::map<int64_t, int64_t> consumed_ ABSL_GUARDED_BY(mu_);
-  // The trainers' and workers' heartbeat counters per job, and each autoscaled job's policy
-  // (not journaled: its decisions are; a restarted dispatcher measures and decides afresh).
-  JobMetricsCollector metrics_ ABSL_GUARDED_BY(mu_);
   // The same heartbeats as the status page and /metrics show them.
   JobActivityTracker activity_ ABSL_GUARDED_BY(mu_);
   // Counted for /metrics since this process started (not journaled).
   struct Counters {
     // Epochs started, by EpochCache::Mode (COMPUTE, PUT, GET).
     int64_t epochs_started[3] = {0, 0, 0};
-    int64_t cache_evictions = 0;
     // RegisterWorker calls refused: the id is live at another address (RegisterWorker).
     int64_t duplicate_workers_refused = 0;
     // DispatcherState::task_moves() once the journal was replayed.
     int64_t task_moves_at_open = 0;
   };
   Counters counters_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, std::unique_ptr<ResourcePolicy>> policies_ ABSL_GUARDED_BY(mu_);
-  // Jobs scaled in the last policy pass: their next period is skipped.
-  std::set<int64_t> settling_ ABSL_GUARDED_BY(mu_);
   // The finished tasks whose consumer has not read to their end: their workers still serve
   // them (listed in worker heartbeats with the unfinished ones). A finished task whose consumer
   // has read to its end is no longer listed to its worker; listed again (its consumer resumed
   // from an older position), the worker recomputes it. Not journaled: after a restart every
   // finished task is listed until its consumer reports again or its job is retired.
   std::set<int64_t> unread_finished_ ABSL_GUARDED_BY(mu_);
-  // Job id -> when a client last asked about it (Env::NowMicros); after a restart, the
-  // restart's time.
-  std::map<int64_t, uint64_t> last_active_ ABSL_GUARDED_BY(mu_);
-  // cache_policy auto jobs waiting for a profile, by job id: since when, and the worker asked
-  // (not journaled: a restarted dispatcher asks again).
-  struct ProfileWait {
-    uint64_t since_us = 0;
-    std::string worker_id;
-  };
-  std::map<int64_t, ProfileWait> profile_waits_ ABSL_GUARDED_BY(mu_);
-
-  // Provisioning (SetProvisioner; Provision).
-  std::unique_ptr<Provisioner> provisioner_ ABSL_GUARDED_BY(mu_);
-  int32_t min_workers_ ABSL_GUARDED_BY(mu_) = 0;
-  int32_t max_workers_ ABSL_GUARDED_BY(mu_) = 0;
-  // The count last granted (-1: none yet), the last request's outcome and time, and since when
-  // the wanted count has been below the granted one.
-  int32_t requested_workers_ ABSL_GUARDED_BY(mu_) = -1;
-  // The count of the Resize in flight (-1: none), for GetStatus.
-  int32_t asking_workers_ ABSL_GUARDED_BY(mu_) = -1;
-  // What status and metrics show as requested: the count in flight, else the last granted (0
-  // before any).
-  int32_t ShownRequestedWorkers() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return std::max(asking_workers_ >= 0 ? asking_workers_ : requested_workers_, 0);
-  }
-  absl::Status provisioning_ ABSL_GUARDED_BY(mu_);
-  uint64_t last_provision_us_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t lower_since_us_ ABSL_GUARDED_BY(mu_) = 0;
 
   absl::Notification stopping_;
   std::thread liveness_thread_;

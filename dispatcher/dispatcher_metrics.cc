@@ -10,9 +10,10 @@ MetricLabels JobLabel(int64_t job) { return {{"job", absl::StrCat(job)}}; }
 
 }  // namespace
 
-bool DispatcherImpl::JobOver(const JobState& job, uint64_t now) const {
+bool DispatcherImpl::JobOver(const DispatcherState& state, const JobState& job,
+                             uint64_t now) const {
   for (int64_t e = 0; e < job.epochs_started(); ++e) {
-    const EpochState* epoch = state_.FindEpoch(job.job_id(), e);
+    const EpochState* epoch = state.FindEpoch(job.job_id(), e);
     if (epoch == nullptr || !epoch->finished()) return false;
     for (int64_t task : epoch->task_ids()) {
       if (unread_finished_.count(task)) return false;
@@ -21,24 +22,26 @@ bool DispatcherImpl::JobOver(const JobState& job, uint64_t now) const {
   if (job.options().num_epochs() > 0 && job.epochs_started() >= job.options().num_epochs()) {
     return true;
   }
-  const auto active = last_active_.find(job.job_id());
-  return active == last_active_.end() || now - active->second > JobActivityTracker::kWindowUs;
+  const std::optional<uint64_t> active = retention_.LastActive(job.job_id());
+  return !active.has_value() || now - *active > JobActivityTracker::kWindowUs;
 }
 
 void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
-  absl::MutexLock lock(&mu_);
+  WithState([&](const DispatcherState& state)
+                ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { CollectMetrics(state, out); });
+}
+
+void DispatcherImpl::CollectMetrics(const DispatcherState& state, MetricSamples& out) const {
   const uint64_t now = options_.env->NowMicros();
 
   // Workers: live, lost, silent (not yet declared lost), standby (live and idle by choice).
   int64_t live = 0, lost = 0, silent = 0, standby = 0, local = 0;
-  for (const auto& [id, worker] : state_.workers()) {
+  for (const auto& [id, worker] : state.workers()) {
     if (worker.lost()) {
       ++lost;
       continue;
     }
-    const auto seen = last_seen_.find(id);
-    if (seen == last_seen_.end() ||
-        now - seen->second > static_cast<uint64_t>(options_.worker_timeout_ms) * 1000) {
+    if (!liveness_.HeardWithin(id, now)) {
       ++silent;
       continue;
     }
@@ -58,13 +61,13 @@ void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
                  {}, counters_.duplicate_workers_refused);
   out.AddCounter("granary_dispatcher_tasks_moved_total",
                  "Tasks given to another worker (a lost worker's, a scaling step's, a takeover).",
-                 {}, state_.task_moves() - counters_.task_moves_at_open);
+                 {}, state.task_moves() - counters_.task_moves_at_open);
 
   // Jobs that are not over: what their trainers received and waited, their epochs, the
   // policies' decisions.
   for (const JobActivity& job : activity_.Jobs(now)) {
-    const JobState* state = state_.FindJob(job.job_id());
-    if (state == nullptr || JobOver(*state, now)) continue;
+    const JobState* job_state = state.FindJob(job.job_id());
+    if (job_state == nullptr || JobOver(state, *job_state, now)) continue;
     const MetricLabels labels = JobLabel(job.job_id());
     out.AddCounter("granary_job_elements_delivered_total",
                    "Elements the job's trainers received (client heartbeats).", labels,
@@ -83,8 +86,8 @@ void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
                  "last heartbeats.",
                  labels, job.wait_seconds_per_element());
   }
-  for (const auto& [id, job] : state_.jobs()) {
-    if (JobOver(job, now)) continue;
+  for (const auto& [id, job] : state.jobs()) {
+    if (JobOver(state, job, now)) continue;
     const MetricLabels labels = JobLabel(id);
     out.AddCounter("granary_job_epochs_started_total", "Epochs started of the job.", labels,
                    job.epochs_started());
@@ -107,10 +110,10 @@ void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
     }
   }
   int64_t running_epochs = 0, running_tasks = 0, unassigned_tasks = 0;
-  for (const auto& [key, epoch] : state_.epochs()) {
+  for (const auto& [key, epoch] : state.epochs()) {
     if (!epoch.finished()) ++running_epochs;
   }
-  for (const auto& [id, task] : state_.tasks()) {
+  for (const auto& [id, task] : state.tasks()) {
     if (task.finished()) continue;
     ++running_tasks;
     if (task.worker_id().empty()) ++unassigned_tasks;
@@ -131,37 +134,12 @@ void DispatcherImpl::CollectMetrics(MetricSamples& out) const {
   out.AddCounter("granary_dispatcher_epochs_started_total", kEpochs, {{"cache", "get"}},
                  counters_.epochs_started[EpochCache::GET]);
 
-  // Caches.
-  int64_t complete = 0, writing = 0, invalid = 0, cache_bytes = 0;
-  for (const auto& [key, cache] : state_.caches()) {
-    if (cache.invalid()) {
-      ++invalid;
-    } else if (cache.complete()) {
-      ++complete;
-      cache_bytes += cache.bytes();
-    } else {
-      ++writing;
-    }
-  }
-  constexpr char kCaches[] = "Caches by state.";
-  out.AddGauge("granary_cache_caches", kCaches, {{"state", "complete"}}, complete);
-  out.AddGauge("granary_cache_caches", kCaches, {{"state", "writing"}}, writing);
-  out.AddGauge("granary_cache_caches", kCaches, {{"state", "invalid"}}, invalid);
-  out.AddGauge("granary_cache_bytes", "Bytes of the complete, valid caches' chunk files.", {},
-               cache_bytes);
-  out.AddGauge("granary_cache_capacity_bytes", "--cache_capacity_bytes (0: no limit).", {},
-               options_.cache_capacity_bytes);
-  out.AddCounter("granary_cache_evictions_total", "Caches evicted by this process.", {},
-                 counters_.cache_evictions);
+  cache_->CollectMetrics(state, out);
 
   // Autoscaling's target and the journal's head.
-  if (provisioner_ != nullptr) {
-    out.AddGauge("granary_dispatcher_desired_workers",
-                 "Remote workers the provisioner was last asked for (autoscaling's target).", {},
-                 ShownRequestedWorkers());
-  }
+  provisioning_.CollectMetrics(out);
   out.AddGauge("granary_journal_applied_seq", "Sequence number of the last record applied.", {},
-               static_cast<double>(state_.applied_seq()));
+               static_cast<double>(state.applied_seq()));
 }
 
 }  // namespace granary

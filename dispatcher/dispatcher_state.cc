@@ -71,6 +71,7 @@ absl::Status DispatcherState::Apply(uint64_t seq, const Update& update) {
         absl::StrCat("journal record ", seq, " applied after record ", applied_seq_));
   }
   applied_seq_ = seq;
+  RETURN_IF_ERROR(Validate(update));
   switch (update.kind_case()) {
     case Update::kRegisterDataset:
       return ApplyRegisterDataset(update.register_dataset());
@@ -101,20 +102,59 @@ absl::Status DispatcherState::Apply(uint64_t seq, const Update& update) {
     case Update::KIND_NOT_SET:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat("journal record ", seq, " has no update"));
+  return absl::OkStatus();  // Unreachable: Validate refuses an update without a kind.
+}
+
+absl::Status DispatcherState::Validate(const Update& update) const {
+  switch (update.kind_case()) {
+    case Update::kRegisterDataset:
+      return ValidateRegisterDataset(update.register_dataset());
+    case Update::kCreateJob:
+      return ValidateCreateJob(update.create_job());
+    case Update::kStartEpoch:
+      return ValidateStartEpoch(update.start_epoch());
+    case Update::kRegisterWorker:
+      return ValidateRegisterWorker(update.register_worker());
+    case Update::kLeaseSplits:
+      return ValidateLeaseSplits(update.lease_splits());
+    case Update::kTaskFinished:
+      return ValidateTaskFinished(update.task_finished());
+    case Update::kWorkerLost:
+      return ValidateWorkerLost(update.worker_lost());
+    case Update::kRetireJob:
+      return ValidateRetireJob(update.retire_job());
+    case Update::kSetClusterId:
+      return ValidateSetClusterId(update.set_cluster_id());
+    case Update::kInvalidateCache:
+      return ValidateInvalidateCache(update.invalidate_cache());
+    case Update::kScaleJob:
+      return ValidateScaleJob(update.scale_job());
+    case Update::kDecideCache:
+      return ValidateDecideCache(update.decide_cache());
+    case Update::kEvictCache:
+      return ValidateEvictCache(update.evict_cache());
+    case Update::KIND_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError("the update has no kind (an empty journal record)");
+}
+
+absl::Status DispatcherState::ValidateRegisterDataset(const RegisterDatasetUpdate& u) const {
+  if (FindDataset(u.dataset_id()) != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat("dataset ", u.dataset_id(), " exists"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status DispatcherState::ApplyRegisterDataset(const RegisterDatasetUpdate& u) {
   DatasetState d;
   d.set_dataset_id(u.dataset_id());
   *d.mutable_pipeline() = u.pipeline();
-  if (!datasets_.emplace(u.dataset_id(), std::move(d)).second) {
-    return absl::AlreadyExistsError(absl::StrCat("dataset ", u.dataset_id(), " exists"));
-  }
+  datasets_.emplace(u.dataset_id(), std::move(d));
   return absl::OkStatus();
 }
 
-absl::Status DispatcherState::ApplyCreateJob(const CreateJobUpdate& u) {
+absl::Status DispatcherState::ValidateCreateJob(const CreateJobUpdate& u) const {
   // DispatcherImpl refuses these before journaling; a record journaled without the checks (by
   // an older version) must still apply — as a no-op.
   RETURN_IF_ERROR(ValidateJobOptions(u.options()));
@@ -127,6 +167,10 @@ absl::Status DispatcherState::ApplyCreateJob(const CreateJobUpdate& u) {
   if (FindDataset(u.dataset_id()) == nullptr) {
     return absl::NotFoundError(absl::StrCat("no dataset ", u.dataset_id()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyCreateJob(const CreateJobUpdate& u) {
   JobState job;
   job.set_job_id(next_job_id_++);
   job.set_owner(u.owner());
@@ -139,10 +183,10 @@ absl::Status DispatcherState::ApplyCreateJob(const CreateJobUpdate& u) {
   return absl::OkStatus();
 }
 
-absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u, uint64_t seq) {
-  auto job_it = jobs_.find(u.job_id());
-  if (job_it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
-  JobState& job = job_it->second;
+absl::Status DispatcherState::ValidateStartEpoch(const StartEpochUpdate& u) const {
+  const JobState* job_found = FindJob(u.job_id());
+  if (job_found == nullptr) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
+  const JobState& job = *job_found;
   if (u.epoch() < job.epochs_started()) {
     return absl::AlreadyExistsError(
         absl::StrCat("job ", u.job_id(), " epoch ", u.epoch(), " already started"));
@@ -164,6 +208,11 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u, uint64_
   if (u.cache().mode() == EpochCache::GET && (cache == nullptr || !cache->complete())) {
     return absl::AbortedError(absl::StrCat("cache ", u.cache().cache_key(), " is not complete"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u, uint64_t seq) {
+  JobState& job = jobs_.find(u.job_id())->second;
   if (u.cache().mode() == EpochCache::PUT) {
     CacheState& put = caches_[u.cache().cache_key()];
     put.set_cache_key(u.cache().cache_key());
@@ -206,7 +255,7 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u, uint64_
   return absl::OkStatus();
 }
 
-absl::Status DispatcherState::ApplyRegisterWorker(const RegisterWorkerUpdate& u) {
+absl::Status DispatcherState::ValidateRegisterWorker(const RegisterWorkerUpdate& u) const {
   RETURN_IF_ERROR(ValidateName("worker id", u.worker_id()));
   RETURN_IF_ERROR(ValidateName("worker address", u.address()));
   RETURN_IF_ERROR(ValidateShmNonce(u.shm_nonce()));
@@ -215,6 +264,10 @@ absl::Status DispatcherState::ApplyRegisterWorker(const RegisterWorkerUpdate& u)
                                                    u.local_job_id(), " consumer ",
                                                    u.local_consumer(), ", which cannot exist"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyRegisterWorker(const RegisterWorkerUpdate& u) {
   WorkerState& w = workers_[u.worker_id()];
   w.set_worker_id(u.worker_id());
   w.set_address(u.address());
@@ -270,14 +323,18 @@ void DispatcherState::TakeOverLoad(const std::string& worker_id,
   if (moved != nullptr) Reassign(*moved, worker_id);
 }
 
-absl::Status DispatcherState::ApplyLeaseSplits(const LeaseSplitsUpdate& u) {
-  auto task_it = tasks_.find(u.task_id());
-  if (task_it == tasks_.end()) return absl::NotFoundError(absl::StrCat("no task ", u.task_id()));
-  TaskState& task = task_it->second;
-  if (task.leased_size() != u.from_seq()) {
-    return absl::AlreadyExistsError(absl::StrCat("task ", u.task_id(), " has ", task.leased_size(),
+absl::Status DispatcherState::ValidateLeaseSplits(const LeaseSplitsUpdate& u) const {
+  const TaskState* task = FindTask(u.task_id());
+  if (task == nullptr) return absl::NotFoundError(absl::StrCat("no task ", u.task_id()));
+  if (task->leased_size() != u.from_seq()) {
+    return absl::AlreadyExistsError(absl::StrCat("task ", u.task_id(), " has ", task->leased_size(),
                                                  " splits leased, not ", u.from_seq()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyLeaseSplits(const LeaseSplitsUpdate& u) {
+  TaskState& task = tasks_.find(u.task_id())->second;
   ASSIGN_OR_RETURN(EpochState * epoch, EpochOf(task));
   // A shed task leases nothing more (a lease journaled before the shed was applied first).
   const int64_t n = task.draining() ? 0
@@ -288,21 +345,25 @@ absl::Status DispatcherState::ApplyLeaseSplits(const LeaseSplitsUpdate& u) {
   return absl::OkStatus();
 }
 
-absl::Status DispatcherState::ApplyTaskFinished(const TaskFinishedUpdate& u, uint64_t seq) {
-  auto task_it = tasks_.find(u.task_id());
-  if (task_it == tasks_.end()) return absl::NotFoundError(absl::StrCat("no task ", u.task_id()));
-  TaskState& task = task_it->second;
-  if (task.finished()) {
+absl::Status DispatcherState::ValidateTaskFinished(const TaskFinishedUpdate& u) const {
+  const TaskState* task = FindTask(u.task_id());
+  if (task == nullptr) return absl::NotFoundError(absl::StrCat("no task ", u.task_id()));
+  if (task->finished()) {
     return absl::AlreadyExistsError(absl::StrCat("task ", u.task_id(), " already finished"));
   }
-  if (u.generation() != task.generation()) {
-    return absl::FailedPreconditionError(absl::StrCat("task ", u.task_id(), " is at generation ",
-                                                      task.generation(), ", not ", u.generation()));
+  if (u.generation() != task->generation()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "task ", u.task_id(), " is at generation ", task->generation(), ", not ", u.generation()));
   }
   if (u.num_elements() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("task ", u.task_id(), " finished with ", u.num_elements(), " elements"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyTaskFinished(const TaskFinishedUpdate& u, uint64_t seq) {
+  TaskState& task = tasks_.find(u.task_id())->second;
   ASSIGN_OR_RETURN(EpochState * epoch, EpochOf(task));
   const bool put = epoch->cache().mode() == EpochCache::PUT;
   auto cache_it = caches_.find(epoch->cache().cache_key());
@@ -350,14 +411,17 @@ absl::StatusOr<EpochState*> DispatcherState::EpochOf(const TaskState& task) {
   return &it->second;
 }
 
-absl::Status DispatcherState::ApplyWorkerLost(const WorkerLostUpdate& u) {
-  auto worker_it = workers_.find(u.worker_id());
-  if (worker_it == workers_.end() || worker_it->second.incarnation() != u.incarnation() ||
-      worker_it->second.lost()) {
+absl::Status DispatcherState::ValidateWorkerLost(const WorkerLostUpdate& u) const {
+  const WorkerState* worker = FindWorker(u.worker_id());
+  if (worker == nullptr || worker->incarnation() != u.incarnation() || worker->lost()) {
     return absl::FailedPreconditionError(absl::StrCat("worker ", u.worker_id(), " incarnation ",
                                                       u.incarnation(), " is not a live worker"));
   }
-  worker_it->second.set_lost(true);
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyWorkerLost(const WorkerLostUpdate& u) {
+  workers_.find(u.worker_id())->second.set_lost(true);
   // Finished tasks move too: their consumers may not have read all of them yet.
   std::map<std::string, int64_t> loads = LiveWorkerLoads();
   const std::set<int64_t> held = tasks_by_worker_[u.worker_id()];
@@ -365,34 +429,42 @@ absl::Status DispatcherState::ApplyWorkerLost(const WorkerLostUpdate& u) {
   return absl::OkStatus();
 }
 
-absl::Status DispatcherState::ApplySetClusterId(const SetClusterIdUpdate& u) {
+absl::Status DispatcherState::ValidateSetClusterId(const SetClusterIdUpdate& u) const {
   if (!cluster_id_.empty()) {
     return absl::AlreadyExistsError(absl::StrCat("the cluster is ", cluster_id_, " already"));
   }
-  RETURN_IF_ERROR(ValidateName("cluster id", u.cluster_id()));
+  return ValidateName("cluster id", u.cluster_id());
+}
+
+absl::Status DispatcherState::ApplySetClusterId(const SetClusterIdUpdate& u) {
   cluster_id_ = u.cluster_id();
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ValidateInvalidateCache(const InvalidateCacheUpdate& u) const {
+  const CacheState* cache = FindCache(u.cache_key());
+  if (cache == nullptr) return absl::NotFoundError(absl::StrCat("no cache ", u.cache_key()));
+  if (!cache->complete()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cache ", u.cache_key(), " is not complete: nothing to invalidate"));
+  }
+  if (cache->invalid()) {
+    return absl::AlreadyExistsError(absl::StrCat("cache ", u.cache_key(), " is invalid already"));
+  }
   return absl::OkStatus();
 }
 
 absl::Status DispatcherState::ApplyInvalidateCache(const InvalidateCacheUpdate& u) {
   auto it = caches_.find(u.cache_key());
-  if (it == caches_.end()) return absl::NotFoundError(absl::StrCat("no cache ", u.cache_key()));
-  if (!it->second.complete()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cache ", u.cache_key(), " is not complete: nothing to invalidate"));
-  }
-  if (it->second.invalid()) {
-    return absl::AlreadyExistsError(absl::StrCat("cache ", u.cache_key(), " is invalid already"));
-  }
   it->second.set_invalid(true);
   it->second.set_invalid_reason(u.reason());
   return absl::OkStatus();
 }
 
-absl::Status DispatcherState::ApplyDecideCache(const DecideCacheUpdate& u) {
-  auto job_it = jobs_.find(u.job_id());
-  if (job_it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
-  JobState& job = job_it->second;
+absl::Status DispatcherState::ValidateDecideCache(const DecideCacheUpdate& u) const {
+  const JobState* job_found = FindJob(u.job_id());
+  if (job_found == nullptr) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
+  const JobState& job = *job_found;
   if (job.options().cache_policy() != CACHE_AUTO) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", u.job_id(), " does not have cache_policy auto"));
@@ -408,11 +480,15 @@ absl::Status DispatcherState::ApplyDecideCache(const DecideCacheUpdate& u) {
                                                    u.decision().cache_point(),
                                                    " is not one of its marks"));
   }
-  *job.mutable_cache_decision() = u.decision();
   return absl::OkStatus();
 }
 
-absl::Status DispatcherState::ApplyEvictCache(const EvictCacheUpdate& u) {
+absl::Status DispatcherState::ApplyDecideCache(const DecideCacheUpdate& u) {
+  *jobs_.find(u.job_id())->second.mutable_cache_decision() = u.decision();
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ValidateEvictCache(const EvictCacheUpdate& u) const {
   if (FindCache(u.cache_key()) == nullptr) {
     return absl::NotFoundError(absl::StrCat("no cache ", u.cache_key()));
   }
@@ -420,6 +496,10 @@ absl::Status DispatcherState::ApplyEvictCache(const EvictCacheUpdate& u) {
     return absl::FailedPreconditionError(
         absl::StrCat("cache ", u.cache_key(), " is being written or read: not evicted"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyEvictCache(const EvictCacheUpdate& u) {
   caches_.erase(u.cache_key());
   return absl::OkStatus();
 }
@@ -436,13 +516,16 @@ bool DispatcherState::CacheInUse(const std::string& cache_key) const {
   return false;
 }
 
+absl::Status DispatcherState::ValidateScaleJob(const ScaleJobUpdate& u) const {
+  const JobState* job = FindJob(u.job_id());
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
+  return ValidateScaling(u.job_id(), u.num_worker_slots(), u.num_local_slots(),
+                         std::max(job->options().num_consumers(), 1));
+}
+
 absl::Status DispatcherState::ApplyScaleJob(const ScaleJobUpdate& u) {
-  auto job_it = jobs_.find(u.job_id());
-  if (job_it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
-  JobState& job = job_it->second;
+  JobState& job = jobs_.find(u.job_id())->second;
   const int32_t consumers = std::max(job.options().num_consumers(), 1);
-  RETURN_IF_ERROR(
-      ValidateScaling(u.job_id(), u.num_worker_slots(), u.num_local_slots(), consumers));
   job.mutable_options()->set_num_worker_slots(u.num_worker_slots());
   job.mutable_options()->set_num_local_slots(u.num_local_slots());
   job.set_scaling_steps(job.scaling_steps() + 1);
@@ -479,17 +562,22 @@ absl::Status DispatcherState::ApplyScaleJob(const ScaleJobUpdate& u) {
   return absl::OkStatus();
 }
 
-absl::Status DispatcherState::ApplyRetireJob(const RetireJobUpdate& u) {
-  auto job_it = jobs_.find(u.job_id());
-  if (job_it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
-  const JobState& job = job_it->second;
-  for (int64_t e = 0; e < job.epochs_started(); ++e) {
-    const EpochState* epoch = FindEpoch(job.job_id(), e);
+absl::Status DispatcherState::ValidateRetireJob(const RetireJobUpdate& u) const {
+  const JobState* job = FindJob(u.job_id());
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
+  for (int64_t e = 0; e < job->epochs_started(); ++e) {
+    const EpochState* epoch = FindEpoch(job->job_id(), e);
     if (epoch != nullptr && !epoch->finished()) {
       return absl::FailedPreconditionError(
           absl::StrCat("job ", u.job_id(), " epoch ", e, " is not finished: not retired"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyRetireJob(const RetireJobUpdate& u) {
+  auto job_it = jobs_.find(u.job_id());
+  const JobState& job = job_it->second;
   for (int64_t e = 0; e < job.epochs_started(); ++e) {
     auto epoch_it = epochs_.find({job.job_id(), e});
     if (epoch_it == epochs_.end()) continue;

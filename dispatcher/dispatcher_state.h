@@ -45,10 +45,20 @@ class DispatcherState {
   // Sorted by id throughout: equal states give equal (deterministically serialized) bytes.
   DispatcherStateProto ToProto() const;
 
-  // Applies journal record `seq`. REQUIRES: seq == applied_seq() + 1. An update that does not
-  // apply to this state (an unknown task, a stale incarnation, an epoch that is not the job's
-  // next) changes nothing but applied_seq(), and the returned status says why; replay sees the
-  // same status, so it is informational, not an error of the journal.
+  // Whether `update` applies to this state: OK, or why Apply would refuse it (NotFound for an
+  // unknown job, task, dataset or cache; AlreadyExists for what is done already — a started
+  // epoch, a finished task, a lease from an older position; FailedPrecondition for a stale
+  // generation or incarnation, an epoch that is not the job's next, an unfinished job to
+  // retire; OutOfRange for an epoch past num_epochs; Aborted for a cache no longer in the
+  // state its epoch's mode was decided on; InvalidArgument for a malformed update). The
+  // dispatcher core (dispatcher_core.h) calls it before journaling, so that a record is
+  // journaled only when it applies to the state it was proposed against.
+  absl::Status Validate(const Update& update) const;
+  // Applies journal record `seq`. REQUIRES: seq == applied_seq() + 1. An update Validate
+  // refuses (a record proposed concurrently with one that changed the state first, or journaled
+  // by an older version without the check) changes nothing but applied_seq(), and Validate's
+  // status is returned; replay sees the same status, so it is informational, not an error of
+  // the journal.
   absl::Status Apply(uint64_t seq, const Update& update);
   uint64_t applied_seq() const { return applied_seq_; }
   // Tasks given to another worker (or taken from a lost one) by the records this object
@@ -86,6 +96,21 @@ class DispatcherState {
   const std::string& cluster_id() const { return cluster_id_; }
 
  private:
+  // Validate, by kind of update.
+  absl::Status ValidateRegisterDataset(const RegisterDatasetUpdate& u) const;
+  absl::Status ValidateCreateJob(const CreateJobUpdate& u) const;
+  absl::Status ValidateStartEpoch(const StartEpochUpdate& u) const;
+  absl::Status ValidateRegisterWorker(const RegisterWorkerUpdate& u) const;
+  absl::Status ValidateLeaseSplits(const LeaseSplitsUpdate& u) const;
+  absl::Status ValidateTaskFinished(const TaskFinishedUpdate& u) const;
+  absl::Status ValidateWorkerLost(const WorkerLostUpdate& u) const;
+  absl::Status ValidateRetireJob(const RetireJobUpdate& u) const;
+  absl::Status ValidateSetClusterId(const SetClusterIdUpdate& u) const;
+  absl::Status ValidateInvalidateCache(const InvalidateCacheUpdate& u) const;
+  absl::Status ValidateScaleJob(const ScaleJobUpdate& u) const;
+  absl::Status ValidateDecideCache(const DecideCacheUpdate& u) const;
+  absl::Status ValidateEvictCache(const EvictCacheUpdate& u) const;
+  // Apply, by kind of update, of an update Validate accepted.
   absl::Status ApplyRegisterDataset(const RegisterDatasetUpdate& u);
   absl::Status ApplyCreateJob(const CreateJobUpdate& u);
   absl::Status ApplyStartEpoch(const StartEpochUpdate& u, uint64_t seq);

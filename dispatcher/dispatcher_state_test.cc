@@ -794,5 +794,91 @@ TEST_F(LocalWorkerTest, AProvisionedWorkerTakesTheLeastLeasedTaskOfTheBusiestWor
   EXPECT_EQ(state_.UnfinishedTasksOfWorker("p3").size(), 0u);
 }
 
+// Validate: each refusal, with Apply's code, and nothing changes (not even applied_seq).
+TEST_F(DispatcherStateTest, ValidateRefusesWhatApplyWouldWithoutChangingTheState) {
+  Register("a");
+  Update d;
+  d.mutable_register_dataset()->set_dataset_id("d");
+  ASSERT_TRUE(Apply(d).ok());
+  Update j;
+  j.mutable_create_job()->set_dataset_id("d");
+  j.mutable_create_job()->set_name("train");
+  j.mutable_create_job()->mutable_options()->set_num_epochs(1);
+  ASSERT_TRUE(Apply(j).ok());
+  Update e;
+  e.mutable_start_epoch()->set_job_id(1);
+  e.mutable_start_epoch()->add_plan()->set_id(0);
+  ASSERT_TRUE(state_.Validate(e).ok());
+  ASSERT_TRUE(Apply(e).ok());
+  const int64_t task = state_.tasks().begin()->first;
+
+  Update past_num_epochs = e;
+  past_num_epochs.mutable_start_epoch()->set_epoch(1);
+  Update skipped_epoch = e;
+  skipped_epoch.mutable_start_epoch()->set_epoch(2);
+  Update unknown_job = e;
+  unknown_job.mutable_start_epoch()->set_job_id(9);
+  Update put_of_unknown_state = e;
+  put_of_unknown_state.mutable_start_epoch()->mutable_cache()->set_mode(EpochCache::GET);
+  put_of_unknown_state.mutable_start_epoch()->mutable_cache()->set_cache_key("k");
+  put_of_unknown_state.mutable_start_epoch()->set_epoch(1);
+  Update same_name = j;
+  Update unknown_dataset = j;
+  unknown_dataset.mutable_create_job()->set_name("");
+  unknown_dataset.mutable_create_job()->set_dataset_id("x");
+  Update stale_lease;
+  stale_lease.mutable_lease_splits()->set_task_id(task);
+  stale_lease.mutable_lease_splits()->set_from_seq(3);
+  Update wrong_generation;
+  wrong_generation.mutable_task_finished()->set_task_id(task);
+  wrong_generation.mutable_task_finished()->set_generation(7);
+  Update stale_loss;
+  stale_loss.mutable_worker_lost()->set_worker_id("a");
+  stale_loss.mutable_worker_lost()->set_incarnation(2);
+  Update retire_running;
+  retire_running.mutable_retire_job()->set_job_id(1);
+  Update evict_unknown;
+  evict_unknown.mutable_evict_cache()->set_cache_key("k");
+  Update scale_too_far;
+  scale_too_far.mutable_scale_job()->set_job_id(1);
+  scale_too_far.mutable_scale_job()->set_num_worker_slots(-1);
+  const struct {
+    const Update& update;
+    absl::StatusCode code;
+  } refusals[] = {
+      {d, absl::StatusCode::kAlreadyExists},
+      {e, absl::StatusCode::kAlreadyExists},
+      {past_num_epochs, absl::StatusCode::kOutOfRange},
+      {skipped_epoch, absl::StatusCode::kFailedPrecondition},
+      {unknown_job, absl::StatusCode::kNotFound},
+      {same_name, absl::StatusCode::kAlreadyExists},
+      {unknown_dataset, absl::StatusCode::kNotFound},
+      {stale_lease, absl::StatusCode::kAlreadyExists},
+      {wrong_generation, absl::StatusCode::kFailedPrecondition},
+      {stale_loss, absl::StatusCode::kFailedPrecondition},
+      {retire_running, absl::StatusCode::kFailedPrecondition},
+      {evict_unknown, absl::StatusCode::kNotFound},
+      {scale_too_far, absl::StatusCode::kInvalidArgument},
+      {Update(), absl::StatusCode::kInvalidArgument},
+  };
+  const std::string before = SerializeDeterministically(state_.ToProto());
+  const uint64_t seq = state_.applied_seq();
+  for (const auto& [update, code] : refusals) {
+    EXPECT_EQ(state_.Validate(update).code(), code) << update.ShortDebugString();
+  }
+  EXPECT_EQ(state_.Validate(put_of_unknown_state).code(), absl::StatusCode::kOutOfRange)
+      << "past num_epochs comes before the cache check";
+  EXPECT_EQ(SerializeDeterministically(state_.ToProto()), before);
+  EXPECT_EQ(state_.applied_seq(), seq);
+  // Apply refuses the same (as a journaled record it changes nothing but applied_seq).
+  for (const auto& [update, code] : refusals) {
+    EXPECT_EQ(Apply(update).code(), code) << update.ShortDebugString();
+  }
+  EXPECT_EQ(state_.applied_seq(), seq + std::size(refusals));
+  DispatcherStateProto after = state_.ToProto();
+  after.set_applied_seq(seq);
+  EXPECT_EQ(SerializeDeterministically(after), before);
+}
+
 }  // namespace
 }  // namespace granary

@@ -1,0 +1,170 @@
+#include "dispatcher/dispatcher_core.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/deterministic_serialization.h"
+#include "common/failpoints.h"
+#include "common/status_macros.h"
+#include "dispatcher/state_invariants.h"
+#include "glog/logging.h"
+
+namespace granary {
+
+absl::StatusOr<std::unique_ptr<DispatcherCore>> DispatcherCore::Open(
+    std::unique_ptr<DurableLog> log, const DispatcherCoreOptions& options) {
+  std::unique_ptr<DispatcherCore> core(new DispatcherCore(std::move(log), options));
+  RETURN_IF_ERROR(core->Recover());
+  return core;
+}
+
+absl::Status DispatcherCore::Recover() {
+  const uint64_t start = options_.env->NowMicros();
+  const std::string name = log_->Describe();
+  ASSIGN_OR_RETURN(DurableLog::Recovered recovered, log_->Recover());
+  absl::MutexLock lock(&mu_);
+  if (recovered.has_snapshot) {
+    DispatcherStateProto proto;
+    if (!proto.ParseFromString(recovered.snapshot)) {
+      return absl::DataLossError(
+          absl::StrCat(name, ": snapshot at ", recovered.snapshot_seq, " does not parse"));
+    }
+    ASSIGN_OR_RETURN(state_, DispatcherState::FromProto(proto));
+    RETURN_IF_ERROR(Annotate(CheckStateInvariants(state_),
+                             absl::StrCat(name, ": snapshot at ", recovered.snapshot_seq)));
+  }
+  for (const auto& [seq, bytes] : recovered.records) {
+    Update update;
+    if (!update.ParseFromString(bytes)) {
+      return absl::DataLossError(
+          absl::StrCat(name, ": record ", seq, " does not parse as an Update"));
+    }
+    // Apply's own status is informational (a no-op command); only ordering errors matter.
+    const absl::Status status = state_.Apply(seq, update);
+    if (state_.applied_seq() != seq) return status;
+    if (options_.check_invariants) CheckInvariantsOrDie(seq);
+  }
+  if (!recovered.records.empty()) {
+    RETURN_IF_ERROR(Annotate(CheckStateInvariants(state_),
+                             absl::StrCat(name, ": after replaying to ", state_.applied_seq())));
+  }
+  LOG(INFO) << "dispatcher recovered " << recovered.records.size() << " journal records"
+            << (recovered.has_snapshot
+                    ? absl::StrCat(" after the snapshot at ", recovered.snapshot_seq)
+                    : "")
+            << " in " << (options_.env->NowMicros() - start) / 1000 << " ms";
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherCore::CheckUsable() const {
+  absl::MutexLock lock(&mu_);
+  return CheckUsableLocked();
+}
+
+absl::Status DispatcherCore::CheckUsableLocked() const {
+  if (!failure_.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "dispatcher stopped after a journal failure (restart it): ", failure_.message()));
+  }
+  return absl::OkStatus();
+}
+
+void DispatcherCore::Stop(const absl::Status& failure) {
+  if (failure_.ok()) failure_ = failure;
+  LOG(ERROR) << "journal failed; the dispatcher stops changing state: " << failure;
+}
+
+void DispatcherCore::CheckInvariantsOrDie(uint64_t seq) const {
+  const absl::Status status = CheckStateInvariants(state_);
+  CHECK(status.ok()) << "after journal record " << seq << ": " << status;
+}
+
+bool DispatcherCore::Await(const std::function<bool(const DispatcherState&)>& done,
+                           absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto settled = [this, &done]()
+                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done(state_) || !failure_.ok(); };
+  mu_.AwaitWithTimeout(absl::Condition(&settled), timeout);
+  return done(state_);
+}
+
+absl::Status DispatcherCore::Propose(const Update& update, const Then& then) {
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckUsableLocked());
+    RETURN_IF_ERROR(state_.Validate(update));
+  }
+  absl::StatusOr<uint64_t> seq = log_->Append(SerializeDeterministically(update));
+  if (absl::IsUnavailable(seq.status())) {
+    // Not written (a full disk), and the log makes sure it never will be: nothing to apply,
+    // no fail-stop. The client retries; the log resumes once space is freed — or, if its
+    // files were deleted under it, refuses every later append the same way (its own fail-stop).
+    LOG_EVERY_N(WARNING, 100) << "journal append refused, state unchanged: " << seq.status();
+    return seq.status();
+  }
+  // An injected error here is an apply that cannot happen: like a failed append, it stops the
+  // core (the record is durable; a restart replays it).
+  if (seq.ok()) {
+    if (absl::Status injected = HitFailpoint(kJournalAfterWriteBeforeApply); !injected.ok()) {
+      seq = injected;
+    }
+  }
+  absl::Status applied;
+  std::optional<Snapshot> snapshot;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!seq.ok()) {
+      Stop(seq.status());
+      return CheckUsableLocked();
+    }
+    // Apply in sequence order: wait for every earlier record's proposer to apply its own (or for
+    // a log failure, after which an earlier record may never be applied).
+    struct Turn {
+      const DispatcherCore* self;
+      uint64_t previous;
+    } turn{this, *seq - 1};
+    mu_.Await(absl::Condition(
+        +[](Turn* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->self->mu_) {
+          return t->self->state_.applied_seq() == t->previous || !t->self->failure_.ok();
+        },
+        &turn));
+    RETURN_IF_ERROR(CheckUsableLocked());
+    applied = state_.Apply(*seq, update);
+    if (options_.check_invariants) CheckInvariantsOrDie(*seq);
+    ++records_since_snapshot_;
+    if (applied.ok() && then != nullptr) then(state_);
+    snapshot = SnapshotIfDue();
+  }
+  // Written outside the lock (leveldb's LogAndApply writes its MANIFEST so): a large state's
+  // write and fsync never stall the readers.
+  if (snapshot.has_value()) RETURN_IF_ERROR(WriteSnapshot(*snapshot));
+  return applied;
+}
+
+std::optional<DispatcherCore::Snapshot> DispatcherCore::SnapshotIfDue() {
+  if (records_since_snapshot_ < options_.snapshot_every || snapshot_in_flight_) {
+    return std::nullopt;
+  }
+  snapshot_in_flight_ = true;
+  records_since_snapshot_ = 0;
+  return Snapshot{state_.applied_seq(), SerializeDeterministically(state_.ToProto())};
+}
+
+absl::Status DispatcherCore::WriteSnapshot(const Snapshot& snapshot) {
+  const absl::Status status = log_->WriteSnapshot(snapshot.seq, snapshot.bytes);
+  absl::MutexLock lock(&mu_);
+  snapshot_in_flight_ = false;
+  if (absl::IsUnavailable(status)) {
+    // Not written (a full disk): the records stay in the log; retried after the next one.
+    LOG_EVERY_N(WARNING, 100) << "journal snapshot postponed: " << status;
+    records_since_snapshot_ = options_.snapshot_every;
+    return absl::OkStatus();
+  }
+  if (!status.ok()) {
+    Stop(status);
+    return CheckUsableLocked();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace granary
