@@ -8,10 +8,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/scoped_temp_dir.h"
 #include "common/failpoints.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/scoped_temp_dir.h"
 #include "tests/run_command.h"
 
 namespace granary {

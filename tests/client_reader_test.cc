@@ -26,8 +26,6 @@
 #include "client/position.h"
 #include "common/failpoint.h"
 #include "common/hash.h"
-#include "common/manual_clock_env.h"
-#include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
@@ -39,6 +37,8 @@
 #include "gtest/gtest.h"
 #include "proto/dispatcher.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
+#include "testing/manual_clock_env.h"
+#include "testing/scoped_temp_dir.h"
 #include "transport/shm_protocol.h"
 #include "transport/shm_test_util.h"
 
