@@ -29,10 +29,10 @@
 #include "bench/bench_setup.h"
 #include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
-#include "cache/redis_test_server.h"
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "granary/client.h"
+#include "testing/redis_test_server.h"
 
 namespace granary {
 namespace {

@@ -1,8 +1,8 @@
 #include "cache/cache_gc.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/scoped_temp_dir.h"
 #include "gtest/gtest.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

@@ -2,12 +2,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/cache_planner.h"
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/pipeline_loader.h"
 #include "pipeline/synthetic_imagenet.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/env.h"
 #include "common/fault_injection_env.h"
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/cache_chunk_format.h"
@@ -27,6 +26,7 @@
 #include "proto/cache.pb.h"
 #include "proto/pipeline.pb.h"
 #include "security/chunk_mac.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

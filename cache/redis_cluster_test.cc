@@ -9,11 +9,11 @@
 #include "cache/cache_tier_env.h"
 #include "cache/redis_env.h"
 #include "cache/redis_nodes.h"
-#include "cache/redis_test_cluster.h"
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hiredis/hiredis.h"
+#include "testing/redis_test_cluster.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

@@ -4,10 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/cache_tier_env.h"
-#include "cache/redis_test_server.h"
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/redis_test_server.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

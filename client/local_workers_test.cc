@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

@@ -23,6 +23,13 @@ inline constexpr Failpoint kDispatcherAfterScaleBeforeReply{
 inline constexpr Failpoint kWorkerAfterProduceBeforeSend{
     "worker.after_produce_before_send",
     "worker: a GetElements answer holds produced elements, not sent yet"};
+// Its `error` action makes a deliberately broken worker: the run's first served element is
+// dropped silently and the next one takes its index. `granary chaos --testonly_break_workers`
+// arms it to prove that the harness can fail.
+inline constexpr Failpoint kWorkerAfterResumeBeforeServe{
+    "worker.after_resume_before_serve",
+    "worker: a task run resumed past its start (from a checkpoint, or recomputing) is made, no "
+    "element served yet"};
 inline constexpr Failpoint kCheckpointAfterWriteBeforeRename{
     "checkpoint.after_write_before_rename",
     "checkpoint store: a checkpoint's temporary is written and synced, not renamed yet"};
@@ -41,6 +48,7 @@ inline constexpr const Failpoint* kAllFailpoints[] = {
     &kDispatcherAfterLeaseBeforeReply,
     &kDispatcherAfterScaleBeforeReply,
     &kWorkerAfterProduceBeforeSend,
+    &kWorkerAfterResumeBeforeServe,
     &kCheckpointAfterWriteBeforeRename,
     &kPutAfterCheckpointBeforeCommit,
     &kPutMidChunkWrite,

@@ -17,16 +17,16 @@
 #include "cache/cache_gc.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoint.h"
-#include "common/manual_clock_env.h"
-#include "common/scoped_temp_dir.h"
 #include "common/status_macros.h"
 #include "dispatcher/dispatcher_impl_test_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ops/exposition_parser.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
+#include "testing/exposition_parser.h"
+#include "testing/manual_clock_env.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

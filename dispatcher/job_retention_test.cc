@@ -5,7 +5,7 @@
 #include <map>
 #include <vector>
 
-#include "common/manual_clock_env.h"
+#include "testing/manual_clock_env.h"
 #include "dispatcher/memory_log.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -5,11 +5,11 @@
 #include <functional>
 
 #include "common/deterministic_serialization.h"
-#include "common/scoped_temp_dir.h"
 #include "dispatcher/dispatcher_impl.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/journal.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

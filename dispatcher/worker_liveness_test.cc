@@ -2,7 +2,7 @@
 // registered again meanwhile, is not.
 #include "dispatcher/worker_liveness.h"
 
-#include "common/manual_clock_env.h"
+#include "testing/manual_clock_env.h"
 #include "dispatcher/memory_log.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -19,6 +19,7 @@
 #include "faultinject/chaos_plan.h"
 #include "faultinject/chaos_processes.h"
 #include "common/failpoint.h"
+#include "common/failpoints.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/digest_file.h"
 #include "client/run_position.h"
@@ -177,7 +178,7 @@ class ChaosRun {
     // so faults and scaling steps land while the epoch's plan is still being leased.
     p.extra_worker_flags.push_back("--window_bytes=262144");
     if (options_.testonly_break_workers) {
-      p.extra_worker_flags.push_back("--testonly_skip_element_after_restore");
+      p.every_worker_failpoints = absl::StrCat(kWorkerAfterResumeBeforeServe.name, "=error");
     }
     if (options_.transport == "shm") {
       p.extra_worker_flags.push_back("--local_transport=shm");

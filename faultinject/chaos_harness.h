@@ -32,8 +32,8 @@ struct ChaosOptions {
   // "client").
   std::string failpoint_process;
   std::string failpoints;
-  // Starts workers with --testonly_skip_element_after_restore: a broken build the harness must
-  // catch.
+  // Arms worker.after_resume_before_serve=error in every start of every worker: a broken build
+  // (it drops an element) the harness must catch.
   bool testonly_break_workers = false;
   // How the client reads the workers' elements: "tcp", or "shm" (shared memory, every element
   // by segment: the workers run with --local_transport=shm --shm_min_bytes=0).

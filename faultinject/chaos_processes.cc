@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/env.h"
 #include "common/failpoint.h"
 #include "common/grpc_status.h"
@@ -47,13 +48,19 @@ std::vector<std::string> ChaosProcesses::names() const {
 
 void ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
   Process& p = processes_.at(name);
+  const bool worker = absl::StartsWith(name, "worker-");
+  std::vector<std::string> specs;
+  if (with_failpoints && !options_.failpoints.empty() &&
+      (options_.failpoint_process == name || (options_.failpoint_process == "workers" && worker))) {
+    specs.push_back(options_.failpoints);
+  }
+  if (worker && !options_.every_worker_failpoints.empty()) {
+    specs.push_back(options_.every_worker_failpoints);
+  }
   std::vector<std::string> environment;
-  const bool armed =
-      with_failpoints && !options_.failpoints.empty() &&
-      (options_.failpoint_process == name ||
-       (options_.failpoint_process == "workers" && absl::StartsWith(name, "worker-")));
-  if (armed) {
-    environment.push_back(absl::StrCat(kFailpointsEnvironmentVariable, "=", options_.failpoints));
+  if (!specs.empty()) {
+    environment.push_back(
+        absl::StrCat(kFailpointsEnvironmentVariable, "=", absl::StrJoin(specs, ",")));
   }
   p.subprocess = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log_path(name),
                                               environment);

@@ -39,6 +39,9 @@ struct ChaosProcessesOptions {
   // run without.
   std::string failpoint_process;
   std::string failpoints;
+  // GRANARY_FAILPOINTS for every start of every worker, restarts included (joined with
+  // `failpoints` where those are armed too); empty: none.
+  std::string every_worker_failpoints;
 };
 
 class ChaosProcesses {

@@ -5,9 +5,9 @@
 #include <sys/stat.h>
 
 #include "common/env.h"
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

@@ -30,8 +30,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/scoped_temp_dir.h"
-#include "common/scoped_tmpfs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/fault_injection_fs.h"
@@ -39,6 +37,8 @@
 #include "rocksdb/db.h"
 #include "rocksdb/iterator.h"
 #include "rocksdb/options.h"
+#include "testing/scoped_temp_dir.h"
+#include "testing/scoped_tmpfs.h"
 
 extern char** environ;
 

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ops/http_get.h"
-#include "ops/http_test_util.h"
+#include "testing/http_test_util.h"
 
 namespace granary {
 namespace {

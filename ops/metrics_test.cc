@@ -5,7 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ops/exposition_parser.h"
+#include "testing/exposition_parser.h"
 
 namespace granary {
 namespace {

@@ -9,8 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/deterministic_serialization.h"
-#include "common/scoped_temp_dir.h"
-#include "common/test_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/cache_chunk_format.h"
@@ -19,6 +17,8 @@
 #include "pipeline/pipeline_loader.h"
 #include "pipeline/split_provider.h"
 #include "pipeline/tfrecord_writer.h"
+#include "testing/scoped_temp_dir.h"
+#include "testing/test_paths.h"
 
 namespace granary {
 namespace {

@@ -1,8 +1,8 @@
 #include "pipeline/digest_file.h"
 
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

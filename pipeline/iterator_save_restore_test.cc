@@ -7,11 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/env.h"
-#include "common/scoped_temp_dir.h"
-#include "common/test_paths.h"
 #include "gtest/gtest.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
+#include "testing/scoped_temp_dir.h"
+#include "testing/test_paths.h"
 
 namespace granary {
 namespace {

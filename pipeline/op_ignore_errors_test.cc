@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/env.h"
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/local_runner.h"
@@ -15,6 +14,7 @@
 #include "pipeline/pipeline_loader.h"
 #include "pipeline/tfrecord_writer.h"
 #include "pipeline/udf_test_util.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

@@ -8,11 +8,11 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/test_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/local_runner.h"
 #include "pipeline/pipeline_loader.h"
+#include "testing/test_paths.h"
 
 namespace granary {
 namespace {

@@ -17,14 +17,14 @@
 #include "absl/time/clock.h"
 #include "common/compressed_file.h"
 #include "common/crc32c.h"
-#include "common/scoped_temp_dir.h"
-#include "common/test_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/limits.h"
 #include "pipeline/source.h"
 #include "pipeline/tfrecord_reader.h"
 #include "pipeline/tfrecord_writer.h"
+#include "testing/scoped_temp_dir.h"
+#include "testing/test_paths.h"
 
 namespace granary {
 namespace {

@@ -10,12 +10,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/compressed_file.h"
-#include "common/scoped_temp_dir.h"
-#include "common/test_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/tfrecord_reader.h"
 #include "pipeline/tfrecord_writer.h"
+#include "testing/scoped_temp_dir.h"
+#include "testing/test_paths.h"
 
 namespace granary {
 namespace {

@@ -18,7 +18,6 @@
 #include "absl/strings/match.h"
 #include "common/compressed_file.h"
 #include "common/env.h"
-#include "common/test_paths.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -27,6 +26,7 @@
 #include "pipeline/tfrecord_reader.h"
 #include "pipeline/udf.h"
 #include "proto/example.pb.h"
+#include "testing/test_paths.h"
 
 namespace granary {
 namespace udf_test {

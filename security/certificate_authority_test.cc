@@ -3,11 +3,11 @@
 
 #include <sys/stat.h>
 
-#include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "security/peer_identity.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

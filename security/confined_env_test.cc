@@ -11,9 +11,9 @@
 #include <string>
 #include <utility>
 
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

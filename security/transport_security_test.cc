@@ -1,11 +1,11 @@
 #include "security/transport_security.h"
 
 #include "common/env.h"
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "security/certificate_authority.h"
 #include "security/peer_identity.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

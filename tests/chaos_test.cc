@@ -8,10 +8,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/scoped_temp_dir.h"
 #include "common/failpoints.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/scoped_temp_dir.h"
 #include "tests/run_command.h"
 
 namespace granary {
@@ -111,6 +111,9 @@ const FailpointCase kFailpointCases[] = {
      "dispatcher:dispatcher.after_lease_before_reply=after(3):crash", "compute"},
     {"worker.after_produce_before_send",
      "worker-0:worker.after_produce_before_send=after(30):crash", "compute"},
+    // The standby resumes the victim's task from its checkpoint.
+    {"worker.after_resume_before_serve", "workers:worker.after_resume_before_serve=after(1):crash",
+     "compute", "failover"},
     {"checkpoint.after_write_before_rename",
      "workers:checkpoint.after_write_before_rename=after(3):crash", "compute"},
     {"put.after_checkpoint_before_commit",

@@ -13,14 +13,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/env.h"
-#include "common/scoped_temp_dir.h"
-#include "common/scoped_tmpfs.h"
 #include "common/subprocess.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "pipeline/pipeline_loader.h"
 #include "proto/dispatcher.grpc.pb.h"
+#include "testing/scoped_temp_dir.h"
+#include "testing/scoped_tmpfs.h"
 
 namespace granary {
 namespace {

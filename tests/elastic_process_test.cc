@@ -14,11 +14,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/failpoint.h"
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
 #include "gtest/gtest.h"
 #include "pipeline/epoch_digest.h"
+#include "testing/scoped_temp_dir.h"
 #include "tests/in_process_digest.h"
 #include "tests/local_cluster.h"
 

@@ -7,10 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/env.h"
 #include "common/hash.h"
-#include "common/scoped_temp_dir.h"
-#include "common/test_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/scoped_temp_dir.h"
+#include "testing/test_paths.h"
 #include "tests/run_command.h"
 
 namespace granary {

@@ -14,12 +14,12 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/env.h"
-#include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
 #include "gtest/gtest.h"
 #include "security/peer_identity.h"
+#include "testing/scoped_temp_dir.h"
 #include "tests/local_cluster.h"
 #include "tests/test_certificates.h"
 

@@ -26,7 +26,6 @@
 #include "absl/synchronization/mutex.h"
 #include "common/env.h"
 #include "common/sanitizers.h"
-#include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
@@ -38,6 +37,7 @@
 #include "pipeline/pipeline_loader.h"
 #include "proto/dispatcher.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
+#include "testing/scoped_temp_dir.h"
 #include "tests/local_cluster.h"
 #include "tests/run_outputs.h"
 

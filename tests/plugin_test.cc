@@ -2,11 +2,11 @@
 // per element like every random UDF), and a bad plugin path is a clear error.
 #include "absl/strings/str_cat.h"
 #include "common/env.h"
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/local_runner.h"
 #include "pipeline/pipeline_loader.h"
+#include "testing/scoped_temp_dir.h"
 #include "tests/run_command.h"
 
 namespace granary {

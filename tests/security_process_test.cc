@@ -34,7 +34,6 @@
 
 #include "absl/time/clock.h"
 #include "common/env.h"
-#include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
@@ -44,6 +43,7 @@
 #include "proto/dispatcher.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
 #include "security/peer_identity.h"
+#include "testing/scoped_temp_dir.h"
 #include "tests/local_cluster.h"
 #include "tests/test_certificates.h"
 

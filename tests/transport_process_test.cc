@@ -20,17 +20,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/env.h"
-#include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
 #include "gtest/gtest.h"
-#include "transport/shm_test_util.h"
 #include "pipeline/epoch_digest.h"
 #include "pipeline/pipeline_loader.h"
 #include "pipeline/synthetic_imagenet.h"
+#include "testing/scoped_temp_dir.h"
 #include "tests/local_cluster.h"
 #include "tests/run_outputs.h"
+#include "transport/shm_test_util.h"
 
 namespace granary {
 namespace {

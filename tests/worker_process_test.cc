@@ -9,13 +9,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/env.h"
-#include "common/scoped_temp_dir.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ops/exposition_parser.h"
 #include "ops/http_get.h"
 #include "pipeline/pipeline_loader.h"
+#include "testing/exposition_parser.h"
+#include "testing/scoped_temp_dir.h"
 #include "tests/local_cluster.h"
 
 namespace granary {

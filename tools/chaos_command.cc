@@ -45,8 +45,8 @@ ABSL_FLAG(std::string, transport, "tcp",
 ABSL_FLAG(bool, soak, false, "Loop random scenarios and seeds until --minutes pass or one fails.");
 ABSL_FLAG(double, minutes, 10, "How long --soak runs.");
 ABSL_FLAG(bool, testonly_break_workers, false,
-          "TEST ONLY: run workers with --testonly_skip_element_after_restore (the harness must "
-          "then report FAIL).");
+          "TEST ONLY: arm worker.after_resume_before_serve=error in every worker, which then drops "
+          "an element (the harness must then report FAIL).");
 
 namespace granary {
 namespace {

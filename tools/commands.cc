@@ -37,7 +37,7 @@ const std::vector<Command>& Commands() {
        {"dispatcher", "worker_id", "standby", "window_bytes", "threads", "heartbeat_interval_ms",
         "register_timeout_ms",
         "checkpoint_dir", "checkpoint_interval_ms", "checkpoints_kept",
-        "testonly_skip_element_after_restore", "local_transport", "shm_min_bytes", "host", "port",
+        "local_transport", "shm_min_bytes", "host", "port",
         "data_roots", "plugin", "tls_cert", "tls_key", "tls_ca", "insecure",
         "max_message_bytes", "local_to", "take_over_load", "memory_budget_bytes", "metrics_port",
         "metrics_tls", "log_format", "redis_user", "redis_password_file"}},

@@ -9,9 +9,9 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "common/env.h"
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/scoped_temp_dir.h"
 #include "tools/command_flags.h"
 
 namespace granary {

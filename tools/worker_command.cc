@@ -50,9 +50,6 @@ ABSL_FLAG(std::string, checkpoint_dir, "",
           "Where tasks' checkpoints go (a path standbys can read too makes failover fast); "
           "empty = no checkpoints.");
 ABSL_FLAG(int64_t, checkpoint_interval_ms, 1000, "How often each running task checkpoints.");
-ABSL_FLAG(bool, testonly_skip_element_after_restore, false,
-          "TEST ONLY, breaks exactly-once on purpose: a task resumed past its start drops one "
-          "element (proves the chaos harness can fail).");
 ABSL_FLAG(int, checkpoints_kept, 3, "Checkpoints kept per task (the newest).");
 ABSL_FLAG(std::string, local_transport, "auto",
           "How clients on this host get elements: auto (shared memory where the host offers it, "
@@ -150,8 +147,6 @@ int WorkerCommand(int argc, char** argv) {
   options.runner.data_roots = *std::move(data_roots);
   options.require_capabilities = security.tls();
   options.runner.window_bytes = absl::GetFlag(FLAGS_window_bytes);
-  options.runner.testonly_skip_element_after_restore =
-      absl::GetFlag(FLAGS_testonly_skip_element_after_restore);
   options.parallel_map_threads = absl::GetFlag(FLAGS_threads);
   options.autotune.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes);
   options.udfs = &*udfs;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/failpoints.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "ops/structured_log.h"
@@ -75,7 +76,6 @@ void TaskRunner::Produce(int64_t run_id) {
     from = discard_below_;
   }
   absl::StatusOr<std::unique_ptr<TaskRun>> run = TaskRun::Make(spec_, from, callbacks);
-  bool testonly_skip_pending = false;
   {
     absl::MutexLock lock(&mu_);
     if (!IsCurrent(run_id)) return;
@@ -96,8 +96,9 @@ void TaskRunner::Produce(int64_t run_id) {
                                     : metrics_->restores_from_start)
           ->Increment();
     }
-    testonly_skip_pending = options_.testonly_skip_element_after_restore && discard_below_ > 0;
   }
+  // The failpoint's error action is a deliberately broken worker (common/failpoints.h).
+  bool drop_first_served = from > 0 && !HitFailpoint(kWorkerAfterResumeBeforeServe).ok();
   // On the Env's clock, so tests can move it.
   uint64_t last_checkpoint = options_.env->NowMicros();
   while (true) {
@@ -135,9 +136,9 @@ void TaskRunner::Produce(int64_t run_id) {
         ++recomputed_;
         ++produced_;
         if (metrics_ != nullptr) metrics_->recomputed->Increment();
-      } else if (testonly_skip_pending) {
+      } else if (drop_first_served) {
         // The deliberate bug: this element is never served, the next one takes its index.
-        testonly_skip_pending = false;
+        drop_first_served = false;
       } else {
         element.index = produced_++;
         window_.Append(std::move(element));

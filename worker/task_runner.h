@@ -70,10 +70,6 @@ struct TaskRunnerOptions {
   int64_t checkpoint_interval_ms = 1000;
   // Where element images are allocated. Must outlive the runner.
   BufferPool* pool = BufferPool::Default();
-  // A deliberately broken worker, for proving that the chaos harness can fail: a run that starts
-  // at from_index > 0 (a restore, or a recompute after a restart) silently drops the first
-  // element it would serve. Never set outside tests (`--testonly_skip_element_after_restore`).
-  bool testonly_skip_element_after_restore = false;
   // Where runners count what they serve, recompute, restore and checkpoint; null: nowhere.
   // Must outlive the runner.
   WorkerMetrics* metrics = nullptr;

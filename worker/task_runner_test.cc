@@ -7,10 +7,10 @@
 #include "checkpoint/checkpoint_store.h"
 #include "common/env_wrapper.h"
 #include "common/hash.h"
-#include "common/scoped_temp_dir.h"
 #include "gtest/gtest.h"
 #include "pipeline/pipeline_loader.h"
 #include "pipeline/udf.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {

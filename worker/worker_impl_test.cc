@@ -3,10 +3,10 @@
 
 #include <chrono>
 
-#include "common/manual_clock_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/udf.h"
+#include "testing/manual_clock_env.h"
 
 namespace granary {
 namespace {

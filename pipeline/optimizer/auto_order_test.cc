@@ -7,7 +7,6 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -16,6 +15,7 @@
 #include "pipeline/pipeline_loader.h"
 #include "pipeline/synthetic_imagenet.h"
 #include "pipeline/udf_test_util.h"
+#include "testing/scoped_temp_dir.h"
 #include "tests/in_process_digest.h"
 
 namespace granary {

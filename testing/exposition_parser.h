@@ -6,8 +6,8 @@
 // `_bucket`/`_sum`/`_count`); a family's TYPE appears once; a histogram's buckets are
 // cumulative (non-decreasing, in ascending `le`), end in `le="+Inf"` and that bucket equals
 // `_count`. Errors name the line number and what is wrong.
-#ifndef GRANARY_OPS_EXPOSITION_PARSER_H_
-#define GRANARY_OPS_EXPOSITION_PARSER_H_
+#ifndef GRANARY_TESTING_EXPOSITION_PARSER_H_
+#define GRANARY_TESTING_EXPOSITION_PARSER_H_
 
 #include <map>
 #include <string>
@@ -39,4 +39,4 @@ absl::StatusOr<Exposition> ParseExposition(absl::string_view text);
 
 }  // namespace granary
 
-#endif  // GRANARY_OPS_EXPOSITION_PARSER_H_
+#endif  // GRANARY_TESTING_EXPOSITION_PARSER_H_

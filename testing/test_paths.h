@@ -4,8 +4,8 @@
 // hand), the source tree is looked for relative to the working directory (the source tree
 // itself or the build directory below it) and then relative to this header's own path
 // (absolute in CMake builds), so that tests find their files from wherever they are run.
-#ifndef GRANARY_COMMON_TEST_PATHS_H_
-#define GRANARY_COMMON_TEST_PATHS_H_
+#ifndef GRANARY_TESTING_TEST_PATHS_H_
+#define GRANARY_TESTING_TEST_PATHS_H_
 
 #include <cstdlib>
 #include <fstream>
@@ -24,7 +24,7 @@ inline std::vector<std::string> SourceDirCandidates() {
   candidates.push_back(".");
   candidates.push_back("..");
   candidates.push_back("../..");
-  const std::string self = __FILE__;  // <source>/common/test_paths.h
+  const std::string self = __FILE__;  // <source>/testing/test_paths.h
   candidates.push_back(self.substr(0, self.rfind('/') + 1) + "..");
   return candidates;
 }
@@ -42,7 +42,9 @@ inline std::string SourceDirWith(const std::string& relative) {
 }  // namespace test_paths_internal
 
 // The root of the source tree.
-inline std::string SourceDir() { return test_paths_internal::SourceDirWith("common/test_paths.h"); }
+inline std::string SourceDir() {
+  return test_paths_internal::SourceDirWith("testing/test_paths.h");
+}
 
 inline std::string BinaryDir() {
   const char* dir = std::getenv("GRANARY_BINARY_DIR");
@@ -58,4 +60,4 @@ inline std::string TfRecordTestDataDir() {
 
 }  // namespace granary::testing
 
-#endif  // GRANARY_COMMON_TEST_PATHS_H_
+#endif  // GRANARY_TESTING_TEST_PATHS_H_

@@ -4,15 +4,15 @@
 // config epochs, MEET, REPLICATE). MoveSlot reshards one slot as `redis-cli --cluster reshard`
 // does, so a client with an old slot map meets MOVED, or ASK mid-migration; Kill stops a node
 // (a master's replica then takes over after the node timeout). Stopped when destroyed.
-#ifndef GRANARY_CACHE_REDIS_TEST_CLUSTER_H_
-#define GRANARY_CACHE_REDIS_TEST_CLUSTER_H_
+#ifndef GRANARY_TESTING_REDIS_TEST_CLUSTER_H_
+#define GRANARY_TESTING_REDIS_TEST_CLUSTER_H_
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cache/redis_connection.h"
-#include "cache/redis_test_server.h"
+#include "testing/redis_test_server.h"
 
 namespace granary::testing {
 
@@ -62,4 +62,4 @@ class RedisTestCluster {
 
 }  // namespace granary::testing
 
-#endif  // GRANARY_CACHE_REDIS_TEST_CLUSTER_H_
+#endif  // GRANARY_TESTING_REDIS_TEST_CLUSTER_H_

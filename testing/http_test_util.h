@@ -1,7 +1,7 @@
 // For tests of the HTTP endpoint: raw TCP connections to it, as an idle or slow client (or a
 // probe written by hand) would make them.
-#ifndef GRANARY_OPS_HTTP_TEST_UTIL_H_
-#define GRANARY_OPS_HTTP_TEST_UTIL_H_
+#ifndef GRANARY_TESTING_HTTP_TEST_UTIL_H_
+#define GRANARY_TESTING_HTTP_TEST_UTIL_H_
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -27,4 +27,4 @@ inline int ConnectLoopback(int port) {
 
 }  // namespace granary::testing
 
-#endif  // GRANARY_OPS_HTTP_TEST_UTIL_H_
+#endif  // GRANARY_TESTING_HTTP_TEST_UTIL_H_

@@ -1,4 +1,4 @@
-#include "cache/redis_test_server.h"
+#include "testing/redis_test_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "ops/exposition_parser.h"
+#include "testing/exposition_parser.h"
 
 #include <cmath>
 #include <cstdlib>

@@ -1,8 +1,8 @@
 // RedisTestServer: a real `redis-server` (Debian's) on 127.0.0.1 for tests of the in-memory
 // cache tier, without persistence (so a restart loses every value, as a Redis node restarted
 // without persistence does). Stopped (SIGKILL) and reaped when destroyed.
-#ifndef GRANARY_CACHE_REDIS_TEST_SERVER_H_
-#define GRANARY_CACHE_REDIS_TEST_SERVER_H_
+#ifndef GRANARY_TESTING_REDIS_TEST_SERVER_H_
+#define GRANARY_TESTING_REDIS_TEST_SERVER_H_
 
 #include <memory>
 #include <string>
@@ -37,4 +37,4 @@ class RedisTestServer {
 
 }  // namespace granary::testing
 
-#endif  // GRANARY_CACHE_REDIS_TEST_SERVER_H_
+#endif  // GRANARY_TESTING_REDIS_TEST_SERVER_H_

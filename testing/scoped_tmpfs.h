@@ -1,8 +1,8 @@
 // ScopedTmpfs: a small tmpfs mounted for one test, to run out of disk space for real.
 // Header-only and test-only (it uses GoogleTest). Needs root (CAP_SYS_ADMIN); callers skip the
 // test when ok() is false, with skip_reason().
-#ifndef GRANARY_COMMON_SCOPED_TMPFS_H_
-#define GRANARY_COMMON_SCOPED_TMPFS_H_
+#ifndef GRANARY_TESTING_SCOPED_TMPFS_H_
+#define GRANARY_TESTING_SCOPED_TMPFS_H_
 
 #include <fcntl.h>
 #include <sys/mount.h>
@@ -14,8 +14,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/scoped_temp_dir.h"
 #include "gtest/gtest.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary::testing {
 
@@ -88,4 +88,4 @@ class ScopedTmpfs {
 
 }  // namespace granary::testing
 
-#endif  // GRANARY_COMMON_SCOPED_TMPFS_H_
+#endif  // GRANARY_TESTING_SCOPED_TMPFS_H_

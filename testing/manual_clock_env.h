@@ -1,8 +1,8 @@
 // ManualClockEnv: an Env whose clock only moves when told to; files go to a base Env. For
 // tests of timeouts (the failure detector) that must not depend on the machine's speed.
 // Thread-safe.
-#ifndef GRANARY_COMMON_MANUAL_CLOCK_ENV_H_
-#define GRANARY_COMMON_MANUAL_CLOCK_ENV_H_
+#ifndef GRANARY_TESTING_MANUAL_CLOCK_ENV_H_
+#define GRANARY_TESTING_MANUAL_CLOCK_ENV_H_
 
 #include <atomic>
 
@@ -27,4 +27,4 @@ class ManualClockEnv : public EnvWrapper {
 
 }  // namespace granary
 
-#endif  // GRANARY_COMMON_MANUAL_CLOCK_ENV_H_
+#endif  // GRANARY_TESTING_MANUAL_CLOCK_ENV_H_

@@ -1,4 +1,4 @@
-#include "cache/redis_test_cluster.h"
+#include "testing/redis_test_cluster.h"
 
 #include <chrono>
 #include <thread>

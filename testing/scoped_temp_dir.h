@@ -1,6 +1,6 @@
 // ScopedTempDir: a per-test scratch directory. Header-only and test-only (it uses GoogleTest).
-#ifndef GRANARY_COMMON_SCOPED_TEMP_DIR_H_
-#define GRANARY_COMMON_SCOPED_TEMP_DIR_H_
+#ifndef GRANARY_TESTING_SCOPED_TEMP_DIR_H_
+#define GRANARY_TESTING_SCOPED_TEMP_DIR_H_
 
 #include <stdlib.h>
 
@@ -45,4 +45,4 @@ class ScopedTempDir {
 
 }  // namespace granary::testing
 
-#endif  // GRANARY_COMMON_SCOPED_TEMP_DIR_H_
+#endif  // GRANARY_TESTING_SCOPED_TEMP_DIR_H_
