@@ -111,7 +111,7 @@ class Profiler {
 
   absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def,
                                                    const std::string& what) const {
-    auto pipeline = Pipeline::Create(def, *options_.udfs);
+    auto pipeline = Pipeline::Create(def, *options_.registries);
     if (!pipeline.ok()) {
       return Annotate(pipeline.status(), absl::StrCat("cache profile, ", what));
     }

@@ -62,12 +62,12 @@ class CacheProfilerTest : public ::testing::Test {
 
   CacheProfilerOptions Options() {
     CacheProfilerOptions options;
-    options.udfs = &udfs_;
+    options.registries = &registries_;
     return options;
   }
 
   testing::ScopedTempDir dir_;
-  const UdfRegistry udfs_ = UdfRegistry::WithBuiltins();
+  const PipelineRegistries registries_ = PipelineRegistries::WithBuiltins();
 };
 
 TEST_F(CacheProfilerTest, MeasuresEveryMarkOnTheSampleAndCleansUpItsProbe) {

@@ -717,7 +717,7 @@ class CachePutCacheReadTest : public CachePutTest {
     user.mutable_source()->set_type("range");
     const PipelineDef def = ReadingFromCache(user, /*cache_point=*/0, CacheDir());
     ASSERT_EQ(def.source().type(), "cache_read");
-    absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(def, udfs_);
+    absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(def, registries_);
     ASSERT_TRUE(pipeline.ok()) << pipeline.status();
     pipeline_ = std::move(pipeline).value();
   }
@@ -790,7 +790,7 @@ class CachePutCacheReadTest : public CachePutTest {
   }
 
   static constexpr int64_t kElements = 25;
-  UdfRegistry udfs_ = UdfRegistry::WithBuiltins();
+  PipelineRegistries registries_ = PipelineRegistries::WithBuiltins();
   CacheState manifest_;
   std::unique_ptr<Pipeline> pipeline_;
   TestGuard guard_;

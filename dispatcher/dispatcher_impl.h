@@ -70,7 +70,7 @@
 #include "dispatcher/request_limits.h"
 #include "journal/journal.h"
 #include "ops/metrics.h"
-#include "pipeline/udf.h"
+#include "pipeline/pipeline_registries.h"
 #include "proto/dispatcher.pb.h"
 #include "security/capability.h"
 #include "security/confined_env.h"
@@ -90,7 +90,7 @@ struct DispatcherOptions {
   int64_t job_retention_ms = 10 * 60 * 1000;
   Env* env = Env::Default();
   // Validates pipelines at registration and enumerates their splits. Must outlive the impl.
-  const UdfRegistry* udfs = nullptr;
+  const PipelineRegistries* registries = nullptr;
   // Where the journal counts its appends and commits (JournalOptions.metrics); nullptr:
   // nowhere. Must outlive the impl. (The dispatcher's own metrics are CollectMetrics'.)
   MetricRegistry* metrics = nullptr;

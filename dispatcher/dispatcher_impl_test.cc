@@ -55,7 +55,7 @@ class DispatcherImplTest : public ::testing::Test {
     options.worker_timeout_ms = kTimeoutMs;
     options.job_retention_ms = kRetentionMs;
     options.env = &clock_;
-    options.udfs = &udfs_;
+    options.registries = &registries_;
     options.check_invariants = true;
     options.metrics = &metrics_;
     // Some tests register pipelines larger than a gRPC message, as no client can.
@@ -150,7 +150,7 @@ class DispatcherImplTest : public ::testing::Test {
 
   testing::ScopedTempDir dir_;
   ManualClockEnv clock_{Env::Default()};
-  UdfRegistry udfs_ = UdfRegistry::WithBuiltins();
+  PipelineRegistries registries_ = PipelineRegistries::WithBuiltins();
   // DispatcherOptions.cache_capacity_bytes and cache_wait_ms of the next Open (short: a
   // StartEpoch waiting for a cache decision or Put).
   int64_t cache_capacity_bytes_ = 0;
@@ -1073,7 +1073,7 @@ TEST_F(DispatcherCacheTest, FullJobPutsInEpochZeroThenGetsFromTheManifest) {
   EXPECT_FALSE(cache->complete());
 
   // Its plan is the source's, enumerated and ordered as epoch 0.
-  auto pipeline = Pipeline::Create(def, udfs_);
+  auto pipeline = Pipeline::Create(def, registries_);
   ASSERT_TRUE(pipeline.ok());
   auto splits = (*pipeline)->EnumerateSplits(&clock_);
   ASSERT_TRUE(splits.ok());
@@ -1323,7 +1323,7 @@ TEST_F(DispatcherCacheTest, WhileAPutIsIncompleteAnotherJobComputesWithThePrefix
     }
   }
   // Sanity: unpinned, epoch 1's plan would be another order.
-  auto pipeline = Pipeline::Create(def, udfs_);
+  auto pipeline = Pipeline::Create(def, registries_);
   ASSERT_TRUE(pipeline.ok());
   auto splits = (*pipeline)->EnumerateSplits(&clock_);
   ASSERT_TRUE(splits.ok());

@@ -179,8 +179,8 @@ TEST(CachePolicyTest, WithCacheWriteInsertsOneCacheWriteAtThePointAndReadingFrom
     }
     for (const OpDef& op : get.ops()) EXPECT_NE(op.op(), "cache_write");
     // Both rewrites are valid pipelines.
-    EXPECT_TRUE(Pipeline::Create(put, UdfRegistry::WithBuiltins()).ok());
-    EXPECT_TRUE(Pipeline::Create(get, UdfRegistry::WithBuiltins()).ok());
+    EXPECT_TRUE(Pipeline::Create(put, PipelineRegistries::WithBuiltins()).ok());
+    EXPECT_TRUE(Pipeline::Create(get, PipelineRegistries::WithBuiltins()).ok());
   }
 }
 
@@ -201,7 +201,7 @@ TEST(CachePolicyTest, RewritesKeepTheUsersOpIndicesInErrorLabels) {
            {"Put at op 3", WithCacheWrite(def, 3)},
            {"Get from op 2", ReadingFromCache(def, 2, "/cache/k")},
            {"Get from op 3", ReadingFromCache(def, 3, "/cache/k")}}) {
-    auto pipeline = Pipeline::Create(rewritten, UdfRegistry::WithBuiltins());
+    auto pipeline = Pipeline::Create(rewritten, PipelineRegistries::WithBuiltins());
     ASSERT_FALSE(pipeline.ok()) << what;
     EXPECT_THAT(pipeline.status().message(), HasSubstr(label)) << what;
   }
@@ -228,7 +228,7 @@ TEST(CachePolicyTest, GetRewriteDrawsTheSameRandomnessAsTheUsersPipeline) {
   ASSERT_EQ(**point, 3);
 
   // What the user's pipeline yields in epoch 2 of an at_mark job.
-  auto pipeline = Pipeline::Create(def, UdfRegistry::WithBuiltins());
+  auto pipeline = Pipeline::Create(def, PipelineRegistries::WithBuiltins());
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   std::vector<Element> expected;
   EpochRunOptions options;
@@ -238,7 +238,7 @@ TEST(CachePolicyTest, GetRewriteDrawsTheSameRandomnessAsTheUsersPipeline) {
   ASSERT_GE(expected.size(), 2u);
 
   // The cached prefix (epoch 0), written as one chunk.
-  auto prefix = Pipeline::Create(prefix_def, UdfRegistry::WithBuiltins());
+  auto prefix = Pipeline::Create(prefix_def, PipelineRegistries::WithBuiltins());
   ASSERT_TRUE(prefix.ok()) << prefix.status();
   std::vector<Element> cached;
   EpochRunOptions prefix_options;
@@ -264,7 +264,7 @@ TEST(CachePolicyTest, GetRewriteDrawsTheSameRandomnessAsTheUsersPipeline) {
 
   // The Get rewrite over that chunk, as a Get epoch's task runs it.
   const PipelineDef get_def = ReadingFromCache(def, **point, dir.path());
-  auto get = Pipeline::Create(get_def, UdfRegistry::WithBuiltins());
+  auto get = Pipeline::Create(get_def, PipelineRegistries::WithBuiltins());
   ASSERT_TRUE(get.ok()) << get.status();
   IteratorContext ctx{Env::Default(), kSeed, kEpoch};
   ctx.cached_prefix_ops = **point;
@@ -310,7 +310,7 @@ struct Digests {
 
 Digests RunEpoch(const std::string& json, CachePolicy policy, int64_t epoch) {
   const PipelineDef def = Parse(json);
-  auto pipeline = Pipeline::Create(def, UdfRegistry::WithBuiltins());
+  auto pipeline = Pipeline::Create(def, PipelineRegistries::WithBuiltins());
   EXPECT_TRUE(pipeline.ok()) << pipeline.status();
   if (!pipeline.ok()) return {};
   EpochRunOptions options;

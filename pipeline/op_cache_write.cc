@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "pipeline/cache_sink.h"
+#include "pipeline/builtin_ops.h"
 #include "pipeline/op.h"
 
 namespace granary {
@@ -47,6 +48,7 @@ class CacheWriteIterator : public UnaryOpIterator {
 OpInfo CacheWriteOp() {
   OpInfo info;
   info.name = "cache_write";
+  info.inserted_by_service = true;
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     if (args.ctx.cache_sink == nullptr) {

@@ -22,6 +22,7 @@
 #include "pipeline/async_mac_check.h"
 #include "pipeline/cache_chunk_format.h"
 #include "pipeline/cache_chunk_guard.h"
+#include "pipeline/builtin_sources.h"
 #include "pipeline/source.h"
 #include "pipeline/source_files.h"
 #include "pipeline/tfrecord_reader.h"
@@ -188,6 +189,7 @@ SourceInfo CacheReadSource() {
   info.type = kType;
   info.params = FileSourceParams(kPerSplit);
   info.keeps_provenance = true;
+  info.reads_cache_chunks = true;
   info.validate = [](const Params& params, Env* env) {
     return ValidateFileSource(params, env, kType, kPerSplit);
   };

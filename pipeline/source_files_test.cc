@@ -21,6 +21,7 @@
 #include "common/test_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/builtin_sources.h"
 #include "pipeline/limits.h"
 #include "pipeline/source.h"
 #include "pipeline/tfrecord_reader.h"

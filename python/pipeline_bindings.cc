@@ -29,10 +29,11 @@ using namespace pybind11::literals;
 
 namespace {
 
-// The UDFs local runs and validation know: the built-ins and every plugin loaded.
-UdfRegistry& Registry() {
-  static auto* registry = new UdfRegistry(UdfRegistry::WithBuiltins());
-  return *registry;
+// The sources, ops and UDFs local runs and validation know: the built-ins and the UDFs of every
+// plugin loaded.
+PipelineRegistries& Registries() {
+  static auto* registries = new PipelineRegistries(PipelineRegistries::WithBuiltins());
+  return *registries;
 }
 std::mutex registry_mu;
 
@@ -48,7 +49,7 @@ py::bytes Serialize(const PipelineDef& def) { return py::bytes(SerializeDetermin
 
 std::unique_ptr<Pipeline> CreatePipeline(const PipelineDef& def) {
   std::lock_guard<std::mutex> lock(registry_mu);
-  return ValueOrThrow(Pipeline::Create(def, Registry()));
+  return ValueOrThrow(Pipeline::Create(def, Registries()));
 }
 
 // One in-process epoch, pulled element by element.
@@ -150,7 +151,7 @@ void RegisterPipelineBindings(py::module_& m) {
       "load_plugin",
       [](const std::string& path) {
         std::lock_guard<std::mutex> lock(registry_mu);
-        ThrowIfError(LoadUdfPlugin(path, &Registry()));
+        ThrowIfError(LoadUdfPlugin(path, &Registries().udfs));
       },
       "path"_a,
       "Loads a UDF plugin (a shared library exporting GranaryRegisterUdfs) for local runs and "

@@ -41,14 +41,14 @@ absl::Status RunLocal() {
   const int64_t epochs = absl::GetFlag(FLAGS_epochs);
   if (epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
   Env* env = Env::Default();
-  ASSIGN_OR_RETURN(UdfRegistry udfs, UdfRegistryFromFlags());
+  ASSIGN_OR_RETURN(PipelineRegistries registries, PipelineRegistriesFromFlags());
   ASSIGN_OR_RETURN(PipelineDef def, LoadPipelineFile(env, path));
   if (absl::GetFlag(FLAGS_auto_order)) {
-    ASSIGN_OR_RETURN(const std::vector<OpProfile> profile, ProfileOps(def, udfs, env));
-    def = Reorder(def, udfs, profile);
+    ASSIGN_OR_RETURN(const std::vector<OpProfile> profile, ProfileOps(def, registries, env));
+    def = Reorder(def, registries, profile);
     std::printf("auto_order: %s\n", DescribeOrder(def).c_str());
   }
-  auto pipeline = Pipeline::Create(def, udfs);
+  auto pipeline = Pipeline::Create(def, registries);
   if (!pipeline.ok()) return Annotate(pipeline.status(), absl::StrCat("pipeline ", path));
   EpochRunOptions run_options;
   ASSIGN_OR_RETURN(run_options.cache_policy, ParseCachePolicy(absl::GetFlag(FLAGS_cache_policy)));

@@ -145,9 +145,9 @@ absl::Status Run() {
 
   // Validate the pipeline locally first: errors name the file, and batched() says how the
   // digest counts rows.
-  ASSIGN_OR_RETURN(UdfRegistry udfs, UdfRegistryFromFlags());
+  ASSIGN_OR_RETURN(PipelineRegistries registries, PipelineRegistriesFromFlags());
   ASSIGN_OR_RETURN(PipelineDef def, LoadPipelineFile(env, pipeline_path));
-  auto pipeline = Pipeline::Create(def, udfs);
+  auto pipeline = Pipeline::Create(def, registries);
   if (!pipeline.ok()) return Annotate(pipeline.status(), absl::StrCat("pipeline ", pipeline_path));
   const bool batched = (*pipeline)->batched();
 

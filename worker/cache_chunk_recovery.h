@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "pipeline/cache_chunk_guard.h"
-#include "pipeline/udf.h"
+#include "pipeline/pipeline_registries.h"
 #include "security/chunk_mac.h"
 #include "worker/dispatcher_connection.h"
 
@@ -29,14 +29,14 @@ namespace granary {
 
 class CacheChunkRecovery : public CacheChunkGuard {
  public:
-  // `dispatcher` and `udfs` must outlive this and the readers it returns.
+  // `dispatcher` and `registries` must outlive this and the readers it returns.
   CacheChunkRecovery(DispatcherConnection* dispatcher, int64_t task_id, int64_t generation,
-                     ChunkMacKey key, const UdfRegistry* udfs)
+                     ChunkMacKey key, const PipelineRegistries* registries)
       : dispatcher_(dispatcher),
         task_id_(task_id),
         generation_(generation),
         key_(std::move(key)),
-        udfs_(udfs) {}
+        registries_(registries) {}
 
   std::unique_ptr<MacCheck> StartMacCheck(const CacheChunk& chunk) const override;
   absl::StatusOr<std::unique_ptr<SplitReader>> Recompute(const CacheChunk& chunk,
@@ -49,7 +49,7 @@ class CacheChunkRecovery : public CacheChunkGuard {
   const int64_t task_id_;
   const int64_t generation_;
   const ChunkMacKey key_;
-  const UdfRegistry* const udfs_;
+  const PipelineRegistries* const registries_;
 };
 
 }  // namespace granary

@@ -58,7 +58,7 @@ class TaskRunnerTest : public ::testing::Test {
         "task runner test pipeline");
     ASSERT_TRUE(def.ok()) << def.status();
     absl::StatusOr<std::unique_ptr<Pipeline>> pipeline =
-        Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+        Pipeline::Create(*def, PipelineRegistries::WithBuiltins());
     ASSERT_TRUE(pipeline.ok()) << pipeline.status();
     pipeline_ = std::move(pipeline).value();
     absl::StatusOr<std::vector<Split>> splits = pipeline_->EnumerateSplits(Env::Default());

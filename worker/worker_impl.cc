@@ -41,7 +41,7 @@ absl::StatusOr<LocalTransport> ParseLocalTransport(absl::string_view name) {
 absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Start(
     const WorkerOptions& options, std::unique_ptr<DispatcherConnection> dispatcher,
     int64_t register_timeout_ms) {
-  if (options.udfs == nullptr) return absl::InvalidArgumentError("WorkerOptions.udfs unset");
+  if (options.registries == nullptr) return absl::InvalidArgumentError("WorkerOptions.registries unset");
   std::unique_ptr<WorkerImpl> worker(new WorkerImpl(options, std::move(dispatcher)));
   if (options.local_transport != LocalTransport::kTcp) {
     absl::StatusOr<std::unique_ptr<ShmServer>> server =
@@ -154,7 +154,7 @@ absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const Ta
   if (def.auto_order()) {
     // The reordered pipeline gives the same bytes; one that cannot be profiled runs as written.
     absl::StatusOr<PipelineDef> reordered =
-        AutoOrder(pipeline_def, *options_.udfs, options_.runner.env);
+        AutoOrder(pipeline_def, *options_.registries, options_.runner.env);
     if (reordered.ok()) {
       pipeline_def = *std::move(reordered);
       LOG(INFO) << "dataset " << def.dataset_id() << ": AutoOrder runs its ops as "
@@ -169,7 +169,7 @@ absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const Ta
   }
   PipelineOptions pipeline_options;
   pipeline_options.autotune = options_.autotune;
-  auto pipeline = Pipeline::Create(pipeline_def, *options_.udfs, pipeline_options);
+  auto pipeline = Pipeline::Create(pipeline_def, *options_.registries, pipeline_options);
   if (!pipeline.ok()) {
     return Annotate(pipeline.status(), absl::StrCat("dataset ", def.dataset_id()));
   }
@@ -211,7 +211,7 @@ void WorkerImpl::StartCacheProfile(const CacheProfileRequest& request) {
 void WorkerImpl::ProfileCache(const CacheProfileRequest& request) {
   CacheProfilerOptions options;
   options.env = options_.runner.env;
-  options.udfs = options_.udfs;
+  options.registries = options_.registries;
   options.stop = &stopping_;
   // The probe writes under the cache root; the source reads where tasks may.
   std::unique_ptr<ConfinedEnv> confined;
@@ -308,9 +308,9 @@ absl::Status WorkerImpl::Heartbeat() {
       cache.generation = def.generation();
       cache.mac_key = chunk_key;
       hooks = [cache] { return std::make_unique<CacheRunHooks>(cache); };
-    } else if (pipeline->def().source().type() == "cache_read") {
+    } else if (pipeline->source().reads_cache_chunks) {
       const CacheChunkRecovery recovery(dispatcher_.get(), def.task_id(), def.generation(),
-                                        chunk_key, options_.udfs);
+                                        chunk_key, options_.registries);
       hooks = [recovery] { return std::make_unique<CacheReadHooks>(recovery); };
     }
     runners_[def.task_id()] = std::make_shared<TaskRunner>(

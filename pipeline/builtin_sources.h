@@ -1,0 +1,20 @@
+// The built-in sources, one registration per source file. RegisterBuiltinSources registers them
+// all.
+#ifndef GRANARY_PIPELINE_BUILTIN_SOURCES_H_
+#define GRANARY_PIPELINE_BUILTIN_SOURCES_H_
+
+#include "pipeline/source.h"
+
+namespace granary {
+
+// range, tfrecord, text_lines, cache_read.
+void RegisterBuiltinSources(SourceRegistry* registry);
+
+SourceInfo RangeSource();
+SourceInfo TfRecordSource();
+SourceInfo TextLinesSource();
+SourceInfo CacheReadSource();
+
+}  // namespace granary
+
+#endif  // GRANARY_PIPELINE_BUILTIN_SOURCES_H_
