@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cache/cache_policy.h"
 #include "cache/cache_put.h"
 #include "common/status_macros.h"
-#include "pipeline/cache_policy.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/split_provider.h"
 

@@ -1,11 +1,12 @@
 #include "cache/cache_profiler.h"
 
 #include "absl/strings/str_cat.h"
+#include "cache/cache_ops.h"
 #include "cache/cache_planner.h"
+#include "cache/cache_policy.h"
 #include "common/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/cache_policy.h"
 #include "pipeline/pipeline_loader.h"
 #include "pipeline/synthetic_imagenet.h"
 
@@ -67,7 +68,7 @@ class CacheProfilerTest : public ::testing::Test {
   }
 
   testing::ScopedTempDir dir_;
-  const PipelineRegistries registries_ = PipelineRegistries::WithBuiltins();
+  const PipelineRegistries registries_ = PipelineRegistriesWithCache();
 };
 
 TEST_F(CacheProfilerTest, MeasuresEveryMarkOnTheSampleAndCleansUpItsProbe) {

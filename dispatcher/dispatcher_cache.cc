@@ -8,11 +8,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "cache/cache_gc.h"
+#include "cache/cache_policy.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "dispatcher/dispatcher_impl.h"
 #include "glog/logging.h"
-#include "pipeline/cache_policy.h"
 
 namespace granary {
 std::string DispatcherImpl::CacheKeyOf(const PipelineDef& def, int cache_point,

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "cache/cache_gc.h"
+#include "cache/cache_policy.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoints.h"
 #include "common/hash.h"
@@ -20,7 +21,6 @@
 #include "dispatcher/request_limits.h"
 #include "dispatcher/state_invariants.h"
 #include "glog/logging.h"
-#include "pipeline/cache_policy.h"
 #include "pipeline/pipeline.h"
 
 namespace granary {
@@ -296,7 +296,7 @@ absl::Status DispatcherImpl::WriteSnapshot(const Snapshot& snapshot) {
 
 absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& request,
                                              RegisterDatasetResponse* response) {
-  // The cache's ops and fields are the dispatcher's to insert (pipeline/cache_policy.h).
+  // The cache's ops and fields are the dispatcher's to insert (cache/cache_policy.h).
   const PipelineDef& def = request.pipeline();
   if (def.source().type() == "cache_read" || def.cached_ops() != 0) {
     return absl::InvalidArgumentError(
@@ -508,7 +508,7 @@ absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
     start->set_epoch(request.epoch());
     if (start->cache().mode() != EpochCache::GET) {
       // Enumerate the split plan outside the lock: it lists files. A cached prefix always
-      // reads epoch 0's plan (pipeline/cache_policy.h).
+      // reads epoch 0's plan (cache/cache_policy.h).
       ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(def, *options_.registries));
       auto splits = pipeline->EnumerateSplits(source_env_);
       if (!splits.ok()) {

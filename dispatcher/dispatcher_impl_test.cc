@@ -15,6 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/cache_gc.h"
+#include "cache/cache_ops.h"
+#include "cache/cache_policy.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoint.h"
 #include "common/manual_clock_env.h"
@@ -23,7 +25,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/exposition_parser.h"
-#include "pipeline/cache_policy.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
 
@@ -150,7 +151,7 @@ class DispatcherImplTest : public ::testing::Test {
 
   testing::ScopedTempDir dir_;
   ManualClockEnv clock_{Env::Default()};
-  PipelineRegistries registries_ = PipelineRegistries::WithBuiltins();
+  PipelineRegistries registries_ = PipelineRegistriesWithCache();
   // DispatcherOptions.cache_capacity_bytes and cache_wait_ms of the next Open (short: a
   // StartEpoch waiting for a cache decision or Put).
   int64_t cache_capacity_bytes_ = 0;

@@ -4,7 +4,7 @@ namespace granary {
 
 void RegisterBuiltinOps(OpRegistry* registry) {
   for (OpInfo info : {MapOp(), ParallelMapOp(), FilterOp(), ShuffleOp(), BatchOp(), TakeOp(),
-                       SkipOp(), PrefetchOp(), MarkOp(), CacheWriteOp(), IgnoreErrorsOp()}) {
+                       SkipOp(), PrefetchOp(), MarkOp(), IgnoreErrorsOp()}) {
     registry->Register(std::move(info)).IgnoreError();
   }
 }

@@ -6,8 +6,7 @@
 
 namespace granary {
 
-// map, parallel_map, filter, shuffle, batch, take, skip, prefetch, mark, cache_write,
-// ignore_errors.
+// map, parallel_map, filter, shuffle, batch, take, skip, prefetch, mark, ignore_errors.
 void RegisterBuiltinOps(OpRegistry* registry);
 
 OpInfo MapOp();
@@ -19,7 +18,6 @@ OpInfo TakeOp();
 OpInfo SkipOp();
 OpInfo PrefetchOp();
 OpInfo MarkOp();
-OpInfo CacheWriteOp();
 OpInfo IgnoreErrorsOp();
 
 }  // namespace granary

@@ -3,7 +3,7 @@
 namespace granary {
 
 void RegisterBuiltinSources(SourceRegistry* registry) {
-  for (SourceInfo info : {RangeSource(), TfRecordSource(), TextLinesSource(), CacheReadSource()}) {
+  for (SourceInfo info : {RangeSource(), TfRecordSource(), TextLinesSource()}) {
     registry->Register(std::move(info)).IgnoreError();
   }
 }

@@ -7,13 +7,12 @@
 
 namespace granary {
 
-// range, tfrecord, text_lines, cache_read.
+// range, tfrecord, text_lines.
 void RegisterBuiltinSources(SourceRegistry* registry);
 
 SourceInfo RangeSource();
 SourceInfo TfRecordSource();
 SourceInfo TextLinesSource();
-SourceInfo CacheReadSource();
 
 }  // namespace granary
 

@@ -58,7 +58,6 @@ TEST(OpRegistryTest, TraitsDeclaredAtRegistrationAreVisible) {
   EXPECT_TRUE(registry.Find("map")->takes_udf);
   EXPECT_TRUE(registry.Find("batch")->batches);
   EXPECT_TRUE(registry.Find("ignore_errors")->follows_udf_op);
-  EXPECT_TRUE(registry.Find("cache_write")->inserted_by_service);
   EXPECT_FALSE(registry.Find("map")->inserted_by_service);
 }
 

@@ -142,7 +142,7 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeStages(
   // Every stage is wrapped in GuardAllocations: a failed allocation is an error naming it.
   std::unique_ptr<Iterator> it = GuardAllocations(
       std::make_unique<SourceIterator>(source_, source_params_,
-                                       SplitOpenContext{ctx.env, ctx.pool, ctx.cache_guard},
+                                       SplitOpenContext{ctx.env, ctx.pool, ctx.resources},
                                        std::move(provider)),
       absl::StrCat("source ", source_->type));
   const auto args_for = [&](size_t i) {

@@ -22,9 +22,10 @@
 #include "absl/status/statusor.h"
 #include "common/env.h"
 #include "pipeline/element.h"
-#include "transport/buffer_pool.h"
 #include "pipeline/params.h"
+#include "pipeline/run_resources.h"
 #include "proto/pipeline.pb.h"
+#include "transport/buffer_pool.h"
 
 namespace granary {
 
@@ -38,15 +39,14 @@ class SplitReader {
   virtual int64_t offset() const = 0;
 };
 
-class CacheChunkGuard;  // pipeline/cache_chunk_guard.h
-
 // What a source's readers run with.
 struct SplitOpenContext {
   Env* env = Env::Default();
   // A reader that yields elements in their wire image (cache_read) allocates them from here.
   BufferPool* pool = BufferPool::Default();
-  // A Get epoch's check of manifest chunks and their recomputation (cache_read); null: none.
-  CacheChunkGuard* cache_guard = nullptr;
+  // What the run lends its source by type (IteratorContext::resources): a Get epoch's check of
+  // manifest chunks and their recomputation (cache_read's CacheChunkGuard).
+  RunResources resources;
 };
 
 struct SourceInfo {

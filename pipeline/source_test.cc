@@ -54,8 +54,7 @@ TEST(SourceRegistryTest, UnknownSourceErrorNamesItTheKnownSourcesAndWhereSources
 TEST(SourceRegistryTest, TraitsDeclaredAtRegistrationAreVisible) {
   SourceRegistry registry;
   RegisterBuiltinSources(&registry);
-  EXPECT_TRUE(registry.Find("cache_read")->keeps_provenance);
-  EXPECT_TRUE(registry.Find("cache_read")->reads_cache_chunks);
+  EXPECT_FALSE(registry.Find("tfrecord")->keeps_provenance);
   EXPECT_FALSE(registry.Find("tfrecord")->reads_cache_chunks);
 }
 

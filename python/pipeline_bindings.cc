@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cache/cache_policy.h"
 #include "common/deterministic_serialization.h"
 #include "common/env.h"
 #include "google/protobuf/util/json_util.h"
-#include "pipeline/cache_policy.h"
 #include "pipeline/element.h"
 #include "pipeline/epoch_digest.h"
 #include "pipeline/local_runner.h"
@@ -57,10 +57,11 @@ class LocalEpoch {
  public:
   LocalEpoch(const py::bytes& def, uint64_t seed, int64_t epoch, const std::string& cache_policy)
       : pipeline_(CreatePipeline(ParseDef(def))) {
-    const CachePolicy policy = ValueOrThrow(ParseCachePolicy(cache_policy));
+    const std::optional<int> pinned = ValueOrThrow(
+        PinnedPrefixOps(pipeline_->def(), ValueOrThrow(ParseCachePolicy(cache_policy))));
     py::gil_scoped_release release;
     iterator_ =
-        ValueOrThrow(MakeEpochIterator(*pipeline_, seed, epoch, Env::Default(), policy, &stats_));
+        ValueOrThrow(MakeEpochIterator(*pipeline_, seed, epoch, Env::Default(), pinned, &stats_));
   }
 
   py::tuple Next() {
@@ -161,7 +162,8 @@ void RegisterPipelineBindings(py::module_& m) {
       [](const py::bytes& def, uint64_t seed, int64_t epoch, const std::string& cache_policy) {
         const std::unique_ptr<Pipeline> pipeline = CreatePipeline(ParseDef(def));
         EpochRunOptions options;
-        options.cache_policy = ValueOrThrow(ParseCachePolicy(cache_policy));
+        options.pinned_prefix_ops = ValueOrThrow(
+            PinnedPrefixOps(pipeline->def(), ValueOrThrow(ParseCachePolicy(cache_policy))));
         py::gil_scoped_release release;
         return ValueOrThrow(RunEpochInProcess(*pipeline, seed, epoch, Env::Default(), options))
             .digest_line;

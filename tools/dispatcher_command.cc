@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cache/cache_tier_env.h"
+#include "cache/redis_env.h"
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"

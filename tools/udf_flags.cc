@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "cache/cache_ops.h"
 #include "common/status_macros.h"
 
 ABSL_FLAG(std::vector<std::string>, plugin, {},
@@ -13,7 +14,7 @@ ABSL_FLAG(std::vector<std::string>, plugin, {},
 namespace granary {
 
 absl::StatusOr<PipelineRegistries> PipelineRegistriesFromFlags() {
-  PipelineRegistries registries = PipelineRegistries::WithBuiltins();
+  PipelineRegistries registries = PipelineRegistriesWithCache();
   for (const std::string& path : absl::GetFlag(FLAGS_plugin)) {
     RETURN_IF_ERROR(LoadUdfPlugin(path, &registries.udfs));
   }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cache/cache_profiler.h"
+#include "cache/cache_run_hooks.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoints.h"
 #include "common/hash.h"
@@ -16,7 +17,6 @@
 #include "pipeline/optimizer/auto_order.h"
 #include "transport/compression.h"
 #include "transport/shm_backing.h"
-#include "worker/cache_run_hooks.h"
 
 namespace granary {
 

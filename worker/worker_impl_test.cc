@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "cache/cache_ops.h"
 #include "common/manual_clock_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -47,7 +48,7 @@ class UnreachableDispatcher : public DispatcherConnection {
 // so a minute of retries passes here without a minute of waiting.
 TEST(WorkerImplTest, RegistrationGivesUpOnTheEnvClock) {
   ManualClockEnv env(Env::Default());
-  const PipelineRegistries registries = PipelineRegistries::WithBuiltins();
+  const PipelineRegistries registries = PipelineRegistriesWithCache();
   WorkerOptions options;
   options.worker_id = "w";
   options.address = "127.0.0.1:1";

@@ -1,4 +1,4 @@
-// CacheChunkRecovery: the worker's CacheChunkGuard (pipeline/cache_chunk_guard.h) for the runs
+// CacheChunkRecovery: the worker's CacheChunkGuard (cache/cache_chunk_guard.h) for the runs
 // of a cache-reading (Get) task.
 //
 // StartMacCheck checks a chunk's records against the manifest's MAC under the chunk key derived
@@ -13,14 +13,14 @@
 // a damaged or forged chunk.
 //
 // Thread-compatible; the readers it returns are independent of it.
-#ifndef GRANARY_WORKER_CACHE_CHUNK_RECOVERY_H_
-#define GRANARY_WORKER_CACHE_CHUNK_RECOVERY_H_
+#ifndef GRANARY_CACHE_CACHE_CHUNK_RECOVERY_H_
+#define GRANARY_CACHE_CACHE_CHUNK_RECOVERY_H_
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "pipeline/cache_chunk_guard.h"
+#include "cache/cache_chunk_guard.h"
 #include "pipeline/pipeline_registries.h"
 #include "security/chunk_mac.h"
 #include "worker/dispatcher_connection.h"
@@ -54,4 +54,4 @@ class CacheChunkRecovery : public CacheChunkGuard {
 
 }  // namespace granary
 
-#endif  // GRANARY_WORKER_CACHE_CHUNK_RECOVERY_H_
+#endif  // GRANARY_CACHE_CACHE_CHUNK_RECOVERY_H_

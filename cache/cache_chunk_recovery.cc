@@ -1,4 +1,4 @@
-#include "worker/cache_chunk_recovery.h"
+#include "cache/cache_chunk_recovery.h"
 
 #include <utility>
 
