@@ -38,7 +38,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
   const std::string& type = def.source().type();
   absl::StatusOr<const SourceInfo*> source = registries.sources.Get(type);
   if (!source.ok()) return Annotate(source.status(), "source");
-  p->source_ = *source;
+  p->source_ = std::make_shared<const SourceInfo>(**source);
   std::vector<ParamSpec> source_specs = p->source_->params;
   source_specs.push_back({"shuffle_splits", ParamType::kBool});
   ASSIGN_OR_RETURN(p->source_params_, Params::Create(def.source().params(), source_specs,
@@ -60,7 +60,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
     compiled.label = OpLabel(compiled.index, op);
     absl::StatusOr<const OpInfo*> info = registries.ops.Get(op.op());
     if (!info.ok()) return Annotate(info.status(), compiled.label);
-    compiled.info = *info;
+    compiled.info = std::make_shared<const OpInfo>(**info);
     ASSIGN_OR_RETURN(compiled.params,
                      Params::Create(op.params(), compiled.info->params, compiled.label));
     if (compiled.info->validate) RETURN_IF_ERROR(compiled.info->validate(compiled.params));
@@ -72,7 +72,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
           previous == nullptr ? "it is the first op" : absl::StrCat("it follows ", previous->name),
           ")"));
     }
-    previous = compiled.info;
+    previous = compiled.info.get();
     if (!compiled.info->takes_udf) {
       if (!op.udf().empty() || !op.udf_params().fields().empty()) {
         return absl::InvalidArgumentError(

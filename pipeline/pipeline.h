@@ -42,8 +42,8 @@ struct PipelineOptions {
 
 class Pipeline {
  public:
-  // `registries` is only read during Create; the source and op registrations it finds must
-  // outlive the Pipeline.
+  // `registries` is only read during Create: the Pipeline keeps its own copies of the source
+  // and op registrations it names.
   static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def,
                                                           const PipelineRegistries& registries,
                                                           const PipelineOptions& options = {});
@@ -86,7 +86,7 @@ class Pipeline {
   struct CompiledOp {
     // The op's index among the user's ops (PipelineDef.cached_ops).
     int index;
-    const OpInfo* info;
+    std::shared_ptr<const OpInfo> info;
     Params params;
     std::shared_ptr<const Udf> udf;
     std::string label;
@@ -96,7 +96,7 @@ class Pipeline {
 
   PipelineDef def_;
   PipelineOptions options_;
-  const SourceInfo* source_ = nullptr;
+  std::shared_ptr<const SourceInfo> source_;
   Params source_params_;
   std::vector<CompiledOp> ops_;
   bool batched_ = false;
