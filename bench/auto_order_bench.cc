@@ -49,7 +49,7 @@ PipelineDef MoveBefore(PipelineDef def, const std::string& udf, const std::strin
 
 absl::Status Run() {
   Env* env = Env::Default();
-  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
+  const PipelineRegistries registries = PipelineRegistries::WithBuiltins();
   const bool quick = QuickBench();
   const int repetitions = quick ? 1 : absl::GetFlag(FLAGS_repetitions);
   const int64_t images = quick ? 32 : absl::GetFlag(FLAGS_images);
@@ -68,8 +68,8 @@ absl::Status Run() {
   for (int threads : {1, 2}) {
     const PipelineDef poor_t = WithParallelMapThreads(poor, threads);
     const PipelineDef good_t = WithParallelMapThreads(good, threads);
-    ASSIGN_OR_RETURN(const PipelineDef poor_auto, AutoOrder(poor_t, udfs, env));
-    ASSIGN_OR_RETURN(const PipelineDef good_auto, AutoOrder(good_t, udfs, env));
+    ASSIGN_OR_RETURN(const PipelineDef poor_auto, AutoOrder(poor_t, registries, env));
+    ASSIGN_OR_RETURN(const PipelineDef good_auto, AutoOrder(good_t, registries, env));
     if (threads == 1) {
       report.AddNote(absl::StrCat("AutoOrder of the poor order: ", DescribeOrder(poor_auto),
                                   "; of the good order: ", DescribeOrder(good_auto)));
@@ -79,7 +79,7 @@ absl::Status Run() {
                                                 {"best hand-written order", good_t},
                                                 {"AutoOrder of the good order", good_auto}};
     ASSIGN_OR_RETURN(const std::vector<std::unique_ptr<Pipeline>> pipelines,
-                     CreatePipelines(configs, udfs));
+                     CreatePipelines(configs, registries));
     ASSIGN_OR_RETURN(const std::vector<EpochRates> rates,
                      InterleaveEpochs(pipelines, repetitions, env));
     const std::string at = absl::StrCat(threads, " thread(s) per parallel_map");

@@ -62,7 +62,7 @@ absl::Status RestrictToCores(int cores) {
 
 absl::Status Run() {
   Env* env = Env::Default();
-  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
+  const PipelineRegistries registries = PipelineRegistries::WithBuiltins();
   const bool quick = QuickBench();
   const int repetitions = quick ? 1 : absl::GetFlag(FLAGS_repetitions);
   const int64_t images = quick ? 32 : absl::GetFlag(FLAGS_images);
@@ -86,7 +86,7 @@ absl::Status Run() {
       }
     }
     ASSIGN_OR_RETURN(const std::vector<std::unique_ptr<Pipeline>> pipelines,
-                     CreatePipelines(configs, udfs));
+                     CreatePipelines(configs, registries));
     // The tuned pipeline first tunes (a worker's runs for many epochs): epochs until its tuning
     // ends, counted and timed.
     int tuning_epochs = 0;

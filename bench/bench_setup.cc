@@ -50,11 +50,11 @@ absl::StatusOr<ServiceEpoch> ReadServiceEpoch(Job& job, int64_t epoch) {
 }
 
 absl::StatusOr<std::vector<std::unique_ptr<Pipeline>>> CreatePipelines(
-    const std::vector<NamedPipeline>& configs, const UdfRegistry& udfs) {
+    const std::vector<NamedPipeline>& configs, const PipelineRegistries& registries) {
   std::vector<std::unique_ptr<Pipeline>> pipelines;
   for (const NamedPipeline& config : configs) {
     ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p,
-                     Pipeline::Create(config.def, udfs, config.options));
+                     Pipeline::Create(config.def, registries, config.options));
     pipelines.push_back(std::move(p));
   }
   return pipelines;

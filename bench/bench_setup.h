@@ -49,7 +49,7 @@ struct NamedPipeline {
 
 // Pipeline::Create of each, in order.
 absl::StatusOr<std::vector<std::unique_ptr<Pipeline>>> CreatePipelines(
-    const std::vector<NamedPipeline>& configs, const UdfRegistry& udfs);
+    const std::vector<NamedPipeline>& configs, const PipelineRegistries& registries);
 
 // What InterleaveEpochs measured of one pipeline: its rows (a batch counts its rows) per
 // second in each epoch, and the process's CPU and wall time over them.

@@ -28,7 +28,7 @@ namespace {
 
 absl::Status Run() {
   Env* env = Env::Default();
-  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
+  const PipelineRegistries registries = PipelineRegistries::WithBuiltins();
   const bool quick = QuickBench();
   const int repetitions = quick ? 1 : absl::GetFlag(FLAGS_repetitions);
   const int64_t images = quick ? 32 : absl::GetFlag(FLAGS_images);
@@ -49,7 +49,7 @@ absl::Status Run() {
         {"unfused", with_threads, unfused},
         {"fused", with_threads, {}}};
     ASSIGN_OR_RETURN(const std::vector<std::unique_ptr<Pipeline>> pipelines,
-                     CreatePipelines(configs, udfs));
+                     CreatePipelines(configs, registries));
     ASSIGN_OR_RETURN(const std::vector<EpochRates> rates,
                      InterleaveEpochs(pipelines, repetitions, env));
     const std::string at = absl::StrCat(threads, " thread(s) per parallel_map");

@@ -93,13 +93,13 @@ struct Timings {
 };
 
 absl::StatusOr<Timings> Measure(const std::string& journal_dir, int64_t finished_jobs, int calls) {
-  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
+  const PipelineRegistries registries = PipelineRegistries::WithBuiltins();
   DispatcherOptions options;
   options.journal_dir = journal_dir;
   options.snapshot_every = 1 << 30;
   options.worker_timeout_ms = 3600 * 1000;
   options.job_retention_ms = int64_t{24} * 3600 * 1000;  // Nothing is retired.
-  options.udfs = &udfs;
+  options.registries = &registries;
   ASSIGN_OR_RETURN(std::unique_ptr<DispatcherImpl> impl, DispatcherImpl::Open(options));
   RegisterWorkerRequest worker;
   worker.set_worker_id(kWorker);

@@ -41,12 +41,12 @@ constexpr int kWriters = 64;
 
 // Writes `updates` journal records into a new journal at `journal_dir`.
 absl::Status FillJournal(const std::string& journal_dir, int64_t updates, int64_t snapshot_every) {
-  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
+  const PipelineRegistries registries = PipelineRegistries::WithBuiltins();
   DispatcherOptions options;
   options.journal_dir = journal_dir;
   options.snapshot_every = snapshot_every;
   options.worker_timeout_ms = 3600 * 1000;  // No worker is declared lost while filling.
-  options.udfs = &udfs;
+  options.registries = &registries;
   ASSIGN_OR_RETURN(std::unique_ptr<DispatcherImpl> impl, DispatcherImpl::Open(options));
   absl::Mutex mu;
   absl::Status failure;

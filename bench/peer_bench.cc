@@ -170,8 +170,8 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(PipelineDef def, ResnetPipelineFromFlags(env));
   SetOpParam(&def, "batch", "batch_size", batch_size);
   const std::string data_dir = absl::StrCat(dir, "/imagenet_", size, "_", images);
-  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
-  ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> local, Pipeline::Create(def, udfs));
+  const PipelineRegistries registries = PipelineRegistries::WithBuiltins();
+  ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> local, Pipeline::Create(def, registries));
 
   ASSIGN_OR_RETURN(BenchService service,
                    StartBenchService(dir + "/cluster", def, {.cluster = {.workers = 2}}));

@@ -47,7 +47,7 @@ void SetParam(PipelineDef& def, const std::string& op, const std::string& param,
 
 absl::Status Run() {
   Env* env = Env::Default();
-  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
+  const PipelineRegistries registries = PipelineRegistries::WithBuiltins();
   const bool quick = QuickBench();
   const int repetitions = quick ? 1 : absl::GetFlag(FLAGS_repetitions);
   const int64_t images = quick ? 64 : absl::GetFlag(FLAGS_images);
@@ -68,7 +68,7 @@ absl::Status Run() {
     std::vector<std::unique_ptr<Pipeline>> pipelines;
     for (int threads : thread_counts) {
       ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p,
-                       Pipeline::Create(WithParallelMapThreads(def, threads), udfs));
+                       Pipeline::Create(WithParallelMapThreads(def, threads), registries));
       pipelines.push_back(std::move(p));
     }
     ASSIGN_OR_RETURN(std::vector<EpochRates> measured,
@@ -90,7 +90,7 @@ absl::Status Run() {
                                                {"up to batch", OpsBefore(two, "prefetch"), {}},
                                                {"whole (batch + prefetch)", two, {}}};
     ASSIGN_OR_RETURN(const std::vector<std::unique_ptr<Pipeline>> staged,
-                     CreatePipelines(stages, udfs));
+                     CreatePipelines(stages, registries));
     ASSIGN_OR_RETURN(std::vector<EpochRates> stage_rates,
                      InterleaveEpochs(staged, repetitions, env));
     for (size_t i = 0; i < stages.size(); ++i) {

@@ -64,10 +64,10 @@ struct DispatcherCosts {
 absl::StatusOr<DispatcherCosts> MeasureDispatcher(const std::string& dir, int64_t leases,
                                                   int64_t heartbeats) {
   std::filesystem::remove_all(dir);
-  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
+  const PipelineRegistries registries = PipelineRegistries::WithBuiltins();
   DispatcherOptions options;
   options.journal_dir = dir;
-  options.udfs = &udfs;
+  options.registries = &registries;
   ASSIGN_OR_RETURN(std::unique_ptr<DispatcherImpl> impl, DispatcherImpl::Open(options));
   ASSIGN_OR_RETURN(
       PipelineDef def,
@@ -161,7 +161,7 @@ absl::Status Run() {
                                     .shared_memory = false,
                                     .insecure = true}));
   ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> local,
-                   Pipeline::Create(def, UdfRegistry::WithBuiltins()));
+                   Pipeline::Create(def, PipelineRegistries::WithBuiltins()));
   struct Config {
     int workers;
     std::string transport;

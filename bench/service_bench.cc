@@ -37,7 +37,7 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(PipelineDef def, ResnetPipelineFromFlags(env));
   SetOpParam(&def, "batch", "batch_size", 128);
   ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> local,
-                   Pipeline::Create(def, UdfRegistry::WithBuiltins()));
+                   Pipeline::Create(def, PipelineRegistries::WithBuiltins()));
   ASSIGN_OR_RETURN(BenchService service,
                    StartBenchService(dir + "/cluster", def, {.cluster = {.workers = 2}}));
   // The bench's client maps the workers' shared memory (the default on their host); a second

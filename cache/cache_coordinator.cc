@@ -13,7 +13,7 @@
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
-#include "pipeline/cache_policy.h"
+#include "cache/cache_policy.h"
 
 namespace granary {
 

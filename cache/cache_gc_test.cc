@@ -22,7 +22,7 @@ class CacheGcTest : public ::testing::Test {
   Env* const env_ = Env::Default();
 };
 
-// Cache keys are 16 hex digits (pipeline/cache_policy.h).
+// Cache keys are 16 hex digits (cache/cache_policy.h).
 constexpr char kComplete[] = "00000000000000aa";
 constexpr char kWriting[] = "00000000000000bb";
 constexpr char kForgotten[] = "00000000000000cc";

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cache/cache_policy.h"
 #include "cache/cache_put.h"
 #include "common/status_macros.h"
-#include "pipeline/cache_policy.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/split_provider.h"
 
@@ -111,7 +111,7 @@ class Profiler {
 
   absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def,
                                                    const std::string& what) const {
-    auto pipeline = Pipeline::Create(def, *options_.udfs);
+    auto pipeline = Pipeline::Create(def, *options_.registries);
     if (!pipeline.ok()) {
       return Annotate(pipeline.status(), absl::StrCat("cache profile, ", what));
     }

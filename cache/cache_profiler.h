@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "common/env.h"
-#include "pipeline/udf.h"
+#include "pipeline/pipeline_registries.h"
 #include "proto/cache.pb.h"
 #include "proto/dispatcher.pb.h"
 
@@ -32,8 +32,8 @@ namespace granary {
 struct CacheProfilerOptions {
   // Reads the source (the worker's confined Env) and writes the probe chunks.
   Env* env = Env::Default();
-  // Resolves the pipeline's UDFs. Not owned; must be set.
-  const UdfRegistry* udfs = nullptr;
+  // Resolves the pipeline's source, ops and UDFs. Not owned; must be set.
+  const PipelineRegistries* registries = nullptr;
   // Once notified, the profile stops at its next element with Cancelled (a worker stopping).
   // Not owned; may be null.
   const absl::Notification* stop = nullptr;

@@ -1,13 +1,14 @@
 #include "cache/cache_profiler.h"
 
 #include "absl/strings/str_cat.h"
+#include "cache/cache_ops.h"
 #include "cache/cache_planner.h"
+#include "cache/cache_policy.h"
+#include "testing/scoped_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/cache_policy.h"
 #include "pipeline/pipeline_loader.h"
 #include "pipeline/synthetic_imagenet.h"
-#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {
@@ -62,12 +63,12 @@ class CacheProfilerTest : public ::testing::Test {
 
   CacheProfilerOptions Options() {
     CacheProfilerOptions options;
-    options.udfs = &udfs_;
+    options.registries = &registries_;
     return options;
   }
 
   testing::ScopedTempDir dir_;
-  const UdfRegistry udfs_ = UdfRegistry::WithBuiltins();
+  const PipelineRegistries registries_ = PipelineRegistriesWithCache();
 };
 
 TEST_F(CacheProfilerTest, MeasuresEveryMarkOnTheSampleAndCleansUpItsProbe) {

@@ -7,10 +7,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cache/cache_chunk_format.h"
 #include "common/deterministic_serialization.h"
-#include "common/status_macros.h"
 #include "common/failpoints.h"
-#include "pipeline/cache_chunk_format.h"
+#include "common/status_macros.h"
 
 namespace granary {
 

@@ -8,13 +8,14 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cache/cache_chunk_format.h"
+#include "cache/cache_chunk_guard.h"
+#include "cache/cache_ops.h"
+#include "cache/cache_policy.h"
 #include "common/env.h"
 #include "common/fault_injection_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/cache_chunk_format.h"
-#include "pipeline/cache_chunk_guard.h"
-#include "pipeline/cache_policy.h"
 #include "pipeline/element.h"
 #include "pipeline/iterator_state.h"
 #include "pipeline/pipeline.h"
@@ -717,7 +718,7 @@ class CachePutCacheReadTest : public CachePutTest {
     user.mutable_source()->set_type("range");
     const PipelineDef def = ReadingFromCache(user, /*cache_point=*/0, CacheDir());
     ASSERT_EQ(def.source().type(), "cache_read");
-    absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(def, udfs_);
+    absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(def, registries_);
     ASSERT_TRUE(pipeline.ok()) << pipeline.status();
     pipeline_ = std::move(pipeline).value();
   }
@@ -726,7 +727,7 @@ class CachePutCacheReadTest : public CachePutTest {
   std::unique_ptr<Iterator> MakeIterator(std::vector<Split> splits,
                                          CacheChunkGuard* guard = nullptr) const {
     IteratorContext ctx{Env::Default()};
-    ctx.cache_guard = guard;
+    ctx.resources.Set<CacheChunkGuard>(guard);
     absl::StatusOr<std::unique_ptr<Iterator>> it =
         pipeline_->MakeIterator(ctx, std::make_unique<PlannedSplitProvider>(std::move(splits)));
     EXPECT_TRUE(it.ok()) << it.status();
@@ -790,7 +791,7 @@ class CachePutCacheReadTest : public CachePutTest {
   }
 
   static constexpr int64_t kElements = 25;
-  UdfRegistry udfs_ = UdfRegistry::WithBuiltins();
+  PipelineRegistries registries_ = PipelineRegistriesWithCache();
   CacheState manifest_;
   std::unique_ptr<Pipeline> pipeline_;
   TestGuard guard_;

@@ -1,10 +1,11 @@
 // CacheTierEnv: the Env of a dispatcher or worker process that reaches every cache tier (issue
-// 20): a path under `redis://HOST:PORT/` is a value in that Redis (cache/redis_env.h; one
-// RedisEnv per server, made at first use and kept), any other path a file of `base` (the shared
-// filesystem tier, and everything that is not the cache). So `--cache_root` picks the tier: a
-// directory, or `redis://HOST:PORT/PREFIX`. A rename between tiers is InvalidArgument. Every
-// Redis is reached with the one set of credentials the process was given (RedisEnv refuses
-// credentials in a URL, and rediss://).
+// 20): a path whose URL scheme names a tier of its CacheTierRegistry is served by that tier's
+// Env for the path's server (`redis://HOST:PORT/` is a value in that Redis, cache/redis_env.h;
+// one Env per server, made at first use and kept), any other path is a file of `base` (the
+// shared filesystem tier, and everything that is not the cache). So `--cache_root` picks the
+// tier: a directory, or `redis://HOST:PORT/PREFIX`. A rename between tiers is InvalidArgument.
+// Every Redis is reached with the one set of credentials the process was given (RedisEnv
+// refuses credentials in a URL, and rediss://).
 // Thread-safe if `base` is.
 #ifndef GRANARY_CACHE_CACHE_TIER_ENV_H_
 #define GRANARY_CACHE_CACHE_TIER_ENV_H_
@@ -16,16 +17,20 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "cache/redis_env.h"
+#include "cache/cache_tier_registry.h"
+#include "cache/redis_connection.h"
 #include "common/env_wrapper.h"
 
 namespace granary {
 
 class CacheTierEnv : public EnvWrapper {
  public:
-  // `base` must outlive this Env. Redis servers are reached as `redis_credentials` say.
+  // `base` must outlive this Env. The built-in tiers (CacheTierRegistry::WithBuiltins): Redis
+  // servers are reached as `redis_credentials` say.
   explicit CacheTierEnv(Env* base, RedisCredentials redis_credentials = {})
-      : EnvWrapper(base), redis_credentials_(std::move(redis_credentials)) {}
+      : CacheTierEnv(base, CacheTierRegistry::WithBuiltins(std::move(redis_credentials))) {}
+  // The tiers of `tiers`.
+  CacheTierEnv(Env* base, CacheTierRegistry tiers) : EnvWrapper(base), tiers_(std::move(tiers)) {}
 
   absl::StatusOr<std::unique_ptr<SequentialFile>> NewSequentialFile(
       const std::string& path) override {
@@ -54,10 +59,10 @@ class CacheTierEnv : public EnvWrapper {
   // The Env of `path`'s tier.
   Env* For(const std::string& path) ABSL_LOCKS_EXCLUDED(mu_);
 
-  const RedisCredentials redis_credentials_;
+  const CacheTierRegistry tiers_;
   absl::Mutex mu_;
-  // By "redis://HOST:PORT".
-  std::map<std::string, std::unique_ptr<RedisEnv>> redis_ ABSL_GUARDED_BY(mu_);
+  // By server ("redis://HOST:PORT", CacheTierRegistry::ServerOf).
+  std::map<std::string, std::unique_ptr<Env>> servers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace granary

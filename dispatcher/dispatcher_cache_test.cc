@@ -227,7 +227,7 @@ TEST_F(DispatcherCacheTest, FullJobPutsInEpochZeroThenGetsFromTheManifest) {
   EXPECT_FALSE(cache->complete());
 
   // Its plan is the source's, enumerated and ordered as epoch 0.
-  auto pipeline = Pipeline::Create(def, udfs_);
+  auto pipeline = Pipeline::Create(def, registries_);
   ASSERT_TRUE(pipeline.ok());
   auto splits = (*pipeline)->EnumerateSplits(&clock_);
   ASSERT_TRUE(splits.ok());
@@ -477,7 +477,7 @@ TEST_F(DispatcherCacheTest, WhileAPutIsIncompleteAnotherJobComputesWithThePrefix
     }
   }
   // Sanity: unpinned, epoch 1's plan would be another order.
-  auto pipeline = Pipeline::Create(def, udfs_);
+  auto pipeline = Pipeline::Create(def, registries_);
   ASSERT_TRUE(pipeline.ok());
   auto splits = (*pipeline)->EnumerateSplits(&clock_);
   ASSERT_TRUE(splits.ok());

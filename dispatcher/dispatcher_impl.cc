@@ -20,7 +20,7 @@
 #include "dispatcher/request_limits.h"
 #include "glog/logging.h"
 #include "journal/journal.h"
-#include "pipeline/cache_policy.h"
+#include "cache/cache_policy.h"
 #include "pipeline/pipeline.h"
 
 namespace granary {
@@ -37,7 +37,7 @@ void StripManifest(CacheState* cache) {
 
 absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Open(
     const DispatcherOptions& options) {
-  if (options.udfs == nullptr) return absl::InvalidArgumentError("DispatcherOptions.udfs unset");
+  if (options.registries == nullptr) return absl::InvalidArgumentError("DispatcherOptions.registries unset");
   JournalOptions journal_options;
   journal_options.metrics = options.metrics;
   journal_options.accept_lost = options.new_cluster;
@@ -168,7 +168,7 @@ absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& reque
         absl::StrCat("the pipeline has ", request.pipeline().ops_size(), " ops; the limit is ",
                      options_.limits.pipeline_ops, " (--max_pipeline_ops)"));
   }
-  auto pipeline = Pipeline::Create(request.pipeline(), *options_.udfs);
+  auto pipeline = Pipeline::Create(request.pipeline(), *options_.registries);
   if (!pipeline.ok()) return Annotate(pipeline.status(), "invalid pipeline");
   const std::string dataset_id = HashToHex((*pipeline)->Fingerprint());
   response->set_dataset_id(dataset_id);
@@ -394,7 +394,7 @@ absl::Status DispatcherImpl::TryStartEpoch(const StartEpochRequest& request,
   if (start->cache().mode() != EpochCache::GET) {
     // Enumerate the split plan outside the locks: it lists files. A cached prefix always
     // reads epoch 0's plan (pipeline/cache_policy.h).
-    ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(def, *options_.udfs));
+    ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(def, *options_.registries));
     auto splits = pipeline->EnumerateSplits(source_env_);
     if (!splits.ok()) {
       return Annotate(splits.status(), absl::StrCat("job ", request.job_id(), " epoch ",

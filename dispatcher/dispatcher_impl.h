@@ -53,7 +53,7 @@
 #include "dispatcher/worker_liveness.h"
 #include "dispatcher/worker_provisioning.h"
 #include "ops/metrics.h"
-#include "pipeline/udf.h"
+#include "pipeline/pipeline_registries.h"
 #include "proto/dispatcher.pb.h"
 #include "security/capability.h"
 #include "security/confined_env.h"
@@ -73,7 +73,7 @@ struct DispatcherOptions {
   int64_t job_retention_ms = 10 * 60 * 1000;
   Env* env = Env::Default();
   // Validates pipelines at registration and enumerates their splits. Must outlive the impl.
-  const UdfRegistry* udfs = nullptr;
+  const PipelineRegistries* registries = nullptr;
   // Where the journal counts its appends and commits (JournalOptions.metrics); nullptr:
   // nowhere. Must outlive the impl. (The dispatcher's own metrics are CollectMetrics'.)
   MetricRegistry* metrics = nullptr;

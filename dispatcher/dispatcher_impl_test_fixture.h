@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/cache_gc.h"
+#include "cache/cache_ops.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoint.h"
 #include "testing/manual_clock_env.h"
@@ -25,7 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/exposition_parser.h"
-#include "pipeline/cache_policy.h"
+#include "cache/cache_policy.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
 
@@ -54,7 +55,7 @@ class DispatcherImplTest : public ::testing::Test {
     options.worker_timeout_ms = kTimeoutMs;
     options.job_retention_ms = kRetentionMs;
     options.env = &clock_;
-    options.udfs = &udfs_;
+    options.registries = &registries_;
     options.check_invariants = true;
     options.metrics = &metrics_;
     // Some tests register pipelines larger than a gRPC message, as no client can.
@@ -149,7 +150,7 @@ class DispatcherImplTest : public ::testing::Test {
 
   testing::ScopedTempDir dir_;
   ManualClockEnv clock_{Env::Default()};
-  UdfRegistry udfs_ = UdfRegistry::WithBuiltins();
+  PipelineRegistries registries_ = PipelineRegistriesWithCache();
   // DispatcherOptions.cache_capacity_bytes and cache_wait_ms of the next Open (short: a
   // StartEpoch waiting for a cache decision or Put).
   int64_t cache_capacity_bytes_ = 0;

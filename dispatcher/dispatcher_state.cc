@@ -4,10 +4,10 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "cache/cache_policy.h"
 #include "common/status_macros.h"
 #include "dispatcher/assignment_policy.h"
 #include "dispatcher/request_limits.h"
-#include "pipeline/cache_policy.h"
 
 namespace granary {
 

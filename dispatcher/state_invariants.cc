@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cache/cache_policy.h"
 #include "common/deterministic_serialization.h"
 #include "common/status_macros.h"
 #include "dispatcher/assignment_policy.h"
 #include "dispatcher/request_limits.h"
-#include "pipeline/cache_policy.h"
 
 namespace granary {
 namespace {

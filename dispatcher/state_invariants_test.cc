@@ -141,10 +141,10 @@ TEST(StateInvariantsTest, ADispatcherRefusesToStartFromAnInconsistentSnapshot) {
         (*journal)->WriteSnapshot(proto.applied_seq(), SerializeDeterministically(proto));
     ASSERT_TRUE(written.ok()) << written;
   }
-  UdfRegistry udfs;
+  PipelineRegistries registries;
   DispatcherOptions options;
   options.journal_dir = journal_dir;
-  options.udfs = &udfs;
+  options.registries = &registries;
   auto impl = DispatcherImpl::Open(options);
   EXPECT_TRUE(absl::IsDataLoss(impl.status())) << impl.status();
   EXPECT_THAT(std::string(impl.status().message()), HasSubstr("a split leased twice"));

@@ -1,5 +1,5 @@
-// Fuzz target: the cache chunk reader's decoding (pipeline/cache_chunk_format.h,
-// pipeline/source_cache_read.cc): a TFRecord-framed chunk whose records are CachedElement
+// Fuzz target: the cache chunk reader's decoding (cache/cache_chunk_format.h,
+// cache/source_cache_read.cc): a TFRecord-framed chunk whose records are CachedElement
 // protos, each decoded into an Element (tensors checked against their dtype and shape). A
 // decoded element must encode back to a record that decodes to the same element.
 #include <cstddef>
@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "cache/cache_chunk_format.h"
 #include "fuzz/fuzz_util.h"
-#include "pipeline/cache_chunk_format.h"
 #include "pipeline/element.h"
 #include "pipeline/tfrecord_reader.h"
 

@@ -11,13 +11,13 @@
 #include "fuzz/fuzz_util.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
-#include "pipeline/udf.h"
+#include "pipeline/pipeline_registries.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const granary::UdfRegistry* const udfs = [] {
+  static const granary::PipelineRegistries* const registries = [] {
     setenv("GRANARY_FUZZ_DIR", "/nonexistent/granary-fuzz", 1);
     setenv("GRANARY_FUZZ_EMPTY", "", 1);
-    return new granary::UdfRegistry(granary::UdfRegistry::WithBuiltins());
+    return new granary::PipelineRegistries(granary::PipelineRegistries::WithBuiltins());
   }();
   const absl::string_view text(reinterpret_cast<const char*>(data), size);
   absl::StatusOr<std::string> expanded = granary::ExpandEnvPlaceholders(text, "fuzz.json");
@@ -26,6 +26,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   absl::StatusOr<granary::PipelineDef> def = granary::ParsePipelineJson(text, "fuzz.json");
   if (!def.ok()) return 0;
-  (void)granary::Pipeline::Create(*def, *udfs);
+  (void)granary::Pipeline::Create(*def, *registries);
   return 0;
 }

@@ -134,7 +134,7 @@ TEST(AutotunedPipelineTest, ASleepingStageGetsMoreThreadsAndTheOutputIsUnchanged
         "test");
     EXPECT_TRUE(def.ok()) << def.status();
     absl::StatusOr<std::unique_ptr<Pipeline>> p =
-        Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+        Pipeline::Create(*def, PipelineRegistries::WithBuiltins());
     EXPECT_TRUE(p.ok()) << p.status();
     return std::move(p).value();
   };

@@ -18,12 +18,11 @@
 #include "common/env.h"
 #include "pipeline/element.h"
 #include "pipeline/iterator_state.h"
+#include "pipeline/run_resources.h"
 #include "transport/buffer_pool.h"
 
 namespace granary {
 
-class CacheChunkGuard;
-class CacheSink;
 class Autotuner;
 
 // Counters the iterators of one run add to, read by whoever runs it (local_runner.h, a worker's
@@ -41,19 +40,16 @@ struct IteratorContext {
   uint64_t seed = 0;
   int64_t epoch = 0;
   // Ops with (user) index below this belong to a cached prefix and run as epoch 0 whatever
-  // `epoch` is, so every epoch sees the prefix output the cache holds (pipeline/cache_policy.h).
+  // `epoch` is, so every epoch sees the prefix output the cache holds (cache/cache_policy.h).
   int cached_prefix_ops = 0;
-  // Where a cache_write op writes; null outside cache-writing service tasks. Not owned.
-  CacheSink* cache_sink = nullptr;
+  // What the run lends its ops and sources by type (run_resources.h): a cache-writing task's
+  // CacheSink, a cache-reading task's CacheChunkGuard (cache/cache_ops.h).
+  RunResources resources;
   // Where the run's counters go; null: not counted. Not owned.
   IteratorStats* stats = nullptr;
   // Where the batch op allocates its batches' wire images (a worker serving clients on its host
   // passes its shared-memory pool, transport/shm_backing.h). Not owned.
   BufferPool* pool = BufferPool::Default();
-  // How a Get epoch's cache_read source checks manifest chunks and recomputes one that fails
-  // (pipeline/cache_chunk_guard.h); null: chunks are checked for count and sequence only. Not
-  // owned.
-  CacheChunkGuard* cache_guard = nullptr;
   // Where stages given num_threads 0 / buffer_size 0 register their knobs (autotuner.h); set by
   // Pipeline::MakeIterator for a pipeline that has such stages. Not owned.
   Autotuner* autotuner = nullptr;

@@ -122,7 +122,7 @@ class SaveRestoreTest : public ::testing::TestWithParam<Case> {
   void SetUp() override {
     auto def = ParsePipelineJson(GetParam().json, GetParam().name);
     ASSERT_TRUE(def.ok()) << def.status();
-    auto pipeline = Pipeline::Create(*def, udfs_);
+    auto pipeline = Pipeline::Create(*def, registries_);
     ASSERT_TRUE(pipeline.ok()) << pipeline.status();
     pipeline_ = std::move(pipeline).value();
     auto splits = pipeline_->EnumerateSplits(Env::Default());
@@ -151,7 +151,7 @@ class SaveRestoreTest : public ::testing::TestWithParam<Case> {
 
   static constexpr uint64_t kSeed = 20261121;
   static constexpr int64_t kEpoch = 3;
-  UdfRegistry udfs_ = UdfRegistry::WithBuiltins();
+  PipelineRegistries registries_ = PipelineRegistries::WithBuiltins();
   std::unique_ptr<Pipeline> pipeline_;
   std::vector<Split> splits_;
 };

@@ -26,18 +26,19 @@ using ::testing::HasSubstr;
 
 constexpr char kRange[] = R"("source": {"type": "range", "params": {"stop": 4}})";
 
-absl::StatusOr<std::unique_ptr<Pipeline>> Create(const std::string& ops, const UdfRegistry& udfs) {
+absl::StatusOr<std::unique_ptr<Pipeline>> Create(const std::string& ops,
+                                                  const PipelineRegistries& registries) {
   auto def = ParsePipelineJson(absl::StrCat("{", kRange, R"(, "ops": [)", ops, "]}"), "p.json");
   if (!def.ok()) return def.status();
-  return Pipeline::Create(*def, udfs);
+  return Pipeline::Create(*def, registries);
 }
 
 absl::Status CreateStatus(const std::string& ops) {
-  return Create(ops, UdfRegistry::WithBuiltins()).status();
+  return Create(ops, PipelineRegistries::WithBuiltins()).status();
 }
 
-absl::Status RunStatus(const std::string& ops, const UdfRegistry& udfs) {
-  auto pipeline = Create(ops, udfs);
+absl::Status RunStatus(const std::string& ops, const PipelineRegistries& registries) {
+  auto pipeline = Create(ops, registries);
   if (!pipeline.ok()) return pipeline.status();
   return RunEpochInProcess(**pipeline, 0, 0, Env::Default()).status();
 }
@@ -106,11 +107,11 @@ class ThrowingUdf : public Udf {
   const bool length_error_;
 };
 
-UdfRegistry RegistryWithThrowingUdfs() {
-  UdfRegistry udfs = UdfRegistry::WithBuiltins();
+PipelineRegistries RegistriesWithThrowingUdfs() {
+  PipelineRegistries registries = PipelineRegistries::WithBuiltins();
   for (const bool length_error : {false, true}) {
     EXPECT_TRUE(
-        udfs.Register({length_error ? "throw_length_error" : "throw_bad_alloc",
+        registries.udfs.Register({length_error ? "throw_length_error" : "throw_bad_alloc",
                        UdfKind::kMap,
                        {},
                        [length_error](const Params&) -> absl::StatusOr<std::unique_ptr<Udf>> {
@@ -118,15 +119,15 @@ UdfRegistry RegistryWithThrowingUdfs() {
                        }})
             .ok());
   }
-  return udfs;
+  return registries;
 }
 
 TEST(PipelineLimitsTest, FailedAllocationInAUdfIsResourceExhaustedForThatElement) {
-  const UdfRegistry udfs = RegistryWithThrowingUdfs();
+  const PipelineRegistries registries = RegistriesWithThrowingUdfs();
   for (const char* op : {"map", "parallel_map"}) {
     for (const char* udf : {"throw_bad_alloc", "throw_length_error"}) {
       const absl::Status s =
-          RunStatus(absl::StrCat(R"({"op": ")", op, R"(", "udf": ")", udf, R"("})"), udfs);
+          RunStatus(absl::StrCat(R"({"op": ")", op, R"(", "udf": ")", udf, R"("})"), registries);
       EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << op << " " << udf << ": " << s;
       EXPECT_THAT(
           s.message(),

@@ -1,20 +1,18 @@
 #include "pipeline/local_runner.h"
 
 #include "common/status_macros.h"
-#include "pipeline/cache_policy.h"
 
 namespace granary {
 
 absl::StatusOr<std::unique_ptr<Iterator>> MakeEpochIterator(const Pipeline& pipeline, uint64_t seed,
                                                             int64_t epoch, Env* env,
-                                                            CachePolicy cache_policy,
+                                                            std::optional<int> pinned_prefix_ops,
                                                             IteratorStats* stats) {
   ASSIGN_OR_RETURN(std::vector<Split> splits, pipeline.EnumerateSplits(env));
-  ASSIGN_OR_RETURN(std::optional<int> pinned, PinnedPrefixOps(pipeline.def(), cache_policy));
   IteratorContext ctx{env, seed, epoch};
   ctx.stats = stats;
-  ctx.cached_prefix_ops = pinned.value_or(0);
-  const int64_t plan_epoch = pinned.has_value() ? 0 : epoch;
+  ctx.cached_prefix_ops = pinned_prefix_ops.value_or(0);
+  const int64_t plan_epoch = pinned_prefix_ops.has_value() ? 0 : epoch;
   return pipeline.MakeIterator(
       ctx, std::make_unique<PlannedSplitProvider>(pipeline.PlanEpoch(splits, seed, plan_epoch)));
 }
@@ -25,7 +23,7 @@ absl::StatusOr<EpochResult> RunEpochInProcess(const Pipeline& pipeline, uint64_t
   const uint64_t start = env->NowMicros();
   IteratorStats stats;
   ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it,
-                   MakeEpochIterator(pipeline, seed, epoch, env, options.cache_policy, &stats));
+                   MakeEpochIterator(pipeline, seed, epoch, env, options.pinned_prefix_ops, &stats));
   EpochDigest digest(pipeline.batched());
   EpochResult result;
   result.epoch = epoch;

@@ -5,11 +5,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "pipeline/epoch_digest.h"
 #include "pipeline/pipeline.h"
-#include "proto/cache.pb.h"
 
 namespace granary {
 
@@ -32,21 +32,23 @@ struct EpochRunOptions {
   bool digest = true;
   // Called for each element in order, if set.
   std::function<void(const Element&)> on_element;
-  // The job's cache policy: with a cached prefix, the prefix runs as epoch 0 in every epoch
-  // (pipeline/cache_policy.h), which is what a caching job's Get epochs serve.
-  CachePolicy cache_policy = CACHE_COMPUTE;
+  // The ops of the job's cached prefix (PinnedPrefixOps of its cache policy,
+  // cache/cache_policy.h): they run as epoch 0, over epoch 0's split plan, in every epoch, which
+  // is what a caching job's Get epochs serve. nullopt: no cached prefix.
+  std::optional<int> pinned_prefix_ops;
 };
 
-// The iterator of epoch `epoch` of `pipeline` over its full split plan, with the pinned prefix
-// of `cache_policy` (PinnedPrefixOps) run as epoch 0 — what RunEpochInProcess pulls from (and Python's
-// granary.local). Counters go to `stats` when not null (it must outlive the iterator).
+// The iterator of epoch `epoch` of `pipeline` over its full split plan, with its first
+// `pinned_prefix_ops` ops (EpochRunOptions::pinned_prefix_ops) run as epoch 0 — what
+// RunEpochInProcess pulls from (and Python's granary.local). Counters go to `stats` when not null
+// (it must outlive the iterator).
 absl::StatusOr<std::unique_ptr<Iterator>> MakeEpochIterator(const Pipeline& pipeline, uint64_t seed,
                                                             int64_t epoch, Env* env,
-                                                            CachePolicy cache_policy,
+                                                            std::optional<int> pinned_prefix_ops,
                                                             IteratorStats* stats = nullptr);
 
 // Runs epoch `epoch` of `pipeline` over its full split plan. Errors are the pipeline's,
-// unchanged (and PinnedPrefixOps's for a cache policy the pipeline cannot have).
+// unchanged.
 absl::StatusOr<EpochResult> RunEpochInProcess(const Pipeline& pipeline, uint64_t seed,
                                               int64_t epoch, Env* env,
                                               const EpochRunOptions& options = {});

@@ -1,5 +1,7 @@
 // Ops: the transformations after the source (DESIGN.md §2). Each op type is registered by
-// name with its parameter specs and a factory that wraps an input iterator.
+// name, into an OpRegistry, with its parameter specs, its traits and a factory that wraps an
+// input iterator. The built-in ops are registered by RegisterBuiltinOps (builtin_ops.h), the
+// cache's by RegisterCacheOps (cache/cache_ops.h).
 #ifndef GRANARY_PIPELINE_OP_H_
 #define GRANARY_PIPELINE_OP_H_
 
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "pipeline/batch_placement.h"
 #include "pipeline/iterator.h"
@@ -45,6 +48,10 @@ struct OpInfo {
   // Whether the op must directly follow an op that calls a UDF (map, parallel_map, filter):
   // ignore_errors, which continues past the failed elements only those ops can go on after.
   bool follows_udf_op = false;
+  // Whether the service inserts the op into a user's pipeline rather than the user writing it
+  // (cache_write): it takes no user op index (UserOpIndices), so the ops after it keep their
+  // random keys and error labels.
+  bool inserted_by_service = false;
   // Checks the op's params beyond their types (ranges, limits: pipeline/limits.h) at
   // Pipeline::Create, with errors from params.Invalid; the factory may assume they passed.
   // Null: nothing to check.
@@ -70,9 +77,23 @@ class UnaryOpIterator : public Iterator {
   const std::unique_ptr<Iterator> input_;
 };
 
-// The registered ops. nullptr when unknown.
-const OpInfo* FindOp(const std::string& name);
-std::vector<std::string> OpNames();
+// The ops a pipeline may name, by name. Thread-compatible: register everything first, then
+// share it read-only.
+class OpRegistry {
+ public:
+  // AlreadyExists naming the op when its name is taken.
+  absl::Status Register(OpInfo info);
+  // nullptr when unknown.
+  const OpInfo* Find(const std::string& name) const;
+  // The op `name`; InvalidArgument naming it, the registered ops and where ops are registered
+  // when unknown.
+  absl::StatusOr<const OpInfo*> Get(const std::string& name) const;
+  // In registration order.
+  std::vector<std::string> Names() const;
+
+ private:
+  std::vector<OpInfo> ops_;
+};
 
 // Map fusion: Pipeline runs each maximal run of consecutive map / parallel_map ops as one stage
 // that applies their UDFs in order (each keeping its own op index, random key and error label),
@@ -90,19 +111,6 @@ std::unique_ptr<Iterator> NewParallelMapIterator(
     std::shared_ptr<BatchPlacement> placement = nullptr, Autotuner* tuner = nullptr);
 // parallel_map's validated num_threads param (default: the number of cores; 0: tuned).
 absl::StatusOr<int> ParallelMapThreads(const Params& params);
-
-// One registration per op file.
-OpInfo MapOp();
-OpInfo ParallelMapOp();
-OpInfo FilterOp();
-OpInfo ShuffleOp();
-OpInfo BatchOp();
-OpInfo TakeOp();
-OpInfo SkipOp();
-OpInfo PrefetchOp();
-OpInfo MarkOp();
-OpInfo CacheWriteOp();
-OpInfo IgnoreErrorsOp();
 
 }  // namespace granary
 

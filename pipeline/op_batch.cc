@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "pipeline/limits.h"
+#include "pipeline/builtin_ops.h"
 #include "pipeline/op.h"
 #include "transport/buffer_pool.h"
 #include "transport/element_image.h"

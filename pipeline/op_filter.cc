@@ -1,5 +1,6 @@
 // filter(udf): keeps the elements for which a kPredicate UDF returns true.
 #include "common/status_macros.h"
+#include "pipeline/builtin_ops.h"
 #include "pipeline/op.h"
 #include "pipeline/udf_invoker.h"
 

@@ -8,6 +8,7 @@
 // Deterministic: a UDF fails for the same elements wherever they are computed. State: the count
 // of elements dropped so far, and the input's.
 #include "common/status_macros.h"
+#include "pipeline/builtin_ops.h"
 #include "pipeline/op.h"
 #include "pipeline/udf_invoker.h"
 

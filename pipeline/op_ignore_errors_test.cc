@@ -67,7 +67,7 @@ class DamagedJpegsTest : public ::testing::Test {
                      R"("], "records_per_split": 3}}, "ops": [)", ops, "]}"),
         "damaged.json");
     if (!def.ok()) return def.status();
-    return Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+    return Pipeline::Create(*def, PipelineRegistries::WithBuiltins());
   }
 
   testing::ScopedTempDir dir_;
@@ -115,7 +115,7 @@ TEST_F(DamagedJpegsTest, IgnoreErrorsAfterAFilterDropsElementsWhosePredicateFail
                   {"op": "ignore_errors"}]})"),
       "filter.json");
   ASSERT_TRUE(def.ok()) << def.status();
-  auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+  auto pipeline = Pipeline::Create(*def, PipelineRegistries::WithBuiltins());
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   // string_length makes int64 tensors, which the string predicate non_empty refuses.
   auto result = RunEpochInProcess(**pipeline, 0, 0, Env::Default());

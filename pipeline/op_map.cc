@@ -1,6 +1,7 @@
 // map(udf): applies a kMap UDF (or a fused chain of them, see op.h) to every element, on the
 // calling thread. Stateless beyond its input.
 #include "common/status_macros.h"
+#include "pipeline/builtin_ops.h"
 #include "pipeline/op.h"
 #include "pipeline/udf_invoker.h"
 

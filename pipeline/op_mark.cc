@@ -1,5 +1,6 @@
 // mark(name): passes elements through unchanged. Marks a candidate cache location (DESIGN.md
 // §5): the dispatcher may later insert cache_write / cache_read here.
+#include "pipeline/builtin_ops.h"
 #include "pipeline/op.h"
 
 namespace granary {

@@ -21,6 +21,7 @@
 #include "common/status_macros.h"
 #include "common/thread_pool.h"
 #include "pipeline/autotuner.h"
+#include "pipeline/builtin_ops.h"
 #include "pipeline/op.h"
 #include "pipeline/udf_invoker.h"
 

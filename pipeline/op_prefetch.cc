@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "pipeline/autotuner.h"
+#include "pipeline/builtin_ops.h"
 #include "pipeline/op.h"
 
 namespace granary {

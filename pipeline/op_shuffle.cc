@@ -4,6 +4,7 @@
 // whether the input is exhausted.
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
+#include "pipeline/builtin_ops.h"
 #include "pipeline/op.h"
 
 namespace granary {

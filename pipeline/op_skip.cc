@@ -1,5 +1,6 @@
 // skip(count): drops the first `count` elements of its input.
 #include "common/status_macros.h"
+#include "pipeline/builtin_ops.h"
 #include "pipeline/op.h"
 
 namespace granary {

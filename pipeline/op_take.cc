@@ -1,5 +1,6 @@
 // take(count): the first `count` elements of its input, then end of sequence.
 #include "common/status_macros.h"
+#include "pipeline/builtin_ops.h"
 #include "pipeline/op.h"
 
 namespace granary {

@@ -17,36 +17,36 @@
 
 namespace granary {
 
-std::vector<int> UserOpIndices(const PipelineDef& def) {
+std::vector<int> UserOpIndices(const PipelineDef& def, const OpRegistry& ops) {
   std::vector<int> indices;
   int index = def.cached_ops();
   for (const OpDef& op : def.ops()) {
     indices.push_back(op.has_original_index() ? op.original_index() : index);
-    if (op.op() != "cache_write") ++index;
+    const OpInfo* info = ops.Find(op.op());
+    if (info == nullptr || !info->inserted_by_service) ++index;
   }
   return indices;
 }
 
 absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& def,
-                                                           const UdfRegistry& udfs,
+                                                           const PipelineRegistries& registries,
                                                            const PipelineOptions& options) {
   std::unique_ptr<Pipeline> p(new Pipeline());
   p->def_ = def;
   p->options_ = options;
 
   const std::string& type = def.source().type();
-  p->source_ = FindSource(type);
-  if (p->source_ == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "source: unknown type '", type, "' (known: ", absl::StrJoin(SourceTypes(), ", "), ")"));
-  }
+  absl::StatusOr<const SourceInfo*> source = registries.sources.Get(type);
+  if (!source.ok()) return Annotate(source.status(), "source");
+  p->source_ = std::make_shared<const SourceInfo>(**source);
   std::vector<ParamSpec> source_specs = p->source_->params;
   source_specs.push_back({"shuffle_splits", ParamType::kBool});
   ASSIGN_OR_RETURN(p->source_params_, Params::Create(def.source().params(), source_specs,
                                                      absl::StrCat("source ", type)));
   if (p->source_->validate) RETURN_IF_ERROR(p->source_->validate(p->source_params_, nullptr));
 
-  const std::vector<int> indices = UserOpIndices(def);
+  const UdfRegistry& udfs = registries.udfs;
+  const std::vector<int> indices = UserOpIndices(def, registries.ops);
   const OpInfo* previous = nullptr;
   for (int i = 0; i < def.ops_size(); ++i) {
     const OpDef& op = def.ops(i);
@@ -58,11 +58,9 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
                                                      kMaxOps, "] (kMaxOps, pipeline/limits.h)"));
     }
     compiled.label = OpLabel(compiled.index, op);
-    compiled.info = FindOp(op.op());
-    if (compiled.info == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          compiled.label, ": unknown op (known: ", absl::StrJoin(OpNames(), ", "), ")"));
-    }
+    absl::StatusOr<const OpInfo*> info = registries.ops.Get(op.op());
+    if (!info.ok()) return Annotate(info.status(), compiled.label);
+    compiled.info = std::make_shared<const OpInfo>(**info);
     ASSIGN_OR_RETURN(compiled.params,
                      Params::Create(op.params(), compiled.info->params, compiled.label));
     if (compiled.info->validate) RETURN_IF_ERROR(compiled.info->validate(compiled.params));
@@ -74,7 +72,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
           previous == nullptr ? "it is the first op" : absl::StrCat("it follows ", previous->name),
           ")"));
     }
-    previous = compiled.info;
+    previous = compiled.info.get();
     if (!compiled.info->takes_udf) {
       if (!op.udf().empty() || !op.udf_params().fields().empty()) {
         return absl::InvalidArgumentError(
@@ -144,7 +142,7 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeStages(
   // Every stage is wrapped in GuardAllocations: a failed allocation is an error naming it.
   std::unique_ptr<Iterator> it = GuardAllocations(
       std::make_unique<SourceIterator>(source_, source_params_,
-                                       SplitOpenContext{ctx.env, ctx.pool, ctx.cache_guard},
+                                       SplitOpenContext{ctx.env, ctx.pool, ctx.resources},
                                        std::move(provider)),
       absl::StrCat("source ", source_->type));
   const auto args_for = [&](size_t i) {

@@ -21,6 +21,7 @@
 #include "pipeline/autotuner.h"
 #include "pipeline/iterator.h"
 #include "pipeline/op.h"
+#include "pipeline/pipeline_registries.h"
 #include "pipeline/source.h"
 #include "pipeline/split_provider.h"
 #include "pipeline/udf.h"
@@ -41,9 +42,10 @@ struct PipelineOptions {
 
 class Pipeline {
  public:
-  // `udfs` is only read during Create.
+  // `registries` is only read during Create: the Pipeline keeps its own copies of the source
+  // and op registrations it names.
   static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def,
-                                                          const UdfRegistry& udfs,
+                                                          const PipelineRegistries& registries,
                                                           const PipelineOptions& options = {});
 
   // Whether the source's files exist: each file pattern matches a file (NotFound naming the
@@ -71,6 +73,8 @@ class Pipeline {
   // "2, 3 (done)" ("" when it has none or none ran yet).
   std::string AutotunedThreads() const;
   const PipelineDef& def() const { return def_; }
+  // The registration of the pipeline's source (its traits).
+  const SourceInfo& source() const { return *source_; }
   // XXH64 of the definition's deterministic serialization: identical definitions share it.
   uint64_t Fingerprint() const;
 
@@ -82,7 +86,7 @@ class Pipeline {
   struct CompiledOp {
     // The op's index among the user's ops (PipelineDef.cached_ops).
     int index;
-    const OpInfo* info;
+    std::shared_ptr<const OpInfo> info;
     Params params;
     std::shared_ptr<const Udf> udf;
     std::string label;
@@ -92,7 +96,7 @@ class Pipeline {
 
   PipelineDef def_;
   PipelineOptions options_;
-  const SourceInfo* source_ = nullptr;
+  std::shared_ptr<const SourceInfo> source_;
   Params source_params_;
   std::vector<CompiledOp> ops_;
   bool batched_ = false;
@@ -108,8 +112,9 @@ PipelineDef WithParallelMapThreads(PipelineDef def, int num_threads);
 
 // Each op's index as the user wrote the pipeline — what its random key and error label use:
 // its OpDef.original_index when AutoOrder moved it, else its position counted from
-// def.cached_ops (ops a cache_read source stands in for), an inserted cache_write not counted.
-std::vector<int> UserOpIndices(const PipelineDef& def);
+// def.cached_ops (ops a cache_read source stands in for), ops the service inserted
+// (OpInfo::inserted_by_service in `ops`, as cache_write) not counted.
+std::vector<int> UserOpIndices(const PipelineDef& def, const OpRegistry& ops);
 
 }  // namespace granary
 

@@ -23,7 +23,7 @@ using ::testing::HasSubstr;
 absl::Status CreateStatus(const std::string& json) {
   auto def = ParsePipelineJson(json, "pipeline test.json");
   if (!def.ok()) return def.status();
-  auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+  auto pipeline = Pipeline::Create(*def, PipelineRegistries::WithBuiltins());
   if (!pipeline.ok()) return pipeline.status();
   return (*pipeline)->EnumerateSplits(Env::Default()).status();
 }
@@ -62,7 +62,7 @@ TEST(PipelineValidationTest, WrongUdfParamTypeNamesUdfAndParam) {
 absl::Status CreateOnlyStatus(const std::string& json) {
   auto def = ParsePipelineJson(json, "pipeline test.json");
   if (!def.ok()) return def.status();
-  return Pipeline::Create(*def, UdfRegistry::WithBuiltins()).status();
+  return Pipeline::Create(*def, PipelineRegistries::WithBuiltins()).status();
 }
 
 // Parameter ranges are checked by Create, so the dispatcher refuses such a pipeline at
@@ -126,7 +126,7 @@ TEST(PipelineValidationTest, CheckFilesRefusesAPatternMatchingNothing) {
   const auto check = [](const std::string& json) {
     auto def = ParsePipelineJson(json, "p.json");
     EXPECT_TRUE(def.ok()) << def.status();
-    auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+    auto pipeline = Pipeline::Create(*def, PipelineRegistries::WithBuiltins());
     EXPECT_TRUE(pipeline.ok()) << pipeline.status();
     return (*pipeline)->CheckFiles(Env::Default());
   };
@@ -244,7 +244,7 @@ TEST(PipelineLoaderTest, ShippedExamplesParseAndValidate) {
   for (const char* name : {"imagenet_resnet.json", "text_lines.json"}) {
     auto def = LoadPipelineFile(Env::Default(), testing::SourceDir() + "/examples/" + name);
     ASSERT_TRUE(def.ok()) << name << ": " << def.status();
-    EXPECT_TRUE(Pipeline::Create(*def, UdfRegistry::WithBuiltins()).ok()) << name;
+    EXPECT_TRUE(Pipeline::Create(*def, PipelineRegistries::WithBuiltins()).ok()) << name;
   }
 }
 
@@ -258,7 +258,7 @@ TEST(PipelineErrorTest, UdfErrorNamesOpUdfAndElement) {
       {"op": "map", "udf": "decode_jpeg"}]})"),
       "p.json");
   ASSERT_TRUE(def.ok()) << def.status();
-  auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+  auto pipeline = Pipeline::Create(*def, PipelineRegistries::WithBuiltins());
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   auto result = RunEpochInProcess(**pipeline, 0, 0, Env::Default());
   ASSERT_FALSE(result.ok());
@@ -283,7 +283,7 @@ TEST(PipelineDeterminismTest, FusedMapsYieldTheSameElementsAsUnfused) {
   for (int i = 0; i < 2; ++i) {
     PipelineOptions pipeline_options;
     pipeline_options.fuse_maps = i == 0;
-    auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins(), pipeline_options);
+    auto pipeline = Pipeline::Create(*def, PipelineRegistries::WithBuiltins(), pipeline_options);
     ASSERT_TRUE(pipeline.ok()) << pipeline.status();
     EpochRunOptions options;
     options.on_element = [&outputs, i](const Element& e) { outputs[i].push_back(e); };
@@ -317,7 +317,7 @@ TEST(PipelineDeterminismTest, BatchesPlacedByTheParallelStageEqualUnfusedBatches
     for (int i = 0; i < 2; ++i) {
       PipelineOptions pipeline_options;
       pipeline_options.fuse_maps = i == 0;  // Unfused: no placement.
-      auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins(), pipeline_options);
+      auto pipeline = Pipeline::Create(*def, PipelineRegistries::WithBuiltins(), pipeline_options);
       ASSERT_TRUE(pipeline.ok()) << pipeline.status();
       EpochRunOptions options;
       options.on_element = [&outputs, i](const Element& e) { outputs[i].push_back(e); };
@@ -335,7 +335,7 @@ TEST(PipelineDeterminismTest, SameSeedSameDigestOtherSeedSameMultiset) {
       {"op": "batch", "params": {"batch_size": 8}}]})"),
                                "p.json");
   ASSERT_TRUE(def.ok()) << def.status();
-  auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+  auto pipeline = Pipeline::Create(*def, PipelineRegistries::WithBuiltins());
   ASSERT_TRUE(pipeline.ok());
   auto a = RunEpochInProcess(**pipeline, 7, 0, Env::Default());
   auto b = RunEpochInProcess(**pipeline, 7, 0, Env::Default());
@@ -362,7 +362,7 @@ TEST(PipelineFingerprintTest, EqualDefinitionsShareItOthersDoNot) {
   const auto fingerprint = [](const std::string& json) {
     auto def = ParsePipelineJson(json, "p.json");
     EXPECT_TRUE(def.ok()) << def.status();
-    auto pipeline = Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+    auto pipeline = Pipeline::Create(*def, PipelineRegistries::WithBuiltins());
     EXPECT_TRUE(pipeline.ok()) << pipeline.status();
     return (*pipeline)->Fingerprint();
   };

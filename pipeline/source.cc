@@ -1,27 +1,38 @@
 #include "pipeline/source.h"
 
-namespace granary {
-namespace {
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
-const std::vector<SourceInfo>& Sources() {
-  static const std::vector<SourceInfo>* const sources =
-      new std::vector<SourceInfo>{RangeSource(), TfRecordSource(), TextLinesSource(),
-                                  CacheReadSource()};
-  return *sources;
+namespace granary {
+
+absl::Status SourceRegistry::Register(SourceInfo info) {
+  if (Find(info.type) != nullptr) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("source '", info.type, "' is already registered"));
+  }
+  sources_.push_back(std::move(info));
+  return absl::OkStatus();
 }
 
-}  // namespace
-
-const SourceInfo* FindSource(const std::string& type) {
-  for (const SourceInfo& info : Sources()) {
+const SourceInfo* SourceRegistry::Find(const std::string& type) const {
+  for (const SourceInfo& info : sources_) {
     if (info.type == type) return &info;
   }
   return nullptr;
 }
 
-std::vector<std::string> SourceTypes() {
+absl::StatusOr<const SourceInfo*> SourceRegistry::Get(const std::string& type) const {
+  const SourceInfo* info = Find(type);
+  if (info != nullptr) return info;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown type '", type, "' (known: ", absl::StrJoin(Types(), ", "),
+      "; sources are registered by RegisterBuiltinSources in pipeline/builtin_sources.h, "
+      "RegisterCacheOps in cache/cache_ops.h, or a plugin)"));
+}
+
+std::vector<std::string> SourceRegistry::Types() const {
   std::vector<std::string> types;
-  for (const SourceInfo& info : Sources()) types.push_back(info.type);
+  for (const SourceInfo& info : sources_) types.push_back(info.type);
   return types;
 }
 

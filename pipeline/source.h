@@ -1,5 +1,10 @@
 // Sources: what stands at the head of a pipeline (DESIGN.md §2).
 //
+// Each source type is registered by name, into a SourceRegistry, with its parameter specs, its
+// traits and the functions below. The built-in sources are registered by
+// RegisterBuiltinSources (builtin_sources.h), the cache's by RegisterCacheOps
+// (cache/cache_ops.h).
+//
 // A source enumerates its splits (a file, or a range of records within a file) and opens a
 // SplitReader that yields the records of one split. The generic SourceIterator (built by
 // Pipeline) pulls splits from a SplitProvider and records from SplitReaders, and stamps each
@@ -17,9 +22,10 @@
 #include "absl/status/statusor.h"
 #include "common/env.h"
 #include "pipeline/element.h"
-#include "transport/buffer_pool.h"
 #include "pipeline/params.h"
+#include "pipeline/run_resources.h"
 #include "proto/pipeline.pb.h"
+#include "transport/buffer_pool.h"
 
 namespace granary {
 
@@ -33,15 +39,14 @@ class SplitReader {
   virtual int64_t offset() const = 0;
 };
 
-class CacheChunkGuard;  // pipeline/cache_chunk_guard.h
-
 // What a source's readers run with.
 struct SplitOpenContext {
   Env* env = Env::Default();
   // A reader that yields elements in their wire image (cache_read) allocates them from here.
   BufferPool* pool = BufferPool::Default();
-  // A Get epoch's check of manifest chunks and their recomputation (cache_read); null: none.
-  CacheChunkGuard* cache_guard = nullptr;
+  // What the run lends its source by type (IteratorContext::resources): a Get epoch's check of
+  // manifest chunks and their recomputation (cache_read's CacheChunkGuard).
+  RunResources resources;
 };
 
 struct SourceInfo {
@@ -63,17 +68,28 @@ struct SourceInfo {
   // Whether the source's readers set each element's provenance themselves (cache_read: the
   // element's original split and record) instead of SourceIterator stamping the split's.
   bool keeps_provenance = false;
+  // Whether the source reads the chunks of a Put epoch (cache_read): a worker runs it with the
+  // cache's read hooks, which check each chunk and recompute one that fails.
+  bool reads_cache_chunks = false;
 };
 
-// The registered sources: range, tfrecord, text_lines. nullptr when unknown.
-const SourceInfo* FindSource(const std::string& type);
-std::vector<std::string> SourceTypes();
+// The sources a pipeline may name, by type. Thread-compatible: register everything first, then
+// share it read-only.
+class SourceRegistry {
+ public:
+  // AlreadyExists naming the source when its type is taken.
+  absl::Status Register(SourceInfo info);
+  // nullptr when unknown.
+  const SourceInfo* Find(const std::string& type) const;
+  // The source `type`; InvalidArgument naming it, the registered sources and where sources are
+  // registered when unknown.
+  absl::StatusOr<const SourceInfo*> Get(const std::string& type) const;
+  // In registration order.
+  std::vector<std::string> Types() const;
 
-// One registration per source file.
-SourceInfo RangeSource();
-SourceInfo TfRecordSource();
-SourceInfo TextLinesSource();
-SourceInfo CacheReadSource();
+ private:
+  std::vector<SourceInfo> sources_;
+};
 
 }  // namespace granary
 

@@ -19,6 +19,7 @@
 #include "common/crc32c.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/builtin_sources.h"
 #include "pipeline/limits.h"
 #include "pipeline/source.h"
 #include "pipeline/tfrecord_reader.h"

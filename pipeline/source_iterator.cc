@@ -5,10 +5,13 @@
 
 namespace granary {
 
-SourceIterator::SourceIterator(const SourceInfo* info, Params params,
+SourceIterator::SourceIterator(std::shared_ptr<const SourceInfo> info, Params params,
                                const SplitOpenContext& context,
                                std::unique_ptr<SplitProvider> provider)
-    : info_(info), params_(std::move(params)), context_(context), provider_(std::move(provider)) {}
+    : info_(std::move(info)),
+      params_(std::move(params)),
+      context_(context),
+      provider_(std::move(provider)) {}
 
 absl::Status SourceIterator::Open(int64_t offset, int64_t records_done) {
   auto reader = info_->open(params_, context_, split_, offset, records_done);

@@ -18,9 +18,9 @@ namespace granary {
 
 class SourceIterator : public Iterator {
  public:
-  // `info` and what `context` points to must outlive the iterator.
-  SourceIterator(const SourceInfo* info, Params params, const SplitOpenContext& context,
-                 std::unique_ptr<SplitProvider> provider);
+  // What `context` points to must outlive the iterator.
+  SourceIterator(std::shared_ptr<const SourceInfo> info, Params params,
+                 const SplitOpenContext& context, std::unique_ptr<SplitProvider> provider);
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override;
   absl::Status Save(StateWriter& writer) override;
@@ -29,7 +29,7 @@ class SourceIterator : public Iterator {
  private:
   absl::Status Open(int64_t offset, int64_t records_done);
 
-  const SourceInfo* const info_;
+  const std::shared_ptr<const SourceInfo> info_;
   const Params params_;
   const SplitOpenContext context_;
   const std::unique_ptr<SplitProvider> provider_;

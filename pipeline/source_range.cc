@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "pipeline/builtin_sources.h"
 #include "pipeline/source.h"
 
 namespace granary {

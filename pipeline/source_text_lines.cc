@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "pipeline/limits.h"
+#include "pipeline/builtin_sources.h"
 #include "pipeline/source.h"
 #include "pipeline/source_files.h"
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/status_macros.h"
+#include "pipeline/builtin_sources.h"
 #include "pipeline/source.h"
 #include "pipeline/source_files.h"
 #include "pipeline/tfrecord_reader.h"

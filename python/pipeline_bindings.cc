@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cache/cache_policy.h"
 #include "common/deterministic_serialization.h"
 #include "common/env.h"
 #include "google/protobuf/util/json_util.h"
-#include "pipeline/cache_policy.h"
 #include "pipeline/element.h"
 #include "pipeline/epoch_digest.h"
 #include "pipeline/local_runner.h"
@@ -29,10 +29,11 @@ using namespace pybind11::literals;
 
 namespace {
 
-// The UDFs local runs and validation know: the built-ins and every plugin loaded.
-UdfRegistry& Registry() {
-  static auto* registry = new UdfRegistry(UdfRegistry::WithBuiltins());
-  return *registry;
+// The sources, ops and UDFs local runs and validation know: the built-ins and the UDFs of every
+// plugin loaded.
+PipelineRegistries& Registries() {
+  static auto* registries = new PipelineRegistries(PipelineRegistries::WithBuiltins());
+  return *registries;
 }
 std::mutex registry_mu;
 
@@ -48,7 +49,7 @@ py::bytes Serialize(const PipelineDef& def) { return py::bytes(SerializeDetermin
 
 std::unique_ptr<Pipeline> CreatePipeline(const PipelineDef& def) {
   std::lock_guard<std::mutex> lock(registry_mu);
-  return ValueOrThrow(Pipeline::Create(def, Registry()));
+  return ValueOrThrow(Pipeline::Create(def, Registries()));
 }
 
 // One in-process epoch, pulled element by element.
@@ -56,10 +57,11 @@ class LocalEpoch {
  public:
   LocalEpoch(const py::bytes& def, uint64_t seed, int64_t epoch, const std::string& cache_policy)
       : pipeline_(CreatePipeline(ParseDef(def))) {
-    const CachePolicy policy = ValueOrThrow(ParseCachePolicy(cache_policy));
+    const std::optional<int> pinned = ValueOrThrow(
+        PinnedPrefixOps(pipeline_->def(), ValueOrThrow(ParseCachePolicy(cache_policy))));
     py::gil_scoped_release release;
     iterator_ =
-        ValueOrThrow(MakeEpochIterator(*pipeline_, seed, epoch, Env::Default(), policy, &stats_));
+        ValueOrThrow(MakeEpochIterator(*pipeline_, seed, epoch, Env::Default(), pinned, &stats_));
   }
 
   py::tuple Next() {
@@ -150,7 +152,7 @@ void RegisterPipelineBindings(py::module_& m) {
       "load_plugin",
       [](const std::string& path) {
         std::lock_guard<std::mutex> lock(registry_mu);
-        ThrowIfError(LoadUdfPlugin(path, &Registry()));
+        ThrowIfError(LoadUdfPlugin(path, &Registries().udfs));
       },
       "path"_a,
       "Loads a UDF plugin (a shared library exporting GranaryRegisterUdfs) for local runs and "
@@ -160,7 +162,8 @@ void RegisterPipelineBindings(py::module_& m) {
       [](const py::bytes& def, uint64_t seed, int64_t epoch, const std::string& cache_policy) {
         const std::unique_ptr<Pipeline> pipeline = CreatePipeline(ParseDef(def));
         EpochRunOptions options;
-        options.cache_policy = ValueOrThrow(ParseCachePolicy(cache_policy));
+        options.pinned_prefix_ops = ValueOrThrow(
+            PinnedPrefixOps(pipeline->def(), ValueOrThrow(ParseCachePolicy(cache_policy))));
         py::gil_scoped_release release;
         return ValueOrThrow(RunEpochInProcess(*pipeline, seed, epoch, Env::Default(), options))
             .digest_line;

@@ -10,7 +10,7 @@
 namespace granary::testing {
 
 InProcessDigest DigestInProcess(const PipelineDef& def, uint64_t seed, int64_t epoch) {
-  const auto pipeline = granary::Pipeline::Create(def, UdfRegistry::WithBuiltins());
+  const auto pipeline = granary::Pipeline::Create(def, PipelineRegistries::WithBuiltins());
   EXPECT_TRUE(pipeline.ok()) << pipeline.status();
   if (!pipeline.ok()) return {};
   EpochDigest digest(true);

@@ -18,15 +18,15 @@ constexpr char kJitter[] = R"({"source": {"type": "range", "params": {"stop": 10
     "ops": [{"op": "map", "udf": "random_jitter", "udfParams": {"amplitude": 5}}]})";
 
 TEST(PluginTest, ExamplePluginRegistersAndRunsItsUdf) {
-  UdfRegistry registry = UdfRegistry::WithBuiltins();
-  ASSERT_EQ(registry.Find("random_jitter"), nullptr);
-  const absl::Status load = LoadUdfPlugin(GRANARY_EXAMPLE_PLUGIN, &registry);
+  PipelineRegistries registries = PipelineRegistries::WithBuiltins();
+  ASSERT_EQ(registries.udfs.Find("random_jitter"), nullptr);
+  const absl::Status load = LoadUdfPlugin(GRANARY_EXAMPLE_PLUGIN, &registries.udfs);
   ASSERT_TRUE(load.ok()) << load;
-  ASSERT_NE(registry.Find("random_jitter"), nullptr);
+  ASSERT_NE(registries.udfs.Find("random_jitter"), nullptr);
 
   auto def = ParsePipelineJson(kJitter, "jitter.json");
   ASSERT_TRUE(def.ok()) << def.status();
-  auto pipeline = Pipeline::Create(*def, registry);
+  auto pipeline = Pipeline::Create(*def, registries);
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   std::vector<int64_t> first, again;
   const auto collect = [](std::vector<int64_t>* out) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cache/cache_tier_env.h"
+#include "cache/redis_env.h"
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
@@ -124,8 +125,8 @@ int DispatcherCommand(int argc, char** argv) {
       ServerCredentialsFor(security);
   if (!credentials.ok()) return fail(credentials.status());
   WarnIfPlaintextOnNetwork(security);
-  auto udfs = UdfRegistryFromFlags();
-  if (!udfs.ok()) return fail(udfs.status());
+  auto registries = PipelineRegistriesFromFlags();
+  if (!registries.ok()) return fail(registries.status());
   absl::StatusOr<DataRoots> data_roots = DataRootsFromFlags();
   if (!data_roots.ok()) return fail(data_roots.status());
   DispatcherOptions options;
@@ -149,7 +150,7 @@ int DispatcherCommand(int argc, char** argv) {
   options.journal_dir = absl::GetFlag(FLAGS_journal_dir);
   options.snapshot_every = absl::GetFlag(FLAGS_snapshot_every);
   options.worker_timeout_ms = absl::GetFlag(FLAGS_worker_timeout_ms);
-  options.udfs = &*udfs;
+  options.registries = &*registries;
   options.cache_root = absl::GetFlag(FLAGS_cache_root);
   if (const std::string redis = RedisServerOf(options.cache_root); !redis.empty()) {
     if (const absl::Status url = RedisAddressOf(redis).status(); !url.ok()) {

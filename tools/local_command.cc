@@ -9,10 +9,10 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cache/cache_policy.h"
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "ops/progress_line.h"
-#include "pipeline/cache_policy.h"
 #include "pipeline/local_runner.h"
 #include "pipeline/optimizer/auto_order.h"
 #include "pipeline/pipeline_loader.h"
@@ -41,17 +41,21 @@ absl::Status RunLocal() {
   const int64_t epochs = absl::GetFlag(FLAGS_epochs);
   if (epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
   Env* env = Env::Default();
-  ASSIGN_OR_RETURN(UdfRegistry udfs, UdfRegistryFromFlags());
+  ASSIGN_OR_RETURN(PipelineRegistries registries, PipelineRegistriesFromFlags());
   ASSIGN_OR_RETURN(PipelineDef def, LoadPipelineFile(env, path));
   if (absl::GetFlag(FLAGS_auto_order)) {
-    ASSIGN_OR_RETURN(const std::vector<OpProfile> profile, ProfileOps(def, udfs, env));
-    def = Reorder(def, udfs, profile);
+    ASSIGN_OR_RETURN(const std::vector<OpProfile> profile, ProfileOps(def, registries, env));
+    def = Reorder(def, registries, profile);
     std::printf("auto_order: %s\n", DescribeOrder(def).c_str());
   }
-  auto pipeline = Pipeline::Create(def, udfs);
+  auto pipeline = Pipeline::Create(def, registries);
   if (!pipeline.ok()) return Annotate(pipeline.status(), absl::StrCat("pipeline ", path));
   EpochRunOptions run_options;
-  ASSIGN_OR_RETURN(run_options.cache_policy, ParseCachePolicy(absl::GetFlag(FLAGS_cache_policy)));
+  ASSIGN_OR_RETURN(const CachePolicy cache_policy,
+                   ParseCachePolicy(absl::GetFlag(FLAGS_cache_policy)));
+  // A policy the pipeline cannot have fails its first epoch, as the service's would.
+  const absl::StatusOr<std::optional<int>> pinned = PinnedPrefixOps(def, cache_policy);
+  if (pinned.ok()) run_options.pinned_prefix_ops = *pinned;
 
   std::string digests;
   int64_t total_rows = 0;
@@ -59,7 +63,9 @@ absl::Status RunLocal() {
   ProgressLine progress;
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     progress.Update(absl::StrCat("running epoch ", epoch, " of ", epochs, "..."));
-    auto result = RunEpochInProcess(**pipeline, absl::GetFlag(FLAGS_seed), epoch, env, run_options);
+    const absl::StatusOr<EpochResult> result =
+        pinned.ok() ? RunEpochInProcess(**pipeline, absl::GetFlag(FLAGS_seed), epoch, env, run_options)
+                    : absl::StatusOr<EpochResult>(pinned.status());
     progress.Clear();
     if (!result.ok()) {
       return Annotate(result.status(), absl::StrCat("pipeline ", path, ": epoch ", epoch));

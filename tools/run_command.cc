@@ -34,6 +34,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "cache/cache_policy.h"
 #include "client/run_position.h"
 #include "common/env.h"
 #include "common/hash.h"
@@ -41,7 +42,6 @@
 #include "common/subprocess.h"
 #include "granary/client.h"
 #include "ops/progress_line.h"
-#include "pipeline/cache_policy.h"
 #include "pipeline/element.h"
 #include "pipeline/epoch_digest.h"
 #include "pipeline/pipeline.h"
@@ -145,9 +145,9 @@ absl::Status Run() {
 
   // Validate the pipeline locally first: errors name the file, and batched() says how the
   // digest counts rows.
-  ASSIGN_OR_RETURN(UdfRegistry udfs, UdfRegistryFromFlags());
+  ASSIGN_OR_RETURN(PipelineRegistries registries, PipelineRegistriesFromFlags());
   ASSIGN_OR_RETURN(PipelineDef def, LoadPipelineFile(env, pipeline_path));
-  auto pipeline = Pipeline::Create(def, udfs);
+  auto pipeline = Pipeline::Create(def, registries);
   if (!pipeline.ok()) return Annotate(pipeline.status(), absl::StrCat("pipeline ", pipeline_path));
   const bool batched = (*pipeline)->batched();
 

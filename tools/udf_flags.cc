@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "cache/cache_ops.h"
 #include "common/status_macros.h"
 
 ABSL_FLAG(std::vector<std::string>, plugin, {},
@@ -12,12 +13,12 @@ ABSL_FLAG(std::vector<std::string>, plugin, {},
 
 namespace granary {
 
-absl::StatusOr<UdfRegistry> UdfRegistryFromFlags() {
-  UdfRegistry registry = UdfRegistry::WithBuiltins();
+absl::StatusOr<PipelineRegistries> PipelineRegistriesFromFlags() {
+  PipelineRegistries registries = PipelineRegistriesWithCache();
   for (const std::string& path : absl::GetFlag(FLAGS_plugin)) {
-    RETURN_IF_ERROR(LoadUdfPlugin(path, &registry));
+    RETURN_IF_ERROR(LoadUdfPlugin(path, &registries.udfs));
   }
-  return registry;
+  return registries;
 }
 
 }  // namespace granary

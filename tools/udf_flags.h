@@ -3,12 +3,13 @@
 #define GRANARY_TOOLS_UDF_FLAGS_H_
 
 #include "absl/status/statusor.h"
-#include "pipeline/udf.h"
+#include "pipeline/pipeline_registries.h"
 
 namespace granary {
 
-// The built-in UDFs plus those of every --plugin library; errors name the plugin.
-absl::StatusOr<UdfRegistry> UdfRegistryFromFlags();
+// The built-in sources, ops and UDFs plus the UDFs of every --plugin library; errors name the
+// plugin.
+absl::StatusOr<PipelineRegistries> PipelineRegistriesFromFlags();
 
 }  // namespace granary
 

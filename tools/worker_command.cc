@@ -90,8 +90,8 @@ int WorkerCommand(int argc, char** argv) {
       ChannelCredentialsFor(security);
   if (!channel_credentials.ok()) return fail(channel_credentials.status());
   WarnIfPlaintextOnNetwork(security);
-  auto udfs = UdfRegistryFromFlags();
-  if (!udfs.ok()) return fail(udfs.status());
+  auto registries = PipelineRegistriesFromFlags();
+  if (!registries.ok()) return fail(registries.status());
   absl::StatusOr<DataRoots> data_roots = DataRootsFromFlags();
   if (!data_roots.ok()) return fail(data_roots.status());
   const absl::StatusOr<LocalTransport> local_transport =
@@ -149,7 +149,7 @@ int WorkerCommand(int argc, char** argv) {
   options.runner.window_bytes = absl::GetFlag(FLAGS_window_bytes);
   options.parallel_map_threads = absl::GetFlag(FLAGS_threads);
   options.autotune.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes);
-  options.udfs = &*udfs;
+  options.registries = &*registries;
   options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   options.checkpoints_kept = absl::GetFlag(FLAGS_checkpoints_kept);
   options.runner.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);

@@ -1,7 +1,7 @@
 // RunHooks: what one run of a task does besides producing elements, behind an interface so that
 // the task runner knows nothing of caches. A plain task's run has none (this base class); a
 // cache-writing task's run writes the elements passing its cache_write op into chunk files and
-// commits them with its checkpoints and at its end (cache_run_hooks.h).
+// commits them with its checkpoints and at its end (cache/cache_run_hooks.h).
 //
 // The order of the calls around a checkpoint (TaskRun): the iterator's state is saved (on the
 // producer's thread), then Saved(); then, on the checkpoint writer's thread,
@@ -18,8 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "pipeline/cache_chunk_guard.h"
-#include "pipeline/cache_sink.h"
+#include "pipeline/run_resources.h"
 #include "proto/cache.pb.h"
 
 namespace granary {
@@ -27,11 +26,9 @@ namespace granary {
 class RunHooks {
  public:
   virtual ~RunHooks() = default;
-  // The sink of the run's cache_write op (IteratorContext.cache_sink); null: none.
-  virtual CacheSink* cache_sink() { return nullptr; }
-  // How the run's cache_read source checks and recomputes chunks (IteratorContext.cache_guard);
-  // null: none.
-  virtual CacheChunkGuard* cache_guard() { return nullptr; }
+  // Lends the run's iterators what its ops and sources need (IteratorContext::resources), owned
+  // by these hooks: a cache-writing run's CacheSink, a cache-reading run's CacheChunkGuard.
+  virtual void LendResources(RunResources* resources) {}
   // Right after the iterator's state was saved: a token for what that state covers.
   virtual int64_t Saved() { return 0; }
   // Before the checkpoint of that state is written; an error skips the write.

@@ -34,8 +34,7 @@ absl::Status TaskRun::Build() {
   hooks_ = spec_.hooks ? spec_.hooks() : std::make_unique<RunHooks>();
   IteratorContext ctx{spec_.env, spec_.def.seed(), spec_.def.epoch()};
   ctx.cached_prefix_ops = spec_.def.cached_prefix_ops();
-  ctx.cache_sink = hooks_->cache_sink();
-  ctx.cache_guard = hooks_->cache_guard();
+  hooks_->LendResources(&ctx.resources);
   ctx.pool = spec_.pool;
   ASSIGN_OR_RETURN(it_, spec_.pipeline->MakeIterator(
                             ctx, std::make_unique<LeasedSplitProvider>(

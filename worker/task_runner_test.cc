@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "cache/cache_ops.h"
 #include "checkpoint/checkpoint_store.h"
 #include "common/env_wrapper.h"
 #include "common/hash.h"
@@ -58,7 +59,7 @@ class TaskRunnerTest : public ::testing::Test {
         "task runner test pipeline");
     ASSERT_TRUE(def.ok()) << def.status();
     absl::StatusOr<std::unique_ptr<Pipeline>> pipeline =
-        Pipeline::Create(*def, UdfRegistry::WithBuiltins());
+        Pipeline::Create(*def, PipelineRegistriesWithCache());
     ASSERT_TRUE(pipeline.ok()) << pipeline.status();
     pipeline_ = std::move(pipeline).value();
     absl::StatusOr<std::vector<Split>> splits = pipeline_->EnumerateSplits(Env::Default());

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cache/cache_profiler.h"
+#include "cache/cache_run_hooks.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoints.h"
 #include "common/status_macros.h"
@@ -16,7 +17,8 @@
 #include "transport/grpc_transport.h"
 #include "transport/shm_transport.h"
 #include "transport/transport_registry.h"
-#include "worker/cache_run_hooks.h"
+#include "transport/compression.h"
+#include "transport/shm_backing.h"
 
 namespace granary {
 
@@ -41,7 +43,7 @@ absl::StatusOr<LocalTransport> ParseLocalTransport(absl::string_view name) {
 absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Start(
     const WorkerOptions& options, std::unique_ptr<DispatcherConnection> dispatcher,
     int64_t register_timeout_ms) {
-  if (options.udfs == nullptr) return absl::InvalidArgumentError("WorkerOptions.udfs unset");
+  if (options.registries == nullptr) return absl::InvalidArgumentError("WorkerOptions.registries unset");
   std::unique_ptr<WorkerImpl> worker(new WorkerImpl(options, std::move(dispatcher)));
   ElementServerOptions transport;
   transport.worker_address = options.address;
@@ -156,7 +158,7 @@ absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const Ta
   if (def.auto_order()) {
     // The reordered pipeline gives the same bytes; one that cannot be profiled runs as written.
     absl::StatusOr<PipelineDef> reordered =
-        AutoOrder(pipeline_def, *options_.udfs, options_.runner.env);
+        AutoOrder(pipeline_def, *options_.registries, options_.runner.env);
     if (reordered.ok()) {
       pipeline_def = *std::move(reordered);
       LOG(INFO) << "dataset " << def.dataset_id() << ": AutoOrder runs its ops as "
@@ -171,7 +173,7 @@ absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const Ta
   }
   PipelineOptions pipeline_options;
   pipeline_options.autotune = options_.autotune;
-  auto pipeline = Pipeline::Create(pipeline_def, *options_.udfs, pipeline_options);
+  auto pipeline = Pipeline::Create(pipeline_def, *options_.registries, pipeline_options);
   if (!pipeline.ok()) {
     return Annotate(pipeline.status(), absl::StrCat("dataset ", def.dataset_id()));
   }
@@ -213,7 +215,7 @@ void WorkerImpl::StartCacheProfile(const CacheProfileRequest& request) {
 void WorkerImpl::ProfileCache(const CacheProfileRequest& request) {
   CacheProfilerOptions options;
   options.env = options_.runner.env;
-  options.udfs = options_.udfs;
+  options.registries = options_.registries;
   options.stop = &stopping_;
   // The probe writes under the cache root; the source reads where tasks may.
   std::unique_ptr<ConfinedEnv> confined;
@@ -310,9 +312,9 @@ absl::Status WorkerImpl::Heartbeat() {
       cache.generation = def.generation();
       cache.mac_key = chunk_key;
       hooks = [cache] { return std::make_unique<CacheRunHooks>(cache); };
-    } else if (pipeline->def().source().type() == "cache_read") {
+    } else if (pipeline->source().reads_cache_chunks) {
       const CacheChunkRecovery recovery(dispatcher_.get(), def.task_id(), def.generation(),
-                                        chunk_key, options_.udfs);
+                                        chunk_key, options_.registries);
       hooks = [recovery] { return std::make_unique<CacheReadHooks>(recovery); };
     }
     runners_[def.task_id()] = std::make_shared<TaskRunner>(

@@ -32,7 +32,7 @@
 #include "absl/time/time.h"
 #include "ops/metrics.h"
 #include "pipeline/autotuner.h"
-#include "pipeline/udf.h"
+#include "pipeline/pipeline_registries.h"
 #include "proto/worker.pb.h"
 #include "security/capability.h"
 #include "transport/element_server.h"
@@ -84,7 +84,7 @@ struct WorkerOptions {
   // the dispatcher sends at registration and heartbeat: on with TLS (SECURITY.md).
   bool require_capabilities = false;
   // Must outlive the worker.
-  const UdfRegistry* udfs = nullptr;
+  const PipelineRegistries* registries = nullptr;
 };
 
 // Heartbeats are at least this far apart (those on demand and the loop's).

@@ -3,10 +3,11 @@
 
 #include <chrono>
 
+#include "cache/cache_ops.h"
+#include "testing/manual_clock_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/udf.h"
-#include "testing/manual_clock_env.h"
 
 namespace granary {
 namespace {
@@ -47,11 +48,11 @@ class UnreachableDispatcher : public DispatcherConnection {
 // so a minute of retries passes here without a minute of waiting.
 TEST(WorkerImplTest, RegistrationGivesUpOnTheEnvClock) {
   ManualClockEnv env(Env::Default());
-  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
+  const PipelineRegistries registries = PipelineRegistriesWithCache();
   WorkerOptions options;
   options.worker_id = "w";
   options.address = "127.0.0.1:1";
-  options.udfs = &udfs;
+  options.registries = &registries;
   options.runner.env = &env;
   int register_calls = 0;
   const auto start = std::chrono::steady_clock::now();

@@ -24,17 +24,17 @@ double TensorIndexOf(const OpDef& op) {
   return it == fields.end() ? 0 : it->second.number_value();
 }
 
-UdfRole RoleOf(const OpDef& op, const UdfRegistry& udfs) {
-  const UdfInfo* info = udfs.Find(op.udf());
+UdfRole RoleOf(const OpDef& op, const PipelineRegistries& registries) {
+  const UdfInfo* info = registries.udfs.Find(op.udf());
   return info == nullptr ? UdfRole::kOther : info->role;
 }
 
 // The first `sample` elements of the first split of `def`'s source, in its order.
-absl::StatusOr<std::vector<Element>> SourceSample(const PipelineDef& def, const UdfRegistry& udfs,
+absl::StatusOr<std::vector<Element>> SourceSample(const PipelineDef& def, const PipelineRegistries& registries,
                                                   Env* env, int sample) {
   PipelineDef source_only;
   *source_only.mutable_source() = def.source();
-  ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(source_only, udfs));
+  ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(source_only, registries));
   ASSIGN_OR_RETURN(std::vector<Split> splits, pipeline->EnumerateSplits(env));
   if (splits.size() > 1) splits.resize(1);
   IteratorContext ctx;
@@ -60,19 +60,19 @@ double TotalBytes(const std::vector<Element>& elements) {
 
 }  // namespace
 
-bool Commute(const OpDef& a, const OpDef& b, const UdfRegistry& udfs) {
+bool Commute(const OpDef& a, const OpDef& b, const PipelineRegistries& registries) {
   if (!IsMapOp(a) || !IsMapOp(b) || a.keep_position() || b.keep_position()) return false;
   if (TensorIndexOf(a) != TensorIndexOf(b)) return false;
-  const UdfRole ra = RoleOf(a, udfs);
-  const UdfRole rb = RoleOf(b, udfs);
+  const UdfRole ra = RoleOf(a, registries);
+  const UdfRole rb = RoleOf(b, registries);
   return (ra == UdfRole::kPixelwise && rb == UdfRole::kPixelSelecting) ||
          (ra == UdfRole::kPixelSelecting && rb == UdfRole::kPixelwise);
 }
 
-PipelineDef Reorder(const PipelineDef& def, const UdfRegistry& udfs,
+PipelineDef Reorder(const PipelineDef& def, const PipelineRegistries& registries,
                     const std::vector<OpProfile>& profile) {
   PipelineDef out = def;
-  const std::vector<int> indices = UserOpIndices(def);
+  const std::vector<int> indices = UserOpIndices(def, registries.ops);
   std::vector<int> order(def.ops_size());
   for (int i = 0; i < def.ops_size(); ++i) order[i] = i;
   const auto inflation = [&](int op) {
@@ -86,7 +86,7 @@ PipelineDef Reorder(const PipelineDef& def, const UdfRegistry& udfs,
     for (int j = 0; j + 1 < static_cast<int>(order.size()); ++j) {
       const int a = order[j];
       const int b = order[j + 1];
-      if (inflation(b) < inflation(a) && Commute(def.ops(a), def.ops(b), udfs)) {
+      if (inflation(b) < inflation(a) && Commute(def.ops(a), def.ops(b), registries)) {
         std::swap(order[j], order[j + 1]);
         moved = true;
       }
@@ -99,17 +99,17 @@ PipelineDef Reorder(const PipelineDef& def, const UdfRegistry& udfs,
   return out;
 }
 
-absl::StatusOr<std::vector<OpProfile>> ProfileOps(const PipelineDef& def, const UdfRegistry& udfs,
+absl::StatusOr<std::vector<OpProfile>> ProfileOps(const PipelineDef& def, const PipelineRegistries& registries,
                                                   Env* env, int sample) {
   std::vector<OpProfile> profile(def.ops_size());
-  absl::StatusOr<std::vector<Element>> source = SourceSample(def, udfs, env, sample);
+  absl::StatusOr<std::vector<Element>> source = SourceSample(def, registries, env, sample);
   if (!source.ok()) return Annotate(source.status(), "AutoOrder profile");
   std::vector<Element> elements = *std::move(source);
   for (int i = 0; i < def.ops_size() && !elements.empty(); ++i) {
     const OpDef& op = def.ops(i);
     if (op.op() == "batch") break;
     if (op.op() != "filter" && !IsMapOp(op)) continue;  // Changes no element.
-    const UdfInfo* info = udfs.Find(op.udf());
+    const UdfInfo* info = registries.udfs.Find(op.udf());
     if (info == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("AutoOrder profile: op ", i, ": unknown udf '", op.udf(), "'"));
@@ -151,9 +151,9 @@ std::string DescribeOrder(const PipelineDef& def) {
   return out;
 }
 
-absl::StatusOr<PipelineDef> AutoOrder(const PipelineDef& def, const UdfRegistry& udfs, Env* env) {
-  ASSIGN_OR_RETURN(const std::vector<OpProfile> profile, ProfileOps(def, udfs, env));
-  return Reorder(def, udfs, profile);
+absl::StatusOr<PipelineDef> AutoOrder(const PipelineDef& def, const PipelineRegistries& registries, Env* env) {
+  ASSIGN_OR_RETURN(const std::vector<OpProfile> profile, ProfileOps(def, registries, env));
+  return Reorder(def, registries, profile);
 }
 
 }  // namespace granary

@@ -25,7 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/env.h"
-#include "pipeline/udf.h"
+#include "pipeline/pipeline_registries.h"
 #include "proto/pipeline.pb.h"
 
 namespace granary {
@@ -41,17 +41,17 @@ struct OpProfile {
 };
 
 // Whether adjacent ops `a` then `b` may swap (the rule above). Unknown UDFs never move.
-bool Commute(const OpDef& a, const OpDef& b, const UdfRegistry& udfs);
+bool Commute(const OpDef& a, const OpDef& b, const PipelineRegistries& registries);
 
 // `def` reordered by `profile` (one entry per op): moved ops get OpDef.original_index.
-PipelineDef Reorder(const PipelineDef& def, const UdfRegistry& udfs,
+PipelineDef Reorder(const PipelineDef& def, const PipelineRegistries& registries,
                     const std::vector<OpProfile>& profile);
 
 // Measures each map op of `def` up to its first batch on the first `sample` elements of the
 // first split (in the source's order), in process: each op's bytes in and out, and its time.
 // Shuffle, prefetch, take, skip and mark ops are left out of the measurement (they change no
 // element). The errors of building or running the pipeline, annotated "AutoOrder profile".
-absl::StatusOr<std::vector<OpProfile>> ProfileOps(const PipelineDef& def, const UdfRegistry& udfs,
+absl::StatusOr<std::vector<OpProfile>> ProfileOps(const PipelineDef& def, const PipelineRegistries& registries,
                                                   Env* env, int sample = 8);
 
 // The ops in order, by UDF (else op) name, a moved op with its index as written:
@@ -59,7 +59,7 @@ absl::StatusOr<std::vector<OpProfile>> ProfileOps(const PipelineDef& def, const 
 std::string DescribeOrder(const PipelineDef& def);
 
 // ProfileOps then Reorder.
-absl::StatusOr<PipelineDef> AutoOrder(const PipelineDef& def, const UdfRegistry& udfs, Env* env);
+absl::StatusOr<PipelineDef> AutoOrder(const PipelineDef& def, const PipelineRegistries& registries, Env* env);
 
 }  // namespace granary
 

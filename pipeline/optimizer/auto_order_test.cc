@@ -63,29 +63,29 @@ TEST(AutoOrderCommuteTest, PixelwiseAndPixelSelectingSwapWithoutChangingAByte) {
 }
 
 TEST(AutoOrderCommuteTest, OnlyPixelwiseNextToPixelSelectingOnOneTensorCommutes) {
-  const UdfRegistry udfs = UdfRegistry::WithBuiltins();
+  const PipelineRegistries registries = PipelineRegistries::WithBuiltins();
   const OpDef normalize = MapOp("normalize");
   const OpDef crop = MapOp("random_crop", R"({"fraction": 0.5})");
-  EXPECT_TRUE(Commute(normalize, crop, udfs));
-  EXPECT_TRUE(Commute(crop, normalize, udfs));
-  EXPECT_TRUE(Commute(normalize, MapOp("random_flip"), udfs));
+  EXPECT_TRUE(Commute(normalize, crop, registries));
+  EXPECT_TRUE(Commute(crop, normalize, registries));
+  EXPECT_TRUE(Commute(normalize, MapOp("random_flip"), registries));
   // Interpolation does not commute with normalize's rounding; two selectors choose differently
   // in either order; decoders, casts and unknown UDFs stay.
-  EXPECT_FALSE(Commute(normalize, MapOp("resize", R"({"height": 4, "width": 4})"), udfs));
+  EXPECT_FALSE(Commute(normalize, MapOp("resize", R"({"height": 4, "width": 4})"), registries));
   EXPECT_FALSE(
-      Commute(normalize, MapOp("random_resized_crop", R"({"height": 4, "width": 4})"), udfs));
-  EXPECT_FALSE(Commute(crop, MapOp("random_flip"), udfs));
-  EXPECT_FALSE(Commute(MapOp("decode_jpeg"), crop, udfs));
-  EXPECT_FALSE(Commute(MapOp("cast", R"({"dtype": "float32"})"), crop, udfs));
-  EXPECT_FALSE(Commute(MapOp("no_such_udf"), crop, udfs));
+      Commute(normalize, MapOp("random_resized_crop", R"({"height": 4, "width": 4})"), registries));
+  EXPECT_FALSE(Commute(crop, MapOp("random_flip"), registries));
+  EXPECT_FALSE(Commute(MapOp("decode_jpeg"), crop, registries));
+  EXPECT_FALSE(Commute(MapOp("cast", R"({"dtype": "float32"})"), crop, registries));
+  EXPECT_FALSE(Commute(MapOp("no_such_udf"), crop, registries));
   // Another tensor, keep_position, or not both map ops.
-  EXPECT_FALSE(Commute(normalize, MapOp("random_crop", R"({"fraction": 0.5, "index": 1})"), udfs));
+  EXPECT_FALSE(Commute(normalize, MapOp("random_crop", R"({"fraction": 0.5, "index": 1})"), registries));
   OpDef pinned = normalize;
   pinned.set_keep_position(true);
-  EXPECT_FALSE(Commute(pinned, crop, udfs));
+  EXPECT_FALSE(Commute(pinned, crop, registries));
   OpDef filter = crop;
   filter.set_op("filter");
-  EXPECT_FALSE(Commute(normalize, filter, udfs));
+  EXPECT_FALSE(Commute(normalize, filter, registries));
 }
 
 class AutoOrderPipelineTest : public ::testing::Test {
@@ -132,17 +132,17 @@ class AutoOrderPipelineTest : public ::testing::Test {
   }
 
   testing::ScopedTempDir dir_;
-  const UdfRegistry udfs_ = UdfRegistry::WithBuiltins();
+  const PipelineRegistries registries_ = PipelineRegistries::WithBuiltins();
 };
 
 TEST_F(AutoOrderPipelineTest, MovesTheCropAndFlipBeforeNormalizeWithTheSameDigests) {
   const PipelineDef poor = Resnet({"normalize", "crop", "flip"});
-  absl::StatusOr<std::vector<OpProfile>> profile = ProfileOps(poor, udfs_, Env::Default());
+  absl::StatusOr<std::vector<OpProfile>> profile = ProfileOps(poor, registries_, Env::Default());
   ASSERT_TRUE(profile.ok()) << profile.status();
   EXPECT_NEAR((*profile)[2].inflation, 4.0, 0.01) << "normalize: uint8 to float32";
   EXPECT_NEAR((*profile)[3].inflation, 0.25, 0.01) << "a 32x32 crop of 64x64";
   EXPECT_NEAR((*profile)[4].inflation, 1.0, 0.01) << "flip";
-  const PipelineDef reordered = Reorder(poor, udfs_, *profile);
+  const PipelineDef reordered = Reorder(poor, registries_, *profile);
   EXPECT_THAT(Udfs(reordered), ::testing::ElementsAre("parse_example", "decode_jpeg", "random_crop",
                                                       "random_flip", "normalize", "batch"));
   // The moved ops keep their indices (random keys, labels); the others have none.
@@ -158,19 +158,19 @@ TEST_F(AutoOrderPipelineTest, MovesTheCropAndFlipBeforeNormalizeWithTheSameDiges
     EXPECT_EQ(moved.multiset, original.multiset) << "seed " << seed << " epoch " << epoch;
   }
   // AutoOrder is ProfileOps then Reorder.
-  absl::StatusOr<PipelineDef> automatic = AutoOrder(poor, udfs_, Env::Default());
+  absl::StatusOr<PipelineDef> automatic = AutoOrder(poor, registries_, Env::Default());
   ASSERT_TRUE(automatic.ok()) << automatic.status();
   EXPECT_EQ(Udfs(*automatic), Udfs(reordered));
 }
 
 TEST_F(AutoOrderPipelineTest, AGoodOrderAndPinnedOpsStay) {
   const PipelineDef good = Resnet({"crop", "flip", "normalize"});
-  absl::StatusOr<PipelineDef> same = AutoOrder(good, udfs_, Env::Default());
+  absl::StatusOr<PipelineDef> same = AutoOrder(good, registries_, Env::Default());
   ASSERT_TRUE(same.ok()) << same.status();
   EXPECT_TRUE(MessageDifferencer::Equals(*same, good));
   PipelineDef pinned = Resnet({"normalize", "crop", "flip"});
   pinned.mutable_ops(2)->set_keep_position(true);
-  absl::StatusOr<PipelineDef> kept = AutoOrder(pinned, udfs_, Env::Default());
+  absl::StatusOr<PipelineDef> kept = AutoOrder(pinned, registries_, Env::Default());
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_TRUE(MessageDifferencer::Equals(*kept, pinned));
 }
@@ -178,7 +178,7 @@ TEST_F(AutoOrderPipelineTest, AGoodOrderAndPinnedOpsStay) {
 TEST_F(AutoOrderPipelineTest, AnOriginalIndexOutOfRangeIsRefused) {
   PipelineDef bad = Resnet({"crop"});
   bad.mutable_ops(2)->set_original_index(-1);
-  EXPECT_THAT(Pipeline::Create(bad, udfs_).status().message(),
+  EXPECT_THAT(Pipeline::Create(bad, registries_).status().message(),
               ::testing::HasSubstr("original_index -1 is outside"));
 }
 

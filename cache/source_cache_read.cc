@@ -2,10 +2,10 @@
 // yields the elements cached in them, with their original provenance, so that ops after it draw
 // the same randomness as they would have on the computed elements.
 //
-// The dispatcher inserts it into cache-reading epochs (pipeline/cache_policy.h) with a split
+// The dispatcher inserts it into cache-reading epochs (cache/cache_policy.h) with a split
 // plan built from the cache's manifest: one split per chunk, carrying the manifest's entry
 // (CacheChunk). Such a chunk is loaded whole and checked before any of it is served
-// (pipeline/cache_chunk_guard.h): its record count, and with the context's guard its MAC; then
+// (cache/cache_chunk_guard.h): its record count, and with the context's guard its MAC; then
 // every record's index must follow the chunk's first index. A chunk that fails is recomputed by
 // the guard, or without one is DataLoss naming the chunk. Its parameters are those of the file
 // sources (pipeline/source_files.h), so a cache directory can also be read directly: {"files":
@@ -17,11 +17,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cache/async_mac_check.h"
+#include "cache/cache_chunk_format.h"
+#include "cache/cache_chunk_guard.h"
+#include "cache/cache_ops.h"
 #include "common/failpoints.h"
 #include "common/status_macros.h"
-#include "pipeline/async_mac_check.h"
-#include "pipeline/cache_chunk_format.h"
-#include "pipeline/cache_chunk_guard.h"
 #include "pipeline/source.h"
 #include "pipeline/source_files.h"
 #include "pipeline/tfrecord_reader.h"
@@ -109,10 +110,9 @@ absl::StatusOr<LoadedChunk> LoadChunk(const Params& params, const SplitOpenConte
   ASSIGN_OR_RETURN(OpenedFileSplit opened, OpenFileSplit(params, context.env, whole, 0, 0));
   TfRecordReader reader(std::move(opened.file), split.file(), 0);
   LoadedChunk loaded;  // before `mac`, which hashes its records until it is finished or gone
+  const CacheChunkGuard* const guard = context.resources.Get<CacheChunkGuard>();
   const std::unique_ptr<AsyncMacCheck> mac =
-      context.cache_guard != nullptr
-          ? std::make_unique<AsyncMacCheck>(context.cache_guard->StartMacCheck(chunk))
-          : nullptr;
+      guard != nullptr ? std::make_unique<AsyncMacCheck>(guard->StartMacCheck(chunk)) : nullptr;
   for (;;) {
     loaded.offsets.push_back(reader.offset());
     std::string record;
@@ -176,9 +176,9 @@ absl::StatusOr<std::unique_ptr<SplitReader>> OpenManifestChunk(const Params& par
     return std::make_unique<CheckedChunkReader>(split, *std::move(loaded), records_done,
                                                 context.pool);
   }
-  if (context.cache_guard == nullptr) return loaded.status();
-  return context.cache_guard->Recompute(split.cache_chunk(), records_done, loaded.status(),
-                                        context);
+  CacheChunkGuard* const guard = context.resources.Get<CacheChunkGuard>();
+  if (guard == nullptr) return loaded.status();
+  return guard->Recompute(split.cache_chunk(), records_done, loaded.status(), context);
 }
 
 }  // namespace
@@ -188,6 +188,7 @@ SourceInfo CacheReadSource() {
   info.type = kType;
   info.params = FileSourceParams(kPerSplit);
   info.keeps_provenance = true;
+  info.reads_cache_chunks = true;
   info.validate = [](const Params& params, Env* env) {
     return ValidateFileSource(params, env, kType, kPerSplit);
   };

@@ -1,4 +1,4 @@
-#include "pipeline/cache_policy.h"
+#include "cache/cache_policy.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/deterministic_serialization.h"

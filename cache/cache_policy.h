@@ -6,8 +6,8 @@
 // IteratorContext::cached_prefix_ops), so the epoch that writes the cache (Put), the epochs that
 // read it (Get) and any epoch that computes it meanwhile all see the same prefix output — the
 // behaviour of tf.data's cache. Ops after the cache point run with the real epoch.
-#ifndef GRANARY_PIPELINE_CACHE_POLICY_H_
-#define GRANARY_PIPELINE_CACHE_POLICY_H_
+#ifndef GRANARY_CACHE_CACHE_POLICY_H_
+#define GRANARY_CACHE_CACHE_POLICY_H_
 
 #include <cstdint>
 #include <optional>
@@ -69,4 +69,4 @@ std::vector<Split> ChunkSplits(const google::protobuf::RepeatedPtrField<CacheChu
 
 }  // namespace granary
 
-#endif  // GRANARY_PIPELINE_CACHE_POLICY_H_
+#endif  // GRANARY_CACHE_CACHE_POLICY_H_

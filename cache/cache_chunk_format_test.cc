@@ -1,5 +1,5 @@
 // Tests of the cache chunk record encoding (cache_chunk_format.h).
-#include "pipeline/cache_chunk_format.h"
+#include "cache/cache_chunk_format.h"
 
 #include <string>
 

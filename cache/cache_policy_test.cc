@@ -1,17 +1,18 @@
-// Cache placement (pipeline/cache_policy.h): policies, cache points, cache keys, the Put and Get
+// Cache placement (cache/cache_policy.h): policies, cache points, cache keys, the Put and Get
 // rewrites of a pipeline (which keep the user's op indices), and the local runner's pinning of
 // the cached prefix to epoch 0.
-#include "pipeline/cache_policy.h"
+#include "cache/cache_policy.h"
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cache/cache_chunk_format.h"
+#include "cache/cache_ops.h"
 #include "common/deterministic_serialization.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/cache_chunk_format.h"
 #include "pipeline/local_runner.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
@@ -179,8 +180,8 @@ TEST(CachePolicyTest, WithCacheWriteInsertsOneCacheWriteAtThePointAndReadingFrom
     }
     for (const OpDef& op : get.ops()) EXPECT_NE(op.op(), "cache_write");
     // Both rewrites are valid pipelines.
-    EXPECT_TRUE(Pipeline::Create(put, UdfRegistry::WithBuiltins()).ok());
-    EXPECT_TRUE(Pipeline::Create(get, UdfRegistry::WithBuiltins()).ok());
+    EXPECT_TRUE(Pipeline::Create(put, PipelineRegistriesWithCache()).ok());
+    EXPECT_TRUE(Pipeline::Create(get, PipelineRegistriesWithCache()).ok());
   }
 }
 
@@ -201,7 +202,7 @@ TEST(CachePolicyTest, RewritesKeepTheUsersOpIndicesInErrorLabels) {
            {"Put at op 3", WithCacheWrite(def, 3)},
            {"Get from op 2", ReadingFromCache(def, 2, "/cache/k")},
            {"Get from op 3", ReadingFromCache(def, 3, "/cache/k")}}) {
-    auto pipeline = Pipeline::Create(rewritten, UdfRegistry::WithBuiltins());
+    auto pipeline = Pipeline::Create(rewritten, PipelineRegistriesWithCache());
     ASSERT_FALSE(pipeline.ok()) << what;
     EXPECT_THAT(pipeline.status().message(), HasSubstr(label)) << what;
   }
@@ -228,17 +229,17 @@ TEST(CachePolicyTest, GetRewriteDrawsTheSameRandomnessAsTheUsersPipeline) {
   ASSERT_EQ(**point, 3);
 
   // What the user's pipeline yields in epoch 2 of an at_mark job.
-  auto pipeline = Pipeline::Create(def, UdfRegistry::WithBuiltins());
+  auto pipeline = Pipeline::Create(def, PipelineRegistriesWithCache());
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   std::vector<Element> expected;
   EpochRunOptions options;
-  options.cache_policy = CACHE_AT_MARK;
+  options.pinned_prefix_ops = **point;
   options.on_element = [&](const Element& e) { expected.push_back(e); };
   ASSERT_TRUE(RunEpochInProcess(**pipeline, kSeed, kEpoch, Env::Default(), options).ok());
   ASSERT_GE(expected.size(), 2u);
 
   // The cached prefix (epoch 0), written as one chunk.
-  auto prefix = Pipeline::Create(prefix_def, UdfRegistry::WithBuiltins());
+  auto prefix = Pipeline::Create(prefix_def, PipelineRegistriesWithCache());
   ASSERT_TRUE(prefix.ok()) << prefix.status();
   std::vector<Element> cached;
   EpochRunOptions prefix_options;
@@ -264,7 +265,7 @@ TEST(CachePolicyTest, GetRewriteDrawsTheSameRandomnessAsTheUsersPipeline) {
 
   // The Get rewrite over that chunk, as a Get epoch's task runs it.
   const PipelineDef get_def = ReadingFromCache(def, **point, dir.path());
-  auto get = Pipeline::Create(get_def, UdfRegistry::WithBuiltins());
+  auto get = Pipeline::Create(get_def, PipelineRegistriesWithCache());
   ASSERT_TRUE(get.ok()) << get.status();
   IteratorContext ctx{Env::Default(), kSeed, kEpoch};
   ctx.cached_prefix_ops = **point;
@@ -310,11 +311,14 @@ struct Digests {
 
 Digests RunEpoch(const std::string& json, CachePolicy policy, int64_t epoch) {
   const PipelineDef def = Parse(json);
-  auto pipeline = Pipeline::Create(def, UdfRegistry::WithBuiltins());
+  auto pipeline = Pipeline::Create(def, PipelineRegistriesWithCache());
   EXPECT_TRUE(pipeline.ok()) << pipeline.status();
   if (!pipeline.ok()) return {};
   EpochRunOptions options;
-  options.cache_policy = policy;
+  const absl::StatusOr<std::optional<int>> pinned = PinnedPrefixOps(def, policy);
+  EXPECT_TRUE(pinned.ok()) << pinned.status();
+  if (!pinned.ok()) return {};
+  options.pinned_prefix_ops = *pinned;
   auto result = RunEpochInProcess(**pipeline, 5, epoch, Env::Default(), options);
   EXPECT_TRUE(result.ok()) << result.status();
   if (!result.ok()) return {};

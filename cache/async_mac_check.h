@@ -5,8 +5,8 @@
 // Add hands a record over by reference: it must stay alive and unchanged until Finish returns
 // (or this is destroyed). Destroying it without Finish abandons the check. Thread-compatible:
 // one loading thread calls it.
-#ifndef GRANARY_PIPELINE_ASYNC_MAC_CHECK_H_
-#define GRANARY_PIPELINE_ASYNC_MAC_CHECK_H_
+#ifndef GRANARY_CACHE_ASYNC_MAC_CHECK_H_
+#define GRANARY_CACHE_ASYNC_MAC_CHECK_H_
 
 #include <deque>
 #include <memory>
@@ -16,7 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "pipeline/cache_chunk_guard.h"
+#include "cache/cache_chunk_guard.h"
 
 namespace granary {
 
@@ -45,4 +45,4 @@ class AsyncMacCheck {
 
 }  // namespace granary
 
-#endif  // GRANARY_PIPELINE_ASYNC_MAC_CHECK_H_
+#endif  // GRANARY_CACHE_ASYNC_MAC_CHECK_H_

@@ -3,8 +3,8 @@
 // The pipeline only hands elements over and saves/restores the sink with its own state; the
 // worker's implementation (cache/cache_put.h) writes them to chunk files and commits those
 // with the task's checkpoints. Called from the iterator's thread only.
-#ifndef GRANARY_PIPELINE_CACHE_SINK_H_
-#define GRANARY_PIPELINE_CACHE_SINK_H_
+#ifndef GRANARY_CACHE_CACHE_SINK_H_
+#define GRANARY_CACHE_CACHE_SINK_H_
 
 #include <cstdint>
 
@@ -30,4 +30,4 @@ class CacheSink {
 
 }  // namespace granary
 
-#endif  // GRANARY_PIPELINE_CACHE_SINK_H_
+#endif  // GRANARY_CACHE_CACHE_SINK_H_

@@ -2,8 +2,8 @@
 // the cache_read source reads. A chunk is a TFRecord-framed file whose records are CachedElement
 // protos (index + element with its provenance) whose element field holds the element's wire
 // image (transport/FORMAT.md) as it is. (A chunk's MAC over its records: security/chunk_mac.h.)
-#ifndef GRANARY_PIPELINE_CACHE_CHUNK_FORMAT_H_
-#define GRANARY_PIPELINE_CACHE_CHUNK_FORMAT_H_
+#ifndef GRANARY_CACHE_CACHE_CHUNK_FORMAT_H_
+#define GRANARY_CACHE_CACHE_CHUNK_FORMAT_H_
 
 #include <cstdint>
 #include <string>
@@ -29,4 +29,4 @@ absl::Status DecodeCachedElement(absl::string_view record, int64_t* index, Eleme
 
 }  // namespace granary
 
-#endif  // GRANARY_PIPELINE_CACHE_CHUNK_FORMAT_H_
+#endif  // GRANARY_CACHE_CACHE_CHUNK_FORMAT_H_

@@ -1,4 +1,4 @@
-#include "pipeline/async_mac_check.h"
+#include "cache/async_mac_check.h"
 
 #include <deque>
 #include <string>

@@ -1,4 +1,4 @@
-// CacheChunkRecovery: the worker's CacheChunkGuard (pipeline/cache_chunk_guard.h) for the runs
+// CacheChunkRecovery: the worker's CacheChunkGuard (cache/cache_chunk_guard.h) for the runs
 // of a cache-reading (Get) task.
 //
 // StartMacCheck checks a chunk's records against the manifest's MAC under the chunk key derived
@@ -13,15 +13,15 @@
 // a damaged or forged chunk.
 //
 // Thread-compatible; the readers it returns are independent of it.
-#ifndef GRANARY_WORKER_CACHE_CHUNK_RECOVERY_H_
-#define GRANARY_WORKER_CACHE_CHUNK_RECOVERY_H_
+#ifndef GRANARY_CACHE_CACHE_CHUNK_RECOVERY_H_
+#define GRANARY_CACHE_CACHE_CHUNK_RECOVERY_H_
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "pipeline/cache_chunk_guard.h"
-#include "pipeline/udf.h"
+#include "cache/cache_chunk_guard.h"
+#include "pipeline/pipeline_registries.h"
 #include "security/chunk_mac.h"
 #include "worker/dispatcher_connection.h"
 
@@ -29,14 +29,14 @@ namespace granary {
 
 class CacheChunkRecovery : public CacheChunkGuard {
  public:
-  // `dispatcher` and `udfs` must outlive this and the readers it returns.
+  // `dispatcher` and `registries` must outlive this and the readers it returns.
   CacheChunkRecovery(DispatcherConnection* dispatcher, int64_t task_id, int64_t generation,
-                     ChunkMacKey key, const UdfRegistry* udfs)
+                     ChunkMacKey key, const PipelineRegistries* registries)
       : dispatcher_(dispatcher),
         task_id_(task_id),
         generation_(generation),
         key_(std::move(key)),
-        udfs_(udfs) {}
+        registries_(registries) {}
 
   std::unique_ptr<MacCheck> StartMacCheck(const CacheChunk& chunk) const override;
   absl::StatusOr<std::unique_ptr<SplitReader>> Recompute(const CacheChunk& chunk,
@@ -49,9 +49,9 @@ class CacheChunkRecovery : public CacheChunkGuard {
   const int64_t task_id_;
   const int64_t generation_;
   const ChunkMacKey key_;
-  const UdfRegistry* const udfs_;
+  const PipelineRegistries* const registries_;
 };
 
 }  // namespace granary
 
-#endif  // GRANARY_WORKER_CACHE_CHUNK_RECOVERY_H_
+#endif  // GRANARY_CACHE_CACHE_CHUNK_RECOVERY_H_

@@ -1,4 +1,4 @@
-#include "worker/cache_chunk_recovery.h"
+#include "cache/cache_chunk_recovery.h"
 
 #include <utility>
 
@@ -92,7 +92,7 @@ absl::StatusOr<std::unique_ptr<SplitReader>> CacheChunkRecovery::Recompute(
   };
   absl::StatusOr<RecomputeCacheChunkResponse> plan = dispatcher_->RecomputeCacheChunk(request);
   if (!plan.ok()) return failed(plan.status());
-  absl::StatusOr<std::unique_ptr<Pipeline>> prefix = Pipeline::Create(plan->prefix(), *udfs_);
+  absl::StatusOr<std::unique_ptr<Pipeline>> prefix = Pipeline::Create(plan->prefix(), *registries_);
   if (!prefix.ok()) return failed(prefix.status());
   IteratorContext ctx{context.env, plan->seed(), /*epoch=*/0};
   ctx.cached_prefix_ops = plan->cached_prefix_ops();

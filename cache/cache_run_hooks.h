@@ -5,11 +5,11 @@
 // checkpoint is written and committed after it, and all committed at the run's end
 // (cache/cache_put.h has the protocol). Thread-compatible as RunHooks. CacheReadHooks: those
 // of a cache-reading task.
-#ifndef GRANARY_WORKER_CACHE_RUN_HOOKS_H_
-#define GRANARY_WORKER_CACHE_RUN_HOOKS_H_
+#ifndef GRANARY_CACHE_CACHE_RUN_HOOKS_H_
+#define GRANARY_CACHE_CACHE_RUN_HOOKS_H_
 
+#include "cache/cache_chunk_recovery.h"
 #include "cache/cache_put.h"
-#include "worker/cache_chunk_recovery.h"
 #include "worker/run_hooks.h"
 
 namespace granary {
@@ -18,7 +18,7 @@ class CacheRunHooks final : public RunHooks {
  public:
   explicit CacheRunHooks(const CachePutOptions& options) : put_(options) {}
 
-  CacheSink* cache_sink() override { return &put_; }
+  void LendResources(RunResources* resources) override { resources->Set<CacheSink>(&put_); }
   int64_t Saved() override { return put_.sealed(); }
   absl::Status BeforeCheckpointWrite(int64_t sealed) override { return put_.SyncSealed(sealed); }
   absl::Status AfterCheckpointWrite(int64_t sealed) override { return put_.CommitSealed(sealed); }
@@ -34,7 +34,9 @@ class CacheReadHooks final : public RunHooks {
  public:
   explicit CacheReadHooks(CacheChunkRecovery recovery) : recovery_(std::move(recovery)) {}
 
-  CacheChunkGuard* cache_guard() override { return &recovery_; }
+  void LendResources(RunResources* resources) override {
+    resources->Set<CacheChunkGuard>(&recovery_);
+  }
 
  private:
   CacheChunkRecovery recovery_;
@@ -42,4 +44,4 @@ class CacheReadHooks final : public RunHooks {
 
 }  // namespace granary
 
-#endif  // GRANARY_WORKER_CACHE_RUN_HOOKS_H_
+#endif  // GRANARY_CACHE_CACHE_RUN_HOOKS_H_

@@ -1,9 +1,10 @@
 // cache_write: passes elements through unchanged and hands each, numbered, to the task's
 // CacheSink (DESIGN.md §5). Inserted by the dispatcher into the pipelines of cache-writing
-// epochs (pipeline/cache_policy.h); never written by users.
+// epochs (cache/cache_policy.h); never written by users.
 #include "absl/strings/str_cat.h"
+#include "cache/cache_ops.h"
+#include "cache/cache_sink.h"
 #include "common/status_macros.h"
-#include "pipeline/cache_sink.h"
 #include "pipeline/op.h"
 
 namespace granary {
@@ -47,14 +48,15 @@ class CacheWriteIterator : public UnaryOpIterator {
 OpInfo CacheWriteOp() {
   OpInfo info;
   info.name = "cache_write";
+  info.inserted_by_service = true;
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
-    if (args.ctx.cache_sink == nullptr) {
+    CacheSink* const sink = args.ctx.resources.Get<CacheSink>();
+    if (sink == nullptr) {
       return absl::FailedPreconditionError(absl::StrCat(
           args.label, ": runs only in a cache-writing task of the service (no cache sink)"));
     }
-    return std::make_unique<CacheWriteIterator>(std::move(input), args.ctx.cache_sink,
-                                                args.label);
+    return std::make_unique<CacheWriteIterator>(std::move(input), sink, args.label);
   };
   return info;
 }

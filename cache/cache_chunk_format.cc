@@ -1,4 +1,4 @@
-#include "pipeline/cache_chunk_format.h"
+#include "cache/cache_chunk_format.h"
 
 #include <cstring>
 #include <utility>

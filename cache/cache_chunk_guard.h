@@ -6,10 +6,10 @@
 // guard check its MAC (record by record as they load). A chunk that fails any check — damaged, cut
 // short, gone, or forged by someone without the key — is never served: the reader asks the guard to
 // Recompute it, and serves what that yields instead (the same elements, computed from the source).
-// The worker implements the guard (worker/cache_chunk_recovery.h); without one (a cache directory
+// The worker implements the guard (cache/cache_chunk_recovery.h); without one (a cache directory
 // read directly) only count and sequence are checked and a failure is DataLoss.
-#ifndef GRANARY_PIPELINE_CACHE_CHUNK_GUARD_H_
-#define GRANARY_PIPELINE_CACHE_CHUNK_GUARD_H_
+#ifndef GRANARY_CACHE_CACHE_CHUNK_GUARD_H_
+#define GRANARY_CACHE_CACHE_CHUNK_GUARD_H_
 
 #include <cstdint>
 #include <memory>
@@ -52,4 +52,4 @@ class CacheChunkGuard {
 
 }  // namespace granary
 
-#endif  // GRANARY_PIPELINE_CACHE_CHUNK_GUARD_H_
+#endif  // GRANARY_CACHE_CACHE_CHUNK_GUARD_H_

@@ -1,0 +1,16 @@
+#include "pipeline/pipeline_registries.h"
+
+#include "pipeline/builtin_ops.h"
+#include "pipeline/builtin_sources.h"
+
+namespace granary {
+
+PipelineRegistries PipelineRegistries::WithBuiltins() {
+  PipelineRegistries registries;
+  RegisterBuiltinSources(&registries.sources);
+  RegisterBuiltinOps(&registries.ops);
+  registries.udfs = UdfRegistry::WithBuiltins();
+  return registries;
+}
+
+}  // namespace granary
