@@ -10,7 +10,7 @@
 #include "common/status_macros.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/split_provider.h"
+#include "pipeline/core/split_provider.h"
 
 namespace granary {
 namespace {

@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "pipeline/cache_policy.h"
 #include "pipeline/pipeline_loader.h"
-#include "pipeline/synthetic_imagenet.h"
+#include "tools/synthetic_imagenet.h"
 
 namespace granary {
 namespace {

@@ -70,7 +70,7 @@
 #include "dispatcher/request_limits.h"
 #include "journal/journal.h"
 #include "ops/metrics.h"
-#include "pipeline/udf.h"
+#include "pipeline/core/udf.h"
 #include "proto/dispatcher.pb.h"
 #include "security/capability.h"
 #include "security/confined_env.h"

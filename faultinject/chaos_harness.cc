@@ -20,9 +20,9 @@
 #include "faultinject/chaos_processes.h"
 #include "common/failpoint.h"
 #include "pipeline/cache_policy.h"
-#include "pipeline/digest_file.h"
+#include "pipeline/digests/digest_file.h"
 #include "client/run_position.h"
-#include "pipeline/synthetic_imagenet.h"
+#include "tools/synthetic_imagenet.h"
 
 namespace granary {
 namespace {

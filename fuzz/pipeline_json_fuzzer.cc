@@ -11,7 +11,7 @@
 #include "fuzz/fuzz_util.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
-#include "pipeline/udf.h"
+#include "pipeline/core/udf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const granary::UdfRegistry* const udfs = [] {

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "absl/status/statusor.h"
-#include "pipeline/epoch_digest.h"
+#include "pipeline/digests/epoch_digest.h"
 #include "pipeline/pipeline.h"
 #include "proto/cache.pb.h"
 

@@ -1,4 +1,4 @@
-#include "pipeline/op.h"
+#include "pipeline/core/op.h"
 
 namespace granary {
 namespace {

@@ -4,7 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "pipeline/cache_sink.h"
-#include "pipeline/op.h"
+#include "pipeline/core/op.h"
 
 namespace granary {
 namespace {

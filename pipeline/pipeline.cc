@@ -9,11 +9,11 @@
 #include "common/param_nesting.h"
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
-#include "pipeline/allocation_guard.h"
-#include "pipeline/autotune_iterator.h"
-#include "pipeline/decode_crop_fusion.h"
-#include "pipeline/limits.h"
-#include "pipeline/source_iterator.h"
+#include "pipeline/core/allocation_guard.h"
+#include "pipeline/core/autotune_iterator.h"
+#include "pipeline/udfs/decode_crop_fusion.h"
+#include "pipeline/core/limits.h"
+#include "pipeline/sources/source_iterator.h"
 
 namespace granary {
 
@@ -55,7 +55,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
     if (op.has_original_index() && (op.original_index() < 0 || op.original_index() > kMaxOps)) {
       return absl::InvalidArgumentError(absl::StrCat(OpLabel(i, op), ": original_index ",
                                                      op.original_index(), " is outside [0, ",
-                                                     kMaxOps, "] (kMaxOps, pipeline/limits.h)"));
+                                                     kMaxOps, "] (kMaxOps, pipeline/core/limits.h)"));
     }
     compiled.label = OpLabel(compiled.index, op);
     compiled.info = FindOp(op.op());

@@ -1,4 +1,4 @@
-#include "pipeline/source.h"
+#include "pipeline/core/source.h"
 
 namespace granary {
 namespace {

@@ -26,9 +26,9 @@
 #include "granary/client.h"
 #include "gtest/gtest.h"
 #include "transport/shm_test_util.h"
-#include "pipeline/epoch_digest.h"
+#include "pipeline/digests/epoch_digest.h"
 #include "pipeline/pipeline_loader.h"
-#include "pipeline/synthetic_imagenet.h"
+#include "tools/synthetic_imagenet.h"
 #include "tests/local_cluster.h"
 #include "tests/run_outputs.h"
 

@@ -6,7 +6,7 @@
 #include "common/manual_clock_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/udf.h"
+#include "pipeline/core/udf.h"
 
 namespace granary {
 namespace {

@@ -11,11 +11,11 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "pipeline/builtin_udfs.h"
+#include "pipeline/udfs/builtin_udfs.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
-#include "pipeline/synthetic_imagenet.h"
-#include "pipeline/udf_test_util.h"
+#include "tools/synthetic_imagenet.h"
+#include "pipeline/udfs/udf_test_util.h"
 #include "tests/in_process_digest.h"
 
 namespace granary {

@@ -1,0 +1,109 @@
+// Ops: the transformations after the source (DESIGN.md §2). Each op type is registered by
+// name with its parameter specs and a factory that wraps an input iterator.
+#ifndef GRANARY_PIPELINE_CORE_OP_H_
+#define GRANARY_PIPELINE_CORE_OP_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "pipeline/core/batch_placement.h"
+#include "pipeline/core/iterator.h"
+#include "pipeline/core/params.h"
+#include "pipeline/core/udf.h"
+
+namespace granary {
+
+// What an op factory receives besides its input.
+struct OpBuildArgs {
+  Params params;
+  // The UDF for map, parallel_map and filter; null for other ops.
+  std::shared_ptr<const Udf> udf;
+  // The op's position in PipelineDef.ops; part of the random key of its UDF calls.
+  int op_index = 0;
+  // "op 3 (map, udf 'decode_jpeg')": prefix for every error the op reports.
+  std::string label;
+  IteratorContext ctx;
+  // Shared by a parallel_map and the batch op right after it (batch_placement.h); null
+  // otherwise.
+  std::shared_ptr<BatchPlacement> placement;
+  // In a fused map chain: this op's UDF decodes a JPEG that the next op's UDF crops, and the two
+  // run as one partial decode (decode_crop_fusion.h).
+  bool decode_crop_with_next = false;
+};
+
+struct OpInfo {
+  std::string name;
+  std::vector<ParamSpec> params;
+  // Whether the op calls a UDF, and of which kind.
+  bool takes_udf = false;
+  UdfKind udf_kind = UdfKind::kMap;
+  // Whether the op makes batches (digests count a batch's rows as its elements).
+  bool batches = false;
+  // Whether the op must directly follow an op that calls a UDF (map, parallel_map, filter):
+  // ignore_errors, which continues past the failed elements only those ops can go on after.
+  bool follows_udf_op = false;
+  // Checks the op's params beyond their types (ranges, limits: pipeline/core/limits.h) at
+  // Pipeline::Create, with errors from params.Invalid; the factory may assume they passed.
+  // Null: nothing to check.
+  std::function<absl::Status(const Params& params)> validate;
+  std::function<absl::StatusOr<std::unique_ptr<Iterator>>(std::unique_ptr<Iterator> input,
+                                                          const OpBuildArgs& args)>
+      factory;
+};
+
+// Base for ops with one input: owns it and saves/restores it under the key prefix "input".
+class UnaryOpIterator : public Iterator {
+ protected:
+  explicit UnaryOpIterator(std::unique_ptr<Iterator> input) : input_(std::move(input)) {}
+
+  absl::Status SaveInput(StateWriter& writer) {
+    StateWriter child = writer.Child("input");
+    return input_->Save(child);
+  }
+  absl::Status RestoreInput(const StateReader& reader) {
+    return input_->Restore(reader.Child("input"));
+  }
+
+  const std::unique_ptr<Iterator> input_;
+};
+
+// The registered ops. nullptr when unknown.
+const OpInfo* FindOp(const std::string& name);
+std::vector<std::string> OpNames();
+
+// Map fusion: Pipeline runs each maximal run of consecutive map / parallel_map ops as one stage
+// that applies their UDFs in order (each keeping its own op index, random key and error label),
+// so an element crosses threads once per run instead of once per op. The output is the same as
+// unfused; only thread placement changes.
+//
+// A stage on the calling thread.
+std::unique_ptr<Iterator> NewMapIterator(std::unique_ptr<Iterator> input,
+                                         std::vector<OpBuildArgs> chain);
+// A stage on `num_threads` threads, order-preserving. With `placement` (a batch op follows),
+// each thread places the rows it makes into their batch (batch_placement.h).
+// With `tuner` (autotuner.h), the stage's parallelism is its knob, between 1 and num_threads.
+std::unique_ptr<Iterator> NewParallelMapIterator(
+    std::unique_ptr<Iterator> input, std::vector<OpBuildArgs> chain, int num_threads,
+    std::shared_ptr<BatchPlacement> placement = nullptr, Autotuner* tuner = nullptr);
+// parallel_map's validated num_threads param (default: the number of cores; 0: tuned).
+absl::StatusOr<int> ParallelMapThreads(const Params& params);
+
+// One registration per op file.
+OpInfo MapOp();
+OpInfo ParallelMapOp();
+OpInfo FilterOp();
+OpInfo ShuffleOp();
+OpInfo BatchOp();
+OpInfo TakeOp();
+OpInfo SkipOp();
+OpInfo PrefetchOp();
+OpInfo MarkOp();
+OpInfo CacheWriteOp();
+OpInfo IgnoreErrorsOp();
+
+}  // namespace granary
+
+#endif  // GRANARY_PIPELINE_CORE_OP_H_
