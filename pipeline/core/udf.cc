@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 
 #include "absl/strings/str_cat.h"
-#include "pipeline/udfs/builtin_udfs.h"
 
 namespace granary {
 
@@ -13,12 +12,6 @@ absl::Status Udf::Map(Element& element, const UdfCall& call) const {
 
 absl::StatusOr<bool> Udf::Keep(const Element& element, const UdfCall& call) const {
   return absl::UnimplementedError("this UDF is not a predicate: use it with map");
-}
-
-UdfRegistry UdfRegistry::WithBuiltins() {
-  UdfRegistry registry;
-  RegisterBuiltinUdfs(&registry);
-  return registry;
 }
 
 absl::Status UdfRegistry::Register(UdfInfo info) {

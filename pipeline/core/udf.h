@@ -77,7 +77,9 @@ struct UdfInfo {
 // Thread-compatible: register everything first, then share it read-only.
 class UdfRegistry {
  public:
-  // A registry holding the built-in UDFs (builtin_udfs.h).
+  // A registry holding the built-in UDFs (pipeline/udfs/builtin_udfs.h). Defined there, in
+  // granary_pipeline_udfs, so that the registry (core) does not depend on the UDFs: a caller
+  // links granary_pipeline_udfs (or granary_pipeline, which links it).
   static UdfRegistry WithBuiltins();
 
   // AlreadyExists when the name is taken.

@@ -2,6 +2,12 @@
 
 namespace granary {
 
+UdfRegistry UdfRegistry::WithBuiltins() {
+  UdfRegistry registry;
+  RegisterBuiltinUdfs(&registry);
+  return registry;
+}
+
 void RegisterBuiltinUdfs(UdfRegistry* registry) {
   RegisterParseExampleUdf(registry);
   RegisterDecodeImageUdfs(registry);
