@@ -3,6 +3,7 @@
 #ifndef GRANARY_PIPELINE_CORE_OP_H_
 #define GRANARY_PIPELINE_CORE_OP_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -49,6 +50,20 @@ struct OpInfo {
   // Pipeline::Create, with errors from params.Invalid; the factory may assume they passed.
   // Null: nothing to check.
   std::function<absl::Status(const Params& params)> validate;
+  // Traits by which the stage plan (pipeline/optimizer/stage_plan.h) places the op; the params
+  // they get have passed `validate`.
+  // Whether the op maps each element alone through its UDF (map, parallel_map): a run of such
+  // ops fuses into one stage.
+  bool maps_elements = false;
+  // The op's thread count, 0 meaning "tuned" (parallel_map's num_threads). Null: the op runs on
+  // the thread that pulls from it.
+  std::function<absl::StatusOr<int>(const Params& params)> threads;
+  // The size of the batches the op makes, when the threads of a parallel stage right before it
+  // may place rows into them (batch: BatchPlacement, OpBuildArgs.placement). Null: no placement.
+  std::function<int64_t(const Params& params)> placed_batch_size;
+  // Whether the params leave a knob of the op to the autotuner (parallel_map's num_threads 0,
+  // prefetch's buffer_size 0). Null: never.
+  std::function<bool(const Params& params)> autotuned;
   std::function<absl::StatusOr<std::unique_ptr<Iterator>>(std::unique_ptr<Iterator> input,
                                                           const OpBuildArgs& args)>
       factory;

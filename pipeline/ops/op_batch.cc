@@ -198,6 +198,7 @@ OpInfo BatchOp() {
     if (batch_size < 1) return params.Invalid("batch_size", "must be at least 1");
     return CheckParamLimit(params, "batch_size", batch_size, kMaxBatchSize, "kMaxBatchSize");
   };
+  info.placed_batch_size = [](const Params& params) { return params.GetInt("batch_size"); };
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t batch_size = args.params.GetInt("batch_size");

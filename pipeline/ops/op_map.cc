@@ -36,6 +36,7 @@ OpInfo MapOp() {
   info.name = "map";
   info.takes_udf = true;
   info.udf_kind = UdfKind::kMap;
+  info.maps_elements = true;
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     return NewMapIterator(std::move(input), {args});

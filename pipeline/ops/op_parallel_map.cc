@@ -252,6 +252,11 @@ OpInfo ParallelMapOp() {
   info.udf_kind = UdfKind::kMap;
   info.params = {{"num_threads", ParamType::kInt}};
   info.validate = [](const Params& params) { return ParallelMapThreads(params).status(); };
+  info.maps_elements = true;
+  info.threads = ParallelMapThreads;
+  info.autotuned = [](const Params& params) {
+    return params.Has("num_threads") && params.GetInt("num_threads") == 0;
+  };
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     ASSIGN_OR_RETURN(int num_threads, ParallelMapThreads(args.params));

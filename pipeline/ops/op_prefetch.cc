@@ -135,6 +135,9 @@ OpInfo PrefetchOp() {
     }
     return absl::OkStatus();
   };
+  info.autotuned = [](const Params& params) {
+    return params.Has("buffer_size") && params.GetInt("buffer_size") == 0;
+  };
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t buffer_size = args.params.GetInt("buffer_size", 2);
