@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "pipeline/core/limits.h"
 #include "pipeline/core/tensor.h"
+#include "pipeline/sources/tfrecord_reader.h"
 
 namespace granary {
 namespace {
@@ -163,6 +164,43 @@ absl::Status FileSplitReader::Next(Element* out, bool* end) {
   out->tensors.push_back(Tensor::String(std::move(record)));
   if (records_left_ > 0) --records_left_;
   return absl::OkStatus();
+}
+
+namespace {
+
+// The record limit of a source made by FileSourceInfo.
+absl::StatusOr<int64_t> RecordLimit(const FileSourceSpec& spec, const Params& params) {
+  if (!spec.bounded_records) return kUnlimitedRecordBytes;
+  return MaxRecordBytes(params);
+}
+
+}  // namespace
+
+SourceInfo FileSourceInfo(FileSourceSpec spec) {
+  SourceInfo info;
+  info.type = spec.type;
+  info.params = spec.bounded_records ? RecordSourceParams(spec.per_split_param)
+                                     : FileSourceParams(spec.per_split_param);
+  auto shared = std::make_shared<const FileSourceSpec>(std::move(spec));
+  info.validate = [shared](const Params& params, Env* env) {
+    RETURN_IF_ERROR(ValidateFileSource(params, env, shared->type, shared->per_split_param));
+    return RecordLimit(*shared, params).status();
+  };
+  info.enumerate = [shared](const Params& params,
+                            Env* env) -> absl::StatusOr<std::vector<Split>> {
+    ASSIGN_OR_RETURN(const int64_t max_record_bytes, RecordLimit(*shared, params));
+    return EnumerateFileSplits(params, env, shared->type, shared->per_split_param,
+                               max_record_bytes, shared->scan);
+  };
+  info.open = [shared](const Params& params, const SplitOpenContext& context, const Split& split,
+                       int64_t offset,
+                       int64_t records_done) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
+    ASSIGN_OR_RETURN(const int64_t max_record_bytes, RecordLimit(*shared, params));
+    ASSIGN_OR_RETURN(OpenedFileSplit opened,
+                     OpenFileSplit(params, context.env, split, offset, records_done));
+    return shared->make_reader(context, split, std::move(opened), offset, max_record_bytes);
+  };
+  return info;
 }
 
 }  // namespace granary

@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -115,6 +116,43 @@ class FileSplitReader : public SplitReader {
   const Split split_;
   int64_t records_left_;
 };
+
+// Makes the SplitReader of `split`, whose decompressed file OpenFileSplit opened at `offset`.
+// `max_record_bytes` is the source's record limit (FileSourceSpec.bounded_records).
+using FileSplitReaderFactory = std::function<absl::StatusOr<std::unique_ptr<SplitReader>>(
+    const SplitOpenContext& context, const Split& split, OpenedFileSplit opened, int64_t offset,
+    int64_t max_record_bytes)>;
+
+// A FileSplitReaderFactory for a reader constructed as Reader(split, opened, offset,
+// max_record_bytes).
+template <typename Reader>
+absl::StatusOr<std::unique_ptr<SplitReader>> MakeFileSplitReader(const SplitOpenContext&,
+                                                                 const Split& split,
+                                                                 OpenedFileSplit opened,
+                                                                 int64_t offset,
+                                                                 int64_t max_record_bytes) {
+  return std::make_unique<Reader>(split, std::move(opened), offset, max_record_bytes);
+}
+
+// What makes a file source one: the rest of its SourceInfo follows (FileSourceInfo).
+struct FileSourceSpec {
+  std::string type;             // "tfrecord", "text_lines"
+  std::string per_split_param;  // "records_per_split", "lines_per_split"
+  // Whether the source takes "max_record_bytes" (RecordSourceParams) and bounds its records by
+  // it; otherwise its params are FileSourceParams and its records are unbounded
+  // (kUnlimitedRecordBytes: files Granary wrote itself, whose lengths are checked against the
+  // file before anything is allocated).
+  bool bounded_records = true;
+  // Finds the records of a file, for splits of `per_split_param` records.
+  RecordScanner scan;
+  FileSplitReaderFactory make_reader;
+};
+
+// The SourceInfo of a file source: its params as above; `validate` is ValidateFileSource plus
+// MaxRecordBytes; `enumerate` is EnumerateFileSplits with `scan`; `open` is OpenFileSplit then
+// `make_reader`. A source that differs in more (cache_read: its provenance, its manifest
+// chunks) sets those fields of the result, wrapping `open` where it needs to.
+SourceInfo FileSourceInfo(FileSourceSpec spec);
 
 }  // namespace granary
 

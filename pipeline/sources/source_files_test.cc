@@ -493,6 +493,41 @@ INSTANTIATE_TEST_SUITE_P(BothSources, FileSourceTest,
                            return info.param.type;
                          });
 
+// A source of unbounded records (as cache_read's): no "max_record_bytes", and its reader gets
+// kUnlimitedRecordBytes.
+TEST(FileSourceInfoTest, UnboundedRecordsTakeNoLimitParamAndReadWithoutLimit) {
+  testing::ScopedTempDir dir;
+  WriteTfRecords(dir.Join("a"), {"x", "yy"}, /*gzip=*/false);
+  int64_t reader_limit = 0;
+  const SourceInfo info = FileSourceInfo(
+      {.type = "unbounded",
+       .per_split_param = "records_per_split",
+       .bounded_records = false,
+       .scan = ScanTfRecords,
+       .make_reader = [&reader_limit](const SplitOpenContext&, const Split&,
+                                      OpenedFileSplit opened, int64_t,
+                                      int64_t max_record_bytes)
+           -> absl::StatusOr<std::unique_ptr<SplitReader>> {
+         EXPECT_NE(opened.file, nullptr);
+         reader_limit = max_record_bytes;
+         return absl::UnimplementedError("no reader");
+       }});
+  std::vector<std::string> names;
+  for (const ParamSpec& spec : info.params) names.push_back(spec.name);
+  EXPECT_THAT(names, ElementsAre("files", "compression", "records_per_split"));
+
+  absl::StatusOr<Params> params =
+      MakeParams(info, "records_per_split", SourceParams{.files = {dir.Join("a")}});
+  ASSERT_TRUE(params.ok()) << params.status();
+  ASSERT_TRUE(info.validate(*params, Env::Default()).ok());
+  absl::StatusOr<std::vector<Split>> splits = info.enumerate(*params, Env::Default());
+  ASSERT_TRUE(splits.ok()) << splits.status();
+  ASSERT_EQ(splits->size(), 1u);
+  EXPECT_EQ((*splits)[0].file(), dir.Join("a"));
+  EXPECT_EQ(ReadSplit(info, *params, (*splits)[0]).status, absl::UnimplementedError("no reader"));
+  EXPECT_EQ(reader_limit, kUnlimitedRecordBytes);
+}
+
 TEST(TfRecordSourceTest, ReadsTensorFlowsGzipFileInSplits) {
   const SourceInfo info = TfRecordSource();
   const std::string penguin = testing::TfRecordTestDataDir() + "/penguin_eval_gzip.tfrecord.gz";

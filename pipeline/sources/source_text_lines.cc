@@ -20,9 +20,6 @@
 namespace granary {
 namespace {
 
-constexpr char kType[] = "text_lines";
-constexpr char kPerSplit[] = "lines_per_split";
-
 // Reads lines of at most `max_line_bytes` (without "\n") from a file positioned at byte
 // `offset`, the start of a line. Thread-compatible.
 class LineReader {
@@ -142,26 +139,10 @@ absl::Status ScanLines(std::unique_ptr<SequentialFile> file, const std::string& 
 }  // namespace
 
 SourceInfo TextLinesSource() {
-  SourceInfo info;
-  info.type = kType;
-  info.params = RecordSourceParams(kPerSplit);
-  info.validate = [](const Params& params, Env* env) {
-    RETURN_IF_ERROR(ValidateFileSource(params, env, kType, kPerSplit));
-    return MaxRecordBytes(params).status();
-  };
-  info.enumerate = [](const Params& params, Env* env) -> absl::StatusOr<std::vector<Split>> {
-    ASSIGN_OR_RETURN(const int64_t max_line_bytes, MaxRecordBytes(params));
-    return EnumerateFileSplits(params, env, kType, kPerSplit, max_line_bytes, ScanLines);
-  };
-  info.open = [](const Params& params, const SplitOpenContext& context, const Split& split,
-                 int64_t offset,
-                 int64_t records_done) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
-    ASSIGN_OR_RETURN(const int64_t max_line_bytes, MaxRecordBytes(params));
-    ASSIGN_OR_RETURN(OpenedFileSplit opened,
-                     OpenFileSplit(params, context.env, split, offset, records_done));
-    return std::make_unique<TextLinesSplitReader>(split, std::move(opened), offset, max_line_bytes);
-  };
-  return info;
+  return FileSourceInfo({.type = "text_lines",
+                         .per_split_param = "lines_per_split",
+                         .scan = ScanLines,
+                         .make_reader = MakeFileSplitReader<TextLinesSplitReader>});
 }
 
 }  // namespace granary

@@ -6,16 +6,12 @@
 #include <utility>
 #include <vector>
 
-#include "common/status_macros.h"
 #include "pipeline/core/source.h"
 #include "pipeline/sources/source_files.h"
 #include "pipeline/sources/tfrecord_reader.h"
 
 namespace granary {
 namespace {
-
-constexpr char kType[] = "tfrecord";
-constexpr char kPerSplit[] = "records_per_split";
 
 class TfRecordSplitReader : public FileSplitReader {
  public:
@@ -38,27 +34,10 @@ class TfRecordSplitReader : public FileSplitReader {
 }  // namespace
 
 SourceInfo TfRecordSource() {
-  SourceInfo info;
-  info.type = kType;
-  info.params = RecordSourceParams(kPerSplit);
-  info.validate = [](const Params& params, Env* env) {
-    RETURN_IF_ERROR(ValidateFileSource(params, env, kType, kPerSplit));
-    return MaxRecordBytes(params).status();
-  };
-  info.enumerate = [](const Params& params, Env* env) -> absl::StatusOr<std::vector<Split>> {
-    ASSIGN_OR_RETURN(const int64_t max_record_bytes, MaxRecordBytes(params));
-    return EnumerateFileSplits(params, env, kType, kPerSplit, max_record_bytes, ScanTfRecords);
-  };
-  info.open = [](const Params& params, const SplitOpenContext& context, const Split& split,
-                 int64_t offset,
-                 int64_t records_done) -> absl::StatusOr<std::unique_ptr<SplitReader>> {
-    ASSIGN_OR_RETURN(const int64_t max_record_bytes, MaxRecordBytes(params));
-    ASSIGN_OR_RETURN(OpenedFileSplit opened,
-                     OpenFileSplit(params, context.env, split, offset, records_done));
-    return std::make_unique<TfRecordSplitReader>(split, std::move(opened), offset,
-                                                 max_record_bytes);
-  };
-  return info;
+  return FileSourceInfo({.type = "tfrecord",
+                         .per_split_param = "records_per_split",
+                         .scan = ScanTfRecords,
+                         .make_reader = MakeFileSplitReader<TfRecordSplitReader>});
 }
 
 }  // namespace granary
