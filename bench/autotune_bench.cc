@@ -1,4 +1,4 @@
-// Autotuned parallelism (issue 18, pipeline/autotuner.h): the ResNet-style pipeline
+// Autotuned parallelism (issue 18, pipeline/core/autotuner.h): the ResNet-style pipeline
 // (examples/imagenet_resnet.json: two parallel stages — parse + decode, then crop, flip and
 // normalize — then batch and prefetch) with every parallel_map given num_threads 0, against a
 // sweep of every static assignment of 1-4 threads to the two stages, in process, on 1 core and

@@ -8,7 +8,7 @@
 #include "common/status_macros.h"
 #include "pipeline/local_runner.h"
 #include "pipeline/pipeline_loader.h"
-#include "pipeline/synthetic_imagenet.h"
+#include "tools/synthetic_imagenet.h"
 
 namespace granary {
 

@@ -1,4 +1,4 @@
-// The decode-crop fusion (issue 18, pipeline/decode_crop_fusion.h): the standard ImageNet
+// The decode-crop fusion (issue 18, pipeline/udfs/decode_crop_fusion.h): the standard ImageNet
 // training pipeline (examples/imagenet_random_resized_crop.json: parse, decode_jpeg,
 // random_resized_crop to 224x224, flip, normalize, batch) on 512x512 JPEGs, in process, with
 // the fusion off and on, and the decode-only ceiling (the pipeline up to decode_jpeg, every

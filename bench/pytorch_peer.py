@@ -68,7 +68,7 @@ from PIL import Image, UnidentifiedImageError
 
 IMAGE_KEY = "image/encoded"
 LABEL_KEY = "image/class/label"
-# Normalization of pipeline/udf_normalize.cc with the parameters of examples/imagenet_resnet.json.
+# Normalization of pipeline/udfs/udf_normalize.cc with the parameters of examples/imagenet_resnet.json.
 SCALE = np.float32(1.0 / 255.0)
 MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
@@ -238,7 +238,7 @@ def single_value(found, key, kind):
 
 
 def decode_jpeg(jpeg):
-    """The RGB uint8 [h, w, 3] pixels of a JPEG, as decode_jpeg (pipeline/udf_decode_image.cc)
+    """The RGB uint8 [h, w, 3] pixels of a JPEG, as decode_jpeg (pipeline/udfs/udf_decode_image.cc)
     with its default 3 channels; only JPEG is accepted."""
     try:
         return np.asarray(Image.open(io.BytesIO(jpeg), formats=["JPEG"]).convert("RGB"))
@@ -250,7 +250,7 @@ def decode_jpeg(jpeg):
 
 
 def crop_side(side, fraction):
-    """max(1, llround(side * fraction)) as pipeline/udf_random_crop.cc computes it (llround rounds
+    """max(1, llround(side * fraction)) as pipeline/udfs/udf_random_crop.cc computes it (llround rounds
     halves away from zero)."""
     x = side * fraction
     rounded = math.floor(x)

@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "pipeline/element.h"
+#include "pipeline/core/element.h"
 
 namespace granary {
 

@@ -5,8 +5,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/element.h"
-#include "pipeline/tensor.h"
+#include "pipeline/core/element.h"
+#include "pipeline/core/tensor.h"
 #include "proto/cache.pb.h"
 
 namespace granary {

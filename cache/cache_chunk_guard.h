@@ -19,7 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "pipeline/source.h"
+#include "pipeline/core/source.h"
 #include "proto/pipeline.pb.h"
 
 namespace granary {

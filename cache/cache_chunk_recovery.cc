@@ -6,7 +6,7 @@
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/split_provider.h"
+#include "pipeline/core/split_provider.h"
 
 namespace granary {
 namespace {

@@ -7,7 +7,7 @@
 // later epoch reads it — and answers with the cached prefix, the seed and the splits the Put
 // task that wrote the chunk read, in order. The prefix run as epoch 0 over those splits yields
 // exactly that task's stream at the cache point (its randomness is keyed by seed and provenance
-// only, pipeline/iterator.h), so the chunk's elements are that stream's
+// only, pipeline/core/iterator.h), so the chunk's elements are that stream's
 // [first_index, first_index + num_elements): Recompute computes and skips the elements before
 // them. A chunk late in a long task costs that task's prefix up to it — a price paid only for
 // a damaged or forged chunk.
@@ -22,6 +22,7 @@
 
 #include "cache/cache_chunk_guard.h"
 #include "pipeline/pipeline_registries.h"
+#include "pipeline/core/udf.h"
 #include "security/chunk_mac.h"
 #include "worker/dispatcher_connection.h"
 

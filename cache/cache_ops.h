@@ -3,13 +3,13 @@
 // the cache_read source, which reads a Put epoch's chunks (cache/FORMAT.md) under the run's
 // CacheChunkGuard (cache_chunk_guard.h). Both are inserted by the dispatcher
 // (cache_policy.h: WithCacheWrite, ReadingFromCache), never written by users; the sink and the
-// guard reach them through IteratorContext::resources (pipeline/run_resources.h).
+// guard reach them through IteratorContext::resources (pipeline/core/run_resources.h).
 #ifndef GRANARY_CACHE_CACHE_OPS_H_
 #define GRANARY_CACHE_CACHE_OPS_H_
 
-#include "pipeline/op.h"
+#include "pipeline/core/op.h"
 #include "pipeline/pipeline_registries.h"
-#include "pipeline/source.h"
+#include "pipeline/core/source.h"
 
 namespace granary {
 

@@ -4,7 +4,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/split_provider.h"
+#include "pipeline/core/split_provider.h"
 
 namespace granary {
 namespace {

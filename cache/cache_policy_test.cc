@@ -16,8 +16,8 @@
 #include "pipeline/local_runner.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
-#include "pipeline/split_provider.h"
-#include "pipeline/tfrecord_writer.h"
+#include "pipeline/core/split_provider.h"
+#include "pipeline/sources/tfrecord_writer.h"
 #include "testing/scoped_temp_dir.h"
 #include "testing/test_paths.h"
 

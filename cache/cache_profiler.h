@@ -24,6 +24,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/env.h"
 #include "pipeline/pipeline_registries.h"
+#include "pipeline/core/udf.h"
 #include "proto/cache.pb.h"
 #include "proto/dispatcher.pb.h"
 

@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/pipeline_loader.h"
-#include "pipeline/synthetic_imagenet.h"
+#include "tools/synthetic_imagenet.h"
 
 namespace granary {
 namespace {

@@ -48,7 +48,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cache/cache_sink.h"
 #include "common/env.h"
-#include "pipeline/tfrecord_writer.h"
+#include "pipeline/sources/tfrecord_writer.h"
 #include "proto/cache.pb.h"
 #include "security/chunk_mac.h"
 

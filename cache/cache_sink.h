@@ -9,8 +9,8 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "pipeline/element.h"
-#include "pipeline/iterator_state.h"
+#include "pipeline/core/element.h"
+#include "pipeline/core/iterator_state.h"
 
 namespace granary {
 

@@ -5,7 +5,7 @@
 #include "cache/cache_ops.h"
 #include "cache/cache_sink.h"
 #include "common/status_macros.h"
-#include "pipeline/op.h"
+#include "pipeline/core/op.h"
 
 namespace granary {
 namespace {

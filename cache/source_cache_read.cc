@@ -8,7 +8,7 @@
 // (cache/cache_chunk_guard.h): its record count, and with the context's guard its MAC; then
 // every record's index must follow the chunk's first index. A chunk that fails is recomputed by
 // the guard, or without one is DataLoss naming the chunk. Its parameters are those of the file
-// sources (pipeline/source_files.h), so a cache directory can also be read directly: {"files":
+// sources (pipeline/sources/source_files.h), so a cache directory can also be read directly: {"files":
 // ["/cache/<key>/*.chunk"]} — records are then streamed, their indices checked in sequence.
 #include <deque>
 #include <memory>
@@ -23,9 +23,9 @@
 #include "cache/cache_ops.h"
 #include "common/failpoints.h"
 #include "common/status_macros.h"
-#include "pipeline/source.h"
-#include "pipeline/source_files.h"
-#include "pipeline/tfrecord_reader.h"
+#include "pipeline/core/source.h"
+#include "pipeline/sources/source_files.h"
+#include "pipeline/sources/tfrecord_reader.h"
 
 namespace granary {
 namespace {

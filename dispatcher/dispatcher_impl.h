@@ -54,6 +54,7 @@
 #include "dispatcher/worker_provisioning.h"
 #include "ops/metrics.h"
 #include "pipeline/pipeline_registries.h"
+#include "pipeline/core/udf.h"
 #include "proto/dispatcher.pb.h"
 #include "security/capability.h"
 #include "security/confined_env.h"

@@ -22,8 +22,8 @@
 #include "faultinject/chaos_plan.h"
 #include "faultinject/chaos_processes.h"
 #include "common/failpoints.h"
-#include "pipeline/digest_file.h"
-#include "pipeline/synthetic_imagenet.h"
+#include "pipeline/digests/digest_file.h"
+#include "tools/synthetic_imagenet.h"
 
 namespace granary {
 namespace {

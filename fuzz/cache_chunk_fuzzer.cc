@@ -9,8 +9,8 @@
 
 #include "cache/cache_chunk_format.h"
 #include "fuzz/fuzz_util.h"
-#include "pipeline/element.h"
-#include "pipeline/tfrecord_reader.h"
+#include "pipeline/core/element.h"
+#include "pipeline/sources/tfrecord_reader.h"
 
 using granary::fuzz::Check;
 

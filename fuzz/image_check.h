@@ -1,11 +1,11 @@
-// The contract both image fuzz targets check on a decoded image (pipeline/image_codec.h).
+// The contract both image fuzz targets check on a decoded image (pipeline/image/image_codec.h).
 #ifndef GRANARY_FUZZ_IMAGE_CHECK_H_
 #define GRANARY_FUZZ_IMAGE_CHECK_H_
 
 #include "absl/status/statusor.h"
 #include "fuzz/fuzz_util.h"
-#include "pipeline/limits.h"
-#include "pipeline/tensor.h"
+#include "pipeline/core/limits.h"
+#include "pipeline/core/tensor.h"
 
 namespace granary::fuzz {
 

@@ -1,4 +1,4 @@
-// Fuzz target: the JPEG decoder (pipeline/image_codec.h, libjpeg-turbo) and DecodeImage's
+// Fuzz target: the JPEG decoder (pipeline/image/image_codec.h, libjpeg-turbo) and DecodeImage's
 // format sniffing. The channels asked for (0, 1 or 3) follow from the input's size, so that a
 // corpus covers every conversion without changing the image bytes. The partial decode
 // (DecodeJpegWindow) of a window that also follows from the input's size must give exactly the
@@ -9,8 +9,8 @@
 
 #include "absl/strings/string_view.h"
 #include "fuzz/image_check.h"
-#include "pipeline/image_codec.h"
-#include "pipeline/image_crop.h"
+#include "pipeline/image/image_codec.h"
+#include "pipeline/image/image_crop.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view bytes(reinterpret_cast<const char*>(data), size);

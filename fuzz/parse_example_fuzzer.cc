@@ -1,4 +1,4 @@
-// Fuzz target: the parse_example UDF (pipeline/udf_parse_example.cc) on an arbitrary serialized
+// Fuzz target: the parse_example UDF (pipeline/udfs/udf_parse_example.cc) on an arbitrary serialized
 // tf.train.Example, with the feature specs of the test fixtures (bytes, int64, float, lists).
 #include <cstddef>
 #include <cstdint>
@@ -9,11 +9,11 @@
 #include "fuzz/fuzz_util.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "pipeline/builtin_udfs.h"
-#include "pipeline/element.h"
-#include "pipeline/params.h"
-#include "pipeline/tensor.h"
-#include "pipeline/udf.h"
+#include "pipeline/udfs/builtin_udfs.h"
+#include "pipeline/core/element.h"
+#include "pipeline/core/params.h"
+#include "pipeline/core/tensor.h"
+#include "pipeline/core/udf.h"
 
 namespace {
 

@@ -12,6 +12,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
 #include "pipeline/pipeline_registries.h"
+#include "pipeline/core/udf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const granary::PipelineRegistries* const registries = [] {

@@ -1,4 +1,4 @@
-// Fuzz target: the TFRecord reader (pipeline/tfrecord_reader.h) on an uncompressed file. Reads
+// Fuzz target: the TFRecord reader (pipeline/sources/tfrecord_reader.h) on an uncompressed file. Reads
 // every record, then scans the same bytes with ScanTfRecords and skips through them with
 // SkipRecord; the three must agree on where the records are. A small max_record_bytes makes
 // inputs reach the limit too.
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
-#include "pipeline/tfrecord_reader.h"
+#include "pipeline/sources/tfrecord_reader.h"
 
 using granary::fuzz::Check;
 using granary::fuzz::StringFile;

@@ -1,4 +1,4 @@
-// Fuzz target: the TFRecord reader (pipeline/tfrecord_reader.h) on a GZIP-compressed file, read
+// Fuzz target: the TFRecord reader (pipeline/sources/tfrecord_reader.h) on a GZIP-compressed file, read
 // through the gzip decompressor (common/gzip_file.h) as OpenMaybeCompressed does; also Skip()s
 // through the decompressed bytes.
 #include <cstddef>
@@ -8,7 +8,7 @@
 
 #include "common/gzip_file.h"
 #include "fuzz/fuzz_util.h"
-#include "pipeline/tfrecord_reader.h"
+#include "pipeline/sources/tfrecord_reader.h"
 
 using granary::fuzz::StringFile;
 

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
-#include "pipeline/epoch_digest.h"
+#include "pipeline/digests/epoch_digest.h"
 #include "pipeline/pipeline.h"
 
 namespace granary {

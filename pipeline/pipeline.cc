@@ -9,11 +9,11 @@
 #include "common/param_nesting.h"
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
-#include "pipeline/allocation_guard.h"
-#include "pipeline/autotune_iterator.h"
-#include "pipeline/decode_crop_fusion.h"
-#include "pipeline/limits.h"
-#include "pipeline/source_iterator.h"
+#include "pipeline/core/allocation_guard.h"
+#include "pipeline/core/autotune_iterator.h"
+#include "pipeline/core/limits.h"
+#include "pipeline/optimizer/stage_plan.h"
+#include "pipeline/sources/source_iterator.h"
 
 namespace granary {
 
@@ -55,7 +55,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
     if (op.has_original_index() && (op.original_index() < 0 || op.original_index() > kMaxOps)) {
       return absl::InvalidArgumentError(absl::StrCat(OpLabel(i, op), ": original_index ",
                                                      op.original_index(), " is outside [0, ",
-                                                     kMaxOps, "] (kMaxOps, pipeline/limits.h)"));
+                                                     kMaxOps, "] (kMaxOps, pipeline/core/limits.h)"));
     }
     compiled.label = OpLabel(compiled.index, op);
     absl::StatusOr<const OpInfo*> info = registries.ops.Get(op.op());
@@ -99,11 +99,8 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
       compiled.udf = std::move(instance);
     }
     p->batched_ = p->batched_ || compiled.info->batches;
-    p->autotuned_ = p->autotuned_ ||
-                    (op.op() == "parallel_map" && compiled.params.Has("num_threads") &&
-                     compiled.params.GetInt("num_threads") == 0) ||
-                    (op.op() == "prefetch" && compiled.params.Has("buffer_size") &&
-                     compiled.params.GetInt("buffer_size") == 0);
+    p->autotuned_ =
+        p->autotuned_ || (compiled.info->autotuned && compiled.info->autotuned(compiled.params));
     p->ops_.push_back(std::move(compiled));
   }
   return p;
@@ -150,55 +147,37 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeStages(
     if (ops_[i].index < ctx.cached_prefix_ops) op_ctx.epoch = 0;  // A cached prefix (iterator.h).
     return OpBuildArgs{ops_[i].params, ops_[i].udf, ops_[i].index, ops_[i].label, op_ctx};
   };
-  const auto is_map = [&](size_t i) {
-    return i < ops_.size() && (ops_[i].info->name == "map" || ops_[i].info->name == "parallel_map");
-  };
-  for (size_t i = 0; i < ops_.size();) {
-    if (!is_map(i) || !options_.fuse_maps) {
-      ASSIGN_OR_RETURN(it, ops_[i].info->factory(std::move(it), args_for(i)));
-      it = GuardAllocations(std::move(it), ops_[i].label);
-      ++i;
+  std::vector<PlannedOp> planned;
+  for (const CompiledOp& op : ops_) planned.push_back({op.info, &op.params, op.udf.get()});
+  ASSIGN_OR_RETURN(const std::vector<Stage> stages,
+                   PlanStages(planned, {options_.fuse_maps, options_.fuse_decode_crop}));
+  std::shared_ptr<BatchPlacement> placement;  // Made by the previous stage for this one.
+  for (const Stage& stage : stages) {
+    const CompiledOp& first = ops_[stage.first_op];
+    if (!stage.fused) {
+      OpBuildArgs args = args_for(stage.first_op);
+      args.placement = std::move(placement);
+      ASSIGN_OR_RETURN(it, first.info->factory(std::move(it), args));
+      it = GuardAllocations(std::move(it), first.label);
       continue;
     }
-    // Fuse the run of map / parallel_map ops starting at i (see op.h).
-    const std::string& label = ops_[i].label;
     std::vector<OpBuildArgs> chain;
-    int num_threads = 0;  // 0: every op of the run is a plain map.
-    bool tuned = false;   // Some parallel_map of the run has num_threads 0.
-    for (; is_map(i); ++i) {
-      if (ops_[i].info->name == "parallel_map") {
-        ASSIGN_OR_RETURN(int threads, ParallelMapThreads(ops_[i].params));
-        tuned = tuned || threads == 0;
-        num_threads = std::max(num_threads, threads);
-      }
-      chain.push_back(args_for(i));
+    for (int k = 0; k < stage.num_ops; ++k) {
+      chain.push_back(args_for(stage.first_op + k));
+      chain.back().decode_crop_with_next = stage.decode_crop_with_next[k];
     }
-    Autotuner* tuner = tuned ? ctx.autotuner : nullptr;
-    if (tuner != nullptr) num_threads = tuner->max_threads();
-    if (tuned && num_threads == 0) num_threads = 1;
-    for (size_t k = 0; options_.fuse_decode_crop && k + 1 < chain.size(); ++k) {
-      if (chain[k].udf != nullptr && chain[k + 1].udf != nullptr &&
-          FusesDecodeCrop(*chain[k].udf, *chain[k + 1].udf)) {
-        chain[k].decode_crop_with_next = true;
-        ++k;  // A crop fuses with one decode only.
-      }
-    }
-    // A batch right after a parallel stage has its rows placed by the stage's threads.
-    std::shared_ptr<BatchPlacement> placement;
-    if (num_threads > 0 && i < ops_.size() && ops_[i].info->name == "batch") {
-      placement = std::make_shared<BatchPlacement>(ops_[i].params.GetInt("batch_size"), ctx.pool);
+    Autotuner* tuner = stage.tuned ? ctx.autotuner : nullptr;
+    int num_threads = tuner != nullptr ? tuner->max_threads() : stage.num_threads;
+    if (stage.tuned && num_threads == 0) num_threads = 1;
+    if (stage.places_next_batch) {
+      const CompiledOp& batch = ops_[stage.first_op + stage.num_ops];
+      placement =
+          std::make_shared<BatchPlacement>(batch.info->placed_batch_size(batch.params), ctx.pool);
     }
     it = num_threads == 0 ? NewMapIterator(std::move(it), std::move(chain))
                           : NewParallelMapIterator(std::move(it), std::move(chain), num_threads,
                                                    placement, tuner);
-    it = GuardAllocations(std::move(it), label);
-    if (placement != nullptr) {
-      OpBuildArgs args = args_for(i);
-      args.placement = std::move(placement);
-      ASSIGN_OR_RETURN(it, ops_[i].info->factory(std::move(it), args));
-      it = GuardAllocations(std::move(it), ops_[i].label);
-      ++i;
-    }
+    it = GuardAllocations(std::move(it), first.label);
   }
   return it;
 }

@@ -2,7 +2,7 @@
 //
 // Create() checks everything that can be checked without touching data: the source type and
 // its params (ranges included), every op and its params (ranges and the limits of
-// pipeline/limits.h), every UDF (registered, of the right kind for its op, valid params), and
+// pipeline/core/limits.h), every UDF (registered, of the right kind for its op, valid params), and
 // builds the UDF instances. Errors name the culprit:
 //   "op 3 (map, udf 'random_crp'): unknown UDF (known: cast, decode_image, ...)".
 // Then, per run: EnumerateSplits() lists the source's splits (NotFound naming a file pattern
@@ -18,13 +18,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "pipeline/autotuner.h"
-#include "pipeline/iterator.h"
-#include "pipeline/op.h"
+#include "pipeline/core/autotuner.h"
+#include "pipeline/core/iterator.h"
+#include "pipeline/core/op.h"
 #include "pipeline/pipeline_registries.h"
-#include "pipeline/source.h"
-#include "pipeline/split_provider.h"
-#include "pipeline/udf.h"
+#include "pipeline/core/source.h"
+#include "pipeline/core/split_provider.h"
+#include "pipeline/core/udf.h"
 #include "proto/pipeline.pb.h"
 
 namespace granary {

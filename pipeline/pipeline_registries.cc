@@ -1,7 +1,7 @@
 #include "pipeline/pipeline_registries.h"
 
-#include "pipeline/builtin_ops.h"
-#include "pipeline/builtin_sources.h"
+#include "pipeline/ops/builtin_ops.h"
+#include "pipeline/sources/builtin_sources.h"
 
 namespace granary {
 

@@ -8,9 +8,9 @@
 #ifndef GRANARY_PIPELINE_PIPELINE_REGISTRIES_H_
 #define GRANARY_PIPELINE_PIPELINE_REGISTRIES_H_
 
-#include "pipeline/op.h"
-#include "pipeline/source.h"
-#include "pipeline/udf.h"
+#include "pipeline/core/op.h"
+#include "pipeline/core/source.h"
+#include "pipeline/core/udf.h"
 
 namespace granary {
 

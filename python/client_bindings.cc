@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "granary/client.h"
 #include "granary/client_config.h"
-#include "pipeline/epoch_digest.h"
+#include "pipeline/digests/epoch_digest.h"
 #include "pybind11/stl.h"
 #include "python/arrays.h"
 #include "python/bindings.h"

@@ -12,12 +12,12 @@
 #include "common/deterministic_serialization.h"
 #include "common/env.h"
 #include "google/protobuf/util/json_util.h"
-#include "pipeline/element.h"
-#include "pipeline/epoch_digest.h"
+#include "pipeline/core/element.h"
+#include "pipeline/digests/epoch_digest.h"
 #include "pipeline/local_runner.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
-#include "pipeline/udf.h"
+#include "pipeline/core/udf.h"
 #include "python/arrays.h"
 #include "python/bindings.h"
 #include "python/status_exceptions.h"
@@ -181,7 +181,7 @@ void RegisterPipelineBindings(py::module_& m) {
       .def_property_readonly("skipped", &LocalEpoch::skipped);
 
   py::class_<Digest>(m, "Digest",
-                     "An epoch's exactly-once fingerprint (pipeline/epoch_digest.h) over the "
+                     "An epoch's exactly-once fingerprint (pipeline/digests/epoch_digest.h) over the "
                      "elements added: rows, an order-independent multiset digest (the wrapping "
                      "sum of row hashes, so shares add up) and an ordered one.")
       .def(py::init<bool>(), "batched"_a)

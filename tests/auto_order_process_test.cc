@@ -10,7 +10,7 @@
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/synthetic_imagenet.h"
+#include "tools/synthetic_imagenet.h"
 #include "testing/scoped_temp_dir.h"
 #include "tests/local_cluster.h"
 #include "tests/run_outputs.h"

@@ -17,7 +17,7 @@
 #include "gmock/gmock.h"
 #include "granary/client.h"
 #include "gtest/gtest.h"
-#include "pipeline/epoch_digest.h"
+#include "pipeline/digests/epoch_digest.h"
 #include "testing/scoped_temp_dir.h"
 #include "tests/in_process_digest.h"
 #include "tests/local_cluster.h"

@@ -2,10 +2,10 @@
 
 #include "common/env.h"
 #include "gtest/gtest.h"
-#include "pipeline/epoch_digest.h"
+#include "pipeline/digests/epoch_digest.h"
 #include "pipeline/local_runner.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/udf.h"
+#include "pipeline/core/udf.h"
 
 namespace granary::testing {
 

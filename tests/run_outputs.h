@@ -1,5 +1,5 @@
 // Reading what `granary run` and `granary local` write, for the multi-process tests: digest
-// files (pipeline/digest_file.h) and run position files (client/run_position.h) — and making
+// files (pipeline/digests/digest_file.h) and run position files (client/run_position.h) — and making
 // the reference digests and test data with `granary local` and `granary datagen`. The digest
 // reader records a gtest failure for an unreadable file.
 #ifndef GRANARY_TESTS_RUN_OUTPUTS_H_
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "client/run_position.h"
-#include "pipeline/digest_file.h"
+#include "pipeline/digests/digest_file.h"
 
 namespace granary::testing {
 

@@ -24,13 +24,13 @@
 #include "gmock/gmock.h"
 #include "granary/client.h"
 #include "gtest/gtest.h"
-#include "pipeline/epoch_digest.h"
+#include "pipeline/digests/epoch_digest.h"
 #include "pipeline/pipeline_loader.h"
-#include "pipeline/synthetic_imagenet.h"
+#include "tools/synthetic_imagenet.h"
 #include "testing/scoped_temp_dir.h"
+#include "transport/shm_test_util.h"
 #include "tests/local_cluster.h"
 #include "tests/run_outputs.h"
-#include "transport/shm_test_util.h"
 
 namespace granary {
 namespace {

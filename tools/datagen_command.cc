@@ -7,7 +7,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "ops/progress_line.h"
-#include "pipeline/synthetic_imagenet.h"
+#include "tools/synthetic_imagenet.h"
 #include "tools/commands.h"
 
 ABSL_FLAG(std::string, out, "", "Directory to write the dataset into.");

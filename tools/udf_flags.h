@@ -4,6 +4,7 @@
 
 #include "absl/status/statusor.h"
 #include "pipeline/pipeline_registries.h"
+#include "pipeline/core/udf.h"
 
 namespace granary {
 

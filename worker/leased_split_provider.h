@@ -16,7 +16,7 @@
 #include <functional>
 
 #include "common/env.h"
-#include "pipeline/split_provider.h"
+#include "pipeline/core/split_provider.h"
 #include "worker/dispatcher_connection.h"
 
 namespace granary {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "pipeline/run_resources.h"
+#include "pipeline/core/run_resources.h"
 #include "proto/cache.pb.h"
 
 namespace granary {

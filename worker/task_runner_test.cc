@@ -10,7 +10,7 @@
 #include "common/hash.h"
 #include "gtest/gtest.h"
 #include "pipeline/pipeline_loader.h"
-#include "pipeline/udf.h"
+#include "pipeline/core/udf.h"
 #include "testing/scoped_temp_dir.h"
 
 namespace granary {

@@ -31,8 +31,9 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "ops/metrics.h"
-#include "pipeline/autotuner.h"
+#include "pipeline/core/autotuner.h"
 #include "pipeline/pipeline_registries.h"
+#include "pipeline/core/udf.h"
 #include "proto/worker.pb.h"
 #include "security/capability.h"
 #include "transport/element_server.h"
@@ -73,7 +74,7 @@ struct WorkerOptions {
   // If > 0, every parallel_map of the pipelines this worker runs uses this many threads.
   int parallel_map_threads = 0;
   // How the pipelines' tuned stages (num_threads 0, buffer_size 0) are tuned: their memory
-  // budget and bounds (pipeline/autotuner.h).
+  // budget and bounds (pipeline/core/autotuner.h).
   AutotuneOptions autotune;
   // Where tasks' checkpoints go; empty = none. The worker opens the store when it registers,
   // for the dispatcher's cluster (CheckpointOptions.owner): runner.checkpoints is its to set.

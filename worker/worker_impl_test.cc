@@ -7,7 +7,7 @@
 #include "testing/manual_clock_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/udf.h"
+#include "pipeline/core/udf.h"
 
 namespace granary {
 namespace {

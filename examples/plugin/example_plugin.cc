@@ -8,8 +8,8 @@
 
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
-#include "pipeline/udf.h"
-#include "pipeline/udf_tensor_access.h"
+#include "pipeline/core/udf.h"
+#include "pipeline/core/udf_tensor_access.h"
 
 namespace {
 

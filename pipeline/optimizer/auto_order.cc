@@ -10,7 +10,7 @@
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/split_provider.h"
+#include "pipeline/core/split_provider.h"
 
 namespace granary {
 namespace {

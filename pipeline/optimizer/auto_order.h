@@ -3,7 +3,7 @@
 //
 // The commutation rule. Two adjacent map / parallel_map ops A then B may swap when neither has
 // keep_position, both work on the same tensor (their UDFs' `index` param), and one UDF is
-// kPixelwise while the other is kPixelSelecting (UdfRole, pipeline/udf.h). Why no byte changes:
+// kPixelwise while the other is kPixelSelecting (UdfRole, pipeline/core/udf.h). Why no byte changes:
 // a pixel-selecting op (random_crop, random_flip) copies input pixels to positions it chooses
 // from the image's height, width and its random key — never from the values — and a pixelwise
 // op (normalize) maps each value alone, keeping the shape; so selecting then mapping gives, value
@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "common/env.h"
 #include "pipeline/pipeline_registries.h"
+#include "pipeline/core/udf.h"
 #include "proto/pipeline.pb.h"
 
 namespace granary {

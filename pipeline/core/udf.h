@@ -1,0 +1,108 @@
+// User-defined functions: what map, parallel_map and filter call (DESIGN.md §2).
+//
+// A UDF is registered by name with its parameter specs and a factory. At pipeline build time
+// the factory is called once with the validated parameters; the Udf it returns is then called
+// for every element, concurrently from parallel_map's threads, so Udf methods must be
+// thread-safe (they are const).
+//
+// Randomness is stateless: a random UDF draws only from StatelessRandom(call.random_key), a key
+// derived from (job seed, epoch, element provenance, op index). Recomputing an element anywhere
+// therefore yields identical bytes.
+//
+// Errors say what is wrong with the element (shape, dtype, bad bytes); the op running the UDF
+// prefixes the op index, UDF name and the element's origin.
+#ifndef GRANARY_PIPELINE_CORE_UDF_H_
+#define GRANARY_PIPELINE_CORE_UDF_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "pipeline/core/element.h"
+#include "pipeline/core/params.h"
+
+namespace granary {
+
+struct UdfCall {
+  // Key for StatelessRandom; unique per (seed, epoch, element, op).
+  uint64_t random_key = 0;
+};
+
+enum class UdfKind {
+  kMap,        // for map / parallel_map: transforms an element in place
+  kPredicate,  // for filter: decides whether to keep an element
+};
+
+class Udf {
+ public:
+  virtual ~Udf() = default;
+  // kMap UDFs override this.
+  virtual absl::Status Map(Element& element, const UdfCall& call) const;
+  // kPredicate UDFs override this.
+  virtual absl::StatusOr<bool> Keep(const Element& element, const UdfCall& call) const;
+};
+
+// What a map UDF does to the image at its `index` param, for AutoOrder's commutation rules
+// (pipeline/optimizer/auto_order.h). Declared at registration; kOther never moves.
+enum class UdfRole {
+  kOther,
+  // Each output value is a function of the input value at the same position and channel alone,
+  // the shape [height, width, channels] stays, and the output dtype is uint8 or float32, which
+  // every kPixelSelecting UDF takes (normalize).
+  kPixelwise,
+  // Each output pixel is a copy of one input pixel, chosen from the image's height and width
+  // and the call's random key alone, never its values (random_crop, random_flip); works on any
+  // numeric dtype.
+  kPixelSelecting,
+  // Output pixels interpolate several input pixels (resize, random_resized_crop).
+  kResampling,
+  kParser,   // records to tensors (parse_example)
+  kDecoder,  // encoded bytes to pixels (decode_jpeg, decode_image)
+};
+
+struct UdfInfo {
+  std::string name;
+  UdfKind kind = UdfKind::kMap;
+  std::vector<ParamSpec> params;
+  // Builds the UDF from its validated parameters; InvalidArgument (via params.Invalid) for
+  // values out of range.
+  std::function<absl::StatusOr<std::unique_ptr<Udf>>(const Params& params)> factory;
+  UdfRole role = UdfRole::kOther;
+};
+
+// Thread-compatible: register everything first, then share it read-only.
+class UdfRegistry {
+ public:
+  // A registry holding the built-in UDFs (pipeline/udfs/builtin_udfs.h). Defined there, in
+  // granary_pipeline_udfs, so that the registry (core) does not depend on the UDFs: a caller
+  // links granary_pipeline_udfs (or granary_pipeline, which links it).
+  static UdfRegistry WithBuiltins();
+
+  // AlreadyExists when the name is taken.
+  absl::Status Register(UdfInfo info);
+  // nullptr when unknown.
+  const UdfInfo* Find(const std::string& name) const;
+  std::vector<std::string> Names() const;
+
+ private:
+  std::vector<UdfInfo> udfs_;
+};
+
+// Loads a plugin: a shared library exporting
+//   extern "C" void GranaryRegisterUdfs(granary::UdfRegistry* registry);
+// which is called once with `registry`. Errors name the path and what failed (dlopen, missing
+// symbol).
+absl::Status LoadUdfPlugin(const std::string& path, UdfRegistry* registry);
+
+}  // namespace granary
+
+// The symbol a plugin exports.
+extern "C" {
+typedef void (*GranaryRegisterUdfsFn)(granary::UdfRegistry* registry);
+}
+
+#endif  // GRANARY_PIPELINE_CORE_UDF_H_

@@ -1,0 +1,25 @@
+// The built-in ops, one registration per op file. RegisterBuiltinOps registers them all.
+#ifndef GRANARY_PIPELINE_OPS_BUILTIN_OPS_H_
+#define GRANARY_PIPELINE_OPS_BUILTIN_OPS_H_
+
+#include "pipeline/core/op.h"
+
+namespace granary {
+
+// map, parallel_map, filter, shuffle, batch, take, skip, prefetch, mark, ignore_errors.
+void RegisterBuiltinOps(OpRegistry* registry);
+
+OpInfo MapOp();
+OpInfo ParallelMapOp();
+OpInfo FilterOp();
+OpInfo ShuffleOp();
+OpInfo BatchOp();
+OpInfo TakeOp();
+OpInfo SkipOp();
+OpInfo PrefetchOp();
+OpInfo MarkOp();
+OpInfo IgnoreErrorsOp();
+
+}  // namespace granary
+
+#endif  // GRANARY_PIPELINE_OPS_BUILTIN_OPS_H_

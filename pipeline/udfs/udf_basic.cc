@@ -1,0 +1,151 @@
+// Small general-purpose UDFs for text and integer pipelines:
+//   non_empty     (predicate) keeps elements whose string tensor `index` is not empty
+//   string_length (map)       replaces string tensor `index` by its length (int64)
+//   modulo        (predicate) keeps elements whose int64 scalar `index` % modulus == remainder
+//   add           (map)       adds `value` to every value of int64 tensor `index`
+//   fill_bytes    (map)       replaces the element by one uint8 tensor of `bytes` bytes, each
+//                             the low byte of the element's record index (transport benchmarks)
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "pipeline/udfs/builtin_udfs.h"
+#include "pipeline/core/limits.h"
+#include "pipeline/core/udf_tensor_access.h"
+
+namespace granary {
+namespace {
+
+class NonEmpty : public Udf {
+ public:
+  explicit NonEmpty(int64_t index) : index_(index) {}
+  absl::StatusOr<bool> Keep(const Element& element, const UdfCall&) const override {
+    ASSIGN_OR_RETURN(const Tensor* t, TensorAt(element, index_, DT_STRING, "non_empty"));
+    for (const std::string& s : t->strings()) {
+      if (!s.empty()) return true;
+    }
+    return false;
+  }
+
+ private:
+  const int64_t index_;
+};
+
+class StringLength : public Udf {
+ public:
+  explicit StringLength(int64_t index) : index_(index) {}
+  absl::Status Map(Element& element, const UdfCall&) const override {
+    ASSIGN_OR_RETURN(Tensor * t, MutableTensorAt(element, index_, DT_STRING, "string_length"));
+    Tensor lengths(DT_INT64, t->shape());
+    for (int64_t i = 0; i < t->num_elements(); ++i) {
+      lengths.data<int64_t>()[i] = static_cast<int64_t>(t->strings()[i].size());
+    }
+    *t = std::move(lengths);
+    return absl::OkStatus();
+  }
+
+ private:
+  const int64_t index_;
+};
+
+class Modulo : public Udf {
+ public:
+  Modulo(int64_t index, int64_t modulus, int64_t remainder)
+      : index_(index), modulus_(modulus), remainder_(remainder) {}
+  absl::StatusOr<bool> Keep(const Element& element, const UdfCall&) const override {
+    ASSIGN_OR_RETURN(const Tensor* t, TensorAt(element, index_, DT_INT64, "modulo"));
+    if (t->num_elements() != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("modulo: tensor ", index_, " is ", t->DebugString(), ", need a scalar"));
+    }
+    int64_t r = t->data<int64_t>()[0] % modulus_;
+    if (r < 0) r += modulus_;
+    return r == remainder_;
+  }
+
+ private:
+  const int64_t index_, modulus_, remainder_;
+};
+
+class Add : public Udf {
+ public:
+  Add(int64_t index, int64_t value) : index_(index), value_(value) {}
+  absl::Status Map(Element& element, const UdfCall&) const override {
+    ASSIGN_OR_RETURN(Tensor * t, MutableTensorAt(element, index_, DT_INT64, "add"));
+    for (int64_t i = 0; i < t->num_elements(); ++i) t->data<int64_t>()[i] += value_;
+    return absl::OkStatus();
+  }
+
+ private:
+  const int64_t index_, value_;
+};
+
+class FillBytes : public Udf {
+ public:
+  explicit FillBytes(int64_t bytes) : bytes_(bytes) {}
+  absl::Status Map(Element& element, const UdfCall&) const override {
+    Tensor t = Tensor::Uninitialized(DT_UINT8, {bytes_});
+    std::memset(t.mutable_bytes(), static_cast<int>(element.record & 0xff), bytes_);
+    element.tensors.clear();  // Not assign(1, t): that copies the tensor.
+    element.tensors.push_back(std::move(t));
+    return absl::OkStatus();
+  }
+
+ private:
+  const int64_t bytes_;
+};
+
+}  // namespace
+
+void RegisterBasicUdfs(UdfRegistry* registry) {
+  registry
+      ->Register({"non_empty", UdfKind::kPredicate, {kTensorIndexParam},
+                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
+                    return std::make_unique<NonEmpty>(index);
+                  }})
+      .IgnoreError();
+  registry
+      ->Register({"string_length", UdfKind::kMap, {kTensorIndexParam},
+                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
+                    return std::make_unique<StringLength>(index);
+                  }})
+      .IgnoreError();
+  registry
+      ->Register({"modulo",
+                  UdfKind::kPredicate,
+                  {kTensorIndexParam,
+                   {"modulus", ParamType::kInt, true},
+                   {"remainder", ParamType::kInt}},
+                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
+                    const int64_t modulus = p.GetInt("modulus");
+                    const int64_t remainder = p.GetInt("remainder");
+                    if (modulus <= 0) return p.Invalid("modulus", "must be positive");
+                    if (remainder < 0 || remainder >= modulus) {
+                      return p.Invalid("remainder", "must be in [0, modulus)");
+                    }
+                    return std::make_unique<Modulo>(index, modulus, remainder);
+                  }})
+      .IgnoreError();
+  registry
+      ->Register({"add", UdfKind::kMap, {kTensorIndexParam, {"value", ParamType::kInt, true}},
+                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
+                    return std::make_unique<Add>(index, p.GetInt("value"));
+                  }})
+      .IgnoreError();
+  registry
+      ->Register({"fill_bytes", UdfKind::kMap, {{"bytes", ParamType::kInt, true}},
+                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                    const int64_t bytes = p.GetInt("bytes");
+                    if (bytes < 1 || bytes > kMaxElementBytes) {
+                      return p.Invalid("bytes", "must be in [1, 2^31]");
+                    }
+                    return std::make_unique<FillBytes>(bytes);
+                  }})
+      .IgnoreError();
+}
+
+}  // namespace granary
