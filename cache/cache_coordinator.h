@@ -43,7 +43,7 @@
 #include "common/env.h"
 #include "dispatcher/dispatcher_core.h"
 #include "dispatcher/dispatcher_state.h"
-#include "ops/metrics.h"
+#include "obs/metrics.h"
 #include "proto/dispatcher.pb.h"
 
 namespace granary {

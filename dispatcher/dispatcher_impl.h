@@ -52,7 +52,7 @@
 #include "dispatcher/request_limits.h"
 #include "dispatcher/worker_liveness.h"
 #include "dispatcher/worker_provisioning.h"
-#include "ops/metrics.h"
+#include "obs/metrics.h"
 #include "pipeline/pipeline_registries.h"
 #include "pipeline/core/udf.h"
 #include "proto/dispatcher.pb.h"

@@ -25,7 +25,7 @@
 #include "common/env.h"
 #include "dispatcher/dispatcher_core.h"
 #include "dispatcher/provisioner.h"
-#include "ops/metrics.h"
+#include "obs/metrics.h"
 #include "proto/dispatcher.pb.h"
 
 namespace granary {

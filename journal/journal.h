@@ -83,7 +83,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "journal/high_water_file.h"
-#include "ops/metrics.h"
+#include "obs/metrics.h"
 
 namespace rocksdb {
 class DB;

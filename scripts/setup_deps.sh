@@ -24,7 +24,7 @@ packages=(
   # the sanitizer build (scripts/sanitize.sh) and -Wthread-safety; libclang-rt-14-dev holds
   # clang's runtimes: libFuzzer and the ASan/UBSan libraries.
   clang libclang-rt-14-dev
-  # Operations (ops/): civetweb serves /metrics, the probes and the status page; headless
+  # Observability (obs/): civetweb serves /metrics, the probes and the status page; headless
   # Chromium loads the status page in its test (tests/ops_process_test.cc).
   libcivetweb-dev chromium
   # The in-memory cache tier (cache/redis_env.h): hiredis; its tests start a real redis-server.

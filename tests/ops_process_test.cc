@@ -28,7 +28,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
-#include "ops/http_get.h"
+#include "obs/http_get.h"
 #include "proto/dispatcher.pb.h"
 #include "testing/exposition_parser.h"
 #include "testing/http_test_util.h"

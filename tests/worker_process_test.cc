@@ -12,7 +12,7 @@
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ops/http_get.h"
+#include "obs/http_get.h"
 #include "pipeline/pipeline_loader.h"
 #include "testing/exposition_parser.h"
 #include "testing/scoped_temp_dir.h"

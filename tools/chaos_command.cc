@@ -21,7 +21,7 @@
 #include "common/subprocess.h"
 #include "faultinject/chaos_harness.h"
 #include "faultinject/chaos_plan.h"
-#include "ops/progress_line.h"
+#include "obs/progress_line.h"
 #include "tools/commands.h"
 
 ABSL_DECLARE_FLAG(uint64_t, seed);

@@ -6,7 +6,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
-#include "ops/progress_line.h"
+#include "obs/progress_line.h"
 #include "tools/synthetic_imagenet.h"
 #include "tools/commands.h"
 

@@ -12,7 +12,7 @@
 #include "cache/cache_policy.h"
 #include "common/env.h"
 #include "common/status_macros.h"
-#include "ops/progress_line.h"
+#include "obs/progress_line.h"
 #include "pipeline/local_runner.h"
 #include "pipeline/optimizer/auto_order.h"
 #include "pipeline/pipeline_loader.h"

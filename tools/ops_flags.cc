@@ -2,7 +2,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "ops/process_metrics.h"
+#include "obs/process_metrics.h"
 #include "tools/server_flags.h"
 #include "tools/tls_flags.h"
 

@@ -12,9 +12,9 @@
 
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
-#include "ops/http_server.h"
-#include "ops/metrics.h"
-#include "ops/structured_log.h"
+#include "obs/http_server.h"
+#include "obs/metrics.h"
+#include "obs/structured_log.h"
 
 ABSL_DECLARE_FLAG(int, metrics_port);
 ABSL_DECLARE_FLAG(bool, metrics_tls);
@@ -22,7 +22,7 @@ ABSL_DECLARE_FLAG(std::string, log_format);
 
 namespace granary {
 
-// Routes the process' logs through --log_format for `identity` (ops/structured_log.h).
+// Routes the process' logs through --log_format for `identity` (obs/structured_log.h).
 absl::Status InstallLogFormatFromFlags(LogIdentity identity);
 
 // With --metrics_port >= 0 (0: a free port), serves on --host: GET /metrics (the registry, with

@@ -41,7 +41,7 @@
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "granary/client.h"
-#include "ops/progress_line.h"
+#include "obs/progress_line.h"
 #include "pipeline/core/element.h"
 #include "pipeline/digests/epoch_digest.h"
 #include "pipeline/pipeline.h"

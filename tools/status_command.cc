@@ -15,7 +15,7 @@
 #include "common/grpc_status.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "ops/progress_line.h"
+#include "obs/progress_line.h"
 #include "proto/dispatcher.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
 #include "tools/client_flags.h"

@@ -7,7 +7,7 @@
 #include "common/failpoints.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
-#include "ops/structured_log.h"
+#include "obs/structured_log.h"
 
 namespace granary {
 

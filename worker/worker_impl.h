@@ -30,7 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "ops/metrics.h"
+#include "obs/metrics.h"
 #include "pipeline/core/autotuner.h"
 #include "pipeline/pipeline_registries.h"
 #include "pipeline/core/udf.h"

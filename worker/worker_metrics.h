@@ -10,7 +10,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "ops/metrics.h"
+#include "obs/metrics.h"
 
 namespace granary {
 

@@ -1,4 +1,4 @@
-#include "ops/progress_line.h"
+#include "obs/progress_line.h"
 
 #include <cstdio>
 #include <string>

@@ -1,4 +1,4 @@
-#include "ops/http_get.h"
+#include "obs/http_get.h"
 
 #include <mutex>
 

@@ -1,10 +1,10 @@
 // The process' own resource use for /metrics, read from /proc/self at each scrape under the
 // names Prometheus' client libraries use: process_resident_memory_bytes,
 // process_cpu_seconds_total (user + system), process_threads, process_open_fds.
-#ifndef GRANARY_OPS_PROCESS_METRICS_H_
-#define GRANARY_OPS_PROCESS_METRICS_H_
+#ifndef GRANARY_OBS_PROCESS_METRICS_H_
+#define GRANARY_OBS_PROCESS_METRICS_H_
 
-#include "ops/metrics.h"
+#include "obs/metrics.h"
 
 namespace granary {
 
@@ -13,4 +13,4 @@ void AddProcessMetrics(MetricRegistry& registry);
 
 }  // namespace granary
 
-#endif  // GRANARY_OPS_PROCESS_METRICS_H_
+#endif  // GRANARY_OBS_PROCESS_METRICS_H_

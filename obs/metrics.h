@@ -14,8 +14,8 @@
 // `_total`. Label values are escaped on rendering.
 //
 // Thread-safe: instruments may be updated from any thread while another renders.
-#ifndef GRANARY_OPS_METRICS_H_
-#define GRANARY_OPS_METRICS_H_
+#ifndef GRANARY_OBS_METRICS_H_
+#define GRANARY_OBS_METRICS_H_
 
 #include <atomic>
 #include <cstdint>
@@ -153,4 +153,4 @@ class MetricRegistry {
 
 }  // namespace granary
 
-#endif  // GRANARY_OPS_METRICS_H_
+#endif  // GRANARY_OBS_METRICS_H_

@@ -1,4 +1,4 @@
-#include "ops/structured_log.h"
+#include "obs/structured_log.h"
 
 #include "gtest/gtest.h"
 

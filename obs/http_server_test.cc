@@ -1,4 +1,4 @@
-#include "ops/http_server.h"
+#include "obs/http_server.h"
 
 #include <poll.h>
 #include <sys/resource.h>
@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "ops/http_get.h"
+#include "obs/http_get.h"
 #include "testing/http_test_util.h"
 
 namespace granary {

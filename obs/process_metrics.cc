@@ -1,4 +1,4 @@
-#include "ops/process_metrics.h"
+#include "obs/process_metrics.h"
 
 #include <dirent.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "ops/http_server.h"
+#include "obs/http_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "ops/metrics.h"
+#include "obs/metrics.h"
 
 #include <thread>
 #include <vector>

@@ -1,7 +1,7 @@
 // HttpGet: fetches one page over plain HTTP/1.0 with civetweb's client (mg_download) — how
 // tests and `granary status` read a process' /metrics, /readyz or /status.json.
-#ifndef GRANARY_OPS_HTTP_GET_H_
-#define GRANARY_OPS_HTTP_GET_H_
+#ifndef GRANARY_OBS_HTTP_GET_H_
+#define GRANARY_OBS_HTTP_GET_H_
 
 #include <string>
 
@@ -19,4 +19,4 @@ absl::StatusOr<HttpGetResult> HttpGet(const std::string& host, int port, const s
 
 }  // namespace granary
 
-#endif  // GRANARY_OPS_HTTP_GET_H_
+#endif  // GRANARY_OBS_HTTP_GET_H_

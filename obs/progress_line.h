@@ -4,8 +4,8 @@
 // `plain_every` and the first only after one `plain_every`, so logs stay readable. Clear() (and the
 // destructor) erase a terminal's progress line, so the command's own output that follows starts on
 // a clean line. Thread-compatible.
-#ifndef GRANARY_OPS_PROGRESS_LINE_H_
-#define GRANARY_OPS_PROGRESS_LINE_H_
+#ifndef GRANARY_OBS_PROGRESS_LINE_H_
+#define GRANARY_OBS_PROGRESS_LINE_H_
 
 #include <cstdio>
 #include <string>
@@ -41,4 +41,4 @@ class ProgressLine {
 
 }  // namespace granary
 
-#endif  // GRANARY_OPS_PROGRESS_LINE_H_
+#endif  // GRANARY_OBS_PROGRESS_LINE_H_

@@ -6,8 +6,8 @@
 //          "worker":"w1","job":3,"task":12,"src":"task_run.cc:59","msg":"message"}
 // (one object per line, for log shippers; absent fields are left out). Both go to stderr.
 // Implemented as a glog sink: the project's LOG() statements stay as they are.
-#ifndef GRANARY_OPS_STRUCTURED_LOG_H_
-#define GRANARY_OPS_STRUCTURED_LOG_H_
+#ifndef GRANARY_OBS_STRUCTURED_LOG_H_
+#define GRANARY_OBS_STRUCTURED_LOG_H_
 
 #include <cstdint>
 #include <string>
@@ -50,4 +50,4 @@ std::string FormatLogLine(bool json, const LogIdentity& identity, int severity, 
 
 }  // namespace granary
 
-#endif  // GRANARY_OPS_STRUCTURED_LOG_H_
+#endif  // GRANARY_OBS_STRUCTURED_LOG_H_

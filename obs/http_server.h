@@ -27,8 +27,8 @@
 // that hangs up makes a write fail, not the process die).
 //
 // Thread-safe; destroying the server stops it and closes every connection.
-#ifndef GRANARY_OPS_HTTP_SERVER_H_
-#define GRANARY_OPS_HTTP_SERVER_H_
+#ifndef GRANARY_OBS_HTTP_SERVER_H_
+#define GRANARY_OBS_HTTP_SERVER_H_
 
 #include <atomic>
 #include <functional>
@@ -125,4 +125,4 @@ class HttpServer {
 
 }  // namespace granary
 
-#endif  // GRANARY_OPS_HTTP_SERVER_H_
+#endif  // GRANARY_OBS_HTTP_SERVER_H_
