@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -107,7 +106,7 @@ int DispatcherCommand(int argc, char** argv) {
       "--max_workers N "
       "[--min_workers M] [--provision_command CMD]] (--tls_cert C --tls_key K --tls_ca CA "
       "[--tokens_file F] [--admin_clients A,B] | --insecure)");
-  absl::ParseCommandLine(argc, argv);
+  ParseCommandFlags(argc, argv);
   BlockTerminationSignals();
   const auto fail = [](const absl::Status& status) {
     std::fprintf(stderr, "granary dispatcher: %s\n", std::string(status.message()).c_str());

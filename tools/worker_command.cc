@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -18,6 +17,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
 #include "tools/ops_flags.h"
 #include "tools/server_flags.h"
@@ -25,7 +25,7 @@
 #include "tools/udf_flags.h"
 #include "worker/grpc_worker_service.h"
 
-ABSL_DECLARE_FLAG(std::string, dispatcher);
+GRANARY_COMMAND_BORROWS_FLAG(std::string, dispatcher);
 ABSL_FLAG(std::string, worker_id, "", "Stable identity of this worker (kept across restarts).");
 ABSL_FLAG(bool, standby, false,
           "Hold no tasks until the dispatcher fails one over to this worker.");
@@ -72,7 +72,7 @@ int WorkerCommand(int argc, char** argv) {
       "[--data_roots DIRS] [--redis_user U] [--redis_password_file F] [--plugin "
       "lib.so] "
       "(--tls_cert C --tls_key K --tls_ca CA | --insecure)");
-  absl::ParseCommandLine(argc, argv);
+  ParseCommandFlags(argc, argv);
   BlockTerminationSignals();
   const auto fail = [](const absl::Status& status) {
     std::fprintf(stderr, "granary worker: %s\n", std::string(status.message()).c_str());
