@@ -10,7 +10,6 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -22,14 +21,16 @@
 #include "faultinject/chaos_harness.h"
 #include "faultinject/chaos_plan.h"
 #include "obs/progress_line.h"
+#include "ops/progress_line.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
 
-ABSL_DECLARE_FLAG(uint64_t, seed);
-ABSL_DECLARE_FLAG(int, workers);
-ABSL_DECLARE_FLAG(int64_t, epochs);
-ABSL_DECLARE_FLAG(std::string, dir);
-ABSL_DECLARE_FLAG(int64_t, images);
-ABSL_DECLARE_FLAG(int32_t, step_ms);
+GRANARY_COMMAND_BORROWS_FLAG(uint64_t, seed);
+GRANARY_COMMAND_BORROWS_FLAG(int, workers);
+GRANARY_COMMAND_BORROWS_FLAG(int64_t, epochs);
+GRANARY_COMMAND_BORROWS_FLAG(std::string, dir);
+GRANARY_COMMAND_BORROWS_FLAG(int64_t, images);
+GRANARY_COMMAND_BORROWS_FLAG(int32_t, step_ms);
 
 ABSL_FLAG(std::string, scenario, "nofail",
           "nofail, recover, failover, killall, dispatcher, putfail, getfail or random.");
@@ -173,7 +174,7 @@ int ChaosCommand(int argc, char** argv) {
   absl::SetFlag(&FLAGS_epochs, 3);
   absl::SetFlag(&FLAGS_images, 512);
   absl::SetFlag(&FLAGS_step_ms, 10);
-  absl::ParseCommandLine(argc, argv);
+  ParseCommandFlags(argc, argv);
   if (absl::GetFlag(FLAGS_failpoints)) return ListFailpoints();
 
   ChaosOptions options;

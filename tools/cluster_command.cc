@@ -12,7 +12,6 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -26,16 +25,25 @@
 #include "security/certificate_authority.h"
 #include "security/peer_identity.h"
 #include "tools/cluster_supervisor.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
 #include "tools/server_flags.h"
 #include "tools/tls_flags.h"
 
 ABSL_DECLARE_FLAG(std::string, journal_dir);
-ABSL_DECLARE_FLAG(std::string, cache_root);
+// Of the server and transport-security flags (server_flags.h, tls_flags.h), those the cluster
+// passes on to the processes it starts.
+GRANARY_COMMAND_BORROWS_FLAG(std::string, host);
+GRANARY_COMMAND_BORROWS_FLAG(int, port);
+GRANARY_COMMAND_BORROWS_FLAG(std::vector<std::string>, data_roots);
+GRANARY_COMMAND_BORROWS_FLAG(std::string, redis_user);
+GRANARY_COMMAND_BORROWS_FLAG(std::string, redis_password_file);
+GRANARY_COMMAND_BORROWS_FLAG(bool, insecure);
+GRANARY_COMMAND_BORROWS_FLAG(std::string, cache_root);
 ABSL_FLAG(int, workers, 2, "Workers to start (with --max_workers: the fewest kept).");
 // The dispatcher's flag, read here too: with it the dispatcher's local provisioner starts the
 // workers, between --workers and --max_workers as the jobs' tasks want (issue 17).
-ABSL_DECLARE_FLAG(int32_t, max_workers);
+GRANARY_COMMAND_BORROWS_FLAG(int32_t, max_workers);
 // `--standby M` on the command line (the worker's --standby is a boolean flag of the same
 // binary, so ClusterCommand renames it before parsing).
 ABSL_FLAG(int, cluster_standby, 0,
@@ -100,7 +108,7 @@ int ClusterCommand(int argc, char** argv) {
   std::vector<char*> arg_pointers;
   for (std::string& a : args) arg_pointers.push_back(a.data());
   std::vector<char*> rest =
-      absl::ParseCommandLine(static_cast<int>(arg_pointers.size()), arg_pointers.data());
+      ParseCommandFlags(static_cast<int>(arg_pointers.size()), arg_pointers.data());
   BlockSupervisorSignals();
   const std::string dir = absl::GetFlag(FLAGS_dir);
   if (dir.empty()) {

@@ -1,88 +1,68 @@
 #include "tools/command_flags.h"
 
-#include <fstream>
+#include <string>
+#include <utility>
 
-#include "absl/flags/commandlineflag.h"
+#include "absl/algorithm/container.h"
 #include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
-#include "common/status_macros.h"
 
 namespace granary {
 namespace {
 
-bool IsBoolFlag(absl::string_view name) {
-  const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-  return flag != nullptr && flag->IsOfType<bool>();
+// (file, flag) pairs recorded by GRANARY_COMMAND_BORROWS_FLAG while static objects initialize.
+std::vector<std::pair<std::string, std::string>>& BorrowedFlags() {
+  static auto* const borrowed = new std::vector<std::pair<std::string, std::string>>;
+  return *borrowed;
 }
 
-// Adds the flags of `args` (not including a program name) to `*given`; `depth` bounds nested
-// flag files.
-absl::Status AddFlags(const std::vector<std::string>& args, int depth,
-                      std::vector<std::string>* given);
-
-absl::Status AddFlagFile(const std::string& path, int depth, std::vector<std::string>* given) {
-  if (depth > 10) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--flagfile ", path, ": flag files nested more than 10 deep"));
-  }
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("--flagfile ", path, " cannot be read"));
-  std::vector<std::string> args;
-  for (std::string line; std::getline(in, line);) {
-    const absl::string_view trimmed = absl::StripAsciiWhitespace(line);
-    if (!trimmed.empty() && trimmed[0] != '#') args.emplace_back(trimmed);
-  }
-  return AddFlags(args, depth + 1, given);
-}
-
-absl::Status AddFlags(const std::vector<std::string>& args, int depth,
-                      std::vector<std::string>* given) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    absl::string_view arg = args[i];
-    if (arg == "--") break;
-    if (arg.size() < 2 || arg[0] != '-') continue;  // a positional argument
-    arg.remove_prefix(arg[1] == '-' ? 2 : 1);
-    const size_t equals = arg.find('=');
-    std::string name(arg.substr(0, equals));
-    std::string value;
-    const bool known = absl::FindCommandLineFlag(name) != nullptr;
-    if (!known && absl::StartsWith(name, "no") && IsBoolFlag(name.substr(2))) {
-      name = name.substr(2);
-    } else if (equals != absl::string_view::npos) {
-      value = std::string(arg.substr(equals + 1));
-    } else if (known && !IsBoolFlag(name) && i + 1 < args.size()) {
-      value = args[++i];  // "--name value"
-    }
-    given->push_back(name);
-    if (name == "flagfile") {
-      for (const absl::string_view path : absl::StrSplit(value, ',', absl::SkipEmpty())) {
-        RETURN_IF_ERROR(AddFlagFile(std::string(path), depth, given));
-      }
-    } else if (name == "fromenv" || name == "tryfromenv") {
-      for (const absl::string_view from_env : absl::StrSplit(value, ',', absl::SkipEmpty())) {
-        given->emplace_back(from_env);
-      }
-    }
-  }
-  return absl::OkStatus();
+void SortByName(std::vector<absl::CommandLineFlag*>& flags) {
+  absl::c_sort(flags, [](const absl::CommandLineFlag* a, const absl::CommandLineFlag* b) {
+    return a->Name() < b->Name();
+  });
 }
 
 }  // namespace
 
-const std::vector<absl::string_view>& SharedFlags() {
-  static const auto* const shared = new std::vector<absl::string_view>{
-      "help",    "helpfull",        "helpshort", "helppackage", "helpon",     "helpmatch",
-      "version", "only_check_args", "flagfile",  "fromenv",     "tryfromenv", "undefok"};
-  return *shared;
+bool IsFile(absl::string_view path, absl::string_view file) {
+  return path == file || absl::EndsWith(path, absl::StrCat("/", file));
 }
 
-absl::StatusOr<std::vector<std::string>> FlagsGiven(int argc, char** argv) {
-  std::vector<std::string> given;
-  RETURN_IF_ERROR(AddFlags(std::vector<std::string>(argv + std::min(argc, 1), argv + argc),
-                           /*depth=*/0, &given));
-  return given;
+bool RecordBorrowedFlag(const char* path, const char* name) {
+  BorrowedFlags().emplace_back(path, name);
+  return true;
+}
+
+std::vector<absl::CommandLineFlag*> FlagsOf(const CommandFlagSources& sources) {
+  std::vector<absl::CommandLineFlag*> flags;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    const std::string file = flag->Filename();
+    const bool borrowed = absl::c_any_of(BorrowedFlags(), [&](const auto& path_and_flag) {
+      return path_and_flag.second == name && IsFile(path_and_flag.first, sources.own_file);
+    });
+    if (IsFile(file, sources.own_file) || borrowed ||
+        absl::c_any_of(sources.groups,
+                       [&file](absl::string_view group) { return IsFile(file, group); })) {
+      flags.push_back(flag);
+    }
+  }
+  SortByName(flags);
+  return flags;
+}
+
+bool IsAbseilFlag(const absl::CommandLineFlag& flag) {
+  return absl::StrContains(flag.Filename(), "absl/flags/");
+}
+
+std::vector<std::string> AbseilFlagNames() {
+  std::vector<std::string> names = {"help",        "helpfull",  "helpmatch",       "helpon",
+                                    "helppackage", "helpshort", "only_check_args", "version"};
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (IsAbseilFlag(*flag)) names.emplace_back(name);
+  }
+  absl::c_sort(names);
+  return names;
 }
 
 }  // namespace granary

@@ -1,16 +1,17 @@
 // The subcommands of the `granary` binary. Each takes the arguments after the subcommand name
 // (argv[0] is "granary <name>") and returns the process exit code.
 //
-// Every command's flags are Abseil flags in one global namespace, so Commands() also lists the
-// flags each command accepts, and granary_main refuses any other (CheckCommandFlags) before the
-// command parses its command line. A new flag must be added to the list of each command that
-// reads it (commands_test checks that every listed flag exists and every flag is listed).
+// Every command's flags are Abseil flags in one global namespace; a command accepts only its own
+// (command_flags.h: those defined in its tools/<name>_command.cc, the flag groups Commands()
+// names for it, and those it borrows with GRANARY_COMMAND_BORROWS_FLAG). It parses its command
+// line with ParseCommandFlags, which refuses any other.
 #ifndef GRANARY_TOOLS_COMMANDS_H_
 #define GRANARY_TOOLS_COMMANDS_H_
 
 #include <string>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
@@ -45,10 +46,8 @@ int ChaosCommand(int argc, char** argv);
 struct Command {
   absl::string_view name;
   int (*run)(int argc, char** argv);
-  // The flags it accepts besides SharedFlags() (command_flags.h): those its code reads.
-  std::vector<absl::string_view> flags;
-  // Other names it accepts, which it renames to one of `flags` before parsing.
-  std::vector<absl::string_view> aliases = {};
+  // Shared files all flags of which it accepts besides its own, e.g. "tools/tls_flags.cc".
+  std::vector<absl::string_view> flag_groups = {};
 };
 
 // Every subcommand.
@@ -56,15 +55,25 @@ const std::vector<Command>& Commands();
 // The subcommand called `name`, or null.
 const Command* FindCommand(absl::string_view name);
 
-// What `granary <command> --help` prints: the flags `command` accepts, sorted, each as
-// "  --name (help); default: value;" on its own lines, then a note on the shared flags.
+// The flags `command` accepts besides Abseil's own (command_flags.h), sorted by name.
+std::vector<absl::CommandLineFlag*> CommandFlags(const Command& command);
+
+// What `granary <command> --help` prints: CommandFlags(command), each as
+// "  --name (help); default: value;" on its own line, then a note on Abseil's flags.
 std::string CommandFlagsHelp(const Command& command);
 
-// OK if every flag argv[1..argc) gives (FlagsGiven in command_flags.h) is one `command` accepts.
-// Errors: InvalidArgument naming the first other flag and the commands it belongs to, if any,
-// e.g. "--journal_dir is not a flag of granary run (it belongs to granary dispatcher, granary
-// journal)"; FlagsGiven's errors.
-absl::Status CheckCommandFlags(const Command& command, int argc, char** argv);
+// OK if every flag the last absl::ParseCommandLine set (on the command line or in a --flagfile)
+// is one `command` accepts. Otherwise InvalidArgument naming the other flag first by name and
+// the commands it belongs to, if any, e.g. "--journal_dir is not a flag of granary run (it
+// belongs to granary dispatcher, granary journal)".
+absl::Status CheckFlagsGiven(const Command& command);
+
+// What a command calls instead of absl::ParseCommandLine, with its own argc and argv (argv[0]
+// "granary <name>"): Abseil parses them (exiting 1 on an unknown flag or a bad value, and
+// serving --helpfull, --flagfile and the like), then an error of CheckFlagsGiven is printed as
+// "granary <name>: <message>" and the process exits 2. Returns argv[0] and the positional
+// arguments, as absl::ParseCommandLine does.
+std::vector<char*> ParseCommandFlags(int argc, char** argv);
 
 }  // namespace granary
 

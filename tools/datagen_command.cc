@@ -3,7 +3,6 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "obs/progress_line.h"
@@ -21,7 +20,7 @@ namespace granary {
 int DatagenCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary datagen imagenet --out DIR --images N --files K --size S [--datagen_seed S]");
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  std::vector<char*> args = ParseCommandFlags(argc, argv);
   if (args.size() != 2 || std::string(args[1]) != "imagenet") {
     std::fprintf(stderr, "granary datagen: name the dataset kind: granary datagen imagenet ...\n");
     return 2;

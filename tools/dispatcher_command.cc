@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -22,16 +21,16 @@
 #include "dispatcher/policy/job_metrics.h"
 #include "dispatcher/provisioner.h"
 #include "dispatcher/request_limits.h"
-#include "glog/logging.h"
-#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "obs/status_page.h"
+#include "ops/status_page.h"
 #include "security/bearer_tokens.h"
 #include "security/capability.h"
 #include "tools/commands.h"
 #include "tools/ops_flags.h"
 #include "tools/server_flags.h"
+#include "tools/server_startup.h"
 #include "tools/status_json.h"
 #include "tools/tls_flags.h"
 #include "tools/udf_flags.h"
@@ -108,23 +107,14 @@ int DispatcherCommand(int argc, char** argv) {
       "--max_workers N "
       "[--min_workers M] [--provision_command CMD]] (--tls_cert C --tls_key K --tls_ca CA "
       "[--tokens_file F] [--admin_clients A,B] | --insecure)");
-  absl::ParseCommandLine(argc, argv);
-  BlockTerminationSignals();
-  const auto fail = [](const absl::Status& status) {
-    std::fprintf(stderr, "granary dispatcher: %s\n", std::string(status.message()).c_str());
-    return 1;
-  };
-  if (absl::Status logs = InstallLogFormatFromFlags({"dispatcher", ""}); !logs.ok()) {
-    return fail(logs);
-  }
+  ServerStartup startup("dispatcher", argc, argv);
+  const auto fail = [&startup](const absl::Status& status) { return startup.Fail(status); };
+  if (absl::Status logs = startup.InstallLogFormat(""); !logs.ok()) return fail(logs);
   if (absl::GetFlag(FLAGS_journal_dir).empty()) {
     return fail(absl::InvalidArgumentError("--journal_dir is required"));
   }
-  const TransportSecurity security = TransportSecurityFromFlags();
-  const absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      ServerCredentialsFor(security);
-  if (!credentials.ok()) return fail(credentials.status());
-  WarnIfPlaintextOnNetwork(security);
+  if (absl::Status secured = startup.Secure(); !secured.ok()) return fail(secured);
+  const TransportSecurity& security = startup.security();
   auto registries = PipelineRegistriesFromFlags();
   if (!registries.ok()) return fail(registries.status());
   absl::StatusOr<DataRoots> data_roots = DataRootsFromFlags();
@@ -204,15 +194,14 @@ int DispatcherCommand(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<DispatcherImpl>> impl =
       absl::UnavailableError("replaying the journal");
   std::atomic<DispatcherImpl*> open_impl{nullptr};
-  std::atomic<bool> ready{false};
   metrics.AddCollector([&open_impl](MetricSamples& out) {
     if (DispatcherImpl* d = open_impl.load()) d->CollectMetrics(out);
   });
   // The HTTP port has no authentication: on a TLS cluster it shows what an unprivileged
   // authenticated client would see (every worker, and the jobs without an owner).
   const Caller page_caller{security.tls(), "status-page", false};
-  absl::StatusOr<std::unique_ptr<HttpServer>> ops = StartOpsServerFromFlags(
-      metrics, ready,
+  absl::StatusOr<std::unique_ptr<HttpServer>> ops = startup.StartOpsServer(
+      metrics,
       {{"/",
         [](const std::string&) {
           return HttpResponse{200, "text/html; charset=utf-8", std::string(kStatusPageHtml)};
@@ -231,7 +220,7 @@ int DispatcherCommand(int argc, char** argv) {
           }
           return HttpResponse{200, "application/json", StatusJson(status)};
         }}});
-  if (!ops.ok()) return fail(Annotate(ops.status(), "--metrics_port"));
+  if (!ops.ok()) return fail(ops.status());
   options.metrics = &metrics;
   options.env = &env;
   // Recover before listening: nothing is served until replay is complete.
@@ -241,20 +230,12 @@ int DispatcherCommand(int argc, char** argv) {
 
   GrpcDispatcherService service(impl->get(), security.tls(),
                                 tokens.has_value() ? &*tokens : nullptr);
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(ListenAddress(), *credentials, &port);
-  builder.SetMaxReceiveMessageSize(MaxMessageBytes());
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    return fail(absl::UnavailableError(absl::StrCat("cannot listen on ", ListenAddress())));
-  }
-  const std::string address = absl::StrCat(absl::GetFlag(FLAGS_host), ":", port);
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server = startup.Listen({&service});
+  if (!server.ok()) return fail(server.status());
   if (provisioner == "local") {
     LocalProvisionerOptions local;
     local.binary = SelfExecutablePath();
-    local.dispatcher_address = address;
+    local.dispatcher_address = startup.address();
     local.max_workers = absl::GetFlag(FLAGS_max_workers);
     local.flags =
         absl::StrSplit(absl::GetFlag(FLAGS_provisioned_worker_flags), ' ', absl::SkipEmpty());
@@ -265,13 +246,7 @@ int DispatcherCommand(int argc, char** argv) {
     (*impl)->SetProvisioner(NewCommandProvisioner(absl::GetFlag(FLAGS_provision_command)),
                             absl::GetFlag(FLAGS_min_workers), absl::GetFlag(FLAGS_max_workers));
   }
-  std::printf("granary dispatcher%s%s:%d\n", kListeningOn, absl::GetFlag(FLAGS_host).c_str(), port);
-  if (*ops != nullptr) std::printf("%s\n", OpsServerLine("dispatcher", **ops).c_str());
-  std::fflush(stdout);
-  ready = true;
-  const int signal = WaitForTerminationSignal();
-  LOG(INFO) << "signal " << signal << ": shutting down";
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  startup.ServeUntilTerminated(ops->get(), **server);
   return 0;
 }
 

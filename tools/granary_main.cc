@@ -62,11 +62,6 @@ int main(int argc, char** argv) {
   // The subcommand sees "granary <command>" as its program name.
   std::string program = std::string("granary ") + name;
   argv[1] = program.data();
-  if (const absl::Status flags = granary::CheckCommandFlags(*command, argc - 1, argv + 1);
-      !flags.ok()) {
-    std::fprintf(stderr, "%s: %s\n", program.c_str(), std::string(flags.message()).c_str());
-    return 2;
-  }
   // Abseil's --help lists the flags of the main file (none); --help lists the command's own.
   for (int i = 2; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-help") == 0) {

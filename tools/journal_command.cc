@@ -4,21 +4,21 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "google/protobuf/util/json_util.h"
 #include "journal/journal.h"
 #include "proto/dispatcher_state.pb.h"
 #include "proto/journal.pb.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
 
-ABSL_DECLARE_FLAG(std::string, journal_dir);
+GRANARY_COMMAND_BORROWS_FLAG(std::string, journal_dir);
 
 namespace granary {
 
 int JournalCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage("granary journal dump --journal_dir D");
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  std::vector<char*> args = ParseCommandFlags(argc, argv);
   if (args.size() != 2 || std::string(args[1]) != "dump") {
     std::fprintf(stderr, "granary journal: the only action is dump: granary journal dump ...\n");
     return 2;

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -95,7 +94,7 @@ int LocalCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary local --pipeline P.json --epochs N [--seed S] [--cache_policy C] [--digest_out F] "
       "[--plugin lib.so]");
-  absl::ParseCommandLine(argc, argv);
+  ParseCommandFlags(argc, argv);
   const absl::Status status = RunLocal();
   if (!status.ok()) {
     std::fprintf(stderr, "granary local: %s\n", std::string(status.message()).c_str());

@@ -6,7 +6,6 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -15,11 +14,13 @@
 #include "granary/client.h"
 #include "pipeline/pipeline_loader.h"
 #include "tools/client_flags.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
 
-ABSL_DECLARE_FLAG(std::string, pipeline);
-ABSL_DECLARE_FLAG(uint64_t, seed);
-ABSL_DECLARE_FLAG(int32_t, num_worker_slots);
+GRANARY_COMMAND_BORROWS_FLAG(std::string, dispatcher);  // status_command.cc
+GRANARY_COMMAND_BORROWS_FLAG(std::string, pipeline);
+GRANARY_COMMAND_BORROWS_FLAG(uint64_t, seed);
+GRANARY_COMMAND_BORROWS_FLAG(int32_t, num_worker_slots);
 ABSL_FLAG(std::string, at_mark, "",
           "granary precache: cache up to the pipeline's first mark op, which must have this name "
           "(the training job's cache_policy at_mark); empty: the whole pipeline (full).");
@@ -84,7 +85,7 @@ int PrecacheCommand(int argc, char** argv) {
       "granary precache --dispatcher HOST:PORT --pipeline P.json [--at_mark NAME] [--seed S] "
       "[--num_worker_slots N] [--timeout_s T] (--tls_ca CA [--tls_cert C --tls_key K | "
       "--token_file T] | --insecure | --config FILE)");
-  absl::ParseCommandLine(argc, argv);
+  ParseCommandFlags(argc, argv);
   const absl::Status status = Precache();
   if (!status.ok()) {
     std::fprintf(stderr, "granary precache: %s\n", status.ToString().c_str());

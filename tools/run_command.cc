@@ -24,7 +24,6 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -47,18 +46,20 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
 #include "tools/client_flags.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
 #include "tools/tls_flags.h"
 #include "tools/udf_flags.h"
 #include "transport/compression.h"
 
-ABSL_DECLARE_FLAG(std::string, pipeline);
-ABSL_DECLARE_FLAG(int64_t, epochs);
-ABSL_DECLARE_FLAG(uint64_t, seed);
-ABSL_DECLARE_FLAG(std::string, digest_out);
-ABSL_DECLARE_FLAG(std::string, cache_policy);
+GRANARY_COMMAND_BORROWS_FLAG(std::string, dispatcher);  // status_command.cc
+GRANARY_COMMAND_BORROWS_FLAG(std::string, pipeline);
+GRANARY_COMMAND_BORROWS_FLAG(int64_t, epochs);
+GRANARY_COMMAND_BORROWS_FLAG(uint64_t, seed);
+GRANARY_COMMAND_BORROWS_FLAG(std::string, digest_out);
+GRANARY_COMMAND_BORROWS_FLAG(std::string, cache_policy);
 
-ABSL_DECLARE_FLAG(bool, auto_order);  // local_command.cc
+GRANARY_COMMAND_BORROWS_FLAG(bool, auto_order);  // local_command.cc
 ABSL_FLAG(std::string, job_name, "",
           "Name of the job: consumers of one job and a resumed run open it by name. Empty: a "
           "new anonymous job.");
@@ -304,7 +305,7 @@ int RunCommand(int argc, char** argv) {
       "[--position_file F] [--stall_timeout_ms T] [--rpc_timeout_ms T] [--max_request_bytes B] "
       "[--max_outstanding_requests N] [--noshared_memory] [--compression none|lz4|zstd] "
       "[--step_ms T] [--plugin lib.so] [--config FILE (the dispatcher, TLS and token files)]");
-  absl::ParseCommandLine(argc, argv);
+  ParseCommandFlags(argc, argv);
   const absl::Status status = Run();
   if (!status.ok()) {
     std::fprintf(stderr, "granary run: %s\n", status.ToString().c_str());

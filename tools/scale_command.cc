@@ -12,7 +12,6 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -20,13 +19,14 @@
 #include "common/grpc_status.h"
 #include "grpcpp/create_channel.h"
 #include "proto/dispatcher.grpc.pb.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
 #include "tools/tls_flags.h"
 
-ABSL_DECLARE_FLAG(std::string, dispatcher);
-ABSL_DECLARE_FLAG(int, workers);
-ABSL_DECLARE_FLAG(int32_t, local_workers);
-ABSL_DECLARE_FLAG(std::string, job_owner);  // run_command.cc
+GRANARY_COMMAND_BORROWS_FLAG(std::string, dispatcher);
+GRANARY_COMMAND_BORROWS_FLAG(int, workers);
+GRANARY_COMMAND_BORROWS_FLAG(int32_t, local_workers);
+GRANARY_COMMAND_BORROWS_FLAG(std::string, job_owner);  // run_command.cc
 ABSL_FLAG(std::string, job, "", "The job to scale: its name, or its id.");
 ABSL_FLAG(std::string, reason, "by hand (granary scale)", "Why, for `granary status`.");
 
@@ -44,7 +44,7 @@ int ScaleCommand(int argc, char** argv) {
     local_given =
         local_given || arg == "--local_workers" || absl::StartsWith(arg, "--local_workers=");
   }
-  absl::ParseCommandLine(argc, argv);
+  ParseCommandFlags(argc, argv);
   const std::string address = absl::GetFlag(FLAGS_dispatcher);
   const std::string job = absl::GetFlag(FLAGS_job);
   if (address.empty() || job.empty()) {

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -19,9 +18,12 @@
 #include "proto/dispatcher.grpc.pb.h"
 #include "proto/worker.grpc.pb.h"
 #include "tools/client_flags.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
 #include "tools/status_json.h"
 
+// Of client_flags.h only --config (which may name a token file); --token_file is not a flag here.
+GRANARY_COMMAND_BORROWS_FLAG(std::string, config);
 ABSL_FLAG(std::string, dispatcher, "", "Dispatcher address, host:port.");
 ABSL_FLAG(bool, json, false,
           "Print the status as JSON (the status page's /status.json: summary, one object per "
@@ -180,7 +182,7 @@ int StatusCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary status (--dispatcher HOST:PORT (--tls_ca CA [--tls_cert C --tls_key K] | "
       "--insecure) | --config FILE) [--json] [--watch]");
-  absl::ParseCommandLine(argc, argv);
+  ParseCommandFlags(argc, argv);
   const absl::StatusOr<ClientOptions> options = ClientConnectionFromFlags(Env::Default());
   if (!options.ok()) {
     std::fprintf(stderr, "granary status: %s\n", std::string(options.status().message()).c_str());

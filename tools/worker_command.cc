@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -14,18 +13,17 @@
 #include "cache/cache_tier_env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
-#include "glog/logging.h"
-#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
-#include "grpcpp/server_builder.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
 #include "tools/ops_flags.h"
 #include "tools/server_flags.h"
+#include "tools/server_startup.h"
 #include "tools/tls_flags.h"
 #include "tools/udf_flags.h"
 #include "worker/grpc_worker_service.h"
 
-ABSL_DECLARE_FLAG(std::string, dispatcher);
+GRANARY_COMMAND_BORROWS_FLAG(std::string, dispatcher);
 ABSL_FLAG(std::string, worker_id, "", "Stable identity of this worker (kept across restarts).");
 ABSL_FLAG(bool, standby, false,
           "Hold no tasks until the dispatcher fails one over to this worker.");
@@ -69,27 +67,19 @@ int WorkerCommand(int argc, char** argv) {
       "[--data_roots DIRS] [--redis_user U] [--redis_password_file F] [--plugin "
       "lib.so] "
       "(--tls_cert C --tls_key K --tls_ca CA | --insecure)");
-  absl::ParseCommandLine(argc, argv);
-  BlockTerminationSignals();
-  const auto fail = [](const absl::Status& status) {
-    std::fprintf(stderr, "granary worker: %s\n", std::string(status.message()).c_str());
-    return 1;
-  };
+  ServerStartup startup("worker", argc, argv);
+  const auto fail = [&startup](const absl::Status& status) { return startup.Fail(status); };
   if (absl::GetFlag(FLAGS_dispatcher).empty() || absl::GetFlag(FLAGS_worker_id).empty()) {
     return fail(absl::InvalidArgumentError("--dispatcher and --worker_id are required"));
   }
-  if (absl::Status logs = InstallLogFormatFromFlags({"worker", absl::GetFlag(FLAGS_worker_id)});
-      !logs.ok()) {
+  if (absl::Status logs = startup.InstallLogFormat(absl::GetFlag(FLAGS_worker_id)); !logs.ok()) {
     return fail(logs);
   }
-  const TransportSecurity security = TransportSecurityFromFlags();
-  const absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server_credentials =
-      ServerCredentialsFor(security);
-  if (!server_credentials.ok()) return fail(server_credentials.status());
+  if (absl::Status secured = startup.Secure(); !secured.ok()) return fail(secured);
+  const TransportSecurity& security = startup.security();
   const absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials =
       ChannelCredentialsFor(security);
   if (!channel_credentials.ok()) return fail(channel_credentials.status());
-  WarnIfPlaintextOnNetwork(security);
   auto registries = PipelineRegistriesFromFlags();
   if (!registries.ok()) return fail(registries.status());
   absl::StatusOr<DataRoots> data_roots = DataRootsFromFlags();
@@ -108,28 +98,19 @@ int WorkerCommand(int argc, char** argv) {
   CacheTierEnv env(Env::Default(), *redis_credentials);
   std::unique_ptr<WorkerImpl> impl;
   std::atomic<WorkerImpl*> started_impl{nullptr};
-  std::atomic<bool> ready{false};
   metrics.AddCollector([&started_impl](MetricSamples& out) {
     if (WorkerImpl* w = started_impl.load()) w->CollectMetrics(out);
   });
-  absl::StatusOr<std::unique_ptr<HttpServer>> ops = StartOpsServerFromFlags(metrics, ready);
-  if (!ops.ok()) return fail(Annotate(ops.status(), "--metrics_port"));
+  absl::StatusOr<std::unique_ptr<HttpServer>> ops = startup.StartOpsServer(metrics);
+  if (!ops.ok()) return fail(ops.status());
 
   // Listen first: the address registered with the dispatcher must already answer.
   GrpcWorkerService service(security.tls());
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(ListenAddress(), *server_credentials, &port);
-  builder.SetMaxReceiveMessageSize(MaxMessageBytes());
-  builder.SetMaxSendMessageSize(-1);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    return fail(absl::UnavailableError(absl::StrCat("cannot listen on ", ListenAddress())));
-  }
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server = startup.Listen({&service});
+  if (!server.ok()) return fail(server.status());
   WorkerOptions options;
   options.worker_id = absl::GetFlag(FLAGS_worker_id);
-  options.address = absl::StrCat(absl::GetFlag(FLAGS_host), ":", port);
+  options.address = startup.address();
   options.standby = absl::GetFlag(FLAGS_standby);
   options.take_over_load = absl::GetFlag(FLAGS_take_over_load);
   if (const std::string local_to = absl::GetFlag(FLAGS_local_to); !local_to.empty()) {
@@ -163,14 +144,7 @@ int WorkerCommand(int argc, char** argv) {
   impl = std::move(started).value();
   service.set_impl(impl.get());
   started_impl = impl.get();
-  std::printf("granary worker %s%s%s\n", options.worker_id.c_str(), kListeningOn,
-              options.address.c_str());
-  if (*ops != nullptr) std::printf("%s\n", OpsServerLine("worker", **ops).c_str());
-  std::fflush(stdout);
-  ready = true;
-  const int signal = WaitForTerminationSignal();
-  LOG(INFO) << "signal " << signal << ": shutting down";
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  startup.ServeUntilTerminated(ops->get(), **server);
   service.set_impl(nullptr);
   return 0;
 }
