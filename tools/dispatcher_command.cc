@@ -28,7 +28,7 @@
 #include "security/bearer_tokens.h"
 #include "security/capability.h"
 #include "tools/commands.h"
-#include "tools/ops_flags.h"
+#include "tools/obs_flags.h"
 #include "tools/server_flags.h"
 #include "tools/server_startup.h"
 #include "tools/status_json.h"

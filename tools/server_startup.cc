@@ -11,7 +11,7 @@
 #include "glog/logging.h"
 #include "grpcpp/server_builder.h"
 #include "tools/commands.h"
-#include "tools/ops_flags.h"
+#include "tools/obs_flags.h"
 #include "tools/server_flags.h"
 #include "tools/tls_flags.h"
 

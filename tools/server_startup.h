@@ -46,7 +46,7 @@ class ServerStartup {
 
   // Routes the process' logs through --log_format, as <component> `instance` (the worker's id;
   // empty for the dispatcher), which the announcement names too. Errors:
-  // InstallLogFormatFromFlags's (ops_flags.h).
+  // InstallLogFormatFromFlags's (obs_flags.h).
   absl::Status InstallLogFormat(absl::string_view instance);
 
   // Reads the TLS flags and makes the gRPC server's credentials from them; prints the plain-text
@@ -55,7 +55,7 @@ class ServerStartup {
   // After Secure(): what the TLS flags give.
   const TransportSecurity& security() const { return security_; }
 
-  // StartOpsServerFromFlags (ops_flags.h) over `metrics` and `pages`, reporting ready from
+  // StartOpsServerFromFlags (obs_flags.h) over `metrics` and `pages`, reporting ready from
   // ServeUntilTerminated on; errors annotated "--metrics_port". The caller keeps the server
   // (nullptr without --metrics_port), destroyed before what `pages` read and `metrics`.
   absl::StatusOr<std::unique_ptr<HttpServer>> StartOpsServer(

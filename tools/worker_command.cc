@@ -16,7 +16,7 @@
 #include "grpcpp/server.h"
 #include "tools/command_flags.h"
 #include "tools/commands.h"
-#include "tools/ops_flags.h"
+#include "tools/obs_flags.h"
 #include "tools/server_flags.h"
 #include "tools/server_startup.h"
 #include "tools/tls_flags.h"

@@ -1,4 +1,4 @@
-#include "tools/ops_flags.h"
+#include "tools/obs_flags.h"
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
