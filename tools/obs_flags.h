@@ -1,8 +1,8 @@
 // Flags and plumbing of what a server command shows operators (issue 19), shared by
 // `granary dispatcher` and `granary worker`: --metrics_port (the HTTP endpoint: /metrics,
 // /healthz, /readyz and the command's own pages) and --log_format (structured logs).
-#ifndef GRANARY_TOOLS_OPS_FLAGS_H_
-#define GRANARY_TOOLS_OPS_FLAGS_H_
+#ifndef GRANARY_TOOLS_OBS_FLAGS_H_
+#define GRANARY_TOOLS_OBS_FLAGS_H_
 
 #include <atomic>
 #include <functional>
@@ -40,4 +40,4 @@ std::string OpsServerLine(const std::string& component, const HttpServer& server
 
 }  // namespace granary
 
-#endif  // GRANARY_TOOLS_OPS_FLAGS_H_
+#endif  // GRANARY_TOOLS_OBS_FLAGS_H_
