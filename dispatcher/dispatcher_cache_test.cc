@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "dispatcher/dispatcher_impl_test_fixture.h"
 
@@ -385,6 +386,51 @@ TEST_F(DispatcherCacheTest, AnotherJobWithTheSameSeedGetsTheCacheAnotherSeedPuts
   EXPECT_FALSE(CacheOf(other_key)->complete());
   EXPECT_EQ(CacheOf(other_key)->put_job_id(), *reseeded);
   EXPECT_TRUE(CacheOf(key)->complete());
+}
+
+TEST_F(DispatcherCacheTest, JobsSharingACacheStartingEpochsAtOnceAllStartOneOfThemPuts) {
+  OpenCaching();
+  RegisterWorker("a");
+  const PipelineDef def = CachedDef();
+  const std::string dataset = RegisterCachedDataset();
+  constexpr int kJobs = 6;
+  std::vector<int64_t> jobs;
+  for (int i = 0; i < kJobs; ++i) {
+    auto job = CreateCachingJob(dataset, absl::StrCat("job", i), CACHE_FULL);
+    ASSERT_TRUE(job.ok()) << job.status();
+    jobs.push_back(*job);
+  }
+  // Each foresees a PUT, lists its splits, then proposes: all but the first decide again under
+  // the core's lock, and compute.
+  std::vector<std::thread> starters;
+  for (int64_t job : jobs) {
+    starters.emplace_back([this, job] {
+      for (int64_t epoch : {0, 1}) {
+        const absl::Status status = StartEpoch(job, epoch);
+        EXPECT_TRUE(status.ok()) << "job " << job << " epoch " << epoch << ": " << status;
+      }
+    });
+  }
+  for (std::thread& t : starters) t.join();
+  const std::string key = CacheKey(def, 3, 3);
+  ASSERT_TRUE(CacheOf(key).has_value());
+  const int64_t writer = CacheOf(key)->put_job_id();
+  const EpochState put = EpochOf(writer, 0);
+  EXPECT_EQ(put.cache().mode(), EpochCache::PUT);
+  for (int64_t job : jobs) {
+    for (int64_t epoch : {0, 1}) {
+      if (job == writer && epoch == 0) continue;
+      SCOPED_TRACE(absl::StrCat("job ", job, " epoch ", epoch));
+      const EpochState computing = EpochOf(job, epoch);
+      EXPECT_EQ(computing.cache().mode(), EpochCache::COMPUTE);
+      EXPECT_EQ(computing.cache().cache_key(), key);
+      ASSERT_EQ(computing.plan_size(), put.plan_size());
+      for (int i = 0; i < put.plan_size(); ++i) {
+        EXPECT_EQ(computing.plan(i).id(), put.plan(i).id()) << "plan " << i;
+      }
+    }
+  }
+  EXPECT_EQ(Status().state().caches_size(), 1);
 }
 
 class DispatcherCacheRestartTest : public DispatcherCacheTest,
