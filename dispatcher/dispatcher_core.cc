@@ -88,20 +88,55 @@ bool DispatcherCore::Await(const std::function<bool(const DispatcherState&)>& do
   return done(state_);
 }
 
+void DispatcherCore::AwaitNoBuild() {
+  mu_.Await(absl::Condition(
+      +[](DispatcherCore* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+        return !self->building_ || !self->failure_.ok();
+      },
+      this));
+}
+
 absl::Status DispatcherCore::Propose(const Update& update, const Then& then) {
   {
     absl::MutexLock lock(&mu_);
+    AwaitNoBuild();
     RETURN_IF_ERROR(CheckUsableLocked());
     RETURN_IF_ERROR(state_.Validate(update));
+    ++in_flight_;
   }
+  return AppendAndApply(update, /*built=*/false, then);
+}
+
+absl::Status DispatcherCore::Propose(const Build& build, const Then& then) {
+  Update update;
+  {
+    absl::MutexLock lock(&mu_);
+    // One built proposal at a time; it waits for every proposal validated before it.
+    AwaitNoBuild();
+    RETURN_IF_ERROR(CheckUsableLocked());
+    building_ = true;
+    mu_.Await(absl::Condition(
+        +[](DispatcherCore* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+          return self->in_flight_ == 0 || !self->failure_.ok();
+        },
+        this));
+    absl::Status built = CheckUsableLocked();
+    if (built.ok()) {
+      absl::StatusOr<Update> proposed = build(state_);
+      built = proposed.ok() ? state_.Validate(*proposed) : proposed.status();
+      if (built.ok()) update = *std::move(proposed);
+    }
+    if (!built.ok()) {
+      building_ = false;
+      return built;
+    }
+    ++in_flight_;
+  }
+  return AppendAndApply(update, /*built=*/true, then);
+}
+
+absl::Status DispatcherCore::AppendAndApply(const Update& update, bool built, const Then& then) {
   absl::StatusOr<uint64_t> seq = log_->Append(SerializeDeterministically(update));
-  if (absl::IsUnavailable(seq.status())) {
-    // Not written (a full disk), and the log makes sure it never will be: nothing to apply,
-    // no fail-stop. The client retries; the log resumes once space is freed — or, if its
-    // files were deleted under it, refuses every later append the same way (its own fail-stop).
-    LOG_EVERY_N(WARNING, 100) << "journal append refused, state unchanged: " << seq.status();
-    return seq.status();
-  }
   // An injected error here is an apply that cannot happen: like a failed append, it stops the
   // core (the record is durable; a restart replays it).
   if (seq.ok()) {
@@ -113,7 +148,18 @@ absl::Status DispatcherCore::Propose(const Update& update, const Then& then) {
   std::optional<Snapshot> snapshot;
   {
     absl::MutexLock lock(&mu_);
+    if (built) building_ = false;
+    if (absl::IsUnavailable(seq.status())) {
+      // Not written (a full disk), and the log makes sure it never will be: nothing to apply,
+      // no fail-stop. The client retries; the log resumes once space is freed — or, if its
+      // files were deleted under it, refuses every later append the same way (its own
+      // fail-stop).
+      --in_flight_;
+      LOG_EVERY_N(WARNING, 100) << "journal append refused, state unchanged: " << seq.status();
+      return seq.status();
+    }
     if (!seq.ok()) {
+      --in_flight_;
       Stop(seq.status());
       return CheckUsableLocked();
     }
@@ -128,6 +174,7 @@ absl::Status DispatcherCore::Propose(const Update& update, const Then& then) {
           return t->self->state_.applied_seq() == t->previous || !t->self->failure_.ok();
         },
         &turn));
+    --in_flight_;
     RETURN_IF_ERROR(CheckUsableLocked());
     applied = state_.Apply(*seq, update);
     if (options_.check_invariants) CheckInvariantsOrDie(*seq);

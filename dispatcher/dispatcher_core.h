@@ -14,6 +14,13 @@
 // nothing) and Propose returns that refusal without running `then`. Every `snapshot_every`
 // records the state is serialized under the lock and written to the log outside it.
 //
+// Propose(build): for an update that is itself a decision on the state (which mode an epoch
+// uses its cache in): under the lock, once every proposal validated before it is applied, runs
+// build(state) and proposes what it returns as above; later proposals wait for its record to
+// be appended before they are validated. So the state it was built on is the state it is
+// applied to: it is never overtaken. Such proposals are serialized with each other, and stall
+// the others for one append: for rare decisions, not the hot path.
+//
 // Fail-stop: if the log fails an append or a snapshot (an indeterminate record), the core
 // stops changing state: every later Propose is refused with Unavailable naming the first
 // failure (CheckUsable), until the process is restarted; Read goes on. Except on a full disk:
@@ -74,6 +81,13 @@ class DispatcherCore {
   // refused the record (a full disk).
   absl::Status Propose(const Update& update, const Then& then = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Returns the update to propose, decided on `state`; runs under the lock.
+  using Build = std::function<absl::StatusOr<Update>(const DispatcherState&)>;
+  // Journals and applies the update build(state) returns (see the header comment), which
+  // applies as built: errors are build's own, Validate's refusal of it (nothing journaled),
+  // and Unavailable as above. `build` and `then` must not call back into the core.
+  absl::Status Propose(const Build& build, const Then& then = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Returns fn(state) with fn run under the lock. `fn` must not call back into the core.
   template <typename Fn>
   auto Read(Fn&& fn) const ABSL_LOCKS_EXCLUDED(mu_) {
@@ -94,6 +108,12 @@ class DispatcherCore {
       : options_(options), log_(std::move(log)) {}
   absl::Status Recover() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CheckUsableLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits until no built proposal is under way (or the core has stopped).
+  void AwaitNoBuild() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends the validated `update` (counted in in_flight_; built: it holds building_), applies
+  // it in sequence and runs `then` (Propose's second half, outside the lock).
+  absl::Status AppendAndApply(const Update& update, bool built, const Then& then)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Records the first failure of the log: the core stops (fail-stop).
   void Stop(const absl::Status& failure) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // For options_.check_invariants: aborts, naming record `seq`, if the state is inconsistent.
@@ -117,6 +137,11 @@ class DispatcherCore {
   // Set when the log failed: the core refuses to go on (fail-stop).
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   int64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
+  // Proposals validated and not yet applied (or failed).
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Set from when a built proposal starts waiting for in_flight_ to drain until its record is
+  // appended: no other proposal is validated meanwhile.
+  bool building_ ABSL_GUARDED_BY(mu_) = false;
   // Set while a snapshot is written outside the lock: one at a time, in order.
   bool snapshot_in_flight_ ABSL_GUARDED_BY(mu_) = false;
 };

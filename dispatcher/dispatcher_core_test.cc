@@ -1,6 +1,7 @@
 // DispatcherCore: Propose journals, then applies in sequence; a refused update is never
-// journaled; a log failure stops the core (fail-stop) while a full log refuses one update;
-// snapshots are written every snapshot_every records and recovered from.
+// journaled; a built update applies to the state it was built on; a log failure stops the core
+// (fail-stop) while a full log refuses one update; snapshots are written every snapshot_every
+// records and recovered from.
 #include "dispatcher/dispatcher_core.h"
 
 #include <map>
@@ -77,6 +78,58 @@ TEST_F(DispatcherCoreTest, ConcurrentProposalsAreAppliedInSequenceOrder) {
   EXPECT_EQ(
       core->Read([](const DispatcherState& s) { return SerializeDeterministically(s.ToProto()); }),
       before);
+}
+
+TEST_F(DispatcherCoreTest, ABuiltUpdateAppliesToTheStateItWasBuiltOn) {
+  // Each built update names its dataset after the datasets it sees: were two built on the same
+  // state, or one on a state a concurrent record then changed, two would name the same dataset
+  // and the second be refused.
+  std::unique_ptr<DispatcherCore> core = Open();
+  constexpr int kProposers = 4;
+  constexpr int kEach = 20;
+  std::vector<std::thread> proposers;
+  for (int i = 0; i < kProposers; ++i) {
+    proposers.emplace_back([&] {
+      for (int j = 0; j < kEach; ++j) {
+        const absl::Status status = core->Propose([](const DispatcherState& state) {
+          return RegisterDataset(absl::StrCat("built-", state.datasets().size()));
+        });
+        EXPECT_TRUE(status.ok()) << status;
+      }
+    });
+    proposers.emplace_back([&, i] {
+      for (int j = 0; j < kEach; ++j) {
+        const absl::Status status = core->Propose(RegisterDataset(absl::StrCat(i, "-", j)));
+        EXPECT_TRUE(status.ok()) << status;
+      }
+    });
+  }
+  for (std::thread& t : proposers) t.join();
+  EXPECT_EQ(AppliedSeq(*core), static_cast<uint64_t>(2 * kProposers * kEach));
+}
+
+TEST_F(DispatcherCoreTest, ABuildErrorOrARefusedBuiltUpdateIsNotJournaled) {
+  std::unique_ptr<DispatcherCore> core = Open();
+  ASSERT_TRUE(core->Propose(RegisterDataset("d")).ok());
+  bool then_ran = false;
+  const auto then = [&](const DispatcherState&) { then_ran = true; };
+  EXPECT_EQ(core->Propose(
+                    [](const DispatcherState&) -> absl::StatusOr<Update> {
+                      return absl::AbortedError("nothing to build");
+                    },
+                    then)
+                .code(),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(core->Propose([](const DispatcherState&) { return RegisterDataset("d"); }, then).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_FALSE(then_ran);
+  EXPECT_EQ(log_->size(), 1u);
+  // Neither left the core waiting: the next proposals go through.
+  ASSERT_TRUE(core->Propose(RegisterDataset("e")).ok());
+  ASSERT_TRUE(
+      core->Propose([](const DispatcherState&) { return RegisterDataset("f"); }, then).ok());
+  EXPECT_TRUE(then_ran);
+  EXPECT_EQ(AppliedSeq(*core), 3u);
 }
 
 TEST_F(DispatcherCoreTest, AnUpdateTheStateRefusesIsNotJournaled) {

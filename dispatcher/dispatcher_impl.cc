@@ -155,7 +155,7 @@ absl::Status DispatcherImpl::NameCluster() {
 
 absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& request,
                                              RegisterDatasetResponse* response) {
-  // The cache's ops and fields are the dispatcher's to insert (pipeline/cache_policy.h).
+  // The cache's ops and fields are the dispatcher's to insert (cache/cache_policy.h).
   RETURN_IF_ERROR(CacheCoordinator::CheckNoCacheOps(request.pipeline()));
   if (const int64_t bytes = static_cast<int64_t>(request.pipeline().ByteSizeLong());
       bytes > options_.limits.pipeline_bytes) {
@@ -319,29 +319,42 @@ absl::Status DispatcherImpl::CheckClientLimits(const DispatcherState& state, con
 
 absl::Status DispatcherImpl::StartEpoch(const StartEpochRequest& request,
                                         StartEpochResponse* response, const Caller& caller) {
-  // A cache decision may be overtaken by another job's epoch between the decision and the
-  // proposal (the proposal is then refused with Aborted): decide again, at most a few times.
-  for (int attempt = 0;; ++attempt) {
-    const absl::Status started = TryStartEpoch(request, response, caller);
-    if (!absl::IsAborted(started)) return started;
-    if (attempt >= 3) {
-      return absl::AbortedError(
-          absl::StrCat("job ", request.job_id(), " epoch ", request.epoch(),
-                       ": the cache changed under every attempt to start it"));
-    }
+  ASSIGN_OR_RETURN(std::optional<EpochToStart> to_start,
+                   AwaitEpochStartable(request, response, caller));
+  if (!to_start.has_value()) return absl::OkStatus();  // Started already: answered.
+  // The files are listed outside the locks, unless the epoch reads its cache (its chunks are its
+  // plan); a PUT epoch's cache directory is made before its record is durable.
+  std::optional<SplitPlan> plan;
+  if (to_start->foreseen.mode() != EpochCache::GET) {
+    ASSIGN_OR_RETURN(plan, PlanEpochSplits(request, *to_start));
   }
+  if (to_start->foreseen.mode() == EpochCache::PUT) {
+    RETURN_IF_ERROR(options_.env->CreateDirs(to_start->foreseen.cache_dir()));
+  }
+  bool plan_missing = false;
+  absl::Status proposed = ProposeEpochStart(request, *to_start, plan, plan_missing, response);
+  if (plan_missing) {
+    // The complete cache the epoch was to read was evicted or invalidated meanwhile. Listed
+    // now, the plan is there for whatever the epoch is decided to be: proposed once more, it
+    // lacks nothing. (Should it be decided PUT, its workers make the directory: CachePut.)
+    ASSIGN_OR_RETURN(plan, PlanEpochSplits(request, *to_start));
+    proposed = ProposeEpochStart(request, *to_start, plan, plan_missing, response);
+  }
+  if (proposed.ok()) return absl::OkStatus();
+  // Another consumer of the job started the epoch meanwhile: that is the epoch.
+  return core_->Read([&](const DispatcherState& state) {
+    const EpochState* epoch = state.FindEpoch(request.job_id(), request.epoch());
+    if (epoch == nullptr) return proposed;
+    response->set_num_tasks(epoch->task_ids_size());
+    return absl::OkStatus();
+  });
 }
 
-absl::Status DispatcherImpl::TryStartEpoch(const StartEpochRequest& request,
-                                           StartEpochResponse* response, const Caller& caller) {
+absl::StatusOr<std::optional<DispatcherImpl::EpochToStart>> DispatcherImpl::AwaitEpochStartable(
+    const StartEpochRequest& request, StartEpochResponse* response, const Caller& caller) {
   // What the state says to do next.
-  enum class Next { kAnswered, kAwaitDecision, kAwaitOwnPut, kBuildPlan };
-  PipelineDef def;
-  uint64_t seed = 0;
-  Update update;
-  StartEpochUpdate* start = update.mutable_start_epoch();
-  start->set_job_id(request.job_id());
-  start->set_epoch(request.epoch());
+  enum class Next { kAnswered, kAwaitDecision, kAwaitOwnPut, kStart };
+  EpochToStart to_start;
   // The cache waits below are outside the locks: after one, everything is looked up again.
   for (bool waited_for_put = false;;) {
     RETURN_IF_ERROR(core_->CheckUsable());
@@ -364,67 +377,98 @@ absl::Status DispatcherImpl::TryStartEpoch(const StartEpochRequest& request,
           if (job->options().cache_policy() == CACHE_AUTO && !job->has_cache_decision()) {
             return Next::kAwaitDecision;
           }
-          def = state.FindDataset(job->dataset_id())->pipeline();
-          seed = job->options().seed();
-          ASSIGN_OR_RETURN(*start->mutable_cache(), cache_->DecideEpochCache(state, *job, def));
+          to_start.def = state.FindDataset(job->dataset_id())->pipeline();
+          to_start.seed = job->options().seed();
+          ASSIGN_OR_RETURN(to_start.foreseen, cache_->DecideEpochCache(state, *job, to_start.def));
           // Everything but the plan is decided: what the state would refuse (an epoch past
           // num_epochs) is refused before the files are listed or a cache directory is made.
-          RETURN_IF_ERROR(state.Validate(update));
+          RETURN_IF_ERROR(state.Validate(StartEpochOf(request, to_start.foreseen)));
           if (!waited_for_put &&
-              CacheCoordinator::OwnPutRunning(state, request.job_id(), start->cache())) {
+              CacheCoordinator::OwnPutRunning(state, request.job_id(), to_start.foreseen)) {
             return Next::kAwaitOwnPut;
           }
-          if (start->cache().mode() == EpochCache::GET) {
-            for (Split& split :
-                 ChunkSplits(state.FindCache(start->cache().cache_key())->chunks())) {
-              *start->add_plan() = std::move(split);
-            }
-          }
-          return Next::kBuildPlan;
+          return Next::kStart;
         }));
-    if (next == Next::kAnswered) return absl::OkStatus();
-    if (next == Next::kBuildPlan) break;
-    if (next == Next::kAwaitDecision) {
-      RETURN_IF_ERROR(cache_->AwaitDecision(request.job_id()));  // OK once decided.
-    } else {
-      waited_for_put = true;
-      cache_->AwaitCacheWritten(start->cache().cache_key());
+    switch (next) {
+      case Next::kAnswered:
+        return std::nullopt;
+      case Next::kStart:
+        return to_start;
+      case Next::kAwaitDecision:
+        RETURN_IF_ERROR(cache_->AwaitDecision(request.job_id()));  // OK once decided.
+        break;
+      case Next::kAwaitOwnPut:
+        waited_for_put = true;
+        cache_->AwaitCacheWritten(to_start.foreseen.cache_key());
+        break;
     }
   }
-  if (start->cache().mode() != EpochCache::GET) {
-    // Enumerate the split plan outside the locks: it lists files. A cached prefix always
-    // reads epoch 0's plan (pipeline/cache_policy.h).
-    ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(def, *options_.registries));
-    auto splits = pipeline->EnumerateSplits(source_env_);
-    if (!splits.ok()) {
-      return Annotate(splits.status(), absl::StrCat("job ", request.job_id(), " epoch ",
-                                                    request.epoch(), ": enumerating splits"));
-    }
-    const bool pinned =
-        !start->cache().cache_key().empty() || start->cache().cached_prefix_ops() > 0;
-    const int64_t plan_epoch = pinned ? 0 : request.epoch();
-    for (Split& split : pipeline->PlanEpoch(std::move(splits).value(), seed, plan_epoch)) {
-      *start->add_plan() = std::move(split);
-    }
-  }
-  if (start->cache().mode() == EpochCache::PUT) {
-    RETURN_IF_ERROR(options_.env->CreateDirs(start->cache().cache_dir()));
-  }
-  const absl::Status proposed = core_->Propose(update, [&](const DispatcherState& state) {
-    const EpochState* epoch = state.FindEpoch(request.job_id(), request.epoch());
-    absl::MutexLock lock(&mu_);
-    ++counters_.epochs_started[epoch->cache().mode()];
-    response->set_num_tasks(epoch->task_ids_size());
-  });
-  if (proposed.ok()) return absl::OkStatus();
-  // Another consumer of the job started the epoch meanwhile: that is the epoch.
-  return core_->Read([&](const DispatcherState& state) {
-    const EpochState* epoch = state.FindEpoch(request.job_id(), request.epoch());
-    if (epoch == nullptr) return proposed;
-    response->set_num_tasks(epoch->task_ids_size());
-    return absl::OkStatus();
-  });
 }
+
+Update DispatcherImpl::StartEpochOf(const StartEpochRequest& request, const EpochCache& cache) {
+  Update update;
+  StartEpochUpdate* start = update.mutable_start_epoch();
+  start->set_job_id(request.job_id());
+  start->set_epoch(request.epoch());
+  *start->mutable_cache() = cache;
+  return update;
+}
+
+absl::StatusOr<DispatcherImpl::SplitPlan> DispatcherImpl::PlanEpochSplits(
+    const StartEpochRequest& request, const EpochToStart& to_start) const {
+  ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline,
+                   Pipeline::Create(to_start.def, *options_.registries));
+  auto splits = pipeline->EnumerateSplits(source_env_);
+  if (!splits.ok()) {
+    return Annotate(splits.status(), absl::StrCat("job ", request.job_id(), " epoch ",
+                                                  request.epoch(), ": enumerating splits"));
+  }
+  // A cached prefix always reads epoch 0's plan (cache/cache_policy.h). Whether the epoch
+  // is pinned so does not depend on the cache's mode, only on the job: the foreseen decision
+  // says it as the final one will.
+  const bool pinned =
+      !to_start.foreseen.cache_key().empty() || to_start.foreseen.cached_prefix_ops() > 0;
+  SplitPlan plan;
+  for (Split& split : pipeline->PlanEpoch(std::move(splits).value(), to_start.seed,
+                                          pinned ? 0 : request.epoch())) {
+    *plan.Add() = std::move(split);
+  }
+  return plan;
+}
+
+absl::Status DispatcherImpl::ProposeEpochStart(const StartEpochRequest& request,
+                                               const EpochToStart& to_start,
+                                               std::optional<SplitPlan>& plan, bool& plan_missing,
+                                               StartEpochResponse* response) {
+  plan_missing = false;
+  return core_->Propose(
+      [&](const DispatcherState& state) -> absl::StatusOr<Update> {
+        const JobState* job = state.FindJob(request.job_id());
+        if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", request.job_id()));
+        ASSIGN_OR_RETURN(EpochCache cache, cache_->DecideEpochCache(state, *job, to_start.def));
+        Update update = StartEpochOf(request, cache);
+        StartEpochUpdate* start = update.mutable_start_epoch();
+        if (cache.mode() == EpochCache::GET) {
+          for (Split& split : ChunkSplits(state.FindCache(cache.cache_key())->chunks())) {
+            *start->add_plan() = std::move(split);
+          }
+        } else if (plan.has_value()) {
+          *start->mutable_plan() = std::move(*plan);
+        } else {
+          plan_missing = true;
+          return absl::AbortedError(absl::StrCat("job ", request.job_id(), " epoch ",
+                                                 request.epoch(), ": its splits are not listed"));
+        }
+        return update;
+      },
+      [&](const DispatcherState& state) {
+        const EpochState* epoch = state.FindEpoch(request.job_id(), request.epoch());
+        absl::MutexLock lock(&mu_);
+        ++counters_.epochs_started[epoch->cache().mode()];
+        response->set_num_tasks(epoch->task_ids_size());
+      });
+}
+
 absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& request,
                                              ClientHeartbeatResponse* response,
                                              const Caller& caller) {

@@ -270,10 +270,35 @@ class DispatcherImpl {
   // CollectMetrics from `state`.
   void CollectMetrics(const DispatcherState& state, MetricSamples& out) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // One attempt of StartEpoch: Aborted when the cache its decision was made on changed before
-  // the epoch was proposed.
-  absl::Status TryStartEpoch(const StartEpochRequest& request, StartEpochResponse* response,
-                             const Caller& caller) ABSL_LOCKS_EXCLUDED(mu_);
+  // What StartEpoch looked up before it proposes the epoch.
+  struct EpochToStart {
+    PipelineDef def;
+    uint64_t seed = 0;
+    // How the epoch would use its cache in the state looked at. The proposal decides again
+    // under the core's lock: the cache may have changed meanwhile (its mode, not its key).
+    EpochCache foreseen;
+  };
+  using SplitPlan = google::protobuf::RepeatedPtrField<Split>;
+  // StartEpoch's look at the state, with its waits outside the locks (for a cache_policy auto
+  // job's decision, for the job's own earlier epoch to write the cache it would compute past):
+  // nullopt once `response` is answered (the epoch started), or what to start. Errors: the
+  // job's, or what the state would refuse of the epoch.
+  absl::StatusOr<std::optional<EpochToStart>> AwaitEpochStartable(const StartEpochRequest& request,
+                                                                  StartEpochResponse* response,
+                                                                  const Caller& caller)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // A StartEpochUpdate of `request`'s epoch with `cache`, and no plan.
+  static Update StartEpochOf(const StartEpochRequest& request, const EpochCache& cache);
+  // Lists the job's splits (outside the locks: it reads directories) and orders them for the
+  // epoch to start.
+  absl::StatusOr<SplitPlan> PlanEpochSplits(const StartEpochRequest& request,
+                                            const EpochToStart& to_start) const;
+  // Proposes the epoch, its cache decided under the core's lock: a GET epoch's plan is its
+  // cache's chunks, any other's `plan` (moved from). Without a `plan` where one is needed it
+  // sets `plan_missing` and refuses (Aborted). Answers `response` once applied.
+  absl::Status ProposeEpochStart(const StartEpochRequest& request, const EpochToStart& to_start,
+                                 std::optional<SplitPlan>& plan, bool& plan_missing,
+                                 StartEpochResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
 
   const DispatcherOptions options_;
   // The durable state: the journal, DispatcherState, snapshots and fail-stop.
