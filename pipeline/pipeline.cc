@@ -148,7 +148,7 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeStages(
     return OpBuildArgs{ops_[i].params, ops_[i].udf, ops_[i].index, ops_[i].label, op_ctx};
   };
   std::vector<PlannedOp> planned;
-  for (const CompiledOp& op : ops_) planned.push_back({op.info, &op.params, op.udf.get()});
+  for (const CompiledOp& op : ops_) planned.push_back({op.info.get(), &op.params, op.udf.get()});
   ASSIGN_OR_RETURN(const std::vector<Stage> stages,
                    PlanStages(planned, {options_.fuse_maps, options_.fuse_decode_crop}));
   std::shared_ptr<BatchPlacement> placement;  // Made by the previous stage for this one.

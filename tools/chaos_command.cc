@@ -21,7 +21,7 @@
 #include "faultinject/chaos_harness.h"
 #include "faultinject/chaos_plan.h"
 #include "obs/progress_line.h"
-#include "ops/progress_line.h"
+#include "obs/progress_line.h"
 #include "tools/command_flags.h"
 #include "tools/commands.h"
 

@@ -24,7 +24,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "obs/status_page.h"
-#include "ops/status_page.h"
+#include "obs/status_page.h"
 #include "security/bearer_tokens.h"
 #include "security/capability.h"
 #include "tools/commands.h"

@@ -25,8 +25,8 @@
 #include "absl/strings/string_view.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
-#include "ops/http_server.h"
-#include "ops/metrics.h"
+#include "obs/http_server.h"
+#include "obs/metrics.h"
 #include "security/transport_security.h"
 
 namespace granary {
