@@ -17,7 +17,7 @@ TEST(CacheOpsTest, RegistersCacheWriteAndCacheReadWithTheirTraits) {
   SourceRegistry sources;
   ASSERT_TRUE(RegisterCacheOps(&ops, &sources).ok());
   EXPECT_THAT(ops.Names(), ElementsAre("cache_write"));
-  EXPECT_THAT(sources.Types(), ElementsAre("cache_read"));
+  EXPECT_THAT(sources.Names(), ElementsAre("cache_read"));
   EXPECT_TRUE(ops.Find("cache_write")->inserted_by_service);
   EXPECT_TRUE(sources.Find("cache_read")->keeps_provenance);
   EXPECT_TRUE(sources.Find("cache_read")->reads_cache_chunks);

@@ -107,15 +107,32 @@ def granary_flags(repo):
             continue
         for m in re.finditer(r"ABSL_FLAG\(\s*([^,]+?)\s*,\s*(\w+)\s*,", read(path)):
             defined[m.group(2)] = m.group(1)
+    # A command's flags (tools/commands.h): the ABSL_FLAGs of its own tools/<name>_command.cc,
+    # those it borrows there with GRANARY_COMMAND_BORROWS_FLAG, and those of the flag-group files
+    # its entry in Commands() names.
+    def flags_in(rel):
+        path = os.path.join(repo, rel)
+        if not os.path.exists(path):
+            return set()
+        src = read(path)
+        own = re.findall(r"ABSL_FLAG\(\s*[^,]+?\s*,\s*(\w+)\s*,", src)
+        borrowed = re.findall(r"GRANARY_COMMAND_BORROWS_FLAG\(\s*[^,]+?\s*,\s*(\w+)\s*\)", src)
+        return set(own) | set(borrowed)
+
     commands_src = read(os.path.join(repo, "tools", "commands.cc"))
     commands = {}
-    for m in re.finditer(r'\{"(\w+)",\s*\w+,\s*\{([^}]*)\}(?:,\s*\{([^}]*)\})?\}', commands_src):
-        names = re.findall(r'"(\w+)"', m.group(2))
-        aliases = re.findall(r'"(\w+)"', m.group(3) or "")
-        commands[m.group(1)] = set(names) | set(aliases)
+    for m in re.finditer(r'\{"(\w+)",\s*\w+(?:,\s*\{([^}]*)\})?\}', commands_src):
+        name = m.group(1)
+        names = flags_in(os.path.join("tools", f"{name}_command.cc"))
+        for group in re.findall(r'"([\w/.]+)"', m.group(2) or ""):
+            names |= flags_in(group)
+        commands[name] = names
+    # Abseil's own flags: its usage flags as tools/command_flags.cc lists them (AbseilFlagNames)
+    # and the parsing flags Abseil itself defines (absl/flags/parse.cc).
     shared_src = read(os.path.join(repo, "tools", "command_flags.cc"))
-    m = re.search(r"SharedFlags\(\)\s*\{.*?\{(.*?)\}", shared_src, re.S)
+    m = re.search(r"AbseilFlagNames\(\)\s*\{.*?\{(.*?)\}", shared_src, re.S)
     shared = set(re.findall(r'"(\w+)"', m.group(1))) if m else set()
+    shared |= {"flagfile", "fromenv", "tryfromenv", "undefok"}
     return commands, defined, shared
 
 

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "pipeline/core/batch_placement.h"
 #include "pipeline/core/iterator.h"
+#include "pipeline/core/named_registry.h"
 #include "pipeline/core/params.h"
 #include "pipeline/core/udf.h"
 
@@ -94,20 +95,13 @@ class UnaryOpIterator : public Iterator {
 
 // The ops a pipeline may name, by name. Thread-compatible: register everything first, then
 // share it read-only.
-class OpRegistry {
+class OpRegistry : public NamedRegistry<OpInfo> {
  public:
-  // AlreadyExists naming the op when its name is taken.
-  absl::Status Register(OpInfo info);
-  // nullptr when unknown.
-  const OpInfo* Find(const std::string& name) const;
-  // The op `name`; InvalidArgument naming it, the registered ops and where ops are registered
-  // when unknown.
-  absl::StatusOr<const OpInfo*> Get(const std::string& name) const;
-  // In registration order.
-  std::vector<std::string> Names() const;
-
- private:
-  std::vector<OpInfo> ops_;
+  OpRegistry()
+      : NamedRegistry(&OpInfo::name,
+                      {"op", "op",
+                       "ops are registered by RegisterBuiltinOps in pipeline/ops/builtin_ops.h "
+                       "and RegisterCacheOps in cache/cache_ops.h"}) {}
 };
 
 // Map fusion: Pipeline runs each maximal run of consecutive map / parallel_map ops as one stage

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "common/env.h"
 #include "pipeline/core/element.h"
+#include "pipeline/core/named_registry.h"
 #include "pipeline/core/params.h"
 #include "pipeline/core/run_resources.h"
 #include "transport/buffer_pool.h"
@@ -75,20 +76,14 @@ struct SourceInfo {
 
 // The sources a pipeline may name, by type. Thread-compatible: register everything first, then
 // share it read-only.
-class SourceRegistry {
+class SourceRegistry : public NamedRegistry<SourceInfo> {
  public:
-  // AlreadyExists naming the source when its type is taken.
-  absl::Status Register(SourceInfo info);
-  // nullptr when unknown.
-  const SourceInfo* Find(const std::string& type) const;
-  // The source `type`; InvalidArgument naming it, the registered sources and where sources are
-  // registered when unknown.
-  absl::StatusOr<const SourceInfo*> Get(const std::string& type) const;
-  // In registration order.
-  std::vector<std::string> Types() const;
-
- private:
-  std::vector<SourceInfo> sources_;
+  SourceRegistry()
+      : NamedRegistry(&SourceInfo::type,
+                      {"source", "type",
+                       "sources are registered by RegisterBuiltinSources in "
+                       "pipeline/sources/builtin_sources.h and RegisterCacheOps in "
+                       "cache/cache_ops.h"}) {}
 };
 
 }  // namespace granary

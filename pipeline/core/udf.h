@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "pipeline/core/element.h"
+#include "pipeline/core/named_registry.h"
 #include "pipeline/core/params.h"
 
 namespace granary {
@@ -75,21 +76,18 @@ struct UdfInfo {
 };
 
 // Thread-compatible: register everything first, then share it read-only.
-class UdfRegistry {
+class UdfRegistry : public NamedRegistry<UdfInfo> {
  public:
+  UdfRegistry()
+      : NamedRegistry(&UdfInfo::name,
+                      {"UDF", "UDF",
+                       "UDFs are registered by RegisterBuiltinUdfs in "
+                       "pipeline/udfs/builtin_udfs.h, or by a plugin (--plugin)"}) {}
+
   // A registry holding the built-in UDFs (pipeline/udfs/builtin_udfs.h). Defined there, in
   // granary_pipeline_udfs, so that the registry (core) does not depend on the UDFs: a caller
   // links granary_pipeline_udfs (or granary_pipeline, which links it).
   static UdfRegistry WithBuiltins();
-
-  // AlreadyExists when the name is taken.
-  absl::Status Register(UdfInfo info);
-  // nullptr when unknown.
-  const UdfInfo* Find(const std::string& name) const;
-  std::vector<std::string> Names() const;
-
- private:
-  std::vector<UdfInfo> udfs_;
 };
 
 // Loads a plugin: a shared library exporting
