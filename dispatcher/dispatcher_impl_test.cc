@@ -2,7 +2,7 @@
 // snapshot boundaries), split leases are idempotent and hand out every split of an epoch
 // exactly once, also across reassignment and restart, and what the client heartbeats keep.
 // (Registration, requests, status and provisioning: dispatcher_impl_requests_test.cc; caching
-// jobs: dispatcher_cache_test.cc.)
+// jobs: cache/cache_coordinator_test.cc.)
 #include "dispatcher/dispatcher_impl.h"
 
 #include <algorithm>

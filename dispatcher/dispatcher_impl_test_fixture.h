@@ -1,7 +1,7 @@
 // DispatcherImplTest: a DispatcherImpl over a real RocksDB journal in a temporary directory,
 // with a manual clock, and the RPC helpers the dispatcher's tests share
 // (dispatcher_impl_test.cc, dispatcher_impl_requests_test.cc, and through
-// dispatcher_cache_test_fixture.h the caching jobs' tests).
+// cache/cache_coordinator_test_fixture.h the caching jobs' tests).
 #ifndef GRANARY_DISPATCHER_DISPATCHER_IMPL_TEST_FIXTURE_H_
 #define GRANARY_DISPATCHER_DISPATCHER_IMPL_TEST_FIXTURE_H_
 

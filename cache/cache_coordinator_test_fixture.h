@@ -1,8 +1,8 @@
-// DispatcherCacheTest: DispatcherImplTest (dispatcher_impl_test_fixture.h) with a cache root,
-// a cached pipeline and the helpers the caching jobs' tests share (dispatcher_cache_test.cc,
-// dispatcher_auto_cache_test.cc).
-#ifndef GRANARY_DISPATCHER_DISPATCHER_CACHE_TEST_FIXTURE_H_
-#define GRANARY_DISPATCHER_DISPATCHER_CACHE_TEST_FIXTURE_H_
+// DispatcherCacheTest: DispatcherImplTest (dispatcher/dispatcher_impl_test_fixture.h) with a
+// cache root, a cached pipeline and the helpers the caching jobs' tests share
+// (cache_coordinator_test.cc, cache_coordinator_auto_test.cc).
+#ifndef GRANARY_CACHE_CACHE_COORDINATOR_TEST_FIXTURE_H_
+#define GRANARY_CACHE_CACHE_COORDINATOR_TEST_FIXTURE_H_
 
 #include <algorithm>
 #include <map>
@@ -176,4 +176,4 @@ class DispatcherCacheTest : public DispatcherImplTest {
 
 }  // namespace granary
 
-#endif  // GRANARY_DISPATCHER_DISPATCHER_CACHE_TEST_FIXTURE_H_
+#endif  // GRANARY_CACHE_CACHE_COORDINATOR_TEST_FIXTURE_H_

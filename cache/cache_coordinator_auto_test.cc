@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "dispatcher/dispatcher_cache_test_fixture.h"
+#include "cache/cache_coordinator_test_fixture.h"
 
 namespace granary {
 namespace {

@@ -1,13 +1,13 @@
 // Caching jobs through DispatcherImpl and its cache coordinator (cache/cache_coordinator.h):
 // the mode each epoch gets, the manifest, jobs sharing a cache, waiting for a job's own put,
-// and the cache root, also across restarts. (cache_policy auto: dispatcher_auto_cache_test.cc.)
+// and the cache root, also across restarts. (cache_policy auto: cache_coordinator_auto_test.cc.)
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
 #include <thread>
 
-#include "dispatcher/dispatcher_cache_test_fixture.h"
+#include "cache/cache_coordinator_test_fixture.h"
 
 namespace granary {
 namespace {
