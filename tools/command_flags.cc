@@ -38,9 +38,10 @@ std::vector<absl::CommandLineFlag*> FlagsOf(const CommandFlagSources& sources) {
   std::vector<absl::CommandLineFlag*> flags;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
     const std::string file = flag->Filename();
-    const bool borrowed = absl::c_any_of(BorrowedFlags(), [&](const auto& path_and_flag) {
-      return path_and_flag.second == name && IsFile(path_and_flag.first, sources.own_file);
-    });
+    const bool borrowed =
+        absl::c_any_of(BorrowedFlags(), [&, &name = name](const auto& path_and_flag) {
+          return path_and_flag.second == name && IsFile(path_and_flag.first, sources.own_file);
+        });
     if (IsFile(file, sources.own_file) || borrowed ||
         absl::c_any_of(sources.groups,
                        [&file](absl::string_view group) { return IsFile(file, group); })) {
