@@ -50,7 +50,7 @@ std::string CacheCoordinator::RootOwnerFile() const {
   return absl::StrCat(options_.cache_root, "/", kCacheRootOwnerFileName);
 }
 
-absl::Status CacheCoordinator::CheckRootUnowned(const std::string& journal_dir) const {
+absl::Status CacheCoordinator::CheckRootUnowned(const std::string& journal_name) const {
   const std::string owner_file = RootOwnerFile();
   if (!options_.env->FileExists(owner_file)) return absl::OkStatus();
   const absl::StatusOr<std::string> owner = ReadFileToString(options_.env, owner_file);
@@ -59,7 +59,7 @@ absl::Status CacheCoordinator::CheckRootUnowned(const std::string& journal_dir) 
     return absl::OkStatus();
   }
   return absl::FailedPreconditionError(absl::StrCat(
-      "journal ", journal_dir, " is new (empty), but the cache root ", options_.cache_root,
+      journal_name, " is new (empty), but the cache root ", options_.cache_root,
       " holds the caches of cluster ", absl::StripAsciiWhitespace(*owner), " (", owner_file,
       "): that cluster's journal seems lost. Restore its journal directory "
       "from a backup, or start a new, empty cluster deliberately with --new_cluster (the old "

@@ -74,11 +74,11 @@ class CacheCoordinator {
   // the cache_read source, cached_ops): the only place that names those ops.
   static absl::Status CheckNoCacheOps(const PipelineDef& def);
 
-  // For a dispatcher opening `new_journal` (an empty one) unless the operator asked for a new
-  // cluster: FailedPrecondition if the cache root's owner file names a cluster (that cluster's
-  // journal seems lost), naming the journal directory, the evidence and --new_cluster.
-  // Unreadable evidence is logged, not refused.
-  absl::Status CheckRootUnowned(const std::string& journal_dir) const;
+  // For a dispatcher opening a new (empty) journal, named `journal_name` ("journal DIR"), unless
+  // the operator asked for a new cluster: FailedPrecondition if the cache root's owner file
+  // names a cluster (that cluster's journal seems lost), naming the journal, the evidence and
+  // --new_cluster. Unreadable evidence is logged, not refused.
+  absl::Status CheckRootUnowned(const std::string& journal_name) const;
   // Makes the cache root's owner file name the state's cluster, then deletes what no cache of
   // the state holds (failures are logged).
   void ClaimRootAndCollectGarbage() const;

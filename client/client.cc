@@ -50,8 +50,8 @@ class JobImpl final : public Job {
     request.set_job_id(job_id_);
     request.set_epoch(epoch);
     StartEpochResponse response;
-    const grpc::Status rpc = connection_->CallDispatcher([&](grpc::ClientContext* context) {
-      return connection_->dispatcher().StartEpoch(context, request, &response);
+    const grpc::Status rpc = connection_->CallDispatcher([&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+      return stub.StartEpoch(context, request, &response);
     });
     if (!rpc.ok()) {
       return Annotate(FromGrpcStatus(rpc),
@@ -71,8 +71,8 @@ class JobImpl final : public Job {
     if (num_local_slots >= 0) request.set_num_local_slots(num_local_slots);
     request.set_reason(reason);
     ScaleJobResponse response;
-    const grpc::Status rpc = connection_->CallDispatcher([&](grpc::ClientContext* context) {
-      return connection_->dispatcher().ScaleJob(context, request, &response);
+    const grpc::Status rpc = connection_->CallDispatcher([&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+      return stub.ScaleJob(context, request, &response);
     });
     if (!rpc.ok()) {
       return Annotate(FromGrpcStatus(rpc), absl::StrCat("scaling job ", job_id_, " to ",
@@ -127,8 +127,8 @@ class ClientImpl final : public Client {
     RegisterDatasetRequest request;
     *request.mutable_pipeline() = pipeline;
     RegisterDatasetResponse response;
-    const grpc::Status rpc = connection_->CallDispatcher([&](grpc::ClientContext* context) {
-      return connection_->dispatcher().RegisterDataset(context, request, &response);
+    const grpc::Status rpc = connection_->CallDispatcher([&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+      return stub.RegisterDataset(context, request, &response);
     });
     if (!rpc.ok()) return Annotate(FromGrpcStatus(rpc), "registering the pipeline");
     return response.dataset_id();
@@ -206,8 +206,8 @@ class ClientImpl final : public Client {
         : spec.cache_policy == JobCachePolicy::kAuto   ? CACHE_AUTO
                                                        : CACHE_COMPUTE);
     GetOrCreateJobResponse response;
-    const grpc::Status rpc = connection_->CallDispatcher([&](grpc::ClientContext* context) {
-      return connection_->dispatcher().GetOrCreateJob(context, request, &response);
+    const grpc::Status rpc = connection_->CallDispatcher([&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+      return stub.GetOrCreateJob(context, request, &response);
     });
     if (!rpc.ok()) {
       return Annotate(FromGrpcStatus(rpc), spec.name.empty() ? std::string("opening a job")

@@ -56,13 +56,24 @@ absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
                    ClientChannelCredentials(options));
   std::shared_ptr<Connection> connection(new Connection(options, env, std::move(credentials)));
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
-      options.dispatcher_address, connection->credentials_, ClientChannelArguments());
-  RETURN_IF_ERROR(WaitForChannel(*channel, "dispatcher", options.dispatcher_address,
-                                 ClientTransportSecurity(options),
-                                 absl::Milliseconds(options.rpc_timeout_ms)));
-  connection->dispatcher_ = Dispatcher::NewStub(channel);
-  return connection;
+  ASSIGN_OR_RETURN(connection->dispatcher_,
+                   DispatcherTargets::Create(
+                       options.dispatcher_address,
+                       ClientOptionNamesFor(options.option_naming).dispatcher_address,
+                       connection->credentials_, ClientChannelArguments()));
+  // One reachable dispatcher (of the replicas given) is enough to start.
+  absl::Status reached;
+  for (size_t i = 0; i < connection->dispatcher_->addresses().size(); ++i) {
+    const DispatcherTargets::Target target = connection->dispatcher_->Current();
+    reached = WaitForChannel(*target.channel, "dispatcher", target.address,
+                             ClientTransportSecurity(options),
+                             absl::Milliseconds(options.rpc_timeout_ms));
+    if (reached.ok() || !absl::IsUnavailable(reached)) return reached.ok() ? connection : reached;
+    grpc::ClientContext unused;
+    connection->dispatcher_->AfterFailure(target.address, unused,
+                                          grpc::Status(grpc::StatusCode::UNAVAILABLE, ""));
+  }
+  return reached;
 }
 
 Connection::Worker& Connection::WorkerAt(const std::string& address) {
@@ -141,17 +152,15 @@ std::unique_ptr<grpc::ClientContext> Connection::DispatcherContext() const {
   return context;
 }
 
-grpc::Status Connection::CallDispatcher(
-    const std::function<grpc::Status(grpc::ClientContext* context)>& call) const {
+grpc::Status Connection::CallDispatcher(const DispatcherTargets::Rpc& call) const {
   const uint64_t give_up =
       env_->NowMicros() + static_cast<uint64_t>(options_.stall_timeout_ms) * 1000;
   uint64_t backoff_us = 50'000;
   while (true) {
-    const grpc::Status status = call(DispatcherContext().get());
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
-        env_->NowMicros() + backoff_us > give_up) {
-      return status;
-    }
+    // Redirects to the leader are followed at once, within one Call.
+    const grpc::Status status = dispatcher_->Call([this] { return DispatcherContext(); }, call);
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return status;
+    if (env_->NowMicros() + backoff_us > give_up) return status;
     env_->SleepForMicros(backoff_us);
     backoff_us = std::min<uint64_t>(backoff_us * 2, 1'000'000);
   }

@@ -13,6 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/dispatcher_targets.h"
 #include "common/env.h"
 #include "granary/client.h"
 #include "grpcpp/channel.h"
@@ -46,7 +47,9 @@ class Connection {
 
   const ClientOptions& options() const { return options_; }
   Env* env() const { return env_; }
-  Dispatcher::Stub& dispatcher() { return *dispatcher_; }
+  // The dispatcher (or, replicated, the replica) calls go to now, and how to move on after a
+  // failed call (common/dispatcher_targets.h).
+  DispatcherTargets& dispatcher() const { return *dispatcher_; }
 
   // The channel to the worker at `address` (host:port), created on first use and kept for the
   // life of the Connection.
@@ -72,12 +75,13 @@ class Connection {
   // call made while the dispatcher restarts waits for it (up to the deadline) instead of
   // failing at once.
   std::unique_ptr<grpc::ClientContext> DispatcherContext() const;
-  // Runs a dispatcher call (`call` gets a fresh DispatcherContext per attempt) and repeats it
-  // while it fails Unavailable — the dispatcher restarting, or dying while it handled the call
-  // (its RPCs are idempotent) — until options.stall_timeout_ms have passed. A retried
-  // anonymous GetOrCreateJob whose first attempt was applied leaves that first job unused.
-  grpc::Status CallDispatcher(
-      const std::function<grpc::Status(grpc::ClientContext* context)>& call) const;
+  // Runs a dispatcher call (`call` gets the current dispatcher's stub and a fresh
+  // DispatcherContext per attempt) and repeats it while it fails Unavailable — the dispatcher
+  // restarting, or dying while it handled the call (its RPCs are idempotent), or a replica that
+  // does not lead (its redirect is followed at once) — until options.stall_timeout_ms have
+  // passed. A retried anonymous GetOrCreateJob whose first attempt was applied leaves that
+  // first job unused.
+  grpc::Status CallDispatcher(const DispatcherTargets::Rpc& call) const;
   // A context for a worker call: deadline rpc_timeout_ms, failing fast when the worker is down
   // (the reader then asks the dispatcher where the task runs now).
   std::unique_ptr<grpc::ClientContext> WorkerContext() const;
@@ -91,7 +95,7 @@ class Connection {
   Env* const env_;
   // Of every channel: the dispatcher's and the workers'.
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
-  std::unique_ptr<Dispatcher::Stub> dispatcher_;
+  std::unique_ptr<DispatcherTargets> dispatcher_;
   absl::Mutex mu_;
   // The "shm" channel to the worker at `address` per ElementChannelTo, or null (read it over
   // "tcp").

@@ -225,8 +225,10 @@ absl::Status GrpcEpochReader::Heartbeat(bool final_report) {
     heartbeat_call_ = context.get();
   }
   ClientHeartbeatResponse response;
-  const grpc::Status rpc =
-      connection_->dispatcher().ClientHeartbeat(context.get(), request, &response);
+  const DispatcherTargets::Target dispatcher = connection_->dispatcher().Current();
+  const grpc::Status rpc = dispatcher.stub->ClientHeartbeat(context.get(), request, &response);
+  // The next heartbeat goes to the leader a replica named, or to the next replica.
+  if (!rpc.ok()) connection_->dispatcher().AfterFailure(dispatcher.address, *context, rpc);
   absl::MutexLock lock(&mu_);
   heartbeat_call_ = nullptr;
   if (!rpc.ok()) {

@@ -12,7 +12,7 @@
 namespace granary {
 
 absl::StatusOr<std::unique_ptr<DispatcherCore>> DispatcherCore::Open(
-    std::unique_ptr<DurableLog> log, const DispatcherCoreOptions& options) {
+    std::shared_ptr<DurableLog> log, const DispatcherCoreOptions& options) {
   std::unique_ptr<DispatcherCore> core(new DispatcherCore(std::move(log), options));
   RETURN_IF_ERROR(core->Recover());
   return core;
@@ -34,15 +34,7 @@ absl::Status DispatcherCore::Recover() {
                              absl::StrCat(name, ": snapshot at ", recovered.snapshot_seq)));
   }
   for (const auto& [seq, bytes] : recovered.records) {
-    Update update;
-    if (!update.ParseFromString(bytes)) {
-      return absl::DataLossError(
-          absl::StrCat(name, ": record ", seq, " does not parse as an Update"));
-    }
-    // Apply's own status is informational (a no-op command); only ordering errors matter.
-    const absl::Status status = state_.Apply(seq, update);
-    if (state_.applied_seq() != seq) return status;
-    if (options_.check_invariants) CheckInvariantsOrDie(seq);
+    RETURN_IF_ERROR(ApplyRecord(seq, bytes));
   }
   if (!recovered.records.empty()) {
     RETURN_IF_ERROR(Annotate(CheckStateInvariants(state_),
@@ -54,6 +46,37 @@ absl::Status DispatcherCore::Recover() {
                     : "")
             << " in " << (options_.env->NowMicros() - start) / 1000 << " ms";
   return absl::OkStatus();
+}
+
+absl::Status DispatcherCore::ApplyRecord(uint64_t seq, const std::string& bytes) {
+  Update update;
+  if (!update.ParseFromString(bytes)) {
+    return absl::DataLossError(
+        absl::StrCat(log_->Describe(), ": record ", seq, " does not parse as an Update"));
+  }
+  // Apply's own status is informational (a record Apply refused changed nothing); only
+  // ordering errors matter.
+  const absl::Status status = state_.Apply(seq, update);
+  if (state_.applied_seq() != seq) return status;
+  if (options_.check_invariants) CheckInvariantsOrDie(seq);
+  ++records_since_snapshot_;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherCore::ApplyCommitted(uint64_t seq, const std::string& record) {
+  absl::MutexLock lock(&mu_);
+  if (seq <= state_.applied_seq()) return absl::OkStatus();
+  if (seq != state_.applied_seq() + 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(log_->Describe(), ": record ", seq, " arrived after record ",
+                     state_.applied_seq(), "; the records between are missing"));
+  }
+  return ApplyRecord(seq, record);
+}
+
+uint64_t DispatcherCore::applied_seq() const {
+  absl::MutexLock lock(&mu_);
+  return state_.applied_seq();
 }
 
 absl::Status DispatcherCore::CheckUsable() const {

@@ -68,7 +68,8 @@ class DispatcherCore {
   // Recovers the state from `log`: its newest snapshot, then every record after it. DataLoss
   // names a snapshot or record that does not parse, or a recovered state that breaks an
   // invariant (state_invariants.h); the log's own Recover errors are returned as they are.
-  static absl::StatusOr<std::unique_ptr<DispatcherCore>> Open(std::unique_ptr<DurableLog> log,
+  // `log` may be shared with its owner (a replica leads and follows through its journal).
+  static absl::StatusOr<std::unique_ptr<DispatcherCore>> Open(std::shared_ptr<DurableLog> log,
                                                               const DispatcherCoreOptions& options);
   DispatcherCore(const DispatcherCore&) = delete;
   DispatcherCore& operator=(const DispatcherCore&) = delete;
@@ -103,10 +104,26 @@ class DispatcherCore {
   // OK, or Unavailable naming the log failure that stopped the core (fail-stop).
   absl::Status CheckUsable() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // For a replica that follows (replication/dispatcher_replica.h): applies `record`, which the
+  // leader committed at `seq`, as recovery replays records. Records must come in order: a seq
+  // at or below the applied one is ignored (delivered twice); one past the next is
+  // FailedPrecondition naming the gap (the follower reloads from the log's snapshot); a record
+  // that does not parse is DataLoss. Not while this core's own proposals are in flight: a
+  // replica follows or leads, never both at once.
+  absl::Status ApplyCommitted(uint64_t seq, const std::string& record) ABSL_LOCKS_EXCLUDED(mu_);
+  // The seq of the last record applied.
+  uint64_t applied_seq() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The log's name for messages (DurableLog::Describe).
+  std::string DescribeLog() const { return log_->Describe(); }
+
  private:
-  DispatcherCore(std::unique_ptr<DurableLog> log, const DispatcherCoreOptions& options)
+  DispatcherCore(std::shared_ptr<DurableLog> log, const DispatcherCoreOptions& options)
       : options_(options), log_(std::move(log)) {}
   absl::Status Recover() ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies a committed record at `seq` = applied_seq + 1 (recovery and ApplyCommitted):
+  // DataLoss, naming the log, if it does not parse.
+  absl::Status ApplyRecord(uint64_t seq, const std::string& bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckUsableLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits until no built proposal is under way (or the core has stopped).
   void AwaitNoBuild() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -130,7 +147,7 @@ class DispatcherCore {
   absl::Status WriteSnapshot(const Snapshot& snapshot) ABSL_LOCKS_EXCLUDED(mu_);
 
   const DispatcherCoreOptions options_;
-  const std::unique_ptr<DurableLog> log_;
+  const std::shared_ptr<DurableLog> log_;
 
   mutable absl::Mutex mu_;
   DispatcherState state_ ABSL_GUARDED_BY(mu_);

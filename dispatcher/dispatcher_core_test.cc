@@ -1,7 +1,8 @@
 // DispatcherCore: Propose journals, then applies in sequence; a refused update is never
 // journaled; a built update applies to the state it was built on; a log failure stops the core
 // (fail-stop) while a full log refuses one update; snapshots are written every snapshot_every
-// records and recovered from.
+// records and recovered from; a follower applies records committed elsewhere in order, once
+// each, and refuses a gap.
 #include "dispatcher/dispatcher_core.h"
 
 #include <map>
@@ -197,6 +198,44 @@ TEST_F(DispatcherCoreTest, AwaitReturnsOnceTheStateSaysSoOrAtTheTimeout) {
   std::thread proposer([&] { ASSERT_TRUE(core->Propose(RegisterDataset("d")).ok()); });
   EXPECT_TRUE(core->Await(has_d, absl::Seconds(30)));
   proposer.join();
+}
+
+TEST_F(DispatcherCoreTest, AFollowerAppliesCommittedRecordsInOrderOnceEach) {
+  // The leader's core proposes; the follower's core is fed the records the leader committed.
+  std::unique_ptr<DispatcherCore> leader = Open();
+  auto follower_log = std::make_shared<LogContents>();
+  std::unique_ptr<DispatcherCore> follower = OpenMemoryCore(follower_log);
+  ASSERT_TRUE(leader->Propose(RegisterDataset("a")).ok());
+  ASSERT_TRUE(leader->Propose(RegisterDataset("b")).ok());
+  std::vector<std::string> records;
+  {
+    absl::MutexLock lock(&log_->mu);
+    records = log_->records;
+  }
+  ASSERT_EQ(records.size(), 2u);
+  ASSERT_TRUE(follower->ApplyCommitted(1, records[0]).ok());
+  // Delivered twice: ignored, not applied again.
+  ASSERT_TRUE(follower->ApplyCommitted(1, records[0]).ok());
+  EXPECT_EQ(follower->applied_seq(), 1u);
+  ASSERT_TRUE(follower->ApplyCommitted(2, records[1]).ok());
+  EXPECT_EQ(follower->applied_seq(), 2u);
+  EXPECT_TRUE(follower->Read([](const DispatcherState& s) {
+    return s.FindDataset("a") != nullptr && s.FindDataset("b") != nullptr;
+  }));
+  // The follower's own log holds nothing: only a leader appends.
+  EXPECT_EQ(follower_log->size(), 0u);
+}
+
+TEST_F(DispatcherCoreTest, AFollowerRefusesAGapAndARecordThatDoesNotParse) {
+  std::unique_ptr<DispatcherCore> follower = Open();
+  const std::string record = SerializeDeterministically(RegisterDataset("a"));
+  const absl::Status gap = follower->ApplyCommitted(3, record);
+  EXPECT_EQ(gap.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(gap.message(), HasSubstr("record 3 arrived after record 0"));
+  const absl::Status garbage = follower->ApplyCommitted(1, "\xff not an update");
+  EXPECT_EQ(garbage.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(garbage.message(), HasSubstr("memory log: record 1"));
+  EXPECT_EQ(follower->applied_seq(), 0u);
 }
 
 TEST_F(DispatcherCoreTest, ARecordThatDoesNotParseIsDataLoss) {

@@ -43,20 +43,30 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Open(
   journal_options.accept_lost = options.new_cluster;
   ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal,
                    Journal::Open(options.journal_dir, journal_options));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<DispatcherCore> core,
+      DispatcherCore::Open(std::make_unique<JournalLog>(std::move(journal), options.journal_dir),
+                           CoreOptions(options)));
+  return Serve(options, std::move(core));
+}
+
+DispatcherCoreOptions DispatcherImpl::CoreOptions(const DispatcherOptions& options) {
   DispatcherCoreOptions core_options;
   core_options.snapshot_every = options.snapshot_every;
   core_options.check_invariants = options.check_invariants;
   core_options.env = options.env;
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<DispatcherCore> core,
-      DispatcherCore::Open(std::make_unique<JournalLog>(std::move(journal), options.journal_dir),
-                           core_options));
+  return core_options;
+}
+
+absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Serve(
+    const DispatcherOptions& options, std::unique_ptr<DispatcherCore> core) {
+  if (options.registries == nullptr) return absl::InvalidArgumentError("DispatcherOptions.registries unset");
   std::unique_ptr<DispatcherImpl> impl(new DispatcherImpl(options, std::move(core)));
   impl->StartFromRecoveredState();
   const bool new_journal =
       impl->core_->Read([](const DispatcherState& state) { return state.applied_seq() == 0; });
   if (!options.cache_root.empty() && new_journal && !options.new_cluster) {
-    RETURN_IF_ERROR(impl->cache_->CheckRootUnowned(options.journal_dir));
+    RETURN_IF_ERROR(impl->cache_->CheckRootUnowned(impl->core_->DescribeLog()));
   }
   RETURN_IF_ERROR(impl->NameCluster());
   if (!options.cache_root.empty()) {

@@ -130,6 +130,15 @@ class DispatcherImpl {
   // (cache/FORMAT.md, "The cache root's owner"). The message names the evidence and the flag.
   // A dispatcher with a cache root makes its owner file name its own cluster.
   static absl::StatusOr<std::unique_ptr<DispatcherImpl>> Open(const DispatcherOptions& options);
+  // Serves over `core`, a recovered core over a log this process may append to: Open's second
+  // half, and how a replica that was elected leader starts serving over the core it kept
+  // applying as a follower (replication/dispatcher_replica.h). Every worker the state knows is
+  // given a full worker_timeout_ms from now before it may be declared lost, so a new leader
+  // never moves healthy tasks. Errors as Open's, after the journal opened.
+  static absl::StatusOr<std::unique_ptr<DispatcherImpl>> Serve(const DispatcherOptions& options,
+                                                               std::unique_ptr<DispatcherCore> core);
+  // The core options `options` ask for.
+  static DispatcherCoreOptions CoreOptions(const DispatcherOptions& options);
   ~DispatcherImpl();
 
   absl::Status RegisterDataset(const RegisterDatasetRequest& request,

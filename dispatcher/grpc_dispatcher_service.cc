@@ -4,16 +4,39 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/leader_redirect.h"
 #include "security/peer_identity.h"
 
 namespace granary {
 
-absl::StatusOr<Caller> GrpcDispatcherService::ClientCaller(grpc::ServerContext* context,
+GrpcDispatcherService::GrpcDispatcherService(DispatcherImpl* impl, bool enforce_identity,
+                                             const BearerTokens* tokens)
+    : GrpcDispatcherService(
+          // Not owned: the aliasing constructor's empty owner.
+          [impl]() -> absl::StatusOr<std::shared_ptr<DispatcherImpl>> {
+            return std::shared_ptr<DispatcherImpl>(std::shared_ptr<void>(), impl);
+          },
+          enforce_identity, tokens) {}
+
+grpc::Status GrpcDispatcherService::WithImpl(
+    grpc::ServerContext* context, const std::function<grpc::Status(DispatcherImpl&)>& rpc) const {
+  const absl::StatusOr<std::shared_ptr<DispatcherImpl>> impl = current_();
+  if (!impl.ok()) {
+    if (std::optional<std::string> leader = RedirectedLeader(impl.status())) {
+      context->AddTrailingMetadata(std::string(kLeaderMetadataKey), *leader);
+    }
+    return ToGrpcStatus(impl.status());
+  }
+  return rpc(**impl);
+}
+
+absl::StatusOr<Caller> GrpcDispatcherService::ClientCaller(const DispatcherImpl& impl,
+                                                           grpc::ServerContext* context,
                                                            absl::string_view rpc) const {
   if (!enforce_identity_) return Caller{};
   const PeerIdentity peer = IdentityOfCall(*context, tokens_);
   if (absl::Status allowed = RequireClient(peer, rpc); !allowed.ok()) return allowed;
-  const std::vector<std::string>& admins = impl_->admin_clients();
+  const std::vector<std::string>& admins = impl.admin_clients();
   return Caller{.authenticated = true,
                 .client = peer.name,
                 .admin = std::find(admins.begin(), admins.end(), peer.name) != admins.end()};
@@ -26,12 +49,13 @@ absl::Status GrpcDispatcherService::CheckWorker(grpc::ServerContext* context,
   return RequireWorker(IdentityOfCall(*context, tokens_), worker_id, rpc);
 }
 
-absl::Status GrpcDispatcherService::CheckTaskWorker(grpc::ServerContext* context, int64_t task_id,
+absl::Status GrpcDispatcherService::CheckTaskWorker(const DispatcherImpl& impl,
+                                                    grpc::ServerContext* context, int64_t task_id,
                                                     absl::string_view rpc) const {
   if (!enforce_identity_) return absl::OkStatus();
   const PeerIdentity peer = IdentityOfCall(*context, tokens_);
   if (peer.role != PeerIdentity::Role::kWorker) return RequireWorker(peer, "", rpc);
-  absl::StatusOr<std::string> holder = impl_->TaskWorker(task_id);
+  absl::StatusOr<std::string> holder = impl.TaskWorker(task_id);
   if (!holder.ok()) return holder.status();
   if (*holder != peer.name) {
     return absl::PermissionDeniedError(absl::StrCat(rpc, " for task ", task_id,
@@ -44,110 +68,134 @@ absl::Status GrpcDispatcherService::CheckTaskWorker(grpc::ServerContext* context
 grpc::Status GrpcDispatcherService::RegisterDataset(grpc::ServerContext* context,
                                                     const RegisterDatasetRequest* request,
                                                     RegisterDatasetResponse* response) {
-  if (absl::StatusOr<Caller> caller = ClientCaller(context, "RegisterDataset"); !caller.ok()) {
-    return ToGrpcStatus(caller.status());
-  }
-  return ToGrpcStatus(impl_->RegisterDataset(*request, response));
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    if (absl::StatusOr<Caller> caller = ClientCaller(impl, context, "RegisterDataset"); !caller.ok()) {
+      return ToGrpcStatus(caller.status());
+    }
+    return ToGrpcStatus(impl.RegisterDataset(*request, response));
+  });
 }
 
 grpc::Status GrpcDispatcherService::GetOrCreateJob(grpc::ServerContext* context,
                                                    const GetOrCreateJobRequest* request,
                                                    GetOrCreateJobResponse* response) {
-  const absl::StatusOr<Caller> caller = ClientCaller(context, "GetOrCreateJob");
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  return ToGrpcStatus(impl_->GetOrCreateJob(*request, response, *caller));
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    const absl::StatusOr<Caller> caller = ClientCaller(impl, context, "GetOrCreateJob");
+    if (!caller.ok()) return ToGrpcStatus(caller.status());
+    return ToGrpcStatus(impl.GetOrCreateJob(*request, response, *caller));
+  });
 }
 
 grpc::Status GrpcDispatcherService::StartEpoch(grpc::ServerContext* context,
                                                const StartEpochRequest* request,
                                                StartEpochResponse* response) {
-  const absl::StatusOr<Caller> caller = ClientCaller(context, "StartEpoch");
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  return ToGrpcStatus(impl_->StartEpoch(*request, response, *caller));
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    const absl::StatusOr<Caller> caller = ClientCaller(impl, context, "StartEpoch");
+    if (!caller.ok()) return ToGrpcStatus(caller.status());
+    return ToGrpcStatus(impl.StartEpoch(*request, response, *caller));
+  });
 }
 
 grpc::Status GrpcDispatcherService::RegisterWorker(grpc::ServerContext* context,
                                                    const RegisterWorkerRequest* request,
                                                    RegisterWorkerResponse* response) {
-  if (absl::Status allowed = CheckWorker(context, request->worker_id(), "RegisterWorker");
-      !allowed.ok()) {
-    return ToGrpcStatus(allowed);
-  }
-  return ToGrpcStatus(impl_->RegisterWorker(*request, response));
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    if (absl::Status allowed = CheckWorker(context, request->worker_id(), "RegisterWorker");
+        !allowed.ok()) {
+      return ToGrpcStatus(allowed);
+    }
+    return ToGrpcStatus(impl.RegisterWorker(*request, response));
+  });
 }
 
 grpc::Status GrpcDispatcherService::WorkerHeartbeat(grpc::ServerContext* context,
                                                     const WorkerHeartbeatRequest* request,
                                                     WorkerHeartbeatResponse* response) {
-  if (absl::Status allowed = CheckWorker(context, request->worker_id(), "WorkerHeartbeat");
-      !allowed.ok()) {
-    return ToGrpcStatus(allowed);
-  }
-  return ToGrpcStatus(impl_->WorkerHeartbeat(*request, response));
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    if (absl::Status allowed = CheckWorker(context, request->worker_id(), "WorkerHeartbeat");
+        !allowed.ok()) {
+      return ToGrpcStatus(allowed);
+    }
+    return ToGrpcStatus(impl.WorkerHeartbeat(*request, response));
+  });
 }
 
 grpc::Status GrpcDispatcherService::ClientHeartbeat(grpc::ServerContext* context,
                                                     const ClientHeartbeatRequest* request,
                                                     ClientHeartbeatResponse* response) {
-  const absl::StatusOr<Caller> caller = ClientCaller(context, "ClientHeartbeat");
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  return ToGrpcStatus(impl_->ClientHeartbeat(*request, response, *caller));
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    const absl::StatusOr<Caller> caller = ClientCaller(impl, context, "ClientHeartbeat");
+    if (!caller.ok()) return ToGrpcStatus(caller.status());
+    return ToGrpcStatus(impl.ClientHeartbeat(*request, response, *caller));
+  });
 }
 
 grpc::Status GrpcDispatcherService::GetSplits(grpc::ServerContext* context,
                                               const GetSplitsRequest* request,
                                               GetSplitsResponse* response) {
-  if (absl::Status allowed = CheckTaskWorker(context, request->task_id(), "GetSplits");
-      !allowed.ok()) {
-    return ToGrpcStatus(allowed);
-  }
-  return ToGrpcStatus(impl_->GetSplits(*request, response));
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    if (absl::Status allowed = CheckTaskWorker(impl, context, request->task_id(), "GetSplits");
+        !allowed.ok()) {
+      return ToGrpcStatus(allowed);
+    }
+    return ToGrpcStatus(impl.GetSplits(*request, response));
+  });
 }
 
 grpc::Status GrpcDispatcherService::TaskFinished(grpc::ServerContext* context,
                                                  const TaskFinishedRequest* request,
                                                  TaskFinishedResponse* response) {
-  if (absl::Status allowed = CheckTaskWorker(context, request->task_id(), "TaskFinished");
-      !allowed.ok()) {
-    return ToGrpcStatus(allowed);
-  }
-  return ToGrpcStatus(impl_->TaskFinished(*request, response));
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    if (absl::Status allowed = CheckTaskWorker(impl, context, request->task_id(), "TaskFinished");
+        !allowed.ok()) {
+      return ToGrpcStatus(allowed);
+    }
+    return ToGrpcStatus(impl.TaskFinished(*request, response));
+  });
 }
 
 grpc::Status GrpcDispatcherService::RecomputeCacheChunk(grpc::ServerContext* context,
                                                         const RecomputeCacheChunkRequest* request,
                                                         RecomputeCacheChunkResponse* response) {
-  if (absl::Status allowed = CheckTaskWorker(context, request->task_id(), "RecomputeCacheChunk");
-      !allowed.ok()) {
-    return ToGrpcStatus(allowed);
-  }
-  return ToGrpcStatus(impl_->RecomputeCacheChunk(*request, response));
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    if (absl::Status allowed = CheckTaskWorker(impl, context, request->task_id(), "RecomputeCacheChunk");
+        !allowed.ok()) {
+      return ToGrpcStatus(allowed);
+    }
+    return ToGrpcStatus(impl.RecomputeCacheChunk(*request, response));
+  });
 }
 
 grpc::Status GrpcDispatcherService::ReportCacheProfile(grpc::ServerContext* context,
                                                        const ReportCacheProfileRequest* request,
                                                        ReportCacheProfileResponse* response) {
-  if (absl::Status allowed = CheckWorker(context, request->worker_id(), "ReportCacheProfile");
-      !allowed.ok()) {
-    return ToGrpcStatus(allowed);
-  }
-  return ToGrpcStatus(impl_->ReportCacheProfile(*request, response));
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    if (absl::Status allowed = CheckWorker(context, request->worker_id(), "ReportCacheProfile");
+        !allowed.ok()) {
+      return ToGrpcStatus(allowed);
+    }
+    return ToGrpcStatus(impl.ReportCacheProfile(*request, response));
+  });
 }
 
 grpc::Status GrpcDispatcherService::ScaleJob(grpc::ServerContext* context,
                                              const ScaleJobRequest* request,
                                              ScaleJobResponse* response) {
-  const absl::StatusOr<Caller> caller = ClientCaller(context, "ScaleJob");
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  return ToGrpcStatus(impl_->ScaleJob(*request, response, *caller));
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    const absl::StatusOr<Caller> caller = ClientCaller(impl, context, "ScaleJob");
+    if (!caller.ok()) return ToGrpcStatus(caller.status());
+    return ToGrpcStatus(impl.ScaleJob(*request, response, *caller));
+  });
 }
 
 grpc::Status GrpcDispatcherService::GetStatus(grpc::ServerContext* context,
                                               const GetStatusRequest* request,
                                               GetStatusResponse* response) {
-  const absl::StatusOr<Caller> caller = ClientCaller(context, "GetStatus");
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  return ToGrpcStatus(impl_->GetStatus(*request, response, *caller));
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    const absl::StatusOr<Caller> caller = ClientCaller(impl, context, "GetStatus");
+    if (!caller.ok()) return ToGrpcStatus(caller.status());
+    return ToGrpcStatus(impl.GetStatus(*request, response, *caller));
+  });
 }
 
 }  // namespace granary

@@ -13,7 +13,10 @@
 #ifndef GRANARY_DISPATCHER_GRPC_DISPATCHER_SERVICE_H_
 #define GRANARY_DISPATCHER_GRPC_DISPATCHER_SERVICE_H_
 
+#include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dispatcher/dispatcher_impl.h"
@@ -22,15 +25,24 @@
 
 namespace granary {
 
-// Thread-safe. `impl` must outlive the service.
+// Which DispatcherImpl answers a call now: a single dispatcher's one, or a replica's while it
+// leads (replication/dispatcher_replica.h) — else an Unavailable the call is refused with,
+// naming the leader (common/leader_redirect.h), which the service also sends as the trailing
+// metadata kLeaderMetadataKey.
+using DispatcherImplSource = std::function<absl::StatusOr<std::shared_ptr<DispatcherImpl>>()>;
+
+// Thread-safe.
 class GrpcDispatcherService final : public Dispatcher::Service {
  public:
   // `tokens` (may be null: certificates only) must outlive the service. The impl's
   // admin_clients see the whole status; every other client sees its own jobs (VisibleState,
-  // caller.h).
-  GrpcDispatcherService(DispatcherImpl* impl, bool enforce_identity,
+  // caller.h). Each call is served by the impl `current` returns when it arrives.
+  GrpcDispatcherService(DispatcherImplSource current, bool enforce_identity,
                         const BearerTokens* tokens = nullptr)
-      : impl_(impl), enforce_identity_(enforce_identity), tokens_(tokens) {}
+      : current_(std::move(current)), enforce_identity_(enforce_identity), tokens_(tokens) {}
+  // Serves every call with `impl`, which must outlive the service.
+  GrpcDispatcherService(DispatcherImpl* impl, bool enforce_identity,
+                        const BearerTokens* tokens = nullptr);
 
   grpc::Status RegisterDataset(grpc::ServerContext*, const RegisterDatasetRequest* request,
                                RegisterDatasetResponse* response) override;
@@ -58,17 +70,22 @@ class GrpcDispatcherService final : public Dispatcher::Service {
                         ScaleJobResponse* response) override;
 
  private:
+  // Runs `rpc` on the impl current_ returns; or refuses the call as it says (with the leader's
+  // address as trailing metadata).
+  grpc::Status WithImpl(grpc::ServerContext* context,
+                        const std::function<grpc::Status(DispatcherImpl&)>& rpc) const;
   // The calling client (unauthenticated when identities are not enforced); Unauthenticated or
   // PermissionDenied (RequireClient) when they are and the caller is not a client.
-  absl::StatusOr<Caller> ClientCaller(grpc::ServerContext* context, absl::string_view rpc) const;
+  absl::StatusOr<Caller> ClientCaller(const DispatcherImpl& impl, grpc::ServerContext* context,
+                                      absl::string_view rpc) const;
   // OK unless identities are enforced and the caller is not worker `worker_id`.
   absl::Status CheckWorker(grpc::ServerContext* context, const std::string& worker_id,
                            absl::string_view rpc) const;
   // OK unless identities are enforced and the caller is not the worker holding `task_id`.
-  absl::Status CheckTaskWorker(grpc::ServerContext* context, int64_t task_id,
-                               absl::string_view rpc) const;
+  absl::Status CheckTaskWorker(const DispatcherImpl& impl, grpc::ServerContext* context,
+                               int64_t task_id, absl::string_view rpc) const;
 
-  DispatcherImpl* const impl_;
+  const DispatcherImplSource current_;
   const bool enforce_identity_;
   const BearerTokens* const tokens_;
 };

@@ -39,16 +39,22 @@ absl::StatusOr<CapabilityKey> CapabilityKey::LoadOrCreate(const std::string& pat
     }
     return CapabilityKey(std::move(key));
   }
-  std::string key(kKeyBytes, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), kKeyBytes) != 1) {
-    return absl::InternalError("OpenSSL RAND_bytes failed");
-  }
+  ASSIGN_OR_RETURN(CapabilityKey generated, Generate());
+  std::string key = generated.key_;
   const std::string temporary = path + ".tmp";
   RETURN_IF_ERROR(WriteStringToFile(env, temporary, key, /*sync=*/true));
   if (::chmod(temporary.c_str(), 0600) != 0) {
     return absl::InternalError(absl::StrCat("chmod ", temporary));
   }
   RETURN_IF_ERROR(env->RenameFile(temporary, path));
+  return CapabilityKey(std::move(key));
+}
+
+absl::StatusOr<CapabilityKey> CapabilityKey::Generate() {
+  std::string key(kKeyBytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), kKeyBytes) != 1) {
+    return absl::InternalError("OpenSSL RAND_bytes failed");
+  }
   return CapabilityKey(std::move(key));
 }
 

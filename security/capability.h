@@ -38,6 +38,8 @@ class CapabilityKey {
   // The key in `path`, or a new random one written there (mode 0600) if the file does not
   // exist. DataLoss naming the file if it holds anything but kKeyBytes bytes.
   static absl::StatusOr<CapabilityKey> LoadOrCreate(const std::string& path);
+  // A new random key (OpenSSL's RAND_bytes).
+  static absl::StatusOr<CapabilityKey> Generate();
   // A key from its bytes (as a worker receives it). InvalidArgument unless kKeyBytes long.
   static absl::StatusOr<CapabilityKey> FromBytes(absl::string_view bytes);
 

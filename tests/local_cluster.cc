@@ -24,34 +24,48 @@ LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& op
   const std::string data_roots =
       "--data_roots=" + (options.data_roots.empty() ? dir.substr(0, dir.rfind('/'))
                                                     : absl::StrJoin(options.data_roots, ","));
-  dispatcher_.argv = {GRANARY_BINARY,
-                      "dispatcher",
-                      "--journal_dir=" + dir + "/journal",
-                      "--cache_root=" + cache_root(),
-                      "--port=0",
-                      absl::StrCat("--worker_timeout_ms=", options.worker_timeout_ms),
-                      data_roots};
+  Process& first = dispatchers_.emplace_back();
+  first.argv = {GRANARY_BINARY,
+                "dispatcher",
+                options.etcd_journal.empty() ? "--journal_dir=" + dir + "/journal"
+                                             : "--journal=" + options.etcd_journal,
+                "--cache_root=" + cache_root(),
+                "--port=0",
+                absl::StrCat("--worker_timeout_ms=", options.worker_timeout_ms),
+                data_roots};
   const auto security_flags = [&options](const std::string& name, const std::string& identity) {
     if (!options.issue_certificate) return std::vector<std::string>{"--insecure"};
     return TransportSecurityFlags(options.issue_certificate(name, identity));
   };
   for (const std::string& flag : security_flags("dispatcher", kDispatcherIdentityUri)) {
-    dispatcher_.argv.push_back(flag);
+    first.argv.push_back(flag);
   }
   // The harness's own client (dispatcher()) sees every job's status.
-  if (options.issue_certificate) dispatcher_.argv.push_back("--admin_clients=cluster-test");
-  dispatcher_.argv.insert(dispatcher_.argv.end(), options.dispatcher_flags.begin(),
-                          options.dispatcher_flags.end());
+  if (options.issue_certificate) first.argv.push_back("--admin_clients=cluster-test");
+  first.argv.insert(first.argv.end(), options.dispatcher_flags.begin(),
+                    options.dispatcher_flags.end());
+  // Replicas: the same flags, each with its own id.
+  for (int i = 1; i < options.replicas; ++i) dispatchers_.push_back(Process{first.argv});
+  if (!options.etcd_journal.empty()) {
+    for (int i = 0; i < options.replicas; ++i) {
+      dispatchers_[i].argv.push_back(absl::StrCat("--replica_id=replica-", i));
+    }
+  }
   credentials_ = !options.issue_certificate
                      ? grpc::InsecureChannelCredentials()
                      : ChannelCredentialsFor(options.issue_certificate(
                                                  "cluster-test", ClientIdentityUri("cluster-test")))
                            .value();
-  if (!Launch(dispatcher_, dir + "/logs/dispatcher.log")) return;
-  dispatcher_address_ = dispatcher_.address;
-  // A restart must come back at the same address.
-  dispatcher_.argv[4] = "--port=" + dispatcher_address_.substr(dispatcher_address_.rfind(':') + 1);
-  dispatcher_stub_ = Dispatcher::NewStub(grpc::CreateChannel(dispatcher_address_, credentials_));
+  std::vector<std::string> addresses;
+  for (int i = 0; i < static_cast<int>(dispatchers_.size()); ++i) {
+    Process& d = dispatchers_[i];
+    if (!Launch(d, DispatcherLog(i))) return;
+    addresses.push_back(d.address);
+    // A restart must come back at the same address.
+    d.argv[4] = "--port=" + d.address.substr(d.address.rfind(':') + 1);
+  }
+  dispatcher_address_ = absl::StrJoin(addresses, ",");
+  dispatcher_stub_ = Dispatcher::NewStub(grpc::CreateChannel(addresses[0], credentials_));
   for (int i = 0; i < options.workers + options.standby; ++i) {
     Process& w = workers_.emplace_back();
     w.argv = {GRANARY_BINARY,
@@ -79,11 +93,11 @@ LocalCluster::~LocalCluster() {
   for (Process& w : workers_) {
     if (w.process && w.process->WaitFor(std::chrono::seconds(5)) < 0) w.process->Kill(SIGKILL);
   }
-  if (dispatcher_.process) {
-    dispatcher_.process->Kill(SIGTERM);
-    if (dispatcher_.process->WaitFor(std::chrono::seconds(5)) < 0) {
-      dispatcher_.process->Kill(SIGKILL);
-    }
+  for (Process& d : dispatchers_) {
+    if (d.process) d.process->Kill(SIGTERM);
+  }
+  for (Process& d : dispatchers_) {
+    if (d.process && d.process->WaitFor(std::chrono::seconds(5)) < 0) d.process->Kill(SIGKILL);
   }
 }
 
@@ -109,16 +123,41 @@ std::unique_ptr<Worker::Stub> LocalCluster::WorkerStub(int i) const {
   return Worker::NewStub(grpc::CreateChannel(workers_[i].address, credentials_));
 }
 
-void LocalCluster::StopDispatcher(int signal) {
-  dispatcher_.process->Kill(signal);
-  dispatcher_.process->Wait();
+std::string LocalCluster::DispatcherLog(int replica) const {
+  return dispatchers_.size() == 1 ? dir_ + "/logs/dispatcher.log"
+                                  : absl::StrCat(dir_, "/logs/dispatcher-", replica, ".log");
 }
 
-int LocalCluster::WaitDispatcherExit() { return dispatcher_.process->Wait(); }
+void LocalCluster::StopDispatcher(int signal, int replica) {
+  dispatchers_[replica].process->Kill(signal);
+  dispatchers_[replica].process->Wait();
+}
 
-bool LocalCluster::RestartDispatcher() {
-  if (!Launch(dispatcher_, dir_ + "/logs/dispatcher.log")) return false;
-  return dispatcher_.address == dispatcher_address_;
+int LocalCluster::WaitDispatcherExit() { return dispatchers_[0].process->Wait(); }
+
+bool LocalCluster::RestartDispatcher(int replica) {
+  Process& d = dispatchers_[replica];
+  const std::string address = d.address;
+  if (!Launch(d, DispatcherLog(replica))) return false;
+  return d.address == address;
+}
+
+int LocalCluster::LeaderReplica(absl::Duration timeout) const {
+  const absl::Time deadline = absl::Now() + timeout;
+  do {
+    for (int i = 0; i < static_cast<int>(dispatchers_.size()); ++i) {
+      if (dispatchers_[i].process == nullptr || !dispatchers_[i].process->running()) continue;
+      auto stub = Dispatcher::NewStub(grpc::CreateChannel(dispatchers_[i].address, credentials_));
+      GetStatusRequest request;
+      request.set_summary(true);
+      GetStatusResponse status;
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+      if (stub->GetStatus(&context, request, &status).ok()) return i;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  } while (absl::Now() < deadline);
+  return -1;
 }
 
 void LocalCluster::KillWorker(int i) {

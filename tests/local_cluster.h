@@ -31,6 +31,11 @@ struct LocalClusterOptions {
   std::function<TransportSecurity(const std::string& name, const std::string& identity_uri)>
       issue_certificate;
   int64_t worker_timeout_ms = 2000;
+  // A replicated dispatcher (issue 32): `replicas` dispatcher processes (ids replica-0, ...)
+  // over this journal (--journal etcd://HOST:PORT[,...]/PREFIX); empty: one dispatcher over a
+  // RocksDB journal in the cluster's directory.
+  std::string etcd_journal;
+  int replicas = 1;
 };
 
 class LocalCluster {
@@ -40,26 +45,33 @@ class LocalCluster {
   ~LocalCluster();
 
   bool ok() const { return ok_; }
+  // The dispatcher's address; replicated, every replica's, separated by commas (what workers
+  // and clients are given).
   const std::string& dispatcher_address() const { return dispatcher_address_; }
   // The dispatcher's --cache_root.
   std::string cache_root() const { return dir_ + "/cache"; }
   const std::string& worker_address(int i) const { return workers_[i].address; }
   std::string worker_id(int i) const { return "worker-" + std::to_string(i); }
+  // A stub of the (first replica's) dispatcher.
   Dispatcher::Stub& dispatcher() { return *dispatcher_stub_; }
-  pid_t dispatcher_pid() const { return dispatcher_.process->pid(); }
+  pid_t dispatcher_pid(int replica = 0) const { return dispatchers_[replica].process->pid(); }
+  const std::string& replica_address(int replica) const { return dispatchers_[replica].address; }
   // The HTTP ports of a dispatcher or worker started with --metrics_port (in dispatcher_flags or
   // worker_flags; 0 picks a free one, read from the process' second stdout line); 0 without.
-  int dispatcher_metrics_port() const { return dispatcher_.metrics_port; }
+  int dispatcher_metrics_port() const { return dispatchers_[0].metrics_port; }
   int worker_metrics_port(int i) const { return workers_[i].metrics_port; }
   pid_t worker_pid(int i) const { return workers_[i].process->pid(); }
   std::unique_ptr<Worker::Stub> WorkerStub(int i) const;
 
-  // Sends `signal` to the dispatcher and reaps it.
-  void StopDispatcher(int signal);
+  // Sends `signal` to the dispatcher (replica `replica`) and reaps it.
+  void StopDispatcher(int signal, int replica = 0);
   // Waits for the dispatcher to exit by itself (a failpoint's crash); its exit code.
   int WaitDispatcherExit();
-  // Starts the dispatcher again on the same journal and address; false if it did not come up.
-  bool RestartDispatcher();
+  // Starts the dispatcher (replica `replica`) again on the same journal and address; false if
+  // it did not come up.
+  bool RestartDispatcher(int replica = 0);
+  // The replica that answers GetStatus (the leader), once one does within `timeout`; else -1.
+  int LeaderReplica(absl::Duration timeout) const;
 
   // SIGKILLs worker i and reaps it.
   void KillWorker(int i);
@@ -74,10 +86,12 @@ class LocalCluster {
     int metrics_port = 0;
   };
   bool Launch(Process& p, const std::string& log);
+  std::string DispatcherLog(int replica) const;
 
   const std::string dir_;
   bool ok_ = false;
-  Process dispatcher_;
+  // One; or, replicated, each replica.
+  std::vector<Process> dispatchers_;
   std::string dispatcher_address_;
   std::unique_ptr<Dispatcher::Stub> dispatcher_stub_;
   std::vector<Process> workers_;

@@ -24,7 +24,10 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "obs/status_page.h"
-#include "obs/status_page.h"
+#include "etcd/etcd_client.h"
+#include "replication/dispatcher_replica.h"
+#include "replication/etcd_journal_url.h"
+#include "replication/shared_capability_key.h"
 #include "security/bearer_tokens.h"
 #include "security/capability.h"
 #include "tools/commands.h"
@@ -35,7 +38,22 @@
 #include "tools/tls_flags.h"
 #include "tools/udf_flags.h"
 
-ABSL_FLAG(std::string, journal_dir, "", "Directory of the dispatcher's RocksDB journal.");
+ABSL_FLAG(std::string, journal_dir, "",
+          "Directory of the dispatcher's RocksDB journal (a single dispatcher).");
+ABSL_FLAG(std::string, journal, "",
+          "etcd://HOST:PORT[,HOST:PORT...]/PREFIX: a replicated dispatcher's journal in etcd, "
+          "instead of --journal_dir. Run 3 (or 5) dispatchers with it, each with its own "
+          "--replica_id: etcd elects one to lead; the others are hot standbys that redirect "
+          "callers to it (docs/design.md, \"The replicated dispatcher\").");
+ABSL_FLAG(std::string, replica_id, "",
+          "With --journal etcd://...: this replica's id, unique among the live replicas.");
+ABSL_FLAG(std::string, advertise_address, "",
+          "With --journal etcd://...: the host:port where clients and workers reach this "
+          "replica (what the other replicas redirect them to); default --host:--port.");
+ABSL_FLAG(int64_t, lease_ttl, 1,
+          "With --journal etcd://...: seconds without a keep-alive after which etcd ends a "
+          "replica's term, so a crashed leader is replaced this long after it died (etcd raises "
+          "it to 1.5 of its election timeouts).");
 ABSL_FLAG(int64_t, snapshot_every, 10000, "Write a state snapshot every N journal records.");
 ABSL_FLAG(int64_t, worker_timeout_ms, 5000, "Declare a worker lost after this much silence.");
 ABSL_FLAG(std::string, cache_root, "",
@@ -100,7 +118,9 @@ namespace granary {
 
 int DispatcherCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "granary dispatcher --journal_dir D [--port P] [--host H] [--snapshot_every N] "
+      "granary dispatcher (--journal_dir D | --journal etcd://H:P[,H:P...]/PREFIX "
+      "--replica_id ID [--advertise_address A] [--lease_ttl S]) [--port P] [--host H] "
+      "[--snapshot_every N] "
       "[--worker_timeout_ms T] [--cache_root C] [--cache_capacity_bytes B] [--data_roots DIRS] "
       "[--job_retention_ms R] [--redis_user U] [--redis_password_file F] "
       "[--new_cluster] [--check_invariants] [--plugin lib.so] [--provisioner local|command "
@@ -110,8 +130,25 @@ int DispatcherCommand(int argc, char** argv) {
   ServerStartup startup("dispatcher", argc, argv);
   const auto fail = [&startup](const absl::Status& status) { return startup.Fail(status); };
   if (absl::Status logs = startup.InstallLogFormat(""); !logs.ok()) return fail(logs);
-  if (absl::GetFlag(FLAGS_journal_dir).empty()) {
-    return fail(absl::InvalidArgumentError("--journal_dir is required"));
+  const std::string journal_dir = absl::GetFlag(FLAGS_journal_dir);
+  const std::string journal_url = absl::GetFlag(FLAGS_journal);
+  if (journal_dir.empty() == journal_url.empty()) {
+    return fail(absl::InvalidArgumentError(
+        "give either --journal_dir (a single dispatcher's local journal) or --journal "
+        "etcd://HOST:PORT[,HOST:PORT...]/PREFIX (a replica of a replicated dispatcher)"));
+  }
+  std::optional<EtcdJournalUrl> etcd_journal;
+  if (!journal_url.empty()) {
+    absl::StatusOr<EtcdJournalUrl> parsed = ParseEtcdJournalUrl(journal_url);
+    if (!parsed.ok()) return fail(Annotate(parsed.status(), "--journal"));
+    if (absl::GetFlag(FLAGS_replica_id).empty()) {
+      return fail(absl::InvalidArgumentError("--journal etcd://... needs --replica_id"));
+    }
+    if (absl::GetFlag(FLAGS_provisioner) != "none") {
+      return fail(absl::InvalidArgumentError(
+          "--provisioner is not supported with a replicated journal yet (--journal)"));
+    }
+    etcd_journal = *std::move(parsed);
   }
   if (absl::Status secured = startup.Secure(); !secured.ok()) return fail(secured);
   const TransportSecurity& security = startup.security();
@@ -121,10 +158,26 @@ int DispatcherCommand(int argc, char** argv) {
   if (!data_roots.ok()) return fail(data_roots.status());
   DispatcherOptions options;
   options.data_roots = *std::move(data_roots);
-  // Capabilities: a key kept beside the journal, so that a restart keeps issued ones valid.
-  const std::string journal_dir = absl::GetFlag(FLAGS_journal_dir);
-  if (absl::Status made = Env::Default()->CreateDirs(journal_dir); !made.ok()) return fail(made);
-  absl::StatusOr<CapabilityKey> key = CapabilityKey::LoadOrCreate(journal_dir + "/capability.key");
+  // The replicated journal's etcd client: TLS (client certificates) when the cluster runs TLS.
+  std::unique_ptr<etcd::EtcdClient> etcd_client;
+  if (etcd_journal.has_value()) {
+    etcd::EtcdClientOptions client_options;
+    client_options.endpoints = etcd_journal->endpoints;
+    client_options.security = security;
+    absl::StatusOr<std::unique_ptr<etcd::EtcdClient>> client =
+        etcd::EtcdClient::Create(std::move(client_options));
+    if (!client.ok()) return fail(Annotate(client.status(), "--journal"));
+    etcd_client = *std::move(client);
+  }
+  // Capabilities: a key kept beside the journal, so that a restart (or, replicated, the next
+  // leader) keeps issued ones valid.
+  absl::StatusOr<CapabilityKey> key = absl::UnknownError("unset");
+  if (etcd_journal.has_value()) {
+    key = SharedCapabilityKey(etcd_client.get(), etcd_journal->prefix);
+  } else {
+    if (absl::Status made = Env::Default()->CreateDirs(journal_dir); !made.ok()) return fail(made);
+    key = CapabilityKey::LoadOrCreate(journal_dir + "/capability.key");
+  }
   if (!key.ok()) return fail(key.status());
   options.capability_key = *std::move(key);
   std::optional<BearerTokens> tokens;
@@ -137,7 +190,7 @@ int DispatcherCommand(int argc, char** argv) {
     }
     tokens = *std::move(loaded);
   }
-  options.journal_dir = absl::GetFlag(FLAGS_journal_dir);
+  options.journal_dir = journal_dir;
   options.snapshot_every = absl::GetFlag(FLAGS_snapshot_every);
   options.worker_timeout_ms = absl::GetFlag(FLAGS_worker_timeout_ms);
   options.registries = &*registries;
@@ -191,11 +244,22 @@ int DispatcherCommand(int argc, char** argv) {
   MetricRegistry metrics;
   // Files, and the cache tier --cache_root names (a directory or redis://HOST:PORT/PREFIX).
   CacheTierEnv env(Env::Default(), *redis_credentials);
-  absl::StatusOr<std::unique_ptr<DispatcherImpl>> impl =
-      absl::UnavailableError("replaying the journal");
-  std::atomic<DispatcherImpl*> open_impl{nullptr};
-  metrics.AddCollector([&open_impl](MetricSamples& out) {
-    if (DispatcherImpl* d = open_impl.load()) d->CollectMetrics(out);
+  // Which impl serves now: the one this process opened, or — replicated — the leader's while
+  // this replica leads. Before either exists, every call is refused as "replaying".
+  std::shared_ptr<DispatcherImpl> single;
+  std::unique_ptr<DispatcherReplica> replica;
+  std::atomic<bool> opened{false};
+  const DispatcherImplSource current =
+      [&]() -> absl::StatusOr<std::shared_ptr<DispatcherImpl>> {
+    if (!opened.load()) return absl::UnavailableError("the dispatcher is replaying its journal");
+    if (replica != nullptr) return replica->Leader();
+    return single;
+  };
+  metrics.AddCollector([&current, &replica, &opened](MetricSamples& out) {
+    if (absl::StatusOr<std::shared_ptr<DispatcherImpl>> d = current(); d.ok()) {
+      (*d)->CollectMetrics(out);
+    }
+    if (opened.load() && replica != nullptr) replica->CollectMetrics(out);
   });
   // The HTTP port has no authentication: on a TLS cluster it shows what an unprivileged
   // authenticated client would see (every worker, and the jobs without an owner).
@@ -206,15 +270,16 @@ int DispatcherCommand(int argc, char** argv) {
         [](const std::string&) {
           return HttpResponse{200, "text/html; charset=utf-8", std::string(kStatusPageHtml)};
         }},
-       {"/status.json", [&open_impl, page_caller](const std::string&) {
-          DispatcherImpl* d = open_impl.load();
-          if (d == nullptr) {
-            return HttpResponse{503, "application/json", R"({"error":"replaying the journal"})"};
+       {"/status.json", [&current, page_caller](const std::string&) {
+          const absl::StatusOr<std::shared_ptr<DispatcherImpl>> d = current();
+          if (!d.ok()) {
+            return HttpResponse{503, "application/json",
+                                absl::StrCat(R"({"error":")", absl::CEscape(d.status().message()), "\"}")};
           }
           GetStatusRequest request;
           request.set_summary(true);
           GetStatusResponse status;
-          if (const absl::Status s = d->GetStatus(request, &status, page_caller); !s.ok()) {
+          if (const absl::Status s = (*d)->GetStatus(request, &status, page_caller); !s.ok()) {
             return HttpResponse{500, "application/json",
                                 absl::StrCat(R"({"error":")", absl::CEscape(s.message()), "\"}")};
           }
@@ -223,16 +288,34 @@ int DispatcherCommand(int argc, char** argv) {
   if (!ops.ok()) return fail(ops.status());
   options.metrics = &metrics;
   options.env = &env;
-  // Recover before listening: nothing is served until replay is complete.
-  impl = DispatcherImpl::Open(options);
-  if (!impl.ok()) return fail(impl.status());
-  open_impl = impl->get();
+  if (!etcd_journal.has_value()) {
+    // Recover before listening: nothing is served until replay is complete.
+    absl::StatusOr<std::unique_ptr<DispatcherImpl>> impl = DispatcherImpl::Open(options);
+    if (!impl.ok()) return fail(impl.status());
+    single = *std::move(impl);
+    opened = true;
+  }
 
-  GrpcDispatcherService service(impl->get(), security.tls(),
-                                tokens.has_value() ? &*tokens : nullptr);
+  GrpcDispatcherService service(current, security.tls(), tokens.has_value() ? &*tokens : nullptr);
   absl::StatusOr<std::unique_ptr<grpc::Server>> server = startup.Listen({&service});
   if (!server.ok()) return fail(server.status());
-  if (provisioner == "local") {
+  if (etcd_journal.has_value()) {
+    // A replica listens first (its address is what the others redirect to), then follows the
+    // journal and campaigns; until it leads it refuses every call, naming the leader.
+    DispatcherReplicaOptions replica_options;
+    replica_options.dispatcher = options;
+    replica_options.me.set_replica_id(absl::GetFlag(FLAGS_replica_id));
+    replica_options.me.set_address(absl::GetFlag(FLAGS_advertise_address).empty()
+                                       ? startup.address()
+                                       : absl::GetFlag(FLAGS_advertise_address));
+    replica_options.journal.prefix = etcd_journal->prefix;
+    replica_options.lease_ttl_seconds = absl::GetFlag(FLAGS_lease_ttl);
+    absl::StatusOr<std::unique_ptr<DispatcherReplica>> started =
+        DispatcherReplica::Start(etcd_client.get(), std::move(replica_options));
+    if (!started.ok()) return fail(started.status());
+    replica = *std::move(started);
+    opened = true;
+  } else if (provisioner == "local") {
     LocalProvisionerOptions local;
     local.binary = SelfExecutablePath();
     local.dispatcher_address = startup.address();
@@ -240,13 +323,15 @@ int DispatcherCommand(int argc, char** argv) {
     local.flags =
         absl::StrSplit(absl::GetFlag(FLAGS_provisioned_worker_flags), ' ', absl::SkipEmpty());
     local.log_dir = absl::GetFlag(FLAGS_provisioned_worker_log_dir);
-    (*impl)->SetProvisioner(NewLocalProvisioner(std::move(local)), absl::GetFlag(FLAGS_min_workers),
-                            absl::GetFlag(FLAGS_max_workers));
+    single->SetProvisioner(NewLocalProvisioner(std::move(local)), absl::GetFlag(FLAGS_min_workers),
+                           absl::GetFlag(FLAGS_max_workers));
   } else if (provisioner == "command") {
-    (*impl)->SetProvisioner(NewCommandProvisioner(absl::GetFlag(FLAGS_provision_command)),
-                            absl::GetFlag(FLAGS_min_workers), absl::GetFlag(FLAGS_max_workers));
+    single->SetProvisioner(NewCommandProvisioner(absl::GetFlag(FLAGS_provision_command)),
+                           absl::GetFlag(FLAGS_min_workers), absl::GetFlag(FLAGS_max_workers));
   }
   startup.ServeUntilTerminated(ops->get(), **server);
+  // Then the server and the ops endpoint are destroyed, and the replica (declared before them)
+  // resigns: another takes over at once.
   return 0;
 }
 

@@ -19,12 +19,15 @@
 #include "proto/worker.grpc.pb.h"
 #include "tools/client_flags.h"
 #include "tools/command_flags.h"
+#include "common/dispatcher_targets.h"
 #include "tools/commands.h"
 #include "tools/status_json.h"
 
 // Of client_flags.h only --config (which may name a token file); --token_file is not a flag here.
 GRANARY_COMMAND_BORROWS_FLAG(std::string, config);
-ABSL_FLAG(std::string, dispatcher, "", "Dispatcher address, host:port.");
+ABSL_FLAG(std::string, dispatcher, "",
+          "Dispatcher address, host:port; for a replicated dispatcher its replicas' addresses "
+          "separated by commas (calls follow the leader).");
 ABSL_FLAG(bool, json, false,
           "Print the status as JSON (the status page's /status.json: summary, one object per "
           "line) instead of text.");
@@ -73,14 +76,20 @@ void PrintWorkerStatus(const DispatcherStateProto& s, const std::set<std::string
 }
 
 // Prints the dispatcher's status once (text, or JSON on one line); 1 when it did not answer.
-int PrintStatus(Dispatcher::Stub& stub, const std::string& address,
+int PrintStatus(DispatcherTargets& dispatcher, const std::string& address,
                 const std::shared_ptr<grpc::ChannelCredentials>& credentials, bool json) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   GetStatusRequest request;
   request.set_summary(json);
   GetStatusResponse status;
-  const grpc::Status rpc = stub.GetStatus(&context, request, &status);
+  const grpc::Status rpc = dispatcher.Call(
+      [] {
+        auto context = std::make_unique<grpc::ClientContext>();
+        context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+        return context;
+      },
+      [&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+        return stub.GetStatus(context, request, &status);
+      });
   if (!rpc.ok()) {
     std::fprintf(stderr, "granary status: dispatcher %s: %s\n", address.c_str(),
                  rpc.error_message().c_str());
@@ -199,12 +208,18 @@ int StatusCommand(int argc, char** argv) {
   // The whole state, however large: no 4 MiB message limit.
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
-  auto stub = Dispatcher::NewStub(grpc::CreateCustomChannel(address, *credentials, args));
+  absl::StatusOr<std::unique_ptr<DispatcherTargets>> dispatcher =
+      DispatcherTargets::Create(address, "--dispatcher", *credentials, args);
+  if (!dispatcher.ok()) {
+    std::fprintf(stderr, "granary status: %s\n",
+                 std::string(dispatcher.status().message()).c_str());
+    return 2;
+  }
   const bool json = absl::GetFlag(FLAGS_json);
   const bool terminal = ProgressLine::IsTerminal(stdout);
   while (true) {
     if (absl::GetFlag(FLAGS_watch) && terminal && !json) std::printf("\x1b[H\x1b[2J");
-    const int code = PrintStatus(*stub, address, *credentials, json);
+    const int code = PrintStatus(**dispatcher, address, *credentials, json);
     std::fflush(stdout);
     if (!absl::GetFlag(FLAGS_watch)) return code;
     absl::SleepFor(absl::Seconds(2));

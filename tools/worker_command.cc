@@ -136,10 +136,11 @@ int WorkerCommand(int argc, char** argv) {
   options.runner.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
   options.runner.metrics = &worker_metrics;
   options.runner.env = &env;
-  auto started = WorkerImpl::Start(
-      options,
-      NewGrpcDispatcherConnection(absl::GetFlag(FLAGS_dispatcher), *channel_credentials, 10000),
-      absl::GetFlag(FLAGS_register_timeout_ms));
+  absl::StatusOr<std::unique_ptr<DispatcherConnection>> dispatcher =
+      NewGrpcDispatcherConnection(absl::GetFlag(FLAGS_dispatcher), *channel_credentials, 10000);
+  if (!dispatcher.ok()) return fail(dispatcher.status());
+  auto started = WorkerImpl::Start(options, *std::move(dispatcher),
+                                   absl::GetFlag(FLAGS_register_timeout_ms));
   if (!started.ok()) return fail(started.status());
   impl = std::move(started).value();
   service.set_impl(impl.get());

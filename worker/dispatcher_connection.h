@@ -28,10 +28,12 @@ class DispatcherConnection {
       const ReportCacheProfileRequest& request) = 0;
 };
 
-// A connection over gRPC to the dispatcher at `address` with `credentials` (the worker's
-// certificate, for mutual TLS); each call has `timeout_ms`.
-std::unique_ptr<DispatcherConnection> NewGrpcDispatcherConnection(
-    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials,
+// A connection over gRPC to the dispatcher at `addresses` — one host:port, or a replicated
+// dispatcher's replicas separated by commas, whose redirects to the leader it follows
+// (common/dispatcher_targets.h) — with `credentials` (the worker's certificate, for mutual
+// TLS); each call has `timeout_ms`. InvalidArgument naming --dispatcher for a malformed list.
+absl::StatusOr<std::unique_ptr<DispatcherConnection>> NewGrpcDispatcherConnection(
+    const std::string& addresses, std::shared_ptr<grpc::ChannelCredentials> credentials,
     int timeout_ms);
 
 }  // namespace granary

@@ -1,8 +1,9 @@
 // DispatcherConnection over a gRPC channel.
 #include <chrono>
 
+#include "common/dispatcher_targets.h"
 #include "common/grpc_status.h"
-#include "grpcpp/create_channel.h"
+#include "common/status_macros.h"
 #include "grpcpp/security/credentials.h"
 #include "proto/dispatcher.grpc.pb.h"
 #include "worker/dispatcher_connection.h"
@@ -12,11 +13,8 @@ namespace {
 
 class GrpcDispatcherConnection : public DispatcherConnection {
  public:
-  GrpcDispatcherConnection(const std::string& address,
-                           std::shared_ptr<grpc::ChannelCredentials> credentials, int timeout_ms)
-      : stub_(Dispatcher::NewStub(
-            grpc::CreateCustomChannel(address, std::move(credentials), ChannelArguments()))),
-        timeout_ms_(timeout_ms) {}
+  GrpcDispatcherConnection(std::unique_ptr<DispatcherTargets> targets, int timeout_ms)
+      : targets_(std::move(targets)), timeout_ms_(timeout_ms) {}
 
   absl::StatusOr<RegisterWorkerResponse> RegisterWorker(
       const RegisterWorkerRequest& request) override {
@@ -46,32 +44,38 @@ class GrpcDispatcherConnection : public DispatcherConnection {
   absl::StatusOr<Response> Call(grpc::Status (Dispatcher::Stub::*method)(grpc::ClientContext*,
                                                                          const Request&, Response*),
                                 const Request& request) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
     Response response;
-    const grpc::Status status = (stub_.get()->*method)(&context, request, &response);
+    const grpc::Status status = targets_->Call(
+        [this] {
+          auto context = std::make_unique<grpc::ClientContext>();
+          context->set_deadline(std::chrono::system_clock::now() +
+                                std::chrono::milliseconds(timeout_ms_));
+          return context;
+        },
+        [&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+          return (stub.*method)(context, request, &response);
+        });
     if (!status.ok()) return FromGrpcStatus(status);
     return response;
   }
 
-  // Room for the largest heartbeat answer (a pipeline budget of kMaxHeartbeatPipelineBytes,
-  // one pipeline larger than that, and the task definitions).
-  static grpc::ChannelArguments ChannelArguments() {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(64 << 20);
-    return args;
-  }
-
-  const std::unique_ptr<Dispatcher::Stub> stub_;
+  const std::unique_ptr<DispatcherTargets> targets_;
   const int timeout_ms_;
 };
 
 }  // namespace
 
-std::unique_ptr<DispatcherConnection> NewGrpcDispatcherConnection(
-    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials,
+absl::StatusOr<std::unique_ptr<DispatcherConnection>> NewGrpcDispatcherConnection(
+    const std::string& addresses, std::shared_ptr<grpc::ChannelCredentials> credentials,
     int timeout_ms) {
-  return std::make_unique<GrpcDispatcherConnection>(address, std::move(credentials), timeout_ms);
+  // Room for the largest heartbeat answer (a pipeline budget of kMaxHeartbeatPipelineBytes,
+  // one pipeline larger than that, and the task definitions).
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<DispatcherTargets> targets,
+      DispatcherTargets::Create(addresses, "--dispatcher", std::move(credentials), args));
+  return std::make_unique<GrpcDispatcherConnection>(std::move(targets), timeout_ms);
 }
 
 }  // namespace granary

@@ -1,0 +1,189 @@
+// DispatcherReplica: three replicas over one real etcd (testing/etcd_test_cluster.h). One leads
+// and the others redirect to it; when the leader resigns or its lease is revoked (as when it is
+// cut off from etcd for a TTL), another takes over with every state change the first committed
+// — across snapshots too — and the deposed one rejoins as a follower; a replica id is held by
+// one live replica.
+#include "replication/dispatcher_replica.h"
+
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cache/cache_ops.h"
+#include "common/leader_redirect.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pipeline/pipeline_loader.h"
+#include "testing/etcd_test_cluster.h"
+
+namespace granary {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kFailoverTimeout = absl::Seconds(15);
+
+class DispatcherReplicaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cluster = testing::EtcdTestCluster::Start({});
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = *std::move(cluster);
+    auto client = etcd::EtcdClient::Create(cluster_->ClientOptions());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+  void TearDown() override {
+    replicas_.clear();
+  }
+
+  DispatcherReplicaOptions Options(int index) {
+    DispatcherReplicaOptions options;
+    options.dispatcher.registries = &registries_;
+    options.dispatcher.check_invariants = true;
+    options.dispatcher.snapshot_every = snapshot_every_;
+    options.me.set_replica_id(absl::StrCat("r", index));
+    options.me.set_address(absl::StrCat("127.0.0.1:", 7000 + index));
+    options.journal.prefix = "/granary/replicas-test";
+    return options;
+  }
+  void StartReplicas(int count) {
+    for (int i = 0; i < count; ++i) {
+      auto replica = DispatcherReplica::Start(client_.get(), Options(i));
+      ASSERT_TRUE(replica.ok()) << replica.status();
+      replicas_.push_back(*std::move(replica));
+    }
+  }
+  // The index of the replica that leads and serves, once one does (-1 after the timeout).
+  int AwaitLeader(int other_than = -1) {
+    const absl::Time deadline = absl::Now() + kFailoverTimeout;
+    while (absl::Now() < deadline) {
+      for (int i = 0; i < static_cast<int>(replicas_.size()); ++i) {
+        if (i != other_than && replicas_[i] != nullptr && replicas_[i]->Leader().ok()) return i;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return -1;
+  }
+  std::string RegisterDataset(DispatcherImpl& impl, int stop) {
+    auto def = ParsePipelineJson(
+        absl::StrCat(R"({"source": {"type": "range", "params": {"stop": )", stop, "}}}"),
+        "range.json");
+    EXPECT_TRUE(def.ok()) << def.status();
+    RegisterDatasetRequest request;
+    *request.mutable_pipeline() = *def;
+    RegisterDatasetResponse response;
+    const absl::Status registered = impl.RegisterDataset(request, &response);
+    EXPECT_TRUE(registered.ok()) << registered;
+    return response.dataset_id();
+  }
+  static std::set<std::string> Datasets(DispatcherImpl& impl) {
+    GetStatusResponse status;
+    EXPECT_TRUE(impl.GetStatus({}, &status).ok());
+    std::set<std::string> ids;
+    for (const auto& dataset : status.state().datasets()) ids.insert(dataset.dataset_id());
+    return ids;
+  }
+
+  PipelineRegistries registries_ = PipelineRegistriesWithCache();
+  int64_t snapshot_every_ = 10000;
+  std::unique_ptr<testing::EtcdTestCluster> cluster_;
+  std::unique_ptr<etcd::EtcdClient> client_;
+  std::vector<std::unique_ptr<DispatcherReplica>> replicas_;
+};
+
+TEST_F(DispatcherReplicaTest, OneLeadsAndTheOthersRedirectToIt) {
+  StartReplicas(3);
+  const int leader = AwaitLeader();
+  ASSERT_GE(leader, 0) << "no replica leads";
+  const std::string leader_address = absl::StrCat("127.0.0.1:", 7000 + leader);
+  for (int i = 0; i < 3; ++i) {
+    if (i == leader) continue;
+    // A follower learns the leader from the election as soon as it campaigns.
+    absl::StatusOr<std::shared_ptr<DispatcherImpl>> impl = replicas_[i]->Leader();
+    for (absl::Time deadline = absl::Now() + absl::Seconds(5);
+         !RedirectedLeader(impl.status()).has_value() && absl::Now() < deadline;
+         impl = replicas_[i]->Leader()) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    EXPECT_EQ(impl.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_EQ(RedirectedLeader(impl.status()), leader_address) << impl.status();
+    EXPECT_THAT(impl.status().message(), HasSubstr(leader_address));
+    EXPECT_FALSE(replicas_[i]->status().leading);
+  }
+  EXPECT_TRUE(replicas_[leader]->status().leading);
+}
+
+TEST_F(DispatcherReplicaTest, AFollowerTakesOverWithEveryCommittedChangeWhenTheLeaderResigns) {
+  snapshot_every_ = 5;  // several snapshots, so the followers also cross compactions
+  StartReplicas(3);
+  const int first = AwaitLeader();
+  ASSERT_GE(first, 0);
+  std::set<std::string> registered;
+  {
+    std::shared_ptr<DispatcherImpl> impl = *replicas_[first]->Leader();
+    for (int stop = 1; stop <= 12; ++stop) registered.insert(RegisterDataset(*impl, stop));
+  }
+  replicas_[first].reset();  // resigns: its lease is revoked
+  const int second = AwaitLeader(first);
+  ASSERT_GE(second, 0) << "no replica took over";
+  std::shared_ptr<DispatcherImpl> impl = *replicas_[second]->Leader();
+  EXPECT_EQ(Datasets(*impl), registered);
+  // The new leader goes on committing.
+  registered.insert(RegisterDataset(*impl, 100));
+  EXPECT_EQ(Datasets(*impl), registered);
+}
+
+TEST_F(DispatcherReplicaTest, ALeaderWhoseLeaseEndsStepsDownAndRejoinsAsAFollower) {
+  StartReplicas(3);
+  const int first = AwaitLeader();
+  ASSERT_GE(first, 0);
+  std::shared_ptr<DispatcherImpl> old_impl = *replicas_[first]->Leader();
+  const std::string dataset = RegisterDataset(*old_impl, 7);
+  // Its lease ends as when it is cut off from etcd for a TTL: etcd deletes its campaign.
+  const auto campaigns = client_->Range("/granary/replicas-test/replicas/r" + std::to_string(first));
+  ASSERT_TRUE(campaigns.ok() && campaigns->kvs_size() == 1);
+  ASSERT_TRUE(client_->LeaseRevoke(campaigns->kvs(0).lease()).ok());
+  // The old leader's impl commits nothing more: its journal is fenced.
+  RegisterDatasetRequest request;
+  auto def = ParsePipelineJson(R"({"source": {"type": "range", "params": {"stop": 99}}})", "r");
+  ASSERT_TRUE(def.ok());
+  *request.mutable_pipeline() = *def;
+  RegisterDatasetResponse response;
+  const absl::Status refused = old_impl->RegisterDataset(request, &response);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  const int second = AwaitLeader(first);
+  ASSERT_GE(second, 0) << "no replica took over";
+  std::shared_ptr<DispatcherImpl> impl = *replicas_[second]->Leader();
+  EXPECT_EQ(Datasets(*impl), std::set<std::string>{dataset});
+  // The old leader is a follower again, redirecting to the new one.
+  const absl::Time deadline = absl::Now() + kFailoverTimeout;
+  while (replicas_[first]->status().terms_ended < 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_GE(replicas_[first]->status().terms_ended, 1);
+  EXPECT_FALSE(replicas_[first]->status().leading);
+  old_impl.reset();
+  const std::string new_leader = absl::StrCat("127.0.0.1:", 7000 + second);
+  absl::StatusOr<std::shared_ptr<DispatcherImpl>> redirected = replicas_[first]->Leader();
+  for (; RedirectedLeader(redirected.status()) != new_leader && absl::Now() < deadline;
+       redirected = replicas_[first]->Leader()) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(RedirectedLeader(redirected.status()), new_leader) << redirected.status();
+}
+
+TEST_F(DispatcherReplicaTest, AReplicaIdHeldByALiveReplicaIsRefused) {
+  StartReplicas(1);
+  DispatcherReplicaOptions twin = Options(0);
+  twin.me.set_address("127.0.0.1:7999");
+  const auto refused = DispatcherReplica::Start(client_.get(), twin);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(refused.status().message(), HasSubstr("'r0'"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("127.0.0.1:7000"));
+}
+
+}  // namespace
+}  // namespace granary
