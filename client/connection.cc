@@ -68,7 +68,8 @@ absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions
     reached = WaitForChannel(*target.channel, "dispatcher", target.address,
                              ClientTransportSecurity(options),
                              absl::Milliseconds(options.rpc_timeout_ms));
-    if (reached.ok() || !absl::IsUnavailable(reached)) return reached.ok() ? connection : reached;
+    if (reached.ok()) return connection;
+    if (!absl::IsUnavailable(reached)) return reached;
     grpc::ClientContext unused;
     connection->dispatcher_->AfterFailure(target.address, unused,
                                           grpc::Status(grpc::StatusCode::UNAVAILABLE, ""));
@@ -148,7 +149,8 @@ std::shared_ptr<ElementChannel> Connection::SharedMemoryChannel(const std::strin
 std::unique_ptr<grpc::ClientContext> Connection::DispatcherContext() const {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(DeadlineAfter(options_.rpc_timeout_ms));
-  context->set_wait_for_ready(true);
+  // Replicated, a dead replica must fail at once so that the call moves to the next one.
+  context->set_wait_for_ready(dispatcher_->addresses().size() == 1);
   return context;
 }
 

@@ -71,9 +71,10 @@ class Connection {
   // How long (on env()'s clock) a socket whose listener sent no hello in time is left alone.
   static constexpr uint64_t kShmRetryAfterSilenceMicros = 30'000'000;
 
-  // A context for a dispatcher call: deadline rpc_timeout_ms, and wait_for_ready so that a
-  // call made while the dispatcher restarts waits for it (up to the deadline) instead of
-  // failing at once.
+  // A context for a dispatcher call: deadline rpc_timeout_ms, and — given one dispatcher
+  // address — wait_for_ready, so that a call made while the dispatcher restarts waits for it
+  // (up to the deadline) instead of failing at once. Given a replicated dispatcher's replicas,
+  // a call to a dead one fails at once and the next is tried.
   std::unique_ptr<grpc::ClientContext> DispatcherContext() const;
   // Runs a dispatcher call (`call` gets the current dispatcher's stub and a fresh
   // DispatcherContext per attempt) and repeats it while it fails Unavailable — the dispatcher

@@ -47,7 +47,12 @@ DispatcherTargets::Target DispatcherTargets::Current() const {
 
 bool DispatcherTargets::AfterFailure(const std::string& called, const grpc::ClientContext& context,
                                      const grpc::Status& status) {
-  if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return false;
+  // A dead replica answers Unavailable, or — to a call that waits for it to be ready — lets
+  // the deadline pass.
+  if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+      status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return false;
+  }
   std::string leader;
   for (const auto& [key, value] : context.GetServerTrailingMetadata()) {
     if (absl::string_view(key.data(), key.size()) == kLeaderMetadataKey) {

@@ -6,7 +6,8 @@
 // and the leader's address as trailing metadata (common/leader_redirect.h): AfterFailure then
 // makes that address current (creating its channel if it was not among the given ones) and says
 // to retry at once. An Unavailable without a redirect (a dead or restarting replica, an election
-// under way) moves to the next given address, and the caller backs off as for any Unavailable.
+// under way), or a DeadlineExceeded (a call waiting for a dead replica to be ready), moves to the
+// next given address, and the caller backs off as for any Unavailable.
 // Every dispatcher RPC is idempotent or answered from journaled state, so a call retried on the
 // new leader is never decided twice.
 //

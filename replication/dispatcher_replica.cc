@@ -8,6 +8,7 @@
 #include "etcd/lease_keep_alive.h"
 #include "glog/logging.h"
 #include "replication/leader_election.h"
+#include "replication/shared_capability_key.h"
 
 namespace granary {
 namespace {
@@ -34,6 +35,10 @@ absl::StatusOr<std::unique_ptr<DispatcherReplica>> DispatcherReplica::Start(
                    EtcdJournal::Open(client, options.journal));
   // Every request the journal makes carries up to max_txn_bytes of records or snapshot.
   RETURN_IF_ERROR(journal->CheckRecordFits(options.journal.max_txn_bytes));
+  if (options.mint_capabilities) {
+    ASSIGN_OR_RETURN(options.dispatcher.capability_key,
+                     SharedCapabilityKey(client, options.journal.prefix));
+  }
   std::unique_ptr<DispatcherReplica> replica(
       new DispatcherReplica(client, std::move(options), std::move(journal)));
   ASSIGN_OR_RETURN(const etcdserverpb::LeaseGrantResponse lease,

@@ -44,8 +44,11 @@
 namespace granary {
 
 struct DispatcherReplicaOptions {
-  // What the leader serves with (journal_dir unused: the journal is in etcd).
+  // What the leader serves with (journal_dir unused: the journal is in etcd). Its
+  // capability_key is replaced by the key every replica of the journal shares
+  // (shared_capability_key.h) when mint_capabilities is set.
   DispatcherOptions dispatcher;
+  bool mint_capabilities = true;
   // This replica: its id (unique among the live replicas of the journal) and the host:port
   // where its dispatcher RPCs are served (what followers redirect callers to).
   ReplicaCampaign me;
@@ -57,7 +60,8 @@ struct DispatcherReplicaOptions {
 
 class DispatcherReplica {
  public:
-  // Opens the journal (its errors), claims options.me.replica_id — AlreadyExists naming the
+  // Opens the journal (its errors), reads or creates the shared capability key, claims
+  // options.me.replica_id — AlreadyExists naming the
   // address of the live replica that holds it — and starts the first term on a thread of its
   // own. `client` must outlive the replica.
   static absl::StatusOr<std::unique_ptr<DispatcherReplica>> Start(

@@ -45,7 +45,8 @@ LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& op
   first.argv.insert(first.argv.end(), options.dispatcher_flags.begin(),
                     options.dispatcher_flags.end());
   // Replicas: the same flags, each with its own id.
-  for (int i = 1; i < options.replicas; ++i) dispatchers_.push_back(Process{first.argv});
+  const std::vector<std::string> argv = first.argv;  // `first` moves as the vector grows
+  for (int i = 1; i < options.replicas; ++i) dispatchers_.push_back(Process{argv});
   if (!options.etcd_journal.empty()) {
     for (int i = 0; i < options.replicas; ++i) {
       dispatchers_[i].argv.push_back(absl::StrCat("--replica_id=replica-", i));

@@ -27,7 +27,6 @@
 #include "etcd/etcd_client.h"
 #include "replication/dispatcher_replica.h"
 #include "replication/etcd_journal_url.h"
-#include "replication/shared_capability_key.h"
 #include "security/bearer_tokens.h"
 #include "security/capability.h"
 #include "tools/commands.h"
@@ -169,17 +168,14 @@ int DispatcherCommand(int argc, char** argv) {
     if (!client.ok()) return fail(Annotate(client.status(), "--journal"));
     etcd_client = *std::move(client);
   }
-  // Capabilities: a key kept beside the journal, so that a restart (or, replicated, the next
-  // leader) keeps issued ones valid.
-  absl::StatusOr<CapabilityKey> key = absl::UnknownError("unset");
-  if (etcd_journal.has_value()) {
-    key = SharedCapabilityKey(etcd_client.get(), etcd_journal->prefix);
-  } else {
+  // Capabilities: a key kept beside the journal, so that a restart keeps issued ones valid (a
+  // replica uses the key its journal's replicas share: DispatcherReplica::Start).
+  if (!etcd_journal.has_value()) {
     if (absl::Status made = Env::Default()->CreateDirs(journal_dir); !made.ok()) return fail(made);
-    key = CapabilityKey::LoadOrCreate(journal_dir + "/capability.key");
+    absl::StatusOr<CapabilityKey> key = CapabilityKey::LoadOrCreate(journal_dir + "/capability.key");
+    if (!key.ok()) return fail(key.status());
+    options.capability_key = *std::move(key);
   }
-  if (!key.ok()) return fail(key.status());
-  options.capability_key = *std::move(key);
   std::optional<BearerTokens> tokens;
   if (!absl::GetFlag(FLAGS_tokens_file).empty()) {
     absl::StatusOr<BearerTokens> loaded = BearerTokens::Load(absl::GetFlag(FLAGS_tokens_file));
