@@ -8,7 +8,7 @@
 #define GRANARY_CACHE_CACHE_OPS_H_
 
 #include "pipeline/core/op.h"
-#include "pipeline/pipeline_registries.h"
+#include "pipeline/core/pipeline_registries.h"
 #include "pipeline/core/source.h"
 
 namespace granary {

@@ -53,7 +53,7 @@
 #include "dispatcher/worker_liveness.h"
 #include "dispatcher/worker_provisioning.h"
 #include "obs/metrics.h"
-#include "pipeline/pipeline_registries.h"
+#include "pipeline/core/pipeline_registries.h"
 #include "pipeline/core/udf.h"
 #include "proto/dispatcher.pb.h"
 #include "security/capability.h"

@@ -3,7 +3,7 @@
 #define GRANARY_TOOLS_UDF_FLAGS_H_
 
 #include "absl/status/statusor.h"
-#include "pipeline/pipeline_registries.h"
+#include "pipeline/core/pipeline_registries.h"
 #include "pipeline/core/udf.h"
 
 namespace granary {
