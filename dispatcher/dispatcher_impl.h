@@ -73,7 +73,9 @@ struct DispatcherOptions {
   // service. A client opening its name afterwards gets a new job.
   int64_t job_retention_ms = 10 * 60 * 1000;
   Env* env = Env::Default();
-  // Validates pipelines at registration and enumerates their splits. Must outlive the impl.
+  // Validates pipelines at registration and enumerates their splits (PipelineSpec,
+  // pipeline/spec/pipeline_spec.h): declarations are enough (cache/cache_op_declarations.h's
+  // PipelineDeclarationsWithCache, plus --plugin UDFs). Must outlive the impl.
   const PipelineRegistries* registries = nullptr;
   // Where the journal counts its appends and commits (JournalOptions.metrics); nullptr:
   // nowhere. Must outlive the impl. (The dispatcher's own metrics are CollectMetrics'.)
