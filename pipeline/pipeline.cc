@@ -32,12 +32,16 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
   }
   std::unique_ptr<Pipeline> p(new Pipeline(std::move(spec), options));
   for (const PipelineSpec::Op& op : p->spec_.ops()) {
-    if (!op.info->factory) return NotImplemented(absl::StrCat(op.label, ": op '", op.info->name, "'"));
+    if (!op.info->factory) {
+      return NotImplemented(absl::StrCat(op.label, ": op '", op.info->name, "'"));
+    }
     if (op.udf == nullptr) {
       p->udfs_.push_back(nullptr);
       continue;
     }
-    if (!op.udf->factory) return NotImplemented(absl::StrCat(op.label, ": UDF '", op.udf->name, "'"));
+    if (!op.udf->factory) {
+      return NotImplemented(absl::StrCat(op.label, ": UDF '", op.udf->name, "'"));
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<Udf> udf, op.udf->factory(op.udf_params));
     p->udfs_.push_back(std::move(udf));
   }

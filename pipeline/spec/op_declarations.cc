@@ -9,6 +9,12 @@
 namespace granary {
 namespace {
 
+// OpInfo::autotuned of an op whose int param `name`, when given as 0, leaves its knob to the
+// autotuner.
+std::function<bool(const Params&)> TunedWhenZero(const char* name) {
+  return [name](const Params& params) { return params.Has(name) && params.GetInt(name) == 0; };
+}
+
 // take and skip: one required param, `count`, not negative.
 OpInfo CountOpDeclaration(const char* name) {
   OpInfo info;
@@ -52,9 +58,7 @@ OpInfo ParallelMapOpDeclaration() {
   info.validate = [](const Params& params) { return ParallelMapThreads(params).status(); };
   info.maps_elements = true;
   info.threads = ParallelMapThreads;
-  info.autotuned = [](const Params& params) {
-    return params.Has("num_threads") && params.GetInt("num_threads") == 0;
-  };
+  info.autotuned = TunedWhenZero("num_threads");
   return info;
 }
 
@@ -107,9 +111,7 @@ OpInfo PrefetchOpDeclaration() {
     }
     return absl::OkStatus();
   };
-  info.autotuned = [](const Params& params) {
-    return params.Has("buffer_size") && params.GetInt("buffer_size") == 0;
-  };
+  info.autotuned = TunedWhenZero("buffer_size");
   return info;
 }
 
@@ -128,10 +130,10 @@ OpInfo IgnoreErrorsOpDeclaration() {
 }
 
 void RegisterBuiltinOpDeclarations(OpRegistry* registry) {
-  for (OpInfo info : {MapOpDeclaration(), ParallelMapOpDeclaration(), FilterOpDeclaration(),
-                      ShuffleOpDeclaration(), BatchOpDeclaration(), TakeOpDeclaration(),
-                      SkipOpDeclaration(), PrefetchOpDeclaration(), MarkOpDeclaration(),
-                      IgnoreErrorsOpDeclaration()}) {
+  for (OpInfo info :
+       {MapOpDeclaration(), ParallelMapOpDeclaration(), FilterOpDeclaration(),
+        ShuffleOpDeclaration(), BatchOpDeclaration(), TakeOpDeclaration(), SkipOpDeclaration(),
+        PrefetchOpDeclaration(), MarkOpDeclaration(), IgnoreErrorsOpDeclaration()}) {
     registry->Register(std::move(info)).IgnoreError();
   }
 }

@@ -62,8 +62,8 @@ absl::StatusOr<PipelineSpec> PipelineSpec::Create(const PipelineDef& def,
     validated.index = indices[i];
     if (op.has_original_index() && (op.original_index() < 0 || op.original_index() > kMaxOps)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(OpLabel(i, op), ": original_index ", op.original_index(),
-                       " is outside [0, ", kMaxOps, "] (kMaxOps, pipeline/core/limits.h)"));
+          absl::StrCat(OpLabel(i, op), ": original_index ", op.original_index(), " is outside [0, ",
+                       kMaxOps, "] (kMaxOps, pipeline/core/limits.h)"));
     }
     validated.label = OpLabel(validated.index, op);
     absl::StatusOr<const OpInfo*> info = registries.ops.Get(op.op());
@@ -96,10 +96,10 @@ absl::StatusOr<PipelineSpec> PipelineSpec::Create(const PipelineDef& def,
             validated.label, ": unknown UDF (known: ", absl::StrJoin(udfs.Names(), ", "), ")"));
       }
       if (udf->kind != validated.info->udf_kind) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            validated.label, ": UDF '", op.udf(), "' is ",
-            udf->kind == UdfKind::kPredicate ? "a predicate (use it with filter)"
-                                             : "a map function (use it with map)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(validated.label, ": UDF '", op.udf(), "' is ",
+                         udf->kind == UdfKind::kPredicate ? "a predicate (use it with filter)"
+                                                          : "a map function (use it with map)"));
       }
       validated.udf = std::make_shared<const UdfInfo>(*udf);
       ASSIGN_OR_RETURN(validated.udf_params,

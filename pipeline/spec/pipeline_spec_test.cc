@@ -41,10 +41,12 @@ TEST(PipelineSpecTest, DeclarationsRefuseWhatTheFullRegistriesRefuseInTheSameWor
   const PipelineRegistries declared = BuiltinDeclarations();
   const PipelineRegistries full = PipelineRegistries::WithBuiltins();
   const std::pair<std::string, std::string> cases[] = {
-      {WithOp(R"({"op": "map", "udf": "random_crp"})"), "op 0 (map, udf 'random_crp'): unknown UDF"},
+      {WithOp(R"({"op": "map", "udf": "random_crp"})"),
+       "op 0 (map, udf 'random_crp'): unknown UDF"},
       {WithOp(R"({"op": "filter", "udf": "add", "udfParams": {"value": 1}})"),
        "UDF 'add' is a map function"},
-      {WithOp(R"({"op": "batch", "params": {"batch_size": 0}})"), "'batch_size' must be at least 1"},
+      {WithOp(R"({"op": "batch", "params": {"batch_size": 0}})"),
+       "'batch_size' must be at least 1"},
       {WithOp(R"({"op": "parallel_map", "udf": "add", "params": {"num_threads": 300},
                   "udfParams": {"value": 1}})"),
        "'num_threads' must be in [1, 256]"},
@@ -198,17 +200,15 @@ TEST(PipelineSpecTest, UdfWithoutValidateIsCheckedByItsFactory) {
   };
   ASSERT_TRUE(registries.udfs.Register(plugin).ok());
 
-  const absl::Status bad =
-      SpecStatus(WithOp(R"({"op": "map", "udf": "jitter", "udfParams": {"amplitude": -1}})"),
-                 registries);
+  const absl::Status bad = SpecStatus(
+      WithOp(R"({"op": "map", "udf": "jitter", "udfParams": {"amplitude": -1}})"), registries);
   EXPECT_TRUE(absl::IsInvalidArgument(bad)) << bad;
   EXPECT_THAT(std::string(bad.message()),
               HasSubstr("op 0 (map, udf 'jitter'): param 'amplitude' must not be negative"));
   EXPECT_EQ(built, 1);
-  EXPECT_TRUE(
-      SpecStatus(WithOp(R"({"op": "map", "udf": "jitter", "udfParams": {"amplitude": 2}})"),
-                 registries)
-          .ok());
+  EXPECT_TRUE(SpecStatus(WithOp(R"({"op": "map", "udf": "jitter", "udfParams": {"amplitude": 2}})"),
+                         registries)
+                  .ok());
   EXPECT_EQ(built, 2);
 }
 

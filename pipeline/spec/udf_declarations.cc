@@ -160,8 +160,7 @@ absl::StatusOr<RandomResizedCropConfig> ReadRandomResizedCropConfig(const Params
                      absl::StrCat("max must be at most 1 (the whole image), got ", scale.second));
   }
   ASSIGN_OR_RETURN(const auto ratio, RangeParam(p, "ratio", {3.0 / 4.0, 4.0 / 3.0}));
-  return RandomResizedCropConfig{index,        size,        scale.first,
-                                 scale.second, ratio.first, ratio.second};
+  return RandomResizedCropConfig{index, size, scale.first, scale.second, ratio.first, ratio.second};
 }
 
 UdfInfo RandomResizedCropUdfDeclaration() {
