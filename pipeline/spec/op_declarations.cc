@@ -15,6 +15,17 @@ std::function<bool(const Params&)> TunedWhenZero(const char* name) {
   return [name](const Params& params) { return params.Has(name) && params.GetInt(name) == 0; };
 }
 
+// An op that calls a UDF of `kind` on each element (map, parallel_map, filter); a map UDF's op
+// maps each element alone, so that runs of them fuse.
+OpInfo UdfOpDeclaration(const char* name, UdfKind kind) {
+  OpInfo info;
+  info.name = name;
+  info.takes_udf = true;
+  info.udf_kind = kind;
+  info.maps_elements = kind == UdfKind::kMap;
+  return info;
+}
+
 // take and skip: one required param, `count`, not negative.
 OpInfo CountOpDeclaration(const char* name) {
   OpInfo info;
@@ -40,35 +51,18 @@ absl::StatusOr<int> ParallelMapThreads(const Params& params) {
 
 int64_t PrefetchBufferSize(const Params& params) { return params.GetInt("buffer_size", 2); }
 
-OpInfo MapOpDeclaration() {
-  OpInfo info;
-  info.name = "map";
-  info.takes_udf = true;
-  info.udf_kind = UdfKind::kMap;
-  info.maps_elements = true;
-  return info;
-}
+OpInfo MapOpDeclaration() { return UdfOpDeclaration("map", UdfKind::kMap); }
 
 OpInfo ParallelMapOpDeclaration() {
-  OpInfo info;
-  info.name = "parallel_map";
-  info.takes_udf = true;
-  info.udf_kind = UdfKind::kMap;
+  OpInfo info = UdfOpDeclaration("parallel_map", UdfKind::kMap);
   info.params = {{"num_threads", ParamType::kInt}};
   info.validate = [](const Params& params) { return ParallelMapThreads(params).status(); };
-  info.maps_elements = true;
   info.threads = ParallelMapThreads;
   info.autotuned = TunedWhenZero("num_threads");
   return info;
 }
 
-OpInfo FilterOpDeclaration() {
-  OpInfo info;
-  info.name = "filter";
-  info.takes_udf = true;
-  info.udf_kind = UdfKind::kPredicate;
-  return info;
-}
+OpInfo FilterOpDeclaration() { return UdfOpDeclaration("filter", UdfKind::kPredicate); }
 
 OpInfo ShuffleOpDeclaration() {
   OpInfo info;
