@@ -26,6 +26,7 @@
 #include "common/status_macros.h"
 #include "dispatcher/dispatcher_impl.h"
 #include "pipeline/pipeline_loader.h"
+#include "pipeline/spec/builtin_declarations.h"
 
 ABSL_FLAG(std::vector<std::string>, finished_jobs, (std::vector<std::string>{"10", "10000"}),
           "Numbers of finished jobs the dispatcher holds when it is timed.");
@@ -93,7 +94,7 @@ struct Timings {
 };
 
 absl::StatusOr<Timings> Measure(const std::string& journal_dir, int64_t finished_jobs, int calls) {
-  const PipelineRegistries registries = PipelineRegistries::WithBuiltins();
+  const PipelineRegistries registries = BuiltinDeclarations();
   DispatcherOptions options;
   options.journal_dir = journal_dir;
   options.snapshot_every = 1 << 30;

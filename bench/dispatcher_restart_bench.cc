@@ -26,6 +26,7 @@
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "dispatcher/dispatcher_impl.h"
+#include "pipeline/spec/builtin_declarations.h"
 
 ABSL_FLAG(std::vector<std::string>, updates, (std::vector<std::string>{"100000", "1000000"}),
           "Journal lengths (updates) to restart from.");
@@ -41,7 +42,7 @@ constexpr int kWriters = 64;
 
 // Writes `updates` journal records into a new journal at `journal_dir`.
 absl::Status FillJournal(const std::string& journal_dir, int64_t updates, int64_t snapshot_every) {
-  const PipelineRegistries registries = PipelineRegistries::WithBuiltins();
+  const PipelineRegistries registries = BuiltinDeclarations();
   DispatcherOptions options;
   options.journal_dir = journal_dir;
   options.snapshot_every = snapshot_every;

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "cache/cache_chunk_guard.h"
-#include "pipeline/pipeline_registries.h"
+#include "pipeline/core/pipeline_registries.h"
 #include "pipeline/core/udf.h"
 #include "security/chunk_mac.h"
 #include "worker/dispatcher_connection.h"

@@ -68,11 +68,11 @@ TEST_F(DispatcherCacheTest, FullJobPutsInEpochZeroThenGetsFromTheManifest) {
   EXPECT_FALSE(cache->complete());
 
   // Its plan is the source's, enumerated and ordered as epoch 0.
-  auto pipeline = Pipeline::Create(def, registries_);
+  auto pipeline = PipelineSpec::Create(def, registries_);
   ASSERT_TRUE(pipeline.ok());
-  auto splits = (*pipeline)->EnumerateSplits(&clock_);
+  auto splits = pipeline->EnumerateSplits(&clock_);
   ASSERT_TRUE(splits.ok());
-  const std::vector<Split> plan = (*pipeline)->PlanEpoch(*splits, 3, 0);
+  const std::vector<Split> plan = pipeline->PlanEpoch(*splits, 3, 0);
   ASSERT_EQ(put.plan_size(), 10);
   ASSERT_EQ(plan.size(), 10u);
   for (int i = 0; i < put.plan_size(); ++i) {
@@ -363,13 +363,13 @@ TEST_F(DispatcherCacheTest, WhileAPutIsIncompleteAnotherJobComputesWithThePrefix
     }
   }
   // Sanity: unpinned, epoch 1's plan would be another order.
-  auto pipeline = Pipeline::Create(def, registries_);
+  auto pipeline = PipelineSpec::Create(def, registries_);
   ASSERT_TRUE(pipeline.ok());
-  auto splits = (*pipeline)->EnumerateSplits(&clock_);
+  auto splits = pipeline->EnumerateSplits(&clock_);
   ASSERT_TRUE(splits.ok());
   std::vector<uint64_t> e0, e1;
-  for (const Split& s : (*pipeline)->PlanEpoch(*splits, 3, 0)) e0.push_back(s.id());
-  for (const Split& s : (*pipeline)->PlanEpoch(*splits, 3, 1)) e1.push_back(s.id());
+  for (const Split& s : pipeline->PlanEpoch(*splits, 3, 0)) e0.push_back(s.id());
+  for (const Split& s : pipeline->PlanEpoch(*splits, 3, 1)) e1.push_back(s.id());
   EXPECT_NE(e0, e1);
   // The writer's cache is untouched.
   ASSERT_TRUE(CacheOf(key).has_value());

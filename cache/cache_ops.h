@@ -4,26 +4,30 @@
 // CacheChunkGuard (cache_chunk_guard.h). Both are inserted by the dispatcher
 // (cache_policy.h: WithCacheWrite, ReadingFromCache), never written by users; the sink and the
 // guard reach them through IteratorContext::resources (pipeline/core/run_resources.h).
+//
+// Their declarations, which is all the dispatcher needs, are in cache_op_declarations.h; this
+// adds cache_write's implementation (op_cache_write.cc) and is what a worker registers.
 #ifndef GRANARY_CACHE_CACHE_OPS_H_
 #define GRANARY_CACHE_CACHE_OPS_H_
 
+#include "absl/status/status.h"
+#include "cache/cache_op_declarations.h"
 #include "pipeline/core/op.h"
-#include "pipeline/pipeline_registries.h"
+#include "pipeline/core/pipeline_registries.h"
 #include "pipeline/core/source.h"
 
 namespace granary {
 
-// Registers cache_write into `ops` and cache_read into `sources`; AlreadyExists naming the one
-// already registered.
+// Registers cache_write (with its factory) into `ops` and cache_read into `sources`;
+// AlreadyExists naming the one already registered.
 absl::Status RegisterCacheOps(OpRegistry* ops, SourceRegistry* sources);
 
-// The built-in sources, ops and UDFs plus the cache's: what a worker, the dispatcher and the
-// granary commands build pipelines from.
+// The built-in sources, ops and UDFs plus the cache's, all with their implementations: what a
+// worker and the granary commands that run pipelines build them from.
 PipelineRegistries PipelineRegistriesWithCache();
 
-// One registration per file.
+// CacheWriteOpDeclaration with its factory.
 OpInfo CacheWriteOp();
-SourceInfo CacheReadSource();
 
 }  // namespace granary
 

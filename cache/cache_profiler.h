@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "common/env.h"
-#include "pipeline/pipeline_registries.h"
+#include "pipeline/core/pipeline_registries.h"
 #include "pipeline/core/udf.h"
 #include "proto/cache.pb.h"
 #include "proto/dispatcher.pb.h"

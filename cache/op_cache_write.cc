@@ -46,9 +46,7 @@ class CacheWriteIterator : public UnaryOpIterator {
 }  // namespace
 
 OpInfo CacheWriteOp() {
-  OpInfo info;
-  info.name = "cache_write";
-  info.inserted_by_service = true;
+  OpInfo info = CacheWriteOpDeclaration();
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     CacheSink* const sink = args.ctx.resources.Get<CacheSink>();

@@ -20,7 +20,7 @@
 #include "cache/async_mac_check.h"
 #include "cache/cache_chunk_format.h"
 #include "cache/cache_chunk_guard.h"
-#include "cache/cache_ops.h"
+#include "cache/cache_op_declarations.h"
 #include "common/failpoints.h"
 #include "common/status_macros.h"
 #include "pipeline/core/source.h"

@@ -21,7 +21,7 @@
 #include "glog/logging.h"
 #include "journal/journal.h"
 #include "cache/cache_policy.h"
-#include "pipeline/pipeline.h"
+#include "pipeline/spec/pipeline_spec.h"
 
 namespace granary {
 namespace {
@@ -178,9 +178,9 @@ absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& reque
         absl::StrCat("the pipeline has ", request.pipeline().ops_size(), " ops; the limit is ",
                      options_.limits.pipeline_ops, " (--max_pipeline_ops)"));
   }
-  auto pipeline = Pipeline::Create(request.pipeline(), *options_.registries);
+  auto pipeline = PipelineSpec::Create(request.pipeline(), *options_.registries);
   if (!pipeline.ok()) return Annotate(pipeline.status(), "invalid pipeline");
-  const std::string dataset_id = HashToHex((*pipeline)->Fingerprint());
+  const std::string dataset_id = HashToHex(pipeline->Fingerprint());
   response->set_dataset_id(dataset_id);
   Update update;
   update.mutable_register_dataset()->set_dataset_id(dataset_id);
@@ -191,7 +191,7 @@ absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& reque
   if (absl::IsAlreadyExists(known)) return absl::OkStatus();
   // A new dataset's file patterns must match files now, not when an epoch starts. (A known one
   // is not checked again: its files may be gone while a complete cache serves it.)
-  const absl::Status files = (*pipeline)->CheckFiles(source_env_);
+  const absl::Status files = pipeline->CheckFiles(source_env_);
   if (!files.ok()) return Annotate(files, "invalid pipeline");
   return OkIfAlreadyDone(core_->Propose(update));
 }
@@ -426,9 +426,9 @@ Update DispatcherImpl::StartEpochOf(const StartEpochRequest& request, const Epoc
 
 absl::StatusOr<DispatcherImpl::SplitPlan> DispatcherImpl::PlanEpochSplits(
     const StartEpochRequest& request, const EpochToStart& to_start) const {
-  ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline,
-                   Pipeline::Create(to_start.def, *options_.registries));
-  auto splits = pipeline->EnumerateSplits(source_env_);
+  ASSIGN_OR_RETURN(const PipelineSpec pipeline,
+                   PipelineSpec::Create(to_start.def, *options_.registries));
+  auto splits = pipeline.EnumerateSplits(source_env_);
   if (!splits.ok()) {
     return Annotate(splits.status(), absl::StrCat("job ", request.job_id(), " epoch ",
                                                   request.epoch(), ": enumerating splits"));
@@ -439,8 +439,8 @@ absl::StatusOr<DispatcherImpl::SplitPlan> DispatcherImpl::PlanEpochSplits(
   const bool pinned =
       !to_start.foreseen.cache_key().empty() || to_start.foreseen.cached_prefix_ops() > 0;
   SplitPlan plan;
-  for (Split& split : pipeline->PlanEpoch(std::move(splits).value(), to_start.seed,
-                                          pinned ? 0 : request.epoch())) {
+  for (Split& split : pipeline.PlanEpoch(std::move(splits).value(), to_start.seed,
+                                         pinned ? 0 : request.epoch())) {
     *plan.Add() = std::move(split);
   }
   return plan;

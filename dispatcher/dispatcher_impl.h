@@ -53,7 +53,7 @@
 #include "dispatcher/worker_liveness.h"
 #include "dispatcher/worker_provisioning.h"
 #include "obs/metrics.h"
-#include "pipeline/pipeline_registries.h"
+#include "pipeline/core/pipeline_registries.h"
 #include "pipeline/core/udf.h"
 #include "proto/dispatcher.pb.h"
 #include "security/capability.h"
@@ -73,7 +73,9 @@ struct DispatcherOptions {
   // service. A client opening its name afterwards gets a new job.
   int64_t job_retention_ms = 10 * 60 * 1000;
   Env* env = Env::Default();
-  // Validates pipelines at registration and enumerates their splits. Must outlive the impl.
+  // Validates pipelines at registration and enumerates their splits (PipelineSpec,
+  // pipeline/spec/pipeline_spec.h): declarations are enough (cache/cache_op_declarations.h's
+  // PipelineDeclarationsWithCache, plus --plugin UDFs). Must outlive the impl.
   const PipelineRegistries* registries = nullptr;
   // Where the journal counts its appends and commits (JournalOptions.metrics); nullptr:
   // nowhere. Must outlive the impl. (The dispatcher's own metrics are CollectMetrics'.)

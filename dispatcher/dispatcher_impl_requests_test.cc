@@ -400,7 +400,7 @@ TEST_F(DispatcherImplTest, HeartbeatsSendEachPipelineOnceAndOnlyNewTaskDefinitio
   EXPECT_LT(steady.ByteSizeLong(), 64u) << "the steady state costs a few bytes per task";
 }
 
-// Parameter ranges and file patterns are checked at registration, with Pipeline::Create's
+// Parameter ranges and file patterns are checked at registration, with PipelineSpec::Create's
 // message, not when an epoch starts (issue 13, defect 12).
 TEST_F(DispatcherImplTest, RegisterDatasetRefusesOutOfRangeParamsAndMissingFiles) {
   Open();

@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/cache_gc.h"
-#include "cache/cache_ops.h"
+#include "cache/cache_op_declarations.h"
 #include "cache/cache_policy.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoint.h"

@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/cache_gc.h"
-#include "cache/cache_ops.h"
+#include "cache/cache_op_declarations.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoint.h"
 #include "testing/manual_clock_env.h"
@@ -28,7 +28,7 @@
 #include "gtest/gtest.h"
 #include "testing/exposition_parser.h"
 #include "cache/cache_policy.h"
-#include "pipeline/pipeline.h"
+#include "pipeline/spec/pipeline_spec.h"
 #include "pipeline/pipeline_loader.h"
 
 namespace granary {
@@ -151,7 +151,8 @@ class DispatcherImplTest : public ::testing::Test {
 
   testing::ScopedTempDir dir_;
   ManualClockEnv clock_{Env::Default()};
-  PipelineRegistries registries_ = PipelineRegistriesWithCache();
+  // What the dispatcher command gives it: declarations, no op or UDF implementation.
+  PipelineRegistries registries_ = PipelineDeclarationsWithCache();
   // DispatcherOptions.cache_capacity_bytes and cache_wait_ms of the next Open (short: a
   // StartEpoch waiting for a cache decision or Put).
   int64_t cache_capacity_bytes_ = 0;

@@ -11,7 +11,7 @@
 #include "fuzz/fuzz_util.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
-#include "pipeline/pipeline_registries.h"
+#include "pipeline/core/pipeline_registries.h"
 #include "pipeline/core/udf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

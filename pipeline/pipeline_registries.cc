@@ -1,4 +1,4 @@
-#include "pipeline/pipeline_registries.h"
+#include "pipeline/core/pipeline_registries.h"
 
 #include "pipeline/ops/builtin_ops.h"
 #include "pipeline/sources/builtin_sources.h"

@@ -1,7 +1,8 @@
 // A real `granary dispatcher` process, SIGKILLed in the middle of a stream of worker
 // registrations and split leases, restarts from its journal with every acknowledged update
 // intact: each acknowledged incarnation and each acknowledged (task, seq) -> split is answered
-// the same way by the restarted process.
+// the same way by the restarted process. And it validates pipelines from declarations and
+// --plugin libraries (PipelineSpec) with the errors a worker's Pipeline would give.
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -16,6 +17,7 @@
 #include "common/subprocess.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/pipeline_loader.h"
 #include "proto/dispatcher.grpc.pb.h"
@@ -452,6 +454,47 @@ TEST(DispatcherProcessTest, JournalRemovedWhileDownIsCaughtByTheCacheRootsOwner)
 
   DispatcherProcess fresh(journal, {cache_root, "--new_cluster"});
   EXPECT_FALSE(fresh.address().empty()) << "--new_cluster did not start";
+}
+
+// The dispatcher validates with the built-in declarations (no UDF implementation) and a
+// plugin's UDF, which declares no validate, by building it: bad params are refused at
+// RegisterDataset naming the op, the UDF and the param; good ones are registered.
+TEST(DispatcherProcessTest, ValidatesBuiltinAndPluginUdfParamsAtRegistration) {
+  testing::ScopedTempDir dir;
+  DispatcherProcess dispatcher(dir.path() + "/journal",
+                               {std::string("--plugin=") + GRANARY_EXAMPLE_PLUGIN});
+  const auto register_op = [&](const std::string& op) {
+    auto def = ParsePipelineJson(
+        absl::StrCat(R"({"source": {"type": "range", "params": {"stop": 10}}, "ops": [)", op,
+                     "]}"),
+        "p.json");
+    EXPECT_TRUE(def.ok()) << def.status();
+    RegisterDatasetRequest request;
+    *request.mutable_pipeline() = *def;
+    RegisterDatasetResponse response;
+    return dispatcher.stub().RegisterDataset(Context().get(), request, &response);
+  };
+  const grpc::Status bad_plugin =
+      register_op(R"({"op": "map", "udf": "random_jitter", "udfParams": {"amplitude": -1}})");
+  EXPECT_EQ(bad_plugin.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad_plugin.error_message(),
+              ::testing::HasSubstr("invalid pipeline: op 0 (map, udf 'random_jitter'): param "
+                                   "'amplitude' must not be negative"));
+  const grpc::Status bad_builtin =
+      register_op(R"({"op": "map", "udf": "random_crop", "udfParams": {"fraction": 2}})");
+  EXPECT_EQ(bad_builtin.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad_builtin.error_message(),
+              ::testing::HasSubstr("op 0 (map, udf 'random_crop'): param 'fraction' must be in "
+                                   "(0, 1], got 2"));
+  const grpc::Status unknown = register_op(R"({"op": "map", "udf": "random_crp"})");
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(unknown.error_message(),
+              ::testing::HasSubstr("op 0 (map, udf 'random_crp'): unknown UDF (known: "));
+  EXPECT_THAT(unknown.error_message(), ::testing::HasSubstr("random_jitter"));
+  const grpc::Status good =
+      register_op(R"({"op": "map", "udf": "random_jitter", "udfParams": {"amplitude": 5}},
+                     {"op": "map", "udf": "random_crop", "udfParams": {"fraction": 0.5}})");
+  EXPECT_TRUE(good.ok()) << good.error_message();
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cache/cache_op_declarations.h"
 #include "cache/cache_tier_env.h"
 #include "cache/redis_env.h"
 #include "common/env.h"
@@ -151,7 +152,8 @@ int DispatcherCommand(int argc, char** argv) {
   }
   if (absl::Status secured = startup.Secure(); !secured.ok()) return fail(secured);
   const TransportSecurity& security = startup.security();
-  auto registries = PipelineRegistriesFromFlags();
+  // The dispatcher validates pipelines and lists their splits: declarations are enough.
+  auto registries = WithPluginsFromFlags(PipelineDeclarationsWithCache());
   if (!registries.ok()) return fail(registries.status());
   absl::StatusOr<DataRoots> data_roots = DataRootsFromFlags();
   if (!data_roots.ok()) return fail(data_roots.status());

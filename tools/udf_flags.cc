@@ -13,12 +13,15 @@ ABSL_FLAG(std::vector<std::string>, plugin, {},
 
 namespace granary {
 
-absl::StatusOr<PipelineRegistries> PipelineRegistriesFromFlags() {
-  PipelineRegistries registries = PipelineRegistriesWithCache();
+absl::StatusOr<PipelineRegistries> WithPluginsFromFlags(PipelineRegistries registries) {
   for (const std::string& path : absl::GetFlag(FLAGS_plugin)) {
     RETURN_IF_ERROR(LoadUdfPlugin(path, &registries.udfs));
   }
   return registries;
+}
+
+absl::StatusOr<PipelineRegistries> PipelineRegistriesFromFlags() {
+  return WithPluginsFromFlags(PipelineRegistriesWithCache());
 }
 
 }  // namespace granary

@@ -1,15 +1,20 @@
-// The --plugin flag shared by every command that runs pipelines.
+// The --plugin flag shared by every command that validates or runs pipelines.
 #ifndef GRANARY_TOOLS_UDF_FLAGS_H_
 #define GRANARY_TOOLS_UDF_FLAGS_H_
 
 #include "absl/status/statusor.h"
-#include "pipeline/pipeline_registries.h"
+#include "pipeline/core/pipeline_registries.h"
 #include "pipeline/core/udf.h"
 
 namespace granary {
 
-// The built-in sources, ops and UDFs plus the UDFs of every --plugin library; errors name the
-// plugin.
+// `registries` plus the UDFs of every --plugin library; errors name the plugin.
+absl::StatusOr<PipelineRegistries> WithPluginsFromFlags(PipelineRegistries registries);
+
+// The built-in sources, ops and UDFs and the cache's, with their implementations
+// (PipelineRegistriesWithCache, cache/cache_ops.h), plus the --plugin UDFs: what a command that
+// runs pipelines builds them from. The dispatcher, which only validates pipelines and lists
+// their splits, takes WithPluginsFromFlags(PipelineDeclarationsWithCache()) instead.
 absl::StatusOr<PipelineRegistries> PipelineRegistriesFromFlags();
 
 }  // namespace granary

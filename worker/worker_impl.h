@@ -32,7 +32,7 @@
 #include "absl/time/time.h"
 #include "obs/metrics.h"
 #include "pipeline/core/autotuner.h"
-#include "pipeline/pipeline_registries.h"
+#include "pipeline/core/pipeline_registries.h"
 #include "pipeline/core/udf.h"
 #include "proto/worker.pb.h"
 #include "security/capability.h"

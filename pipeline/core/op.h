@@ -1,7 +1,10 @@
 // Ops: the transformations after the source (DESIGN.md §2). Each op type is registered by
-// name, into an OpRegistry, with its parameter specs, its traits and a factory that wraps an
-// input iterator. The built-in ops are registered by RegisterBuiltinOps (builtin_ops.h), the
-// cache's by RegisterCacheOps (cache/cache_ops.h).
+// name, into an OpRegistry, with its parameter specs, its traits, a validator and a factory that
+// wraps an input iterator. An op's declaration (all but the factory) can be registered without
+// its implementation: registries of declarations validate pipelines but cannot build them
+// (pipeline_registries.h). The built-in ops' declarations are in pipeline/spec/op_declarations.h
+// and RegisterBuiltinOps (pipeline/ops/builtin_ops.h) registers them with their factories; the
+// cache's are in cache/cache_op_declarations.h and cache/cache_ops.h.
 #ifndef GRANARY_PIPELINE_CORE_OP_H_
 #define GRANARY_PIPELINE_CORE_OP_H_
 
@@ -72,6 +75,8 @@ struct OpInfo {
   // Whether the params leave a knob of the op to the autotuner (parallel_map's num_threads 0,
   // prefetch's buffer_size 0). Null: never.
   std::function<bool(const Params& params)> autotuned;
+  // Builds the op's iterator over `input`; the params have passed `validate`. Null in a
+  // declaration: such an op validates but cannot run.
   std::function<absl::StatusOr<std::unique_ptr<Iterator>>(std::unique_ptr<Iterator> input,
                                                           const OpBuildArgs& args)>
       factory;
@@ -118,8 +123,6 @@ std::unique_ptr<Iterator> NewMapIterator(std::unique_ptr<Iterator> input,
 std::unique_ptr<Iterator> NewParallelMapIterator(
     std::unique_ptr<Iterator> input, std::vector<OpBuildArgs> chain, int num_threads,
     std::shared_ptr<BatchPlacement> placement = nullptr, Autotuner* tuner = nullptr);
-// parallel_map's validated num_threads param (default: the number of cores; 0: tuned).
-absl::StatusOr<int> ParallelMapThreads(const Params& params);
 
 }  // namespace granary
 

@@ -1,7 +1,9 @@
 // Sources: what stands at the head of a pipeline (DESIGN.md §2).
 //
 // Each source type is registered by name, into a SourceRegistry, with its parameter specs, its
-// traits and the functions below. The built-in sources are registered by
+// traits and the functions below. Validating a pipeline and enumerating its splits
+// (PipelineSpec, pipeline/spec/pipeline_spec.h: the dispatcher) use `validate` and `enumerate`;
+// only running it (Pipeline, on a worker) uses `open`. The built-in sources are registered by
 // RegisterBuiltinSources (builtin_sources.h), the cache's by RegisterCacheOps
 // (cache/cache_ops.h).
 //

@@ -1,9 +1,15 @@
 // User-defined functions: what map, parallel_map and filter call (DESIGN.md §2).
 //
-// A UDF is registered by name with its parameter specs and a factory. At pipeline build time
-// the factory is called once with the validated parameters; the Udf it returns is then called
-// for every element, concurrently from parallel_map's threads, so Udf methods must be
-// thread-safe (they are const).
+// A UDF is registered by name with its parameter specs, a `validate` and a factory. Validating
+// a pipeline (PipelineSpec::Create, pipeline/spec/pipeline_spec.h: the dispatcher does it at
+// RegisterDataset) calls `validate`; building it (Pipeline::Create, on a worker) then calls the
+// factory once with the validated parameters. The Udf it returns is called for every element,
+// concurrently from parallel_map's threads, so Udf methods must be thread-safe (they are const).
+//
+// A UDF's declaration (everything but the factory) can be registered without its
+// implementation: registries of declarations validate pipelines but cannot build them
+// (pipeline/core/pipeline_registries.h). The built-in UDFs' declarations are in
+// pipeline/spec/udf_declarations.h, their implementations in pipeline/udfs/.
 //
 // Randomness is stateless: a random UDF draws only from StatelessRandom(call.random_key), a key
 // derived from (job seed, epoch, element provenance, op index). Recomputing an element anywhere
@@ -69,10 +75,15 @@ struct UdfInfo {
   std::string name;
   UdfKind kind = UdfKind::kMap;
   std::vector<ParamSpec> params;
-  // Builds the UDF from its validated parameters; InvalidArgument (via params.Invalid) for
-  // values out of range.
+  // Builds the UDF from its parameters, which have passed `validate`. Null in a declaration
+  // (a UDF registered without its implementation): such a UDF validates but cannot run.
   std::function<absl::StatusOr<std::unique_ptr<Udf>>(const Params& params)> factory;
   UdfRole role = UdfRole::kOther;
+  // Checks the params beyond their types (ranges, combinations) with errors from
+  // params.Invalid, without building the UDF. Null (a plugin that declares none): validating
+  // calls the factory instead and drops the UDF it builds, so a plugin's UDF is still checked
+  // where only validation runs (the dispatcher loads --plugin libraries too).
+  std::function<absl::Status(const Params& params)> validate;
 };
 
 // Thread-compatible: register everything first, then share it read-only.

@@ -1,4 +1,6 @@
-// The built-in ops, one registration per op file. RegisterBuiltinOps registers them all.
+// The built-in ops with their implementations, one registration per op file: each <Name>Op()
+// is the op's declaration (pipeline/spec/op_declarations.h: params, traits, validate) with the
+// factory of its iterator. RegisterBuiltinOps registers them all.
 #ifndef GRANARY_PIPELINE_OPS_BUILTIN_OPS_H_
 #define GRANARY_PIPELINE_OPS_BUILTIN_OPS_H_
 

@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "pipeline/core/limits.h"
 #include "pipeline/ops/builtin_ops.h"
+#include "pipeline/spec/op_declarations.h"
 #include "pipeline/core/op.h"
 #include "transport/buffer_pool.h"
 #include "transport/element_image.h"
@@ -190,16 +191,7 @@ class BatchIterator : public UnaryOpIterator {
 }  // namespace
 
 OpInfo BatchOp() {
-  OpInfo info;
-  info.name = "batch";
-  info.batches = true;
-  info.params = {{"batch_size", ParamType::kInt, true}, {"drop_remainder", ParamType::kBool}};
-  info.validate = [](const Params& params) -> absl::Status {
-    const int64_t batch_size = params.GetInt("batch_size");
-    if (batch_size < 1) return params.Invalid("batch_size", "must be at least 1");
-    return CheckParamLimit(params, "batch_size", batch_size, kMaxBatchSize, "kMaxBatchSize");
-  };
-  info.placed_batch_size = [](const Params& params) { return params.GetInt("batch_size"); };
+  OpInfo info = BatchOpDeclaration();
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t batch_size = args.params.GetInt("batch_size");

@@ -1,6 +1,7 @@
 // filter(udf): keeps the elements for which a kPredicate UDF returns true.
 #include "common/status_macros.h"
 #include "pipeline/ops/builtin_ops.h"
+#include "pipeline/spec/op_declarations.h"
 #include "pipeline/core/op.h"
 #include "pipeline/ops/udf_invoker.h"
 
@@ -30,10 +31,7 @@ class FilterIterator : public UnaryOpIterator {
 }  // namespace
 
 OpInfo FilterOp() {
-  OpInfo info;
-  info.name = "filter";
-  info.takes_udf = true;
-  info.udf_kind = UdfKind::kPredicate;
+  OpInfo info = FilterOpDeclaration();
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     return std::make_unique<FilterIterator>(std::move(input), args);

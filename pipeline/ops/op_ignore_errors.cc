@@ -9,6 +9,7 @@
 // of elements dropped so far, and the input's.
 #include "common/status_macros.h"
 #include "pipeline/ops/builtin_ops.h"
+#include "pipeline/spec/op_declarations.h"
 #include "pipeline/core/op.h"
 #include "pipeline/ops/udf_invoker.h"
 
@@ -56,9 +57,7 @@ class IgnoreErrorsIterator : public UnaryOpIterator {
 }  // namespace
 
 OpInfo IgnoreErrorsOp() {
-  OpInfo info;
-  info.name = "ignore_errors";
-  info.follows_udf_op = true;
+  OpInfo info = IgnoreErrorsOpDeclaration();
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     return std::make_unique<IgnoreErrorsIterator>(std::move(input), args.ctx.stats);

@@ -2,6 +2,7 @@
 // calling thread. Stateless beyond its input.
 #include "common/status_macros.h"
 #include "pipeline/ops/builtin_ops.h"
+#include "pipeline/spec/op_declarations.h"
 #include "pipeline/core/op.h"
 #include "pipeline/ops/udf_invoker.h"
 
@@ -33,11 +34,7 @@ std::unique_ptr<Iterator> NewMapIterator(std::unique_ptr<Iterator> input,
 }
 
 OpInfo MapOp() {
-  OpInfo info;
-  info.name = "map";
-  info.takes_udf = true;
-  info.udf_kind = UdfKind::kMap;
-  info.maps_elements = true;
+  OpInfo info = MapOpDeclaration();
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     return NewMapIterator(std::move(input), {args});

@@ -1,6 +1,7 @@
 // mark(name): passes elements through unchanged. Marks a candidate cache location (DESIGN.md
 // §5): the dispatcher may later insert cache_write / cache_read here.
 #include "pipeline/ops/builtin_ops.h"
+#include "pipeline/spec/op_declarations.h"
 #include "pipeline/core/op.h"
 
 namespace granary {
@@ -20,9 +21,7 @@ class MarkIterator : public UnaryOpIterator {
 }  // namespace
 
 OpInfo MarkOp() {
-  OpInfo info;
-  info.name = "mark";
-  info.params = {{"name", ParamType::kString}};
+  OpInfo info = MarkOpDeclaration();
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs&) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     return std::make_unique<MarkIterator>(std::move(input));

@@ -22,6 +22,7 @@
 #include "common/thread_pool.h"
 #include "pipeline/core/autotuner.h"
 #include "pipeline/ops/builtin_ops.h"
+#include "pipeline/spec/op_declarations.h"
 #include "pipeline/core/op.h"
 #include "pipeline/ops/udf_invoker.h"
 
@@ -237,27 +238,8 @@ std::unique_ptr<Iterator> NewParallelMapIterator(std::unique_ptr<Iterator> input
                                                std::move(placement), tuner);
 }
 
-absl::StatusOr<int> ParallelMapThreads(const Params& params) {
-  const int64_t default_threads = std::max(1u, std::thread::hardware_concurrency());
-  const int64_t num_threads = params.GetInt("num_threads", default_threads);
-  if (num_threads < 0 || num_threads > 256) {
-    return params.Invalid("num_threads", "must be in [1, 256], or 0 (tuned)");
-  }
-  return static_cast<int>(num_threads);
-}
-
 OpInfo ParallelMapOp() {
-  OpInfo info;
-  info.name = "parallel_map";
-  info.takes_udf = true;
-  info.udf_kind = UdfKind::kMap;
-  info.params = {{"num_threads", ParamType::kInt}};
-  info.validate = [](const Params& params) { return ParallelMapThreads(params).status(); };
-  info.maps_elements = true;
-  info.threads = ParallelMapThreads;
-  info.autotuned = [](const Params& params) {
-    return params.Has("num_threads") && params.GetInt("num_threads") == 0;
-  };
+  OpInfo info = ParallelMapOpDeclaration();
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     ASSIGN_OR_RETURN(int num_threads, ParallelMapThreads(args.params));

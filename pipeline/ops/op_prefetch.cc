@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "pipeline/core/autotuner.h"
 #include "pipeline/ops/builtin_ops.h"
+#include "pipeline/spec/op_declarations.h"
 #include "pipeline/core/op.h"
 
 namespace granary {
@@ -127,21 +128,10 @@ class PrefetchIterator : public UnaryOpIterator, public Autotuner::Knob {
 }  // namespace
 
 OpInfo PrefetchOp() {
-  OpInfo info;
-  info.name = "prefetch";
-  info.params = {{"buffer_size", ParamType::kInt}};
-  info.validate = [](const Params& params) -> absl::Status {
-    if (params.GetInt("buffer_size", 2) < 0) {
-      return params.Invalid("buffer_size", "must be at least 1, or 0 (tuned)");
-    }
-    return absl::OkStatus();
-  };
-  info.autotuned = [](const Params& params) {
-    return params.Has("buffer_size") && params.GetInt("buffer_size") == 0;
-  };
+  OpInfo info = PrefetchOpDeclaration();
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
-    const int64_t buffer_size = args.params.GetInt("buffer_size", 2);
+    const int64_t buffer_size = PrefetchBufferSize(args.params);
     Autotuner* tuner = buffer_size == 0 ? args.ctx.autotuner : nullptr;
     return std::make_unique<PrefetchIterator>(std::move(input), std::max<int64_t>(buffer_size, 1),
                                               tuner, args.label);

@@ -5,6 +5,7 @@
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
 #include "pipeline/ops/builtin_ops.h"
+#include "pipeline/spec/op_declarations.h"
 #include "pipeline/core/op.h"
 
 namespace granary {
@@ -65,15 +66,7 @@ class ShuffleIterator : public UnaryOpIterator {
 }  // namespace
 
 OpInfo ShuffleOp() {
-  OpInfo info;
-  info.name = "shuffle";
-  info.params = {{"buffer_size", ParamType::kInt, true}, {"seed", ParamType::kInt}};
-  info.validate = [](const Params& params) -> absl::Status {
-    if (params.GetInt("buffer_size") < 1) {
-      return params.Invalid("buffer_size", "must be at least 1");
-    }
-    return absl::OkStatus();
-  };
+  OpInfo info = ShuffleOpDeclaration();
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t buffer_size = args.params.GetInt("buffer_size");

@@ -1,6 +1,7 @@
 // skip(count): drops the first `count` elements of its input.
 #include "common/status_macros.h"
 #include "pipeline/ops/builtin_ops.h"
+#include "pipeline/spec/op_declarations.h"
 #include "pipeline/core/op.h"
 
 namespace granary {
@@ -36,13 +37,7 @@ class SkipIterator : public UnaryOpIterator {
 }  // namespace
 
 OpInfo SkipOp() {
-  OpInfo info;
-  info.name = "skip";
-  info.params = {{"count", ParamType::kInt, true}};
-  info.validate = [](const Params& params) -> absl::Status {
-    if (params.GetInt("count") < 0) return params.Invalid("count", "must not be negative");
-    return absl::OkStatus();
-  };
+  OpInfo info = SkipOpDeclaration();
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t count = args.params.GetInt("count");

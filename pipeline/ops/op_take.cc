@@ -1,6 +1,7 @@
 // take(count): the first `count` elements of its input, then end of sequence.
 #include "common/status_macros.h"
 #include "pipeline/ops/builtin_ops.h"
+#include "pipeline/spec/op_declarations.h"
 #include "pipeline/core/op.h"
 
 namespace granary {
@@ -37,13 +38,7 @@ class TakeIterator : public UnaryOpIterator {
 }  // namespace
 
 OpInfo TakeOp() {
-  OpInfo info;
-  info.name = "take";
-  info.params = {{"count", ParamType::kInt, true}};
-  info.validate = [](const Params& params) -> absl::Status {
-    if (params.GetInt("count") < 0) return params.Invalid("count", "must not be negative");
-    return absl::OkStatus();
-  };
+  OpInfo info = TakeOpDeclaration();
   info.factory = [](std::unique_ptr<Iterator> input,
                     const OpBuildArgs& args) -> absl::StatusOr<std::unique_ptr<Iterator>> {
     const int64_t count = args.params.GetInt("count");

@@ -25,7 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/env.h"
-#include "pipeline/pipeline_registries.h"
+#include "pipeline/core/pipeline_registries.h"
 #include "pipeline/core/udf.h"
 #include "proto/pipeline.pb.h"
 

@@ -1,4 +1,7 @@
-// The built-in UDFs, one registration function per file. RegisterBuiltinUdfs calls them all.
+// The built-in UDFs' implementations, one registration function per file: each registers the
+// UDF's declaration (pipeline/spec/udf_declarations.h: params, role, validate, and the reading
+// of its params into its config, the one place they are checked) with its factory.
+// RegisterBuiltinUdfs calls them all.
 //
 // Unless stated otherwise an image UDF works on the tensor at param `index` (default 0), an
 // image being a uint8 or float32 tensor of shape [height, width, channels].

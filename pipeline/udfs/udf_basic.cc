@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "pipeline/spec/udf_declarations.h"
 #include "pipeline/udfs/builtin_udfs.h"
 #include "pipeline/core/limits.h"
 #include "pipeline/core/udf_tensor_access.h"
@@ -95,57 +96,45 @@ class FillBytes : public Udf {
   const int64_t bytes_;
 };
 
+// `declaration` with `factory`.
+UdfInfo With(UdfInfo declaration,
+             std::function<absl::StatusOr<std::unique_ptr<Udf>>(const Params&)> factory) {
+  declaration.factory = std::move(factory);
+  return declaration;
+}
+
 }  // namespace
 
 void RegisterBasicUdfs(UdfRegistry* registry) {
-  registry
-      ->Register({"non_empty", UdfKind::kPredicate, {kTensorIndexParam},
-                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
-                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
-                    return std::make_unique<NonEmpty>(index);
-                  }})
-      .IgnoreError();
-  registry
-      ->Register({"string_length", UdfKind::kMap, {kTensorIndexParam},
-                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
-                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
-                    return std::make_unique<StringLength>(index);
-                  }})
-      .IgnoreError();
-  registry
-      ->Register({"modulo",
-                  UdfKind::kPredicate,
-                  {kTensorIndexParam,
-                   {"modulus", ParamType::kInt, true},
-                   {"remainder", ParamType::kInt}},
-                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
-                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
-                    const int64_t modulus = p.GetInt("modulus");
-                    const int64_t remainder = p.GetInt("remainder");
-                    if (modulus <= 0) return p.Invalid("modulus", "must be positive");
-                    if (remainder < 0 || remainder >= modulus) {
-                      return p.Invalid("remainder", "must be in [0, modulus)");
-                    }
-                    return std::make_unique<Modulo>(index, modulus, remainder);
-                  }})
-      .IgnoreError();
-  registry
-      ->Register({"add", UdfKind::kMap, {kTensorIndexParam, {"value", ParamType::kInt, true}},
-                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
-                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
-                    return std::make_unique<Add>(index, p.GetInt("value"));
-                  }})
-      .IgnoreError();
-  registry
-      ->Register({"fill_bytes", UdfKind::kMap, {{"bytes", ParamType::kInt, true}},
-                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
-                    const int64_t bytes = p.GetInt("bytes");
-                    if (bytes < 1 || bytes > kMaxElementBytes) {
-                      return p.Invalid("bytes", "must be in [1, 2^31]");
-                    }
-                    return std::make_unique<FillBytes>(bytes);
-                  }})
-      .IgnoreError();
+  for (UdfInfo info : {
+           With(NonEmptyUdfDeclaration(),
+                [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
+                  return std::make_unique<NonEmpty>(index);
+                }),
+           With(StringLengthUdfDeclaration(),
+                [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
+                  return std::make_unique<StringLength>(index);
+                }),
+           With(ModuloUdfDeclaration(),
+                [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                  ASSIGN_OR_RETURN(const ModuloConfig config, ReadModuloConfig(p));
+                  return std::make_unique<Modulo>(config.index, config.modulus, config.remainder);
+                }),
+           With(AddUdfDeclaration(),
+                [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
+                  return std::make_unique<Add>(index, p.GetInt("value"));
+                }),
+           With(FillBytesUdfDeclaration(),
+                [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+                  ASSIGN_OR_RETURN(const int64_t bytes, ReadFillBytesConfig(p));
+                  return std::make_unique<FillBytes>(bytes);
+                }),
+       }) {
+    registry->Register(std::move(info)).IgnoreError();
+  }
 }
 
 }  // namespace granary

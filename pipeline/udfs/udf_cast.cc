@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "pipeline/spec/udf_declarations.h"
 #include "pipeline/udfs/builtin_udfs.h"
 #include "pipeline/core/udf_tensor_access.h"
 
@@ -21,7 +22,6 @@ namespace granary {
 namespace {
 
 constexpr char kName[] = "cast";
-constexpr char kNumericDtypes[] = "uint8, int32, int64, float32, float64, bool";
 
 template <typename To, typename From>
 To Convert(From x) {
@@ -120,30 +120,15 @@ class Cast : public Udf {
   const DataType dtype_;
 };
 
-absl::StatusOr<std::unique_ptr<Udf>> MakeCast(const Params& p) {
-  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
-  const std::string name = p.GetString("dtype");
-  absl::StatusOr<DataType> dtype = DataTypeFromName(name);
-  if (!dtype.ok()) {
-    return p.Invalid("dtype", absl::StrCat("is '", name, "', not one of ", kNumericDtypes));
-  }
-  if (*dtype == DT_STRING) {
-    return p.Invalid("dtype", absl::StrCat("is 'string'; cast converts only between numeric "
-                                           "dtypes (",
-                                           kNumericDtypes, ")"));
-  }
-  return std::make_unique<Cast>(index, *dtype);
-}
-
 }  // namespace
 
 void RegisterCastUdf(UdfRegistry* registry) {
-  registry
-      ->Register({kName,
-                  UdfKind::kMap,
-                  {kTensorIndexParam, {"dtype", ParamType::kString, true}},
-                  MakeCast})
-      .IgnoreError();
+  UdfInfo info = CastUdfDeclaration();
+  info.factory = [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+    ASSIGN_OR_RETURN(const CastConfig config, ReadCastConfig(p));
+    return std::make_unique<Cast>(config.index, config.dtype);
+  };
+  registry->Register(std::move(info)).IgnoreError();
 }
 
 }  // namespace granary

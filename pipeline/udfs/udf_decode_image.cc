@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "pipeline/spec/udf_declarations.h"
 #include "pipeline/udfs/builtin_udfs.h"
 #include "pipeline/image/image_codec.h"
 #include "pipeline/core/udf_tensor_access.h"
@@ -41,31 +42,23 @@ absl::Status DecodeImageUdf::Map(Element& element, const UdfCall&) const {
 
 namespace {
 
-void RegisterDecoder(UdfRegistry* registry, const char* name, bool jpeg_only) {
-  registry
-      ->Register({name,
-                  UdfKind::kMap,
-                  {kTensorIndexParam, {"channels", ParamType::kInt}},
-                  [name, jpeg_only](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
-                    ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
-                    const int64_t channels = p.GetInt("channels", 3);
-                    if (channels != 0 && channels != 1 && channels != 3) {
-                      return p.Invalid(
-                          "channels",
-                          absl::StrCat("must be 0 (as encoded), 1 or 3, got ", channels));
-                    }
-                    return std::make_unique<DecodeImageUdf>(name, jpeg_only, index,
-                                                            static_cast<int>(channels));
-                  },
-                  UdfRole::kDecoder})
-      .IgnoreError();
+// `declaration` with the factory of a DecodeImageUdf named `name` (a literal: the UDF keeps it).
+UdfInfo WithDecoder(UdfInfo declaration, const char* name, bool jpeg_only) {
+  declaration.factory = [name, jpeg_only](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+    ASSIGN_OR_RETURN(const DecodeImageConfig config, ReadDecodeImageConfig(p));
+    return std::make_unique<DecodeImageUdf>(name, jpeg_only, config.index, config.channels);
+  };
+  return declaration;
 }
 
 }  // namespace
 
 void RegisterDecodeImageUdfs(UdfRegistry* registry) {
-  RegisterDecoder(registry, "decode_jpeg", /*jpeg_only=*/true);
-  RegisterDecoder(registry, "decode_image", /*jpeg_only=*/false);
+  registry->Register(WithDecoder(DecodeJpegUdfDeclaration(), "decode_jpeg", /*jpeg_only=*/true))
+      .IgnoreError();
+  registry
+      ->Register(WithDecoder(DecodeImageUdfDeclaration(), "decode_image", /*jpeg_only=*/false))
+      .IgnoreError();
 }
 
 }  // namespace granary

@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "pipeline/spec/udf_declarations.h"
 #include "pipeline/udfs/builtin_udfs.h"
 #include "pipeline/core/row_destination.h"
 #include "pipeline/core/udf_tensor_access.h"
@@ -182,47 +183,16 @@ class Normalize : public Udf {
   float step_std_[kStep];
 };
 
-absl::StatusOr<std::unique_ptr<Udf>> MakeNormalize(const Params& p) {
-  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
-  const double scale = p.GetFloat("scale", 1.0 / 255.0);
-  std::vector<float> mean{0.0f};
-  std::vector<float> std{1.0f};
-  if (p.Has("mean")) {
-    const std::vector<double> values = p.GetFloatList("mean");
-    if (values.empty()) return p.Invalid("mean", "must have at least one value");
-    mean.assign(values.begin(), values.end());
-  }
-  if (p.Has("std")) {
-    const std::vector<double> values = p.GetFloatList("std");
-    if (values.empty()) return p.Invalid("std", "must have at least one value");
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (static_cast<float>(values[i]) == 0.0f) {
-        return p.Invalid("std", absl::StrCat("entry ", i, " is 0; std must be non-zero"));
-      }
-    }
-    std.assign(values.begin(), values.end());
-  }
-  if (mean.size() > 1 && std.size() > 1 && mean.size() != std.size()) {
-    return p.Invalid("std", absl::StrCat("has ", std.size(), " values but mean has ", mean.size(),
-                                         "; per-channel lists must agree"));
-  }
-  return std::make_unique<Normalize>(index, static_cast<float>(scale), std::move(mean),
-                                     std::move(std));
-}
-
 }  // namespace
 
 void RegisterNormalizeUdf(UdfRegistry* registry) {
-  registry
-      ->Register({kName,
-                  UdfKind::kMap,
-                  {kTensorIndexParam,
-                   {"scale", ParamType::kFloat},
-                   {"mean", ParamType::kFloatList},
-                   {"std", ParamType::kFloatList}},
-                  MakeNormalize,
-                  UdfRole::kPixelwise})
-      .IgnoreError();
+  UdfInfo info = NormalizeUdfDeclaration();
+  info.factory = [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+    ASSIGN_OR_RETURN(NormalizeConfig config, ReadNormalizeConfig(p));
+    return std::make_unique<Normalize>(config.index, config.scale, std::move(config.mean),
+                                       std::move(config.std));
+  };
+  registry->Register(std::move(info)).IgnoreError();
 }
 
 }  // namespace granary

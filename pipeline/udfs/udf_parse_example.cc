@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "pipeline/spec/udf_declarations.h"
 #include "pipeline/udfs/builtin_udfs.h"
 #include "proto/example.pb.h"
 
@@ -22,20 +23,8 @@ namespace {
 
 constexpr char kName[] = "parse_example";
 
-enum class Kind { kBytes, kInt64, kFloat };
-
-struct FeatureSpec {
-  std::string key;
-  std::string dtype;  // As given, for errors.
-  Kind kind;
-  bool list;
-};
-
-constexpr std::pair<const char*, std::pair<Kind, bool>> kDtypes[] = {
-    {"bytes", {Kind::kBytes, false}},     {"int64", {Kind::kInt64, false}},
-    {"float", {Kind::kFloat, false}},     {"bytes_list", {Kind::kBytes, true}},
-    {"int64_list", {Kind::kInt64, true}}, {"float_list", {Kind::kFloat, true}},
-};
+using Kind = ExampleFeatureKind;
+using FeatureSpec = ExampleFeature;
 
 const char* ListName(Kind kind) {
   switch (kind) {
@@ -190,40 +179,15 @@ class ParseExample : public Udf {
   const std::vector<FeatureSpec> specs_;
 };
 
-absl::StatusOr<std::unique_ptr<Udf>> MakeParseExample(const Params& params) {
-  const std::vector<std::string> keys = params.GetStringList("keys");
-  const std::vector<std::string> dtypes = params.GetStringList("dtypes");
-  if (keys.empty()) return params.Invalid("keys", "must name at least one feature");
-  if (dtypes.size() != keys.size()) {
-    return params.Invalid("dtypes", absl::StrCat("has ", dtypes.size(), " entries but keys has ",
-                                                 keys.size(), "; give one dtype per key"));
-  }
-  std::vector<FeatureSpec> specs;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const auto* found = std::find_if(std::begin(kDtypes), std::end(kDtypes),
-                                     [&](const auto& d) { return dtypes[i] == d.first; });
-    if (found == std::end(kDtypes)) {
-      return params.Invalid("dtypes",
-                            absl::StrCat("entry ", i, " ('", dtypes[i], "', for key '", keys[i],
-                                         "') is not one of bytes, int64, float, bytes_list, "
-                                         "int64_list, float_list"));
-    }
-    specs.push_back({keys[i], dtypes[i], found->second.first, found->second.second});
-  }
-  return std::make_unique<ParseExample>(std::move(specs));
-}
-
 }  // namespace
 
 void RegisterParseExampleUdf(UdfRegistry* registry) {
-  registry
-      ->Register(
-          {kName,
-           UdfKind::kMap,
-           {{"keys", ParamType::kStringList, true}, {"dtypes", ParamType::kStringList, true}},
-           MakeParseExample,
-           UdfRole::kParser})
-      .IgnoreError();
+  UdfInfo info = ParseExampleUdfDeclaration();
+  info.factory = [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+    ASSIGN_OR_RETURN(std::vector<ExampleFeature> features, ReadParseExampleConfig(p));
+    return std::make_unique<ParseExample>(std::move(features));
+  };
+  registry->Register(std::move(info)).IgnoreError();
 }
 
 }  // namespace granary

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
+#include "pipeline/spec/udf_declarations.h"
 #include "pipeline/udfs/builtin_udfs.h"
 #include "pipeline/image/image_crop.h"
 #include "pipeline/core/limits.h"
@@ -54,45 +55,16 @@ class RandomCrop : public CropUdf {
   const double fraction_;
 };
 
-absl::StatusOr<std::unique_ptr<Udf>> MakeRandomCrop(const Params& p) {
-  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
-  const bool has_size = p.Has("height") || p.Has("width");
-  const bool has_fraction = p.Has("fraction");
-  if (has_size && has_fraction) {
-    return p.Invalid("fraction",
-                     "cannot be combined with height/width: give either height and "
-                     "width, or fraction");
-  }
-  if (!has_size && !has_fraction) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(p.owner(), ": give either params height and width, or param fraction"));
-  }
-  if (has_fraction) {
-    const double fraction = p.GetFloat("fraction");
-    if (!(fraction > 0 && fraction <= 1)) {
-      return p.Invalid("fraction", absl::StrCat("must be in (0, 1], got ", fraction));
-    }
-    return std::make_unique<RandomCrop>(index, 0, 0, fraction);
-  }
-  if (!p.Has("height")) return p.Invalid("height", "is missing: width needs height");
-  if (!p.Has("width")) return p.Invalid("width", "is missing: height needs width");
-  ASSIGN_OR_RETURN(const ImageSize size, ImageSizeParams(p));
-  return std::make_unique<RandomCrop>(index, size.height, size.width, 0);
-}
-
 }  // namespace
 
 void RegisterRandomCropUdf(UdfRegistry* registry) {
-  registry
-      ->Register({kName,
-                  UdfKind::kMap,
-                  {kTensorIndexParam,
-                   {"height", ParamType::kInt},
-                   {"width", ParamType::kInt},
-                   {"fraction", ParamType::kFloat}},
-                  MakeRandomCrop,
-                  UdfRole::kPixelSelecting})
-      .IgnoreError();
+  UdfInfo info = RandomCropUdfDeclaration();
+  info.factory = [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+    ASSIGN_OR_RETURN(const RandomCropConfig config, ReadRandomCropConfig(p));
+    return std::make_unique<RandomCrop>(config.index, config.height, config.width,
+                                        config.fraction);
+  };
+  registry->Register(std::move(info)).IgnoreError();
 }
 
 }  // namespace granary

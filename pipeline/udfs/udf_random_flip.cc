@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
+#include "pipeline/spec/udf_declarations.h"
 #include "pipeline/udfs/builtin_udfs.h"
 #include "pipeline/core/udf_tensor_access.h"
 
@@ -80,25 +81,15 @@ class RandomFlip : public Udf {
   const double probability_;
 };
 
-absl::StatusOr<std::unique_ptr<Udf>> MakeRandomFlip(const Params& p) {
-  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
-  const double probability = p.GetFloat("probability", 0.5);
-  if (!(probability >= 0 && probability <= 1)) {
-    return p.Invalid("probability", absl::StrCat("must be in [0, 1], got ", probability));
-  }
-  return std::make_unique<RandomFlip>(index, probability);
-}
-
 }  // namespace
 
 void RegisterRandomFlipUdf(UdfRegistry* registry) {
-  registry
-      ->Register({kName,
-                  UdfKind::kMap,
-                  {kTensorIndexParam, {"probability", ParamType::kFloat}},
-                  MakeRandomFlip,
-                  UdfRole::kPixelSelecting})
-      .IgnoreError();
+  UdfInfo info = RandomFlipUdfDeclaration();
+  info.factory = [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+    ASSIGN_OR_RETURN(const RandomFlipConfig config, ReadRandomFlipConfig(p));
+    return std::make_unique<RandomFlip>(config.index, config.probability);
+  };
+  registry->Register(std::move(info)).IgnoreError();
 }
 
 }  // namespace granary

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
+#include "pipeline/spec/udf_declarations.h"
 #include "pipeline/udfs/builtin_udfs.h"
 #include "pipeline/image/image_crop.h"
 #include "pipeline/image/image_resize.h"
@@ -91,47 +92,16 @@ class RandomResizedCrop : public CropUdf {
 };
 
 // A [min, max] param, `fallback` when absent.
-absl::StatusOr<std::pair<double, double>> RangeParam(const Params& p, const char* name,
-                                                     std::pair<double, double> fallback) {
-  if (!p.Has(name)) return fallback;
-  const std::vector<double> range = p.GetFloatList(name);
-  if (range.size() != 2) {
-    return p.Invalid(name, absl::StrCat("must be [min, max], got ", range.size(), " values"));
-  }
-  if (!(range[0] > 0 && range[0] <= range[1] && std::isfinite(range[1]))) {
-    return p.Invalid(name, absl::StrCat("must be finite with 0 < min <= max, got [", range[0], ", ",
-                                        range[1], "]"));
-  }
-  return std::pair<double, double>{range[0], range[1]};
-}
-
-absl::StatusOr<std::unique_ptr<Udf>> MakeRandomResizedCrop(const Params& p) {
-  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
-  ASSIGN_OR_RETURN(const ImageSize size, ImageSizeParams(p));
-  ASSIGN_OR_RETURN(const auto scale, RangeParam(p, "scale", {0.08, 1.0}));
-  if (scale.second > 1) {
-    return p.Invalid("scale",
-                     absl::StrCat("max must be at most 1 (the whole image), got ", scale.second));
-  }
-  ASSIGN_OR_RETURN(const auto ratio, RangeParam(p, "ratio", {3.0 / 4.0, 4.0 / 3.0}));
-  return std::make_unique<RandomResizedCrop>(index, size.height, size.width, scale.first,
-                                             scale.second, ratio.first, ratio.second);
-}
-
 }  // namespace
 
 void RegisterRandomResizedCropUdf(UdfRegistry* registry) {
-  registry
-      ->Register({kName,
-                  UdfKind::kMap,
-                  {kTensorIndexParam,
-                   {"height", ParamType::kInt, true},
-                   {"width", ParamType::kInt, true},
-                   {"scale", ParamType::kFloatList},
-                   {"ratio", ParamType::kFloatList}},
-                  MakeRandomResizedCrop,
-                  UdfRole::kResampling})
-      .IgnoreError();
+  UdfInfo info = RandomResizedCropUdfDeclaration();
+  info.factory = [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+    ASSIGN_OR_RETURN(const RandomResizedCropConfig c, ReadRandomResizedCropConfig(p));
+    return std::make_unique<RandomResizedCrop>(c.index, c.size.height, c.size.width, c.min_scale,
+                                               c.max_scale, c.min_ratio, c.max_ratio);
+  };
+  registry->Register(std::move(info)).IgnoreError();
 }
 
 }  // namespace granary

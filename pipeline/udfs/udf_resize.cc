@@ -5,6 +5,7 @@
 // Sampling: pipeline/image/image_resize.h.
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "pipeline/spec/udf_declarations.h"
 #include "pipeline/udfs/builtin_udfs.h"
 #include "pipeline/image/image_resize.h"
 #include "pipeline/core/limits.h"
@@ -32,23 +33,15 @@ class Resize : public Udf {
   const int64_t width_;
 };
 
-absl::StatusOr<std::unique_ptr<Udf>> MakeResize(const Params& p) {
-  ASSIGN_OR_RETURN(const int64_t index, TensorIndexParam(p));
-  ASSIGN_OR_RETURN(const ImageSize size, ImageSizeParams(p));
-  return std::make_unique<Resize>(index, size.height, size.width);
-}
-
 }  // namespace
 
 void RegisterResizeUdf(UdfRegistry* registry) {
-  registry
-      ->Register(
-          {kName,
-           UdfKind::kMap,
-           {kTensorIndexParam, {"height", ParamType::kInt, true}, {"width", ParamType::kInt, true}},
-           MakeResize,
-           UdfRole::kResampling})
-      .IgnoreError();
+  UdfInfo info = ResizeUdfDeclaration();
+  info.factory = [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+    ASSIGN_OR_RETURN(const ResizeConfig config, ReadResizeConfig(p));
+    return std::make_unique<Resize>(config.index, config.size.height, config.size.width);
+  };
+  registry->Register(std::move(info)).IgnoreError();
 }
 
 }  // namespace granary

@@ -5,12 +5,12 @@
 #include <chrono>
 #include <thread>
 
+#include "common/status_macros.h"
+#include "pipeline/spec/udf_declarations.h"
 #include "pipeline/udfs/builtin_udfs.h"
 
 namespace granary {
 namespace {
-
-constexpr int64_t kMaxMicroseconds = 10'000'000;
 
 class SimulateCost : public Udf {
  public:
@@ -27,18 +27,12 @@ class SimulateCost : public Udf {
 }  // namespace
 
 void RegisterSimulateCostUdf(UdfRegistry* registry) {
-  registry
-      ->Register({"simulate_cost",
-                  UdfKind::kMap,
-                  {{"us_per_element", ParamType::kInt, true}},
-                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
-                    const int64_t us = p.GetInt("us_per_element");
-                    if (us < 0 || us > kMaxMicroseconds) {
-                      return p.Invalid("us_per_element", "must be in [0, 10^7]");
-                    }
-                    return std::make_unique<SimulateCost>(us);
-                  }})
-      .IgnoreError();
+  UdfInfo info = SimulateCostUdfDeclaration();
+  info.factory = [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
+    ASSIGN_OR_RETURN(const int64_t us, ReadSimulateCostConfig(p));
+    return std::make_unique<SimulateCost>(us);
+  };
+  registry->Register(std::move(info)).IgnoreError();
 }
 
 }  // namespace granary

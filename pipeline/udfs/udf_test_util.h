@@ -127,8 +127,8 @@ struct RegisteredUdf {
   const char* name;
 };
 
-// Builds `udf` from the JSON object `params`, as the pipeline builder would; its errors say
-// what the factory or Params::Create rejected.
+// Builds `udf` from the JSON object `params`, as the pipeline builder would (Params::Create,
+// the UDF's validate, its factory); its errors say what they rejected.
 inline absl::StatusOr<std::unique_ptr<Udf>> MakeUdf(const RegisteredUdf& udf,
                                                     const std::string& params = "{}") {
   UdfRegistry registry;
@@ -138,6 +138,7 @@ inline absl::StatusOr<std::unique_ptr<Udf>> MakeUdf(const RegisteredUdf& udf,
   if (info == nullptr) return absl::NotFoundError("no UDF named " + name);
   absl::StatusOr<Params> p = Params::Create(Json(params), info->params, "udf '" + name + "'");
   if (!p.ok()) return p.status();
+  if (const absl::Status valid = info->validate(*p); !valid.ok()) return valid;
   return info->factory(*p);
 }
 
