@@ -1,8 +1,9 @@
 // DispatcherReplica: three replicas over one real etcd (testing/etcd_test_cluster.h). One leads
 // and the others redirect to it; when the leader resigns or its lease is revoked (as when it is
 // cut off from etcd for a TTL), another takes over with every state change the first committed
-// — across snapshots too — and the deposed one rejoins as a follower; a replica id is held by
-// one live replica.
+// — across snapshots too — and the deposed one rejoins as a follower; a leader partitioned from
+// etcd (a proxy on its link cut) stops serving within its lease and commits nothing; a replica id
+// is held by one live replica.
 #include "replication/dispatcher_replica.h"
 
 #include <memory>
@@ -17,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "pipeline/pipeline_loader.h"
 #include "testing/etcd_test_cluster.h"
+#include "testing/tcp_proxy.h"
 
 namespace granary {
 namespace {
@@ -91,6 +93,9 @@ class DispatcherReplicaTest : public ::testing::Test {
   int64_t snapshot_every_ = 10000;
   std::unique_ptr<testing::EtcdTestCluster> cluster_;
   std::unique_ptr<etcd::EtcdClient> client_;
+  // A replica's link to etcd through a proxy the test cuts; outlive the replicas (TearDown).
+  std::unique_ptr<testing::TcpProxy> proxy_;
+  std::unique_ptr<etcd::EtcdClient> cut_client_;
   std::vector<std::unique_ptr<DispatcherReplica>> replicas_;
 };
 
@@ -170,6 +175,64 @@ TEST_F(DispatcherReplicaTest, ALeaderWhoseLeaseEndsStepsDownAndRejoinsAsAFollowe
   absl::StatusOr<std::shared_ptr<DispatcherImpl>> redirected = replicas_[first]->Leader();
   for (; RedirectedLeader(redirected.status()) != new_leader && absl::Now() < deadline;
        redirected = replicas_[first]->Leader()) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(RedirectedLeader(redirected.status()), new_leader) << redirected.status();
+}
+
+TEST_F(DispatcherReplicaTest, ALeaderCutOffFromEtcdStopsServingWithinItsLeaseAndCommitsNothing) {
+  // Replica 0 reaches etcd only through a proxy the test cuts; its clients (this test) still
+  // reach it: a split brain unless fencing and the lease hold.
+  auto proxy = testing::TcpProxy::Start(cluster_->endpoint(0));
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  proxy_ = *std::move(proxy);
+  etcd::EtcdClientOptions cut_options = cluster_->ClientOptions();
+  cut_options.endpoints = {proxy_->address()};
+  cut_options.call_timeout = absl::Milliseconds(500);
+  auto cut_client = etcd::EtcdClient::Create(cut_options);
+  ASSERT_TRUE(cut_client.ok()) << cut_client.status();
+  cut_client_ = *std::move(cut_client);
+  auto first = DispatcherReplica::Start(cut_client_.get(), Options(0));
+  ASSERT_TRUE(first.ok()) << first.status();
+  replicas_.push_back(*std::move(first));
+  ASSERT_TRUE(replicas_[0]->AwaitLeading(kFailoverTimeout));
+  for (int i = 1; i < 3; ++i) {
+    auto replica = DispatcherReplica::Start(client_.get(), Options(i));
+    ASSERT_TRUE(replica.ok()) << replica.status();
+    replicas_.push_back(*std::move(replica));
+  }
+  std::shared_ptr<DispatcherImpl> old_impl = *replicas_[0]->Leader();
+  const std::string dataset = RegisterDataset(*old_impl, 5);
+
+  proxy_->Cut();
+  const absl::Time cut_at = absl::Now();
+  // It cannot commit: the journal's Txn never reaches etcd.
+  auto def = ParsePipelineJson(R"({"source": {"type": "range", "params": {"stop": 6}}})", "r");
+  ASSERT_TRUE(def.ok());
+  RegisterDatasetRequest request;
+  *request.mutable_pipeline() = *def;
+  RegisterDatasetResponse response;
+  EXPECT_FALSE(old_impl->RegisterDataset(request, &response).ok());
+  // It stops serving once its lease may have expired (TTL 1 s, plus a poll).
+  while (replicas_[0]->Leader().ok() && absl::Now() < cut_at + kFailoverTimeout) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  const absl::Duration stepped_down = absl::Now() - cut_at;
+  EXPECT_FALSE(replicas_[0]->Leader().ok());
+  EXPECT_LT(stepped_down, absl::Seconds(3)) << "the cut-off leader served for "
+                                             << absl::FormatDuration(stepped_down);
+  const int second = AwaitLeader(0);
+  ASSERT_GE(second, 1) << "no replica took over";
+  std::shared_ptr<DispatcherImpl> impl = *replicas_[second]->Leader();
+  EXPECT_EQ(Datasets(*impl), std::set<std::string>{dataset})
+      << "the cut-off leader committed nothing after the cut";
+  // Healed, it rejoins as a follower of the new leader.
+  proxy_->Heal();
+  const std::string new_leader = absl::StrCat("127.0.0.1:", 7000 + second);
+  absl::StatusOr<std::shared_ptr<DispatcherImpl>> redirected = replicas_[0]->Leader();
+  for (const absl::Time deadline = absl::Now() + kFailoverTimeout;
+       RedirectedLeader(redirected.status()) != new_leader && absl::Now() < deadline;
+       redirected = replicas_[0]->Leader()) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   EXPECT_EQ(RedirectedLeader(redirected.status()), new_leader) << redirected.status();
