@@ -573,5 +573,115 @@ TEST(EtcdThreeMemberTest, WatchContinuesAcrossAMemberKillWithoutLossOrDuplicates
   EXPECT_TRUE((*watch)->status().ok()) << (*watch)->status();
 }
 
+TEST(EtcdThreeMemberTest, APausedMemberIsPassedOverAfterTheCallDeadline) {
+  std::unique_ptr<EtcdTestCluster> cluster = StartThreeMembers();
+  ASSERT_NE(cluster, nullptr);
+  absl::StatusOr<int> leader = cluster->LeaderIndex();
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  const int follower = (*leader + 1) % 3;
+  EtcdClientOptions options = cluster->ClientOptions();
+  options.endpoints = StartingAt(options.endpoints, follower);
+  options.call_timeout = absl::Seconds(1);
+  std::unique_ptr<EtcdClient> client = ClientOf(options);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->Put("paused/key", "v").ok());
+
+  // Paused, the member neither answers nor refuses: the call waits out its deadline there, then
+  // goes to the next member.
+  cluster->StopMember(follower);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<etcdserverpb::RangeResponse> range = client->Range("paused/key");
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_EQ(range->kvs_size(), 1);
+  EXPECT_GE(absl::Now() - start, options.call_timeout);
+  EXPECT_LT(absl::Now() - start, options.call_timeout + absl::Seconds(1));
+  EXPECT_NE(client->endpoints()[client->current_endpoint()], cluster->endpoint(follower));
+  cluster->ContinueMember(follower);
+}
+
+// A single-member cluster of the test's own, for tests that pause or kill its member.
+std::unique_ptr<EtcdTestCluster> StartOneMember(const EtcdTestCluster::Options& options = {}) {
+  absl::StatusOr<std::unique_ptr<EtcdTestCluster>> cluster = EtcdTestCluster::Start(options);
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  return cluster.ok() ? *std::move(cluster) : nullptr;
+}
+
+TEST(EtcdUnansweredWriteTest, AWriteSentToAMemberThatStopsAnsweringIsUnknown) {
+  std::unique_ptr<EtcdTestCluster> cluster = StartOneMember();
+  ASSERT_NE(cluster, nullptr);
+  EtcdClientOptions options = cluster->ClientOptions();
+  options.call_timeout = absl::Milliseconds(500);
+  std::unique_ptr<EtcdClient> client = ClientOf(options);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->Range("unanswered/key").ok());  // connected
+
+  cluster->StopMember(0);
+  // The connection stands, so the write is sent; its answer never comes: applied or not is
+  // unknown (etcd may apply it once the member runs again).
+  absl::StatusOr<etcdserverpb::PutResponse> put = client->Put("unanswered/key", "v");
+  EXPECT_EQ(put.status().code(), absl::StatusCode::kUnknown) << put.status();
+  EXPECT_THAT(put.status().message(),
+              HasSubstr(absl::StrCat("etcd ", cluster->endpoint(0),
+                                     ": Put: outcome unknown: the request was sent to ",
+                                     cluster->endpoint(0))));
+  // A read of a member that does not answer is Unavailable: nothing was changed by it.
+  absl::StatusOr<etcdserverpb::RangeResponse> range = client->Range("unanswered/key");
+  EXPECT_EQ(range.status().code(), absl::StatusCode::kUnavailable) << range.status();
+
+  cluster->ContinueMember(0);
+  EXPECT_TRUE(Eventually([&] { return client->Range("unanswered/key").ok(); }, absl::Seconds(5)));
+}
+
+TEST(EtcdLeaseLossTest, LeaseKeepAliveReportsLossWhenNoMemberAnswersWithinTheTtl) {
+  std::unique_ptr<EtcdTestCluster> cluster = StartOneMember();
+  ASSERT_NE(cluster, nullptr);
+  EtcdClientOptions options = cluster->ClientOptions();
+  options.call_timeout = absl::Milliseconds(300);
+  std::unique_ptr<EtcdClient> client = ClientOf(options);
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<etcdserverpb::LeaseGrantResponse> lease = client->LeaseGrant(1);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  absl::Notification lost;
+  absl::Status why;
+  absl::StatusOr<std::unique_ptr<LeaseKeepAlive>> keep_alive =
+      LeaseKeepAlive::Start(client.get(), lease->id(), lease->ttl(), [&](const absl::Status& s) {
+        why = s;
+        lost.Notify();
+      });
+  ASSERT_TRUE(keep_alive.ok()) << keep_alive.status();
+
+  cluster->KillMember(0);
+  const absl::Time valid_until = (*keep_alive)->valid_until();
+  ASSERT_TRUE(lost.WaitForNotificationWithTimeout(absl::Seconds(lease->ttl()) + absl::Seconds(2)));
+  // Not before the lease may have expired, and not much after.
+  EXPECT_GE(absl::Now(), valid_until);
+  EXPECT_EQ(why.code(), absl::StatusCode::kDeadlineExceeded) << why;
+  EXPECT_THAT(why.message(), HasSubstr("not refreshed before"));
+  EXPECT_THAT(why.message(), HasSubstr(cluster->endpoint(0)));
+  EXPECT_FALSE((*keep_alive)->alive());
+}
+
+TEST(EtcdTestClusterTest, MaxRequestBytesIsTheMembersLimit) {
+  EtcdTestCluster::Options options;
+  options.max_request_bytes = 64 << 10;
+  std::unique_ptr<EtcdTestCluster> cluster = StartOneMember(options);
+  ASSERT_NE(cluster, nullptr);
+  std::unique_ptr<EtcdClient> client = ClientOf(cluster->ClientOptions());
+  ASSERT_NE(client, nullptr);
+  EXPECT_TRUE(client->Put("limit/fits", std::string(32 << 10, 'x')).ok());
+  absl::StatusOr<etcdserverpb::PutResponse> put =
+      client->Put("limit/too-large", std::string(80 << 10, 'x'));
+  EXPECT_EQ(put.status().code(), absl::StatusCode::kInvalidArgument) << put.status();
+  EXPECT_THAT(put.status().message(), HasSubstr("etcdserver: request is too large"));
+}
+
+TEST(EtcdTestClusterTest, RefusesAMemberCountOtherThanOneOrThree) {
+  EtcdTestCluster::Options options;
+  options.members = 2;
+  absl::StatusOr<std::unique_ptr<EtcdTestCluster>> cluster = EtcdTestCluster::Start(options);
+  EXPECT_EQ(cluster.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(cluster.status().message(), HasSubstr("members must be 1 or 3, is 2"));
+}
+
 }  // namespace
 }  // namespace granary::etcd
