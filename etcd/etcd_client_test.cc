@@ -86,6 +86,18 @@ class EventLog {
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// Why a LeaseKeepAlive lost its lease, once it has.
+struct LossLog {
+  LeaseKeepAlive::LostCallback Callback() {
+    return [this](const absl::Status& status) {
+      why = status;  // written before the notification, read after it
+      lost.Notify();
+    };
+  }
+  absl::Notification lost;
+  absl::Status why;
+};
+
 // One single-member cluster for the tests that need no failures; each test uses its own keys.
 class EtcdSingleMemberTest : public ::testing::Test {
  protected:
@@ -310,13 +322,9 @@ TEST_F(EtcdSingleMemberTest, LeaseKeepAliveKeepsTheLeaseAndReportsItsRevocation)
   absl::StatusOr<etcdserverpb::LeaseGrantResponse> lease = client_->LeaseGrant(1);
   ASSERT_TRUE(lease.ok()) << lease.status();
   ASSERT_TRUE(client_->Put(prefix_ + "owned", "x", lease->id()).ok());
-  absl::Notification lost;
-  absl::Status why;
+  LossLog loss;
   absl::StatusOr<std::unique_ptr<LeaseKeepAlive>> keep_alive =
-      LeaseKeepAlive::Start(client_.get(), lease->id(), lease->ttl(), [&](const absl::Status& s) {
-        why = s;
-        lost.Notify();
-      });
+      LeaseKeepAlive::Start(client_.get(), lease->id(), lease->ttl(), loss.Callback());
   ASSERT_TRUE(keep_alive.ok()) << keep_alive.status();
 
   // Well past the TTL, the key is still there.
@@ -329,11 +337,12 @@ TEST_F(EtcdSingleMemberTest, LeaseKeepAliveKeepsTheLeaseAndReportsItsRevocation)
   EXPECT_GT((*keep_alive)->valid_until(), absl::Now());
 
   ASSERT_TRUE(client_->LeaseRevoke(lease->id()).ok());
-  ASSERT_TRUE(lost.WaitForNotificationWithTimeout(absl::Seconds(lease->ttl()) + absl::Seconds(2)));
-  EXPECT_EQ(why.code(), absl::StatusCode::kNotFound) << why;
-  EXPECT_THAT(why.message(), HasSubstr("expired or was revoked"));
+  ASSERT_TRUE(
+      loss.lost.WaitForNotificationWithTimeout(absl::Seconds(lease->ttl()) + absl::Seconds(2)));
+  EXPECT_EQ(loss.why.code(), absl::StatusCode::kNotFound) << loss.why;
+  EXPECT_THAT(loss.why.message(), HasSubstr("expired or was revoked"));
   EXPECT_FALSE((*keep_alive)->alive());
-  EXPECT_EQ((*keep_alive)->status(), why);
+  EXPECT_EQ((*keep_alive)->status(), loss.why);
   range = client_->Range(prefix_ + "owned");
   ASSERT_TRUE(range.ok());
   EXPECT_EQ(range->kvs_size(), 0);
@@ -468,47 +477,60 @@ std::vector<std::string> StartingAt(std::vector<std::string> endpoints, int firs
   return endpoints;
 }
 
-std::unique_ptr<EtcdTestCluster> StartThreeMembers() {
-  EtcdTestCluster::Options options;
-  options.members = 3;
-  absl::StatusOr<std::unique_ptr<EtcdTestCluster>> cluster = EtcdTestCluster::Start(options);
-  EXPECT_TRUE(cluster.ok()) << cluster.status();
-  return cluster.ok() ? *std::move(cluster) : nullptr;
-}
+// A three-member cluster of the test's own (its tests kill and pause members), its leader, and
+// a follower.
+class EtcdThreeMemberTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EtcdTestCluster::Options options;
+    options.members = 3;
+    absl::StatusOr<std::unique_ptr<EtcdTestCluster>> cluster = EtcdTestCluster::Start(options);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = *std::move(cluster);
+    absl::StatusOr<int> leader = cluster_->LeaderIndex();
+    ASSERT_TRUE(leader.ok()) << leader.status();
+    leader_ = *leader;
+    follower_ = (leader_ + 1) % 3;
+  }
 
-TEST(EtcdThreeMemberTest, KillingTheMemberTheClientTalksToFailsOverToAnother) {
-  std::unique_ptr<EtcdTestCluster> cluster = StartThreeMembers();
-  ASSERT_NE(cluster, nullptr);
-  absl::StatusOr<int> leader = cluster->LeaderIndex();
-  ASSERT_TRUE(leader.ok()) << leader.status();
-  const int follower = (*leader + 1) % 3;
-  EtcdClientOptions options = cluster->ClientOptions();
-  options.endpoints = StartingAt(options.endpoints, follower);
-  options.call_timeout = absl::Seconds(2);
-  std::unique_ptr<EtcdClient> client = ClientOf(options);
+  // A client of every member, member `first` first.
+  std::unique_ptr<EtcdClient> ClientStartingAt(int first,
+                                               absl::Duration call_timeout = absl::Seconds(2)) {
+    EtcdClientOptions options = cluster_->ClientOptions();
+    options.endpoints = StartingAt(options.endpoints, first);
+    options.call_timeout = call_timeout;
+    return ClientOf(options);
+  }
+
+  std::unique_ptr<EtcdTestCluster> cluster_;
+  int leader_ = -1;
+  int follower_ = -1;
+};
+
+TEST_F(EtcdThreeMemberTest, KillingTheMemberTheClientTalksToFailsOverToAnother) {
+  std::unique_ptr<EtcdClient> client = ClientStartingAt(follower_);
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(client->Put("failover/key", "v1").ok());
 
   // A follower the client talks to dies: the very next calls go elsewhere.
-  cluster->KillMember(follower);
+  cluster_->KillMember(follower_);
   absl::StatusOr<etcdserverpb::RangeResponse> range = client->Range("failover/key");
   ASSERT_TRUE(range.ok()) << range.status();
   ASSERT_EQ(range->kvs_size(), 1);
   EXPECT_EQ(range->kvs(0).value(), "v1");
-  EXPECT_NE(client->endpoints()[client->current_endpoint()], cluster->endpoint(follower));
+  EXPECT_NE(client->endpoints()[client->current_endpoint()], cluster_->endpoint(follower_));
   absl::StatusOr<etcdserverpb::PutResponse> put = client->Put("failover/key", "v2");
   ASSERT_TRUE(put.ok()) << put.status();
 
   // Then the leader, when the client talks to it: two members are needed for a quorum, so the
   // follower comes back first. The others elect a new leader and the client's calls go there.
-  const absl::Status restarted = cluster->RestartMember(follower);
+  const absl::Status restarted = cluster_->RestartMember(follower_);
   ASSERT_TRUE(restarted.ok()) << restarted;
-  options.endpoints = StartingAt(cluster->endpoints(), *leader);
-  std::unique_ptr<EtcdClient> leader_client = ClientOf(options);
+  std::unique_ptr<EtcdClient> leader_client = ClientStartingAt(leader_);
   ASSERT_NE(leader_client, nullptr);
   ASSERT_TRUE(leader_client->Range("failover/key").ok());
   const absl::Time killed = absl::Now();
-  cluster->KillMember(*leader);
+  cluster_->KillMember(leader_);
   absl::StatusOr<etcdserverpb::RangeResponse> after;
   EXPECT_TRUE(Eventually(
       [&] {
@@ -524,19 +546,10 @@ TEST(EtcdThreeMemberTest, KillingTheMemberTheClientTalksToFailsOverToAnother) {
   EXPECT_EQ(after->kvs(0).value(), "v2");
 }
 
-TEST(EtcdThreeMemberTest, WatchContinuesAcrossAMemberKillWithoutLossOrDuplicates) {
-  std::unique_ptr<EtcdTestCluster> cluster = StartThreeMembers();
-  ASSERT_NE(cluster, nullptr);
-  absl::StatusOr<int> leader = cluster->LeaderIndex();
-  ASSERT_TRUE(leader.ok()) << leader.status();
-  const int watched = (*leader + 1) % 3;
+TEST_F(EtcdThreeMemberTest, WatchContinuesAcrossAMemberKillWithoutLossOrDuplicates) {
   // The writer talks to the leader, the watch to a follower, which is killed mid-stream.
-  EtcdClientOptions writer_options = cluster->ClientOptions();
-  writer_options.endpoints = StartingAt(writer_options.endpoints, *leader);
-  std::unique_ptr<EtcdClient> writer = ClientOf(writer_options);
-  EtcdClientOptions watch_options = cluster->ClientOptions();
-  watch_options.endpoints = StartingAt(watch_options.endpoints, watched);
-  std::unique_ptr<EtcdClient> watcher = ClientOf(watch_options);
+  std::unique_ptr<EtcdClient> writer = ClientStartingAt(leader_);
+  std::unique_ptr<EtcdClient> watcher = ClientStartingAt(follower_);
   ASSERT_NE(writer, nullptr);
   ASSERT_NE(watcher, nullptr);
 
@@ -553,7 +566,7 @@ TEST(EtcdThreeMemberTest, WatchContinuesAcrossAMemberKillWithoutLossOrDuplicates
     if (i == kRecords / 2) {
       // Some events are surely delivered on the first stream before it breaks.
       ASSERT_TRUE(Eventually([&] { return log.size() >= 10; }, absl::Seconds(5)));
-      cluster->KillMember(watched);
+      cluster_->KillMember(follower_);
     }
     absl::StatusOr<etcdserverpb::PutResponse> put =
         writer->Put(absl::StrCat("journal/", i), absl::StrCat(i));
@@ -573,100 +586,94 @@ TEST(EtcdThreeMemberTest, WatchContinuesAcrossAMemberKillWithoutLossOrDuplicates
   EXPECT_TRUE((*watch)->status().ok()) << (*watch)->status();
 }
 
-TEST(EtcdThreeMemberTest, APausedMemberIsPassedOverAfterTheCallDeadline) {
-  std::unique_ptr<EtcdTestCluster> cluster = StartThreeMembers();
-  ASSERT_NE(cluster, nullptr);
-  absl::StatusOr<int> leader = cluster->LeaderIndex();
-  ASSERT_TRUE(leader.ok()) << leader.status();
-  const int follower = (*leader + 1) % 3;
-  EtcdClientOptions options = cluster->ClientOptions();
-  options.endpoints = StartingAt(options.endpoints, follower);
-  options.call_timeout = absl::Seconds(1);
-  std::unique_ptr<EtcdClient> client = ClientOf(options);
+TEST_F(EtcdThreeMemberTest, APausedMemberIsPassedOverAfterTheCallDeadline) {
+  const absl::Duration call_timeout = absl::Seconds(1);
+  std::unique_ptr<EtcdClient> client = ClientStartingAt(follower_, call_timeout);
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(client->Put("paused/key", "v").ok());
 
   // Paused, the member neither answers nor refuses: the call waits out its deadline there, then
   // goes to the next member.
-  cluster->StopMember(follower);
+  cluster_->StopMember(follower_);
   const absl::Time start = absl::Now();
   absl::StatusOr<etcdserverpb::RangeResponse> range = client->Range("paused/key");
   ASSERT_TRUE(range.ok()) << range.status();
   EXPECT_EQ(range->kvs_size(), 1);
-  EXPECT_GE(absl::Now() - start, options.call_timeout);
-  EXPECT_LT(absl::Now() - start, options.call_timeout + absl::Seconds(1));
-  EXPECT_NE(client->endpoints()[client->current_endpoint()], cluster->endpoint(follower));
-  cluster->ContinueMember(follower);
+  EXPECT_GE(absl::Now() - start, call_timeout);
+  EXPECT_LT(absl::Now() - start, call_timeout + absl::Seconds(1));
+  EXPECT_NE(client->endpoints()[client->current_endpoint()], cluster_->endpoint(follower_));
+  cluster_->ContinueMember(follower_);
 }
 
 // A single-member cluster of the test's own, for tests that pause or kill its member.
-std::unique_ptr<EtcdTestCluster> StartOneMember(const EtcdTestCluster::Options& options = {}) {
-  absl::StatusOr<std::unique_ptr<EtcdTestCluster>> cluster = EtcdTestCluster::Start(options);
-  EXPECT_TRUE(cluster.ok()) << cluster.status();
-  return cluster.ok() ? *std::move(cluster) : nullptr;
-}
+class EtcdOwnMemberTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<EtcdTestCluster>> cluster =
+        EtcdTestCluster::Start(EtcdTestCluster::Options());
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = *std::move(cluster);
+  }
 
-TEST(EtcdUnansweredWriteTest, AWriteSentToAMemberThatStopsAnsweringIsUnknown) {
-  std::unique_ptr<EtcdTestCluster> cluster = StartOneMember();
-  ASSERT_NE(cluster, nullptr);
-  EtcdClientOptions options = cluster->ClientOptions();
-  options.call_timeout = absl::Milliseconds(500);
-  std::unique_ptr<EtcdClient> client = ClientOf(options);
+  std::unique_ptr<EtcdClient> ClientWithCallTimeout(absl::Duration call_timeout) {
+    EtcdClientOptions options = cluster_->ClientOptions();
+    options.call_timeout = call_timeout;
+    return ClientOf(options);
+  }
+
+  std::unique_ptr<EtcdTestCluster> cluster_;
+};
+
+TEST_F(EtcdOwnMemberTest, AWriteSentToAMemberThatStopsAnsweringIsUnknown) {
+  std::unique_ptr<EtcdClient> client = ClientWithCallTimeout(absl::Milliseconds(500));
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(client->Range("unanswered/key").ok());  // connected
 
-  cluster->StopMember(0);
+  cluster_->StopMember(0);
   // The connection stands, so the write is sent; its answer never comes: applied or not is
   // unknown (etcd may apply it once the member runs again).
   absl::StatusOr<etcdserverpb::PutResponse> put = client->Put("unanswered/key", "v");
   EXPECT_EQ(put.status().code(), absl::StatusCode::kUnknown) << put.status();
   EXPECT_THAT(put.status().message(),
-              HasSubstr(absl::StrCat("etcd ", cluster->endpoint(0),
+              HasSubstr(absl::StrCat("etcd ", cluster_->endpoint(0),
                                      ": Put: outcome unknown: the request was sent to ",
-                                     cluster->endpoint(0))));
+                                     cluster_->endpoint(0))));
   // A read of a member that does not answer is Unavailable: nothing was changed by it.
   absl::StatusOr<etcdserverpb::RangeResponse> range = client->Range("unanswered/key");
   EXPECT_EQ(range.status().code(), absl::StatusCode::kUnavailable) << range.status();
 
-  cluster->ContinueMember(0);
+  cluster_->ContinueMember(0);
   EXPECT_TRUE(Eventually([&] { return client->Range("unanswered/key").ok(); }, absl::Seconds(5)));
 }
 
-TEST(EtcdLeaseLossTest, LeaseKeepAliveReportsLossWhenNoMemberAnswersWithinTheTtl) {
-  std::unique_ptr<EtcdTestCluster> cluster = StartOneMember();
-  ASSERT_NE(cluster, nullptr);
-  EtcdClientOptions options = cluster->ClientOptions();
-  options.call_timeout = absl::Milliseconds(300);
-  std::unique_ptr<EtcdClient> client = ClientOf(options);
+TEST_F(EtcdOwnMemberTest, LeaseKeepAliveReportsLossWhenNoMemberAnswersWithinTheTtl) {
+  std::unique_ptr<EtcdClient> client = ClientWithCallTimeout(absl::Milliseconds(300));
   ASSERT_NE(client, nullptr);
   absl::StatusOr<etcdserverpb::LeaseGrantResponse> lease = client->LeaseGrant(1);
   ASSERT_TRUE(lease.ok()) << lease.status();
-  absl::Notification lost;
-  absl::Status why;
+  LossLog loss;
   absl::StatusOr<std::unique_ptr<LeaseKeepAlive>> keep_alive =
-      LeaseKeepAlive::Start(client.get(), lease->id(), lease->ttl(), [&](const absl::Status& s) {
-        why = s;
-        lost.Notify();
-      });
+      LeaseKeepAlive::Start(client.get(), lease->id(), lease->ttl(), loss.Callback());
   ASSERT_TRUE(keep_alive.ok()) << keep_alive.status();
 
-  cluster->KillMember(0);
+  cluster_->KillMember(0);
   const absl::Time valid_until = (*keep_alive)->valid_until();
-  ASSERT_TRUE(lost.WaitForNotificationWithTimeout(absl::Seconds(lease->ttl()) + absl::Seconds(2)));
+  ASSERT_TRUE(
+      loss.lost.WaitForNotificationWithTimeout(absl::Seconds(lease->ttl()) + absl::Seconds(2)));
   // Not before the lease may have expired, and not much after.
   EXPECT_GE(absl::Now(), valid_until);
-  EXPECT_EQ(why.code(), absl::StatusCode::kDeadlineExceeded) << why;
-  EXPECT_THAT(why.message(), HasSubstr("not refreshed before"));
-  EXPECT_THAT(why.message(), HasSubstr(cluster->endpoint(0)));
+  EXPECT_EQ(loss.why.code(), absl::StatusCode::kDeadlineExceeded) << loss.why;
+  EXPECT_THAT(loss.why.message(), HasSubstr("not refreshed before"));
+  EXPECT_THAT(loss.why.message(), HasSubstr(cluster_->endpoint(0)));
   EXPECT_FALSE((*keep_alive)->alive());
 }
 
 TEST(EtcdTestClusterTest, MaxRequestBytesIsTheMembersLimit) {
   EtcdTestCluster::Options options;
   options.max_request_bytes = 64 << 10;
-  std::unique_ptr<EtcdTestCluster> cluster = StartOneMember(options);
-  ASSERT_NE(cluster, nullptr);
-  std::unique_ptr<EtcdClient> client = ClientOf(cluster->ClientOptions());
+  absl::StatusOr<std::unique_ptr<EtcdTestCluster>> cluster = EtcdTestCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  std::unique_ptr<EtcdClient> client = ClientOf((*cluster)->ClientOptions());
   ASSERT_NE(client, nullptr);
   EXPECT_TRUE(client->Put("limit/fits", std::string(32 << 10, 'x')).ok());
   absl::StatusOr<etcdserverpb::PutResponse> put =
