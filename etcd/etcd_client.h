@@ -12,7 +12,7 @@
 // of serving stale reads or timing out.
 //
 // Which calls are retried on another endpoint:
-//   - Range, Status of the current endpoint's cluster, LeaseTimeToLive: always (reads).
+//   - Range, LeaseTimeToLive: always (reads). Status(endpoint) asks that one member only.
 //   - Put, DeleteRange, Txn, Compact, LeaseGrant, LeaseRevoke (writes): only when the request
 //     provably never reached a server that could apply it — the channel could not connect
 //     within the call's deadline, or the member answered "etcdserver: no leader" (refused before
@@ -27,11 +27,12 @@
 //     deadline passed, or etcd answered "request timed out" / "leader changed" / "server
 //     stopped" (etcd itself cannot tell). The caller must read back to learn the outcome; the
 //     journal treats such an append as indeterminate.
-//   - What etcd itself answers, with etcd's message: InvalidArgument ("etcdserver: request is too
-//     large" above the server's --max-request-bytes, 1.5 MiB by default; also a response above
-//     options.max_response_bytes, as ResourceExhausted), OutOfRange (a compacted or future
-//     revision), NotFound (an unknown lease), ResourceExhausted ("database space exceeded" past
-//     --quota-backend-bytes), FailedPrecondition, PermissionDenied.
+//   - What etcd (or gRPC) itself answers, with its message: InvalidArgument ("etcdserver:
+//     request is too large": a request above the server's --max-request-bytes, 1.5 MiB by
+//     default); ResourceExhausted ("grpc: received message larger than max": a request above
+//     that limit + 512 KiB, or a response above options.max_response_bytes; "etcdserver: mvcc:
+//     database space exceeded" past --quota-backend-bytes); OutOfRange (a compacted or future
+//     revision); NotFound (an unknown lease); FailedPrecondition; PermissionDenied.
 //   - A Txn whose compares fail is NOT an error: the call succeeds with succeeded == false and
 //     the failure branch's responses.
 //

@@ -458,6 +458,11 @@ TEST_F(EtcdSingleMemberTest, RequestLargerThanTheServersLimitIsRefusedClearly) {
   EXPECT_THAT(put.status().message(),
               HasSubstr(absl::StrCat("etcd ", cluster_->endpoint(0),
                                      ": Put: etcdserver: request is too large")));
+  // Past the limit plus gRPC's allowance (512 KiB), gRPC itself refuses the message.
+  const std::string far_too_large(3 << 20, 'x');
+  put = client_->Put(prefix_ + "far-too-large", far_too_large);
+  EXPECT_EQ(put.status().code(), absl::StatusCode::kResourceExhausted) << put.status();
+  EXPECT_THAT(put.status().message(), HasSubstr("larger than max"));
 }
 
 TEST_F(EtcdSingleMemberTest, StatusNamesTheLeaderAndRefusesForeignEndpoints) {

@@ -16,7 +16,9 @@
 //     oldest revision still watchable); the caller reloads from a snapshot and watches again.
 //   - FailedPrecondition: etcd canceled the watch for another reason (its cancel_reason).
 // It never ends because members are unreachable: it keeps trying every endpoint until
-// destroyed (the caller decides how long a silent watch is acceptable, e.g. from a lease).
+// destroyed (the caller decides how long a silent watch is acceptable, e.g. from a lease). A
+// killed member breaks the stream at once; a member that hangs (SIGSTOP, a dead host) only when
+// the channel's keepalive pings go unanswered (10 s + 5 s timeout, etcd_client.cc).
 //
 // Thread-safety: the methods are thread-safe. The callbacks run on the watch's thread, one at a
 // time, never after the destructor returns; they must not destroy the EtcdWatch. The destructor
