@@ -29,6 +29,9 @@ packages=(
   libcivetweb-dev chromium
   # The in-memory cache tier (cache/redis_env.h): hiredis; its tests start a real redis-server.
   libhiredis-dev redis-server
+  # The replicated dispatcher's journal (issue 32) lives in etcd, reached through our own gRPC
+  # client (etcd/); its tests start real etcd members on loopback (testing/etcd_test_cluster.h).
+  etcd-server
   # The Kubernetes deployment's check (deploy/validate.sh, ctest deploy_validate): PyYAML and
   # the Kubernetes API models of the Python client, which it validates the manifests against.
   python3-yaml python3-kubernetes

@@ -1,0 +1,103 @@
+// EtcdTestCluster: a real etcd cluster (Debian's etcd-server, /usr/bin/etcd) of 1 or 3 members
+// on 127.0.0.1 for tests of the etcd client and the replicated dispatcher's journal. Each member
+// has a free client and peer port, its data directory and log (member-<i>.log) under a fresh
+// temporary directory, and short raft timeouts so that a killed leader is replaced quickly.
+// Members can be killed (SIGKILL), restarted on their data, and paused (SIGSTOP, as a member cut
+// off from the others looks to them) and resumed. The destructor SIGKILLs and reaps every member
+// it started, by pid, so a failing test leaves no etcd behind (Subprocess also has the kernel
+// kill a member whose starting thread dies). Thread-compatible.
+#ifndef GRANARY_TESTING_ETCD_TEST_CLUSTER_H_
+#define GRANARY_TESTING_ETCD_TEST_CLUSTER_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/subprocess.h"
+#include "etcd/etcd_client.h"
+#include "testing/scoped_temp_dir.h"
+
+namespace granary::testing {
+
+class EtcdTestCluster {
+ public:
+  struct Options {
+    // 1 or 3.
+    int members = 1;
+    // etcd's --heartbeat-interval and --election-timeout (milliseconds): etcd's defaults are
+    // 100 and 1000; these make a leader's death noticed within about half a second.
+    int heartbeat_ms = 50;
+    int election_ms = 400;
+    // etcd's --max-request-bytes and --quota-backend-bytes; 0: etcd's defaults (1.5 MiB, 2 GiB).
+    int64_t max_request_bytes = 0;
+    int64_t quota_backend_bytes = 0;
+    // How long Start and RestartMember wait for the cluster (or member) to answer.
+    absl::Duration start_timeout = absl::Seconds(20);
+  };
+
+  // Starts the members and waits until each answers Status with a leader known and a Range
+  // through the cluster succeeds. FailedPrecondition saying to run scripts/setup_deps.sh when
+  // /usr/bin/etcd is missing; InvalidArgument for a bad member count; Unavailable (with the
+  // end of the members' logs) when the cluster does not come up within start_timeout.
+  static absl::StatusOr<std::unique_ptr<EtcdTestCluster>> Start(const Options& options);
+  ~EtcdTestCluster();
+  EtcdTestCluster(const EtcdTestCluster&) = delete;
+  EtcdTestCluster& operator=(const EtcdTestCluster&) = delete;
+
+  int size() const { return static_cast<int>(members_.size()); }
+  // "127.0.0.1:PORT" of every member's client URL, in member order.
+  std::vector<std::string> endpoints() const;
+  std::string endpoint(int member) const;
+  // Options for an EtcdClient of this cluster (plain text, every endpoint).
+  etcd::EtcdClientOptions ClientOptions() const;
+  // The pid of member `member` (-1 when killed).
+  pid_t pid(int member) const;
+  // The index of the member that is the raft leader now (asking the running, unpaused
+  // members); NotFound when no such member is the leader a member names.
+  absl::StatusOr<int> LeaderIndex();
+
+  // SIGKILLs member `member` and reaps it (a no-op when it is not running).
+  void KillMember(int member);
+  // Kills member `member` if running and starts it again on its data directory and ports;
+  // waits until it answers Status with a leader known. Unavailable (with its log) if it does
+  // not within start_timeout.
+  absl::Status RestartMember(int member);
+  // SIGSTOP / SIGCONT member `member`: paused, it neither answers nor heartbeats.
+  void StopMember(int member);
+  void ContinueMember(int member);
+
+  // The last `lines` lines of member `member`'s log.
+  std::string LogTail(int member, int lines = 20) const;
+
+ private:
+  struct Member {
+    std::string name;
+    int client_port = 0;
+    int peer_port = 0;
+    std::string data_dir;
+    std::string log_path;
+    std::unique_ptr<Subprocess> process;
+    bool paused = false;
+  };
+
+  explicit EtcdTestCluster(const Options& options);
+  // Starts member `member`'s etcd process.
+  void Launch(int member);
+  // Waits until member `member` answers Status with a leader known.
+  absl::Status AwaitMember(int member, absl::Time deadline);
+
+  const Options options_;
+  ScopedTempDir dir_;
+  std::vector<Member> members_;
+  std::string initial_cluster_;
+  std::unique_ptr<etcd::EtcdClient> client_;
+};
+
+}  // namespace granary::testing
+
+#endif  // GRANARY_TESTING_ETCD_TEST_CLUSTER_H_

@@ -1,0 +1,17 @@
+// Loopback ports for tests that start servers on 127.0.0.1 (Redis, etcd): finding a free one and
+// checking that a server accepts connections on one.
+#ifndef GRANARY_TESTING_LOOPBACK_PORT_H_
+#define GRANARY_TESTING_LOOPBACK_PORT_H_
+
+namespace granary::testing {
+
+// Binds 127.0.0.1:`port` (0: any free port) and closes it again: the port bound, or 0 when
+// binding failed (something else has it). A port found free may be taken before it is used.
+int BindLoopbackPort(int port);
+
+// Whether something accepts a TCP connection on 127.0.0.1:`port` now.
+bool AcceptsOnLoopback(int port);
+
+}  // namespace granary::testing
+
+#endif  // GRANARY_TESTING_LOOPBACK_PORT_H_
