@@ -21,6 +21,7 @@
 #include "testing/scoped_temp_dir.h"
 #include "tests/in_process_digest.h"
 #include "tests/local_cluster.h"
+#include "tests/read_into_digest.h"
 
 namespace granary {
 namespace {
@@ -66,18 +67,9 @@ class ElasticTest : public ::testing::Test {
   // Reads `n` elements (all when n < 0) into the digest, a simulated training step of 1 ms
   // each, so that the epoch lasts long enough (~2 s) for workers to pick up new tasks.
   void Read(EpochReader& reader, int64_t n) {
-    for (int64_t i = 0; n < 0 || i < n; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      ReceivedElement element;
-      bool end = false;
-      const absl::Status status = reader.Next(&element, &end);
-      ASSERT_TRUE(status.ok()) << status;
-      if (end) {
-        ended_ = true;
-        return;
-      }
-      digest_.Add(element.tensors());
-    }
+    const absl::StatusOr<bool> ended = testing::ReadIntoDigest(reader, n, digest_);
+    ASSERT_TRUE(ended.ok()) << ended.status();
+    ended_ = ended_ || *ended;
   }
 
   // Reads on, a few elements at a time, until every task of epoch 0 has leased a split.

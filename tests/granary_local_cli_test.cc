@@ -181,7 +181,9 @@ TEST_F(LocalCliTest, AnotherCommandsFlagIsRefusedByName) {
   EXPECT_THAT(help.output, HasSubstr("flags of granary status:\n  --config (A client "
                                      "configuration file"));
   EXPECT_THAT(help.output,
-              HasSubstr("\n  --dispatcher (Dispatcher address, host:port.); default: ;\n"));
+              HasSubstr("\n  --dispatcher (Dispatcher address, host:port; for a replicated "
+                        "dispatcher its replicas' addresses separated by commas (calls follow "
+                        "the leader).); default: ;\n"));
   EXPECT_THAT(help.output, ::testing::Not(HasSubstr("--journal_dir")));
 }
 

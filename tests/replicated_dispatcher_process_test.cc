@@ -3,7 +3,9 @@
 // given every replica's address. The leader is SIGKILLed mid-epoch while the trainer reads and
 // the workers lease splits: a follower takes over, and the epoch's digest equals the in-process
 // run's — nothing leased twice, nothing lost. Leases acknowledged by a killed leader are
-// answered the same by its successor. An etcd member's death does not stop the service.
+// answered the same by its successor. An etcd member's death does not stop the service; with two
+// of three gone it refuses state changes, loses nothing and resumes when one returns. Bad start
+// inputs (an unreachable etcd, a missing replica id, both journals) are clear errors, not hangs.
 #include <signal.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/dispatcher_targets.h"
+#include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
 #include "grpcpp/security/credentials.h"
@@ -29,6 +32,7 @@
 #include "testing/scoped_temp_dir.h"
 #include "tests/in_process_digest.h"
 #include "tests/local_cluster.h"
+#include "tests/read_into_digest.h"
 
 namespace granary {
 namespace {
@@ -84,22 +88,6 @@ class ReplicatedDispatcherTest : public ::testing::Test {
     job_ = *std::move(job);
   }
 
-  // Reads `n` elements (all when n < 0) of `reader` into `digest`.
-  static void Read(EpochReader& reader, int64_t n, EpochDigest& digest, bool& ended) {
-    for (int64_t i = 0; n < 0 || i < n; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      ReceivedElement element;
-      bool end = false;
-      const absl::Status status = reader.Next(&element, &end);
-      ASSERT_TRUE(status.ok()) << status;
-      if (end) {
-        ended = true;
-        return;
-      }
-      digest.Add(element.tensors());
-    }
-  }
-
   static void ExpectExactlyOnce(const EpochDigest& digest, int64_t epoch) {
     const testing::InProcessDigest expected = testing::DigestInProcess(Pipeline(), kSeed, epoch);
     EXPECT_EQ(digest.rows(), expected.rows) << "seed " << kSeed << " epoch " << epoch;
@@ -129,13 +117,12 @@ TEST_F(ReplicatedDispatcherTest, TheLeaderKilledMidEpochLosesAndRepeatsNothing) 
     auto reader = job_->ReadEpoch(epoch);
     ASSERT_TRUE(reader.ok()) << reader.status();
     EpochDigest digest(true);
-    bool ended = false;
-    Read(**reader, 300, digest, ended);
-    ASSERT_FALSE(ended);
+    absl::StatusOr<bool> ended = testing::ReadIntoDigest(**reader, 300, digest);
+    ASSERT_TRUE(ended.ok() && !*ended) << ended.status();
     const int killed = KillLeader();
     ASSERT_GE(killed, 0);
-    Read(**reader, -1, digest, ended);
-    ASSERT_TRUE(ended);
+    ended = testing::ReadIntoDigest(**reader, -1, digest);
+    ASSERT_TRUE(ended.ok() && *ended) << ended.status();
     ExpectExactlyOnce(digest, epoch);
     // The killed replica comes back as a follower of the new leader.
     ASSERT_TRUE(cluster_->RestartDispatcher(killed));
@@ -148,14 +135,14 @@ TEST_F(ReplicatedDispatcherTest, AnEtcdMemberKilledDoesNotStopTheService) {
   auto reader = job_->ReadEpoch(0);
   ASSERT_TRUE(reader.ok()) << reader.status();
   EpochDigest digest(true);
-  bool ended = false;
-  Read(**reader, 200, digest, ended);
+  absl::StatusOr<bool> ended = testing::ReadIntoDigest(**reader, 200, digest);
+  ASSERT_TRUE(ended.ok() && !*ended) << ended.status();
   // Kill the raft leader of etcd (the member most likely to matter).
   const absl::StatusOr<int> etcd_leader = etcd_->LeaderIndex();
   ASSERT_TRUE(etcd_leader.ok()) << etcd_leader.status();
   etcd_->KillMember(*etcd_leader);
-  Read(**reader, -1, digest, ended);
-  ASSERT_TRUE(ended);
+  ended = testing::ReadIntoDigest(**reader, -1, digest);
+  ASSERT_TRUE(ended.ok() && *ended) << ended.status();
   ExpectExactlyOnce(digest, 0);
 }
 
@@ -263,6 +250,90 @@ TEST_F(ReplicatedDispatcherTest, LeasesAcknowledgedByAKilledLeaderAreAnsweredThe
     ASSERT_TRUE(status.ok()) << status.error_message();
     ASSERT_EQ(response.splits_size(), 1) << "task " << key.first << " seq " << key.second;
     EXPECT_EQ(response.splits(0).id(), split_id) << "task " << key.first << " seq " << key.second;
+  }
+}
+
+TEST_F(ReplicatedDispatcherTest, TwoOfThreeEtcdMembersDownRefusesChangesLosesNothingAndResumes) {
+  StartGranary(0);
+  auto targets = DispatcherTargets::Create(cluster_->dispatcher_address(), "dispatcher",
+                                           grpc::InsecureChannelCredentials(), {});
+  ASSERT_TRUE(targets.ok()) << targets.status();
+  // A state-changing call: opens job `name` of the dataset (a new journal record each name).
+  RegisterDatasetResponse dataset;
+  const auto open_job = [&](const std::string& name) {
+    GetOrCreateJobRequest request;
+    request.set_dataset_id(dataset.dataset_id());
+    request.set_name(name);
+    GetOrCreateJobResponse response;
+    return (*targets)->Call([] { return testing::RpcContext(); },
+                            [&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+                              return stub.GetOrCreateJob(context, request, &response);
+                            });
+  };
+  auto def = ParsePipelineJson(R"({"source": {"type": "range", "params": {"stop": 100}}})", "p");
+  ASSERT_TRUE(def.ok());
+  RegisterDatasetRequest dataset_request;
+  *dataset_request.mutable_pipeline() = *def;
+  const absl::Time deadline = absl::Now() + kFailoverTimeout;
+  grpc::Status registered;
+  do {
+    registered = (*targets)->Call([] { return testing::RpcContext(); },
+                                  [&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+                                    return stub.RegisterDataset(context, dataset_request, &dataset);
+                                  });
+  } while (!registered.ok() && absl::Now() < deadline);
+  ASSERT_TRUE(registered.ok()) << registered.error_message();
+  ASSERT_TRUE(open_job("before").ok());
+
+  etcd_->KillMember(0);
+  etcd_->KillMember(1);
+  // No quorum: nothing can be committed, so no state change is acknowledged.
+  const grpc::Status refused = open_job("during");
+  EXPECT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.error_code() == grpc::StatusCode::UNAVAILABLE ||
+              refused.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+      << refused.error_code() << ": " << refused.error_message();
+
+  // One member back: a quorum again; the service resumes with what it had.
+  ASSERT_TRUE(etcd_->RestartMember(0).ok());
+  grpc::Status resumed;
+  for (const absl::Time until = absl::Now() + absl::Seconds(30);
+       !(resumed = open_job("after")).ok() && absl::Now() < until;) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_TRUE(resumed.ok()) << resumed.error_message();
+  GetStatusResponse status;
+  ASSERT_TRUE((*targets)
+                  ->Call([] { return testing::RpcContext(); },
+                         [&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+                           return stub.GetStatus(context, GetStatusRequest(), &status);
+                         })
+                  .ok());
+  std::set<std::string> jobs;
+  for (const JobState& job : status.state().jobs()) jobs.insert(job.name());
+  EXPECT_TRUE(jobs.count("before")) << "a job acknowledged before the outage was lost";
+  EXPECT_TRUE(jobs.count("after"));
+}
+
+TEST_F(ReplicatedDispatcherTest, BadStartInputsAreClearErrorsNotHangs) {
+  const struct {
+    std::vector<std::string> flags;
+    std::string named;
+  } cases[] = {
+      // Nothing listens on port 1: the error names the endpoint, within the call deadline.
+      {{"--journal=etcd://127.0.0.1:1/granary", "--replica_id=r0"}, "127.0.0.1:1"},
+      {{"--journal=" + journal_}, "--journal etcd://... needs --replica_id"},
+      {{"--journal=" + journal_, "--replica_id=r0", "--journal_dir=" + dir_.Join("j")},
+       "give either --journal_dir"},
+      {{"--journal=etcd://127.0.0.1:2379", "--replica_id=r0"}, "no /PREFIX"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv = {GRANARY_BINARY, "dispatcher", "--insecure", "--port=0"};
+    argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+    Subprocess dispatcher(argv, Subprocess::Stderr::kMergeIntoStdout);
+    const std::string output = dispatcher.ReadAll(std::chrono::seconds(30));
+    EXPECT_EQ(dispatcher.WaitFor(std::chrono::seconds(10)), 1) << c.flags[0] << "\n" << output;
+    EXPECT_NE(output.find(c.named), std::string::npos) << output;
   }
 }
 
