@@ -47,7 +47,13 @@ class EventLog {
  public:
   void Add(const google::protobuf::RepeatedPtrField<mvccpb::Event>& events) {
     absl::MutexLock lock(&mu_);
+    if (events.empty()) ++empty_calls_;
     for (const mvccpb::Event& event : events) events_.push_back(event);
+  }
+  // Calls with no event (a resumption after compaction, OnCompacted::kResumeAtCompactRevision).
+  int empty_calls() const {
+    absl::MutexLock lock(&mu_);
+    return empty_calls_;
   }
   void End(const absl::Status& status) {
     absl::MutexLock lock(&mu_);
@@ -71,12 +77,13 @@ class EventLog {
     return end_;
   }
 
-  absl::StatusOr<std::unique_ptr<EtcdWatch>> Watch(EtcdClient* client, const std::string& prefix,
-                                                   int64_t start_revision) {
+  absl::StatusOr<std::unique_ptr<EtcdWatch>> Watch(
+      EtcdClient* client, const std::string& prefix, int64_t start_revision,
+      EtcdWatch::OnCompacted on_compacted = EtcdWatch::OnCompacted::kEnd) {
     return EtcdWatch::Start(
         client, prefix, PrefixRangeEnd(prefix), start_revision,
         [this](const google::protobuf::RepeatedPtrField<mvccpb::Event>& events) { Add(events); },
-        [this](const absl::Status& status) { End(status); });
+        [this](const absl::Status& status) { End(status); }, on_compacted);
   }
 
  private:
@@ -84,6 +91,7 @@ class EventLog {
   std::vector<mvccpb::Event> events_ ABSL_GUARDED_BY(mu_);
   absl::Status end_ ABSL_GUARDED_BY(mu_);
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  int empty_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Why a LeaseKeepAlive lost its lease, once it has.
@@ -439,6 +447,29 @@ TEST_F(EtcdSingleMemberTest, WatchFromACompactedRevisionIsOutOfRange) {
   // Compacting again to the same revision is refused.
   absl::StatusOr<etcdserverpb::CompactionResponse> again = client_->Compact(compacted_to, false);
   EXPECT_EQ(again.status().code(), absl::StatusCode::kOutOfRange) << again.status();
+}
+
+TEST_F(EtcdSingleMemberTest, AWatchToldToResumeAtTheCompactRevisionGoesOnFromThere) {
+  absl::StatusOr<etcdserverpb::PutResponse> first = client_->Put(prefix_ + "k", "1");
+  ASSERT_TRUE(first.ok());
+  absl::StatusOr<etcdserverpb::PutResponse> last = client_->Put(prefix_ + "k", "2");
+  ASSERT_TRUE(last.ok());
+  ASSERT_TRUE(client_->Compact(last->header().revision(), /*physical=*/true).ok());
+  EventLog log;
+  absl::StatusOr<std::unique_ptr<EtcdWatch>> watch =
+      log.Watch(client_.get(), prefix_, first->header().revision(),
+                EtcdWatch::OnCompacted::kResumeAtCompactRevision);
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  // Told that changes may be missed (an empty call), then given the compact revision's event
+  // and every later one; the watch does not end.
+  ASSERT_TRUE(Eventually([&] { return log.size() == 1; }, absl::Seconds(5)));
+  EXPECT_EQ(log.empty_calls(), 1);
+  EXPECT_EQ(log.events()[0].kv().value(), "2");
+  ASSERT_TRUE(client_->Put(prefix_ + "k", "3").ok());
+  ASSERT_TRUE(Eventually([&] { return log.size() == 2; }, absl::Seconds(5)));
+  EXPECT_EQ(log.events()[1].kv().value(), "3");
+  EXPECT_FALSE(log.ended());
+  EXPECT_TRUE((*watch)->status().ok());
 }
 
 TEST_F(EtcdSingleMemberTest, WatchRefusesAnIndefiniteStart) {

@@ -16,7 +16,8 @@ absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdWatch::Start(EtcdClient* client, 
                                                             std::string range_end,
                                                             int64_t start_revision,
                                                             EventsCallback on_events,
-                                                            EndCallback on_end) {
+                                                            EndCallback on_end,
+                                                            OnCompacted on_compacted) {
   if (start_revision < 1) {
     return absl::InvalidArgumentError(absl::StrCat("etcd watch of \"", absl::CHexEscape(key),
                                                    "\": start_revision must be >= 1, is ",
@@ -28,16 +29,18 @@ absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdWatch::Start(EtcdClient* client, 
   }
   return std::unique_ptr<EtcdWatch>(new EtcdWatch(client, std::move(key), std::move(range_end),
                                                   start_revision, std::move(on_events),
-                                                  std::move(on_end)));
+                                                  std::move(on_end), on_compacted));
 }
 
 EtcdWatch::EtcdWatch(EtcdClient* client, std::string key, std::string range_end,
-                     int64_t start_revision, EventsCallback on_events, EndCallback on_end)
+                     int64_t start_revision, EventsCallback on_events, EndCallback on_end,
+                     OnCompacted on_compacted)
     : client_(client),
       key_(std::move(key)),
       range_end_(std::move(range_end)),
       on_events_(std::move(on_events)),
       on_end_(std::move(on_end)),
+      on_compacted_(on_compacted),
       next_revision_(start_revision) {
   thread_ = std::thread([this] { Run(); });
 }
@@ -125,6 +128,8 @@ absl::Status EtcdWatch::Stream(size_t index) {
     etcdserverpb::WatchResponse response;
     while (end.ok() && stream->Read(&response)) end = Handle(response, endpoint);
   }
+  // Handle's request for a new stream from the compact revision (kResumeAtCompactRevision).
+  if (absl::IsAborted(end)) end = absl::OkStatus();
   // Reads may be left (after an end): cancel so that Finish returns at once.
   context.TryCancel();
   stream->Finish().IgnoreError();
@@ -137,6 +142,14 @@ absl::Status EtcdWatch::Handle(const etcdserverpb::WatchResponse& response,
                                const std::string& endpoint) {
   if (response.canceled()) {
     const int64_t asked = next_revision();
+    if (response.compact_revision() > 0 && on_compacted_ == OnCompacted::kResumeAtCompactRevision) {
+      {
+        absl::MutexLock lock(&mu_);
+        next_revision_ = response.compact_revision();
+      }
+      on_events_(google::protobuf::RepeatedPtrField<mvccpb::Event>());
+      return absl::AbortedError("resume at the compact revision on a new stream");
+    }
     if (response.compact_revision() > 0) {
       return absl::OutOfRangeError(
           absl::StrCat(Describe(asked), " on ", endpoint, ": revision ", asked,

@@ -14,6 +14,8 @@
 //   - OutOfRange: next_revision() has been compacted (on creation or on a resumption). The
 //     message names the watched range, the revision asked for and etcd's compact revision (the
 //     oldest revision still watchable); the caller reloads from a snapshot and watches again.
+//     Unless started with OnCompacted::kResumeAtCompactRevision: then the watch goes on from the
+//     compact revision (after an empty `on_events`), for callers that only need the state now.
 //   - FailedPrecondition: etcd canceled the watch for another reason (its cancel_reason).
 // It never ends because members are unreachable: it keeps trying every endpoint until
 // destroyed (the caller decides how long a silent watch is acceptable, e.g. from a lease). A
@@ -51,6 +53,15 @@ class EtcdWatch {
   // Why the watch ended (see the file comment).
   using EndCallback = std::function<void(const absl::Status& status)>;
 
+  // What a compacted resumption revision does (see the file comment's OutOfRange).
+  enum class OnCompacted {
+    // The watch ends with OutOfRange: a follower of every event must reload.
+    kEnd,
+    // The watch resumes at etcd's compact revision, first calling `on_events` with no events
+    // ("changes may have been missed"): for a caller that re-reads the state on each call.
+    kResumeAtCompactRevision,
+  };
+
   // Starts watching [key, range_end) (range_end as in EtcdClient::Range; PrefixRangeEnd for a
   // prefix) from `start_revision`. `client` must outlive the watch. InvalidArgument when
   // start_revision < 1 (a resumable watch needs a definite start: a Range's header.revision + 1
@@ -59,7 +70,9 @@ class EtcdWatch {
                                                           std::string range_end,
                                                           int64_t start_revision,
                                                           EventsCallback on_events,
-                                                          EndCallback on_end);
+                                                          EndCallback on_end,
+                                                          OnCompacted on_compacted =
+                                                              OnCompacted::kEnd);
   ~EtcdWatch();
   EtcdWatch(const EtcdWatch&) = delete;
   EtcdWatch& operator=(const EtcdWatch&) = delete;
@@ -77,7 +90,7 @@ class EtcdWatch {
 
  private:
   EtcdWatch(EtcdClient* client, std::string key, std::string range_end, int64_t start_revision,
-            EventsCallback on_events, EndCallback on_end);
+            EventsCallback on_events, EndCallback on_end, OnCompacted on_compacted);
 
   // The thread: streams until stopped or ended.
   void Run();
@@ -93,6 +106,7 @@ class EtcdWatch {
   const std::string range_end_;
   const EventsCallback on_events_;
   const EndCallback on_end_;
+  const OnCompacted on_compacted_;
 
   mutable absl::Mutex mu_;
   int64_t next_revision_ ABSL_GUARDED_BY(mu_);

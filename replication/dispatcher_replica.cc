@@ -19,6 +19,13 @@ constexpr absl::Duration kCatchUpTimeout = absl::Seconds(30);
 // The pause between terms, so a replica that cannot reach etcd does not spin.
 constexpr absl::Duration kBetweenTerms = absl::Milliseconds(100);
 
+// How long a crashed predecessor's key (of a lease of `ttl_seconds`) may outlive it: its last
+// keep-alive renewed the lease for a TTL, and etcd's lessor checks expiry only every half second
+// or so, so allow three TTLs and a second.
+absl::Duration PredecessorKeyLifetime(int64_t ttl_seconds) {
+  return absl::Seconds(3 * ttl_seconds + 1);
+}
+
 }  // namespace
 
 std::string DispatcherReplica::ReplicaKey(const std::string& prefix,
@@ -41,15 +48,7 @@ absl::StatusOr<std::unique_ptr<DispatcherReplica>> DispatcherReplica::Start(
   }
   std::unique_ptr<DispatcherReplica> replica(
       new DispatcherReplica(client, std::move(options), std::move(journal)));
-  ASSIGN_OR_RETURN(const etcdserverpb::LeaseGrantResponse lease,
-                   client->LeaseGrant(replica->options_.lease_ttl_seconds));
-  // A crashed predecessor with this id holds its key until its lease expires.
-  const absl::Status claimed =
-      replica->ClaimReplicaId(lease.id(), absl::Seconds(lease.ttl()) + absl::Seconds(1));
-  if (!claimed.ok()) {
-    (void)client->LeaseRevoke(lease.id());
-    return claimed;
-  }
+  ASSIGN_OR_RETURN(const etcdserverpb::LeaseGrantResponse lease, replica->ClaimTerm());
   replica->thread_ = std::thread(
       [r = replica.get(), id = lease.id(), ttl = lease.ttl()] { r->Run(id, ttl); });
   return replica;
@@ -83,34 +82,36 @@ void DispatcherReplica::Run(int64_t lease, int64_t ttl_seconds) {
 }
 
 absl::Status DispatcherReplica::NextTerm() {
-  ASSIGN_OR_RETURN(const etcdserverpb::LeaseGrantResponse lease,
-                   client_->LeaseGrant(options_.lease_ttl_seconds));
-  const absl::Status claimed =
-      ClaimReplicaId(lease.id(), absl::Seconds(lease.ttl()) + absl::Seconds(1));
-  if (!claimed.ok()) {
-    (void)client_->LeaseRevoke(lease.id());
-    return claimed;
-  }
+  ASSIGN_OR_RETURN(const etcdserverpb::LeaseGrantResponse lease, ClaimTerm());
   return RunTerm(lease.id(), lease.ttl());
 }
 
-absl::Status DispatcherReplica::ClaimReplicaId(int64_t lease, absl::Duration wait) {
+absl::StatusOr<etcdserverpb::LeaseGrantResponse> DispatcherReplica::ClaimTerm() {
   const std::string key = ReplicaKey(options_.journal.prefix, options_.me.replica_id());
-  const absl::Time deadline = absl::Now() + wait;
+  const absl::Time deadline = absl::Now() + PredecessorKeyLifetime(options_.lease_ttl_seconds);
   for (;;) {
-    etcdserverpb::TxnRequest claim;
-    *claim.add_compare() = etcd::txn::CreateRevision(key, etcdserverpb::Compare::EQUAL, 0);
-    *claim.add_success() = etcd::txn::PutOp(key, options_.me.SerializeAsString(), lease);
-    *claim.add_failure() = etcd::txn::RangeOp(key);
-    ASSIGN_OR_RETURN(const etcdserverpb::TxnResponse claimed, client_->Txn(claim));
-    if (claimed.succeeded()) return absl::OkStatus();
-    ReplicaCampaign holder;
-    const auto& kvs = claimed.responses(0).response_range().kvs();
-    if (!kvs.empty()) holder.ParseFromString(kvs[0].value());
+    // Wait for the id to be free first: a lease granted now would expire, unrefreshed, while
+    // a crashed predecessor's key outlives it.
+    ASSIGN_OR_RETURN(etcdserverpb::RangeResponse holder, client_->Range(key));
+    if (holder.kvs_size() == 0) {
+      ASSIGN_OR_RETURN(const etcdserverpb::LeaseGrantResponse lease,
+                       client_->LeaseGrant(options_.lease_ttl_seconds));
+      etcdserverpb::TxnRequest claim;
+      *claim.add_compare() = etcd::txn::CreateRevision(key, etcdserverpb::Compare::EQUAL, 0);
+      *claim.add_success() = etcd::txn::PutOp(key, options_.me.SerializeAsString(), lease.id());
+      *claim.add_failure() = etcd::txn::RangeOp(key);
+      const absl::StatusOr<etcdserverpb::TxnResponse> claimed = client_->Txn(claim);
+      if (claimed.ok() && claimed->succeeded()) return lease;
+      (void)client_->LeaseRevoke(lease.id());
+      RETURN_IF_ERROR(claimed.status());
+      *holder.mutable_kvs() = claimed->responses(0).response_range().kvs();
+    }
     if (absl::Now() >= deadline) {
+      ReplicaCampaign campaign;
+      if (holder.kvs_size() > 0) campaign.ParseFromString(holder.kvs(0).value());
       return absl::AlreadyExistsError(absl::StrCat(
           "dispatcher replica id '", options_.me.replica_id(), "' is in use by a live replica at ",
-          holder.address().empty() ? "an unknown address" : holder.address(), " (", key,
+          campaign.address().empty() ? "an unknown address" : campaign.address(), " (", key,
           "): give each replica its own --replica_id"));
     }
     absl::SleepFor(absl::Milliseconds(100));

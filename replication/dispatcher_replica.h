@@ -108,9 +108,10 @@ class DispatcherReplica {
   absl::Status NextTerm();
   // One term (the file comment); returns why it ended.
   absl::Status RunTerm(int64_t lease, int64_t ttl_seconds);
-  // Claims the replica id for `lease`'s term: AlreadyExists if a live replica holds it after
-  // `wait` (a crashed predecessor's key lasts until its lease expires).
-  absl::Status ClaimReplicaId(int64_t lease, absl::Duration wait);
+  // Waits until no live replica holds this replica's id (a crashed predecessor's key lasts until
+  // its lease expires), then grants the term's lease and claims the id with it. AlreadyExists
+  // naming the holder's address if the id is still held after PredecessorKeyLifetime.
+  absl::StatusOr<etcdserverpb::LeaseGrantResponse> ClaimTerm();
 
   // What ends a term or moves it on, signalled by callbacks on other threads.
   void EndTerm(const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);

@@ -68,7 +68,10 @@ absl::StatusOr<std::unique_ptr<LeaderElection>> LeaderElection::Campaign(
           [e = election.get()](const google::protobuf::RepeatedPtrField<mvccpb::Event>&) {
             e->Refresh();
           },
-          std::move(on_end)));
+          std::move(on_end),
+          // Who leads is re-read on every change, so a compacted history loses nothing: a
+          // stream resumed after etcd compacted (each snapshot does) goes on from there.
+          etcd::EtcdWatch::OnCompacted::kResumeAtCompactRevision));
   // A campaign that ended between the first Refresh and the watch's start is seen here.
   election->Refresh();
   return election;

@@ -143,6 +143,11 @@ bool LocalCluster::RestartDispatcher(int replica) {
   return d.address == address;
 }
 
+bool LocalCluster::DispatcherRunning(int replica) {
+  Subprocess& process = *dispatchers_[replica].process;
+  return process.running() && process.WaitFor(std::chrono::milliseconds(0)) == -1;
+}
+
 int LocalCluster::LeaderReplica(absl::Duration timeout) const {
   const absl::Time deadline = absl::Now() + timeout;
   do {

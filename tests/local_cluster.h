@@ -70,6 +70,9 @@ class LocalCluster {
   // Starts the dispatcher (replica `replica`) again on the same journal and address; false if
   // it did not come up.
   bool RestartDispatcher(int replica = 0);
+  // Whether the dispatcher (replica `replica`) is running (not exited or killed), reaping it
+  // if it exited.
+  bool DispatcherRunning(int replica = 0);
   // The replica that answers GetStatus (the leader), once one does within `timeout`; else -1.
   int LeaderReplica(absl::Duration timeout) const;
 

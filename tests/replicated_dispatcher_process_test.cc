@@ -2,7 +2,9 @@
 // `etcd` binary, three `granary dispatcher --journal etcd://...` replicas, workers and a trainer
 // given every replica's address. The leader is SIGKILLed mid-epoch while the trainer reads and
 // the workers lease splits: a follower takes over, and the epoch's digest equals the in-process
-// run's — nothing leased twice, nothing lost. Leases acknowledged by a killed leader are
+// run's — nothing leased twice, nothing lost; so too when leaders crash at the journal's
+// failpoints (after etcd committed a record, before it was applied or answered). Leases
+// acknowledged by a killed leader are
 // answered the same by its successor. An etcd member's death does not stop the service; with two
 // of three gone it refuses state changes, loses nothing and resumes when one returns. Bad start
 // inputs (an unreachable etcd, a missing replica id, both journals) are clear errors, not hangs.
@@ -21,6 +23,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/dispatcher_targets.h"
+#include "common/env.h"
+#include "common/failpoints.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
@@ -47,6 +51,13 @@ PipelineDef Pipeline() {
       .Map("add", {{"value", int64_t{3}}})
       .Batch(10)
       .Build();
+}
+
+// The last lines of the file at `path` (a process' log), for failure messages.
+std::string LogTail(const std::string& path) {
+  const absl::StatusOr<std::string> log = ReadFileToString(Env::Default(), path);
+  if (!log.ok()) return log.status().ToString();
+  return log->substr(log->size() > 3000 ? log->size() - 3000 : 0);
 }
 
 class ReplicatedDispatcherTest : public ::testing::Test {
@@ -336,6 +347,41 @@ TEST_F(ReplicatedDispatcherTest, BadStartInputsAreClearErrorsNotHangs) {
     EXPECT_NE(output.find(c.named), std::string::npos) << output;
   }
 }
+
+// Every replica is armed to crash once, at its 20th hit of the failpoint: each leader in turn dies
+// there mid-epoch (the record committed in etcd, not applied or not answered), its successor
+// takes over, and the test restarts the crashed one (unarmed). The epoch is exactly once.
+class ReplicatedDispatcherFailpointTest : public ReplicatedDispatcherTest,
+                                          public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(ReplicatedDispatcherFailpointTest, LeadersCrashingThereLoseAndRepeatNothing) {
+  ::setenv("GRANARY_FAILPOINTS", absl::StrCat(GetParam(), "=after(20):crash").c_str(), 1);
+  StartGranary(2);
+  ::unsetenv("GRANARY_FAILPOINTS");
+  OpenJob();
+  auto reader = job_->ReadEpoch(0);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EpochDigest digest(true);
+  int crashes = 0;
+  for (bool ended = false; !ended;) {
+    absl::StatusOr<bool> read = testing::ReadIntoDigest(**reader, 25, digest);
+    ASSERT_TRUE(read.ok()) << read.status();
+    ended = *read;
+    for (int i = 0; i < 3; ++i) {
+      if (cluster_->DispatcherRunning(i)) continue;
+      ++crashes;
+      ASSERT_TRUE(cluster_->RestartDispatcher(i))
+          << "replica " << i << "; its log ends:\n"
+          << LogTail(dir_.Join(absl::StrCat("cluster/logs/dispatcher-", i, ".log")));
+    }
+  }
+  EXPECT_GE(crashes, 1) << "no leader reached the failpoint";
+  ExpectExactlyOnce(digest, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(JournalFailpoints, ReplicatedDispatcherFailpointTest,
+                         ::testing::Values(kJournalAfterWriteBeforeApply.name,
+                                           kDispatcherAfterLeaseBeforeReply.name));
 
 }  // namespace
 }  // namespace granary
