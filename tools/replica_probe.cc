@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/leader_redirect.h"
+#include "common/dispatcher_targets.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "proto/dispatcher.grpc.pb.h"
@@ -32,12 +32,10 @@ ReplicaProbe Probe(const std::string& address,
     return probe;
   }
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    for (const auto& [key, value] : context.GetServerTrailingMetadata()) {
-      if (absl::string_view(key.data(), key.size()) == kLeaderMetadataKey) {
-        probe.role = ReplicaProbe::Role::kFollower;
-        probe.leader.assign(value.data(), value.size());
-        return probe;
-      }
+    probe.leader = RedirectedLeaderOf(context);
+    if (!probe.leader.empty()) {
+      probe.role = ReplicaProbe::Role::kFollower;
+      return probe;
     }
   }
   probe.error = status.error_message();
