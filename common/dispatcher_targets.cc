@@ -53,12 +53,7 @@ bool DispatcherTargets::AfterFailure(const std::string& called, const grpc::Clie
       status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
     return false;
   }
-  std::string leader;
-  for (const auto& [key, value] : context.GetServerTrailingMetadata()) {
-    if (absl::string_view(key.data(), key.size()) == kLeaderMetadataKey) {
-      leader.assign(value.data(), value.size());
-    }
-  }
+  const std::string leader = RedirectedLeaderOf(context);
   absl::MutexLock lock(&mu_);
   if (called != current_) return !leader.empty();
   if (!leader.empty() && leader != called) {
@@ -82,6 +77,15 @@ grpc::Status DispatcherTargets::Call(
     AfterFailure(target.address, *context, status);
   }
   return status;
+}
+
+std::string RedirectedLeaderOf(const grpc::ClientContext& context) {
+  for (const auto& [key, value] : context.GetServerTrailingMetadata()) {
+    if (absl::string_view(key.data(), key.size()) == kLeaderMetadataKey) {
+      return std::string(value.data(), value.size());
+    }
+  }
+  return "";
 }
 
 }  // namespace granary

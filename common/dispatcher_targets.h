@@ -90,6 +90,10 @@ class DispatcherTargets {
   size_t next_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// The leader address the trailing metadata of a call refused by a follower names
+// (kLeaderMetadataKey, common/leader_redirect.h); empty when it names none.
+std::string RedirectedLeaderOf(const grpc::ClientContext& context);
+
 }  // namespace granary
 
 #endif  // GRANARY_COMMON_DISPATCHER_TARGETS_H_

@@ -27,6 +27,7 @@
 #      commands accept, tools/commands.cc) and the example pipeline's IR (its steps are those
 #      components, training runs after precache with the same pipeline, seed and policy).
 # overlays/small-redis (components/redis) puts the cache in the in-memory Redis tier (issue 20).
+# overlays/ha runs a replicated dispatcher: 3 replicas journaling to etcd (issue 32).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,9 +65,10 @@ declare -A dirs=(
   [large]="$k8s/overlays/large"
   [small-tls]="$k8s/overlays/small-tls"
   [small-redis]="$k8s/overlays/small-redis"
+  [ha]="$k8s/overlays/ha"
   [smoke-test]="$k8s/smoke-test"
 )
-names=(base small large small-tls small-redis smoke-test)
+names=(base small large small-tls small-redis ha smoke-test)
 # Every kustomization is rendered: a new one must be added above.
 while IFS= read -r kfile; do
   dir=$(dirname "$kfile")

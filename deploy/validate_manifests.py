@@ -21,7 +21,11 @@ so this script does what can be done offline:
     checkpoints and the cache root are on the right volumes (ReadWriteMany cache at the same path
     everywhere); probes and Prometheus annotations point at --metrics_port, which a
     NetworkPolicy admits only from chosen pods (each rule admitting it has a `from`); the provisioner's
-    `kubectl scale` names a StatefulSet the dispatcher's service account may scale (RBAC);
+    `kubectl scale` names a StatefulSet the dispatcher's service account may scale (RBAC); a
+    replicated dispatcher (--journal etcd://..., issue 32) is a StatefulSet of 2 or more replicas,
+    each with --replica_id=$(POD_NAME) and --advertise_address its pod's DNS name under its
+    headless Service, no provisioner (the workers have a replica count), and a
+    PodDisruptionBudget that keeps a majority of them available;
   * security: non-root (the Dockerfile's uid for granary pods, the image's own numeric user for
     others), read-only root filesystems, no privilege escalation; every container has resource
     requests and a memory limit;
@@ -68,6 +72,7 @@ KNOWN_KINDS = {
     ("rbac.authorization.k8s.io/v1", "Role"): "V1Role",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "V1RoleBinding",
     ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
+    ("policy/v1", "PodDisruptionBudget"): "V1PodDisruptionBudget",
 }
 WORKLOAD_KINDS = ("StatefulSet", "Job")
 
@@ -719,12 +724,17 @@ class Validator:
         ck = self.ck
         flags = c["_granary_flags"]
         where = f"{render.name}: {w['kind']}/{w['metadata']['name']}"
-        ck.check(w["kind"] == "StatefulSet" and w["spec"].get("replicas", 1) == 1,
-                 f"{where}: the dispatcher must be a StatefulSet of exactly one replica")
-        kind, journal = self.writable_claim(render, w, c, flags.get("journal_dir"), "journal_dir", lookup)
-        ck.check(kind == "template" and journal["spec"]["accessModes"] == ["ReadWriteOnce"],
-                 f"{where}: --journal_dir must be on a ReadWriteOnce volumeClaimTemplate (one "
-                 "dispatcher per journal; it survives rescheduling)")
+        replicated = flags.get("journal") is not None
+        if replicated:
+            self.check_replicas(render, w, c, flags, workers, lookup)
+        else:
+            ck.check(w["kind"] == "StatefulSet" and w["spec"].get("replicas", 1) == 1,
+                     f"{where}: the dispatcher must be a StatefulSet of exactly one replica")
+            kind, journal = self.writable_claim(render, w, c, flags.get("journal_dir"), "journal_dir",
+                                                lookup)
+            ck.check(kind == "template" and journal["spec"]["accessModes"] == ["ReadWriteOnce"],
+                     f"{where}: --journal_dir must be on a ReadWriteOnce volumeClaimTemplate (one "
+                     "dispatcher per journal; it survives rescheduling)")
         cache_root = flags.get("cache_root")
         redis_root = (cache_root or "").startswith("redis://")
         if redis_root:
@@ -744,7 +754,61 @@ class Validator:
                         and volume_source(ww, wm["name"]) == volume_source(w, dmount["name"]))
                 ck.check(same, f"{wwhere}: must mount the dispatcher's cache volume at {cache_root}")
             self.check_worker(render, ww, wc, w, lookup)
-        self.check_provisioner(render, w, c, flags, lookup)
+        if not replicated:
+            self.check_provisioner(render, w, c, flags, lookup)
+
+    def check_replicas(self, render, w, c, flags, workers, lookup):
+        """A replicated dispatcher (issue 32): replicas journaling to etcd, each named by its pod
+        and advertising its stable DNS name; a PodDisruptionBudget keeps a majority up."""
+        ck = self.ck
+        where = f"{render.name}: {w['kind']}/{w['metadata']['name']}"
+        replicas = w["spec"].get("replicas", 1)
+        ck.check(w["kind"] == "StatefulSet" and isinstance(replicas, int) and replicas >= 2,
+                 f"{where}: a replicated dispatcher (--journal) must be a StatefulSet of at least 2 "
+                 f"replicas, not {replicas}")
+        journal = flags.get("journal") or ""
+        ck.check(journal.startswith("etcd://") and "/" in journal[len("etcd://"):],
+                 f"{where}: --journal={journal} is not etcd://HOST:PORT[,HOST:PORT...]/PREFIX")
+        ck.check("journal_dir" not in flags,
+                 f"{where}: --journal_dir and --journal exclude each other")
+        env = {e["name"]: e for e in c.get("env", []) or []}
+        pod_name = (((env.get("POD_NAME") or {}).get("valueFrom") or {}).get("fieldRef") or {})
+        ck.check(flags.get("replica_id") == "$(POD_NAME)" and pod_name.get("fieldPath") == "metadata.name",
+                 f"{where}: --replica_id must be $(POD_NAME), the env var of the downward API's "
+                 "metadata.name (unique among the live replicas, stable across restarts)")
+        service = w["spec"].get("serviceName")
+        advertised = flags.get("advertise_address") or ""
+        host, _, port = advertised.rpartition(":")
+        labels = host.split(".")
+        grpc_port = str(flags.get("port"))
+        ck.check(len(labels) >= 3 and labels[0] == "$(POD_NAME)" and labels[1] == service
+                 and port == grpc_port,
+                 f"{where}: --advertise_address={advertised} must be the pod's DNS name "
+                 f"$(POD_NAME).{service}.…:{grpc_port} (where the other replicas redirect callers)")
+        svc = lookup("Service", service)
+        ck.check(svc is not None and svc["spec"].get("publishNotReadyAddresses") is True,
+                 f"{where}: its headless Service {service} must publishNotReadyAddresses (a "
+                 "replica's DNS name must resolve while it is not ready)")
+        ck.check(flags.get("provisioner", "none") == "none",
+                 f"{where}: a replicated dispatcher has no provisioner yet (--provisioner=none)")
+        for ww, _ in workers:
+            ck.check(ww["spec"].get("replicas") is not None,
+                     f"{render.name}: {ww['kind']}/{ww['metadata']['name']}: without a provisioner "
+                     "the workers need an explicit replica count")
+        budgets = [p for p in render.of_kind("PodDisruptionBudget")
+                   if labels_match(p["spec"].get("selector", {}).get("matchLabels") or {},
+                                   pod_labels(w))]
+        majority = replicas // 2 + 1 if isinstance(replicas, int) else 0
+        keeps = [p for p in budgets
+                 if (isinstance(p["spec"].get("maxUnavailable"), int)
+                     and replicas - p["spec"]["maxUnavailable"] >= majority)
+                 or (isinstance(p["spec"].get("minAvailable"), int)
+                     and p["spec"]["minAvailable"] >= majority)]
+        ck.check(len(keeps) == 1,
+                 f"{where}: needs one PodDisruptionBudget of its pods keeping a majority "
+                 f"({majority} of {replicas}) available")
+        self.summaries.append(
+            f"dispatcher: {replicas} replicas journaling to {journal}, advertising {advertised}")
 
     # --- Redis (the in-memory cache tier of issue 20) ------------------------------------------
     def check_redis(self, render, s, lookup):

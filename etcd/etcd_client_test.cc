@@ -13,12 +13,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/loopback_port.h"
 #include "etcd/etcd_watch.h"
 #include "etcd/lease_keep_alive.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/etcd_test_cluster.h"
-#include "testing/loopback_port.h"
 
 namespace granary::etcd {
 namespace {
@@ -172,9 +172,9 @@ TEST(EtcdClientOptionsTest, MalformedOptionsAreRefusedNamingTheOption) {
 
 TEST(EtcdClientUnreachableTest, FailsWithinTheDeadlineNamingTheEndpoints) {
   // Two ports nothing listens on.
-  const int first = testing::BindLoopbackPort(0);
-  int second = testing::BindLoopbackPort(0);
-  while (second == first) second = testing::BindLoopbackPort(0);
+  const int first = BindLoopbackPort(0);
+  int second = BindLoopbackPort(0);
+  while (second == first) second = BindLoopbackPort(0);
   EtcdClientOptions options;
   options.endpoints = {absl::StrCat("127.0.0.1:", first), absl::StrCat("127.0.0.1:", second)};
   options.security.insecure = true;

@@ -3,8 +3,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <deque>
 #include <fstream>
 #include <utility>
@@ -12,37 +10,21 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "testing/loopback_port.h"
 
 namespace granary::testing {
-namespace {
-
-constexpr char kEtcdBinary[] = "/usr/bin/etcd";
-constexpr absl::Duration kPollInterval = absl::Milliseconds(20);
-
-std::string Url(int port) { return absl::StrCat("http://127.0.0.1:", port); }
-
-// A free loopback port not in `taken` (a member's two ports are chosen before either is bound).
-int FreePortOtherThan(const std::vector<int>& taken) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const int port = BindLoopbackPort(0);
-    if (port != 0 && std::find(taken.begin(), taken.end(), port) == taken.end()) return port;
-  }
-  return 0;
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<EtcdTestCluster>> EtcdTestCluster::Start(const Options& options) {
-  if (access(kEtcdBinary, X_OK) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(kEtcdBinary, " is missing (Debian's etcd-server): run scripts/setup_deps.sh"));
-  }
-  if (options.members != 1 && options.members != 3) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("etcd test cluster: members must be 1 or 3, is ", options.members));
-  }
-  std::unique_ptr<EtcdTestCluster> cluster(new EtcdTestCluster(options));
+  auto dir = std::make_unique<ScopedTempDir>();
+  etcd::LocalEtcdOptions plan_options;
+  plan_options.dir = dir->path();
+  plan_options.members = options.members;
+  plan_options.heartbeat_ms = options.heartbeat_ms;
+  plan_options.election_ms = options.election_ms;
+  plan_options.max_request_bytes = options.max_request_bytes;
+  plan_options.quota_backend_bytes = options.quota_backend_bytes;
+  ASSIGN_OR_RETURN(etcd::LocalEtcdCluster plan, etcd::LocalEtcdCluster::Plan(plan_options));
+  std::unique_ptr<EtcdTestCluster> cluster(
+      new EtcdTestCluster(options, std::move(dir), std::move(plan)));
   for (int i = 0; i < cluster->size(); ++i) cluster->Launch(i);
   const absl::Time deadline = absl::Now() + options.start_timeout;
   for (int i = 0; i < cluster->size(); ++i) RETURN_IF_ERROR(cluster->AwaitMember(i, deadline));
@@ -50,22 +32,12 @@ absl::StatusOr<std::unique_ptr<EtcdTestCluster>> EtcdTestCluster::Start(const Op
   return cluster;
 }
 
-EtcdTestCluster::EtcdTestCluster(const Options& options) : options_(options) {
-  std::vector<int> taken;
-  std::vector<std::string> peers;
-  for (int i = 0; i < options.members; ++i) {
-    Member member;
-    member.name = absl::StrCat("member-", i);
-    member.client_port = FreePortOtherThan(taken);
-    taken.push_back(member.client_port);
-    member.peer_port = FreePortOtherThan(taken);
-    taken.push_back(member.peer_port);
-    member.data_dir = dir_.Join(member.name + ".etcd");
-    member.log_path = dir_.Join(member.name + ".log");
-    peers.push_back(absl::StrCat(member.name, "=", Url(member.peer_port)));
-    members_.push_back(std::move(member));
+EtcdTestCluster::EtcdTestCluster(const Options& options, std::unique_ptr<ScopedTempDir> dir,
+                                 etcd::LocalEtcdCluster plan)
+    : options_(options), dir_(std::move(dir)), plan_(std::move(plan)) {
+  for (const etcd::LocalEtcdMember& planned : plan_.members()) {
+    members_.push_back(Member{dir_->Join(planned.name + ".log")});
   }
-  initial_cluster_ = absl::StrJoin(peers, ",");
   etcd::EtcdClientOptions client_options = ClientOptions();
   client_options.call_timeout = absl::Seconds(1);
   client_ = *etcd::EtcdClient::Create(client_options);
@@ -76,22 +48,13 @@ EtcdTestCluster::~EtcdTestCluster() {
   for (int i = 0; i < size(); ++i) KillMember(i);
 }
 
-std::vector<std::string> EtcdTestCluster::endpoints() const {
-  std::vector<std::string> result;
-  for (int i = 0; i < size(); ++i) result.push_back(endpoint(i));
-  return result;
-}
+std::vector<std::string> EtcdTestCluster::endpoints() const { return plan_.endpoints(); }
 
 std::string EtcdTestCluster::endpoint(int member) const {
-  return absl::StrCat("127.0.0.1:", members_[member].client_port);
+  return plan_.members()[member].endpoint();
 }
 
-etcd::EtcdClientOptions EtcdTestCluster::ClientOptions() const {
-  etcd::EtcdClientOptions options;
-  options.endpoints = endpoints();
-  options.security.insecure = true;
-  return options;
-}
+etcd::EtcdClientOptions EtcdTestCluster::ClientOptions() const { return plan_.ClientOptions(); }
 
 pid_t EtcdTestCluster::pid(int member) const {
   const Subprocess* process = members_[member].process.get();
@@ -100,52 +63,17 @@ pid_t EtcdTestCluster::pid(int member) const {
 
 void EtcdTestCluster::Launch(int member) {
   Member& m = members_[member];
-  // The cluster token is the same for every member (a member of another token is refused).
-  const std::string token = absl::StrCat("granary-test-", getpid(), "-", members_[0].peer_port);
-  std::vector<std::string> argv = {
-      kEtcdBinary,
-      "--name=" + m.name,
-      "--data-dir=" + m.data_dir,
-      "--listen-client-urls=" + Url(m.client_port),
-      "--advertise-client-urls=" + Url(m.client_port),
-      "--listen-peer-urls=" + Url(m.peer_port),
-      "--initial-advertise-peer-urls=" + Url(m.peer_port),
-      "--initial-cluster=" + initial_cluster_,
-      "--initial-cluster-state=new",
-      "--initial-cluster-token=" + token,
-      absl::StrCat("--heartbeat-interval=", options_.heartbeat_ms),
-      absl::StrCat("--election-timeout=", options_.election_ms),
-      "--logger=zap",
-      "--log-outputs=stderr",
-  };
-  if (options_.max_request_bytes > 0) {
-    argv.push_back(absl::StrCat("--max-request-bytes=", options_.max_request_bytes));
-  }
-  if (options_.quota_backend_bytes > 0) {
-    argv.push_back(absl::StrCat("--quota-backend-bytes=", options_.quota_backend_bytes));
-  }
-  m.process = std::make_unique<Subprocess>(argv, Subprocess::Stderr::kToFile, m.log_path);
+  m.process =
+      std::make_unique<Subprocess>(plan_.Argv(member), Subprocess::Stderr::kToFile, m.log_path);
   m.paused = false;
 }
 
 absl::Status EtcdTestCluster::AwaitMember(int member, absl::Time deadline) {
-  absl::Status last = absl::UnavailableError("not asked yet");
-  while (absl::Now() < deadline) {
-    if (!members_[member].process->running() ||
-        members_[member].process->WaitFor(std::chrono::milliseconds(0)) != -1) {
-      return absl::UnavailableError(absl::StrCat(
-          "etcd test member ", member, " (", endpoint(member), ") exited: ",
-          members_[member].process->ExitDescription(), "; its log ends:\n", LogTail(member)));
-    }
-    absl::StatusOr<etcdserverpb::StatusResponse> status = client_->Status(endpoint(member));
-    if (status.ok() && status->leader() != 0) return absl::OkStatus();
-    last = status.ok() ? absl::UnavailableError("no leader known yet") : status.status();
-    absl::SleepFor(kPollInterval);
-  }
-  return absl::UnavailableError(absl::StrCat("etcd test member ", member, " (", endpoint(member),
-                                             ") not ready within ",
-                                             absl::FormatDuration(options_.start_timeout), ": ",
-                                             last.message(), "; its log ends:\n", LogTail(member)));
+  const absl::Status ready =
+      plan_.AwaitMember(*client_, member, deadline, members_[member].process.get());
+  if (ready.ok()) return ready;
+  return absl::Status(ready.code(),
+                      absl::StrCat(ready.message(), "; its log ends:\n", LogTail(member)));
 }
 
 absl::StatusOr<int> EtcdTestCluster::LeaderIndex() {

@@ -1,7 +1,8 @@
 // EtcdTestCluster: a real etcd cluster (Debian's etcd-server, /usr/bin/etcd) of 1 or 3 members
-// on 127.0.0.1 for tests of the etcd client and the replicated dispatcher's journal. Each member
-// has a free client and peer port, its data directory and log (member-<i>.log) under a fresh
-// temporary directory, and short raft timeouts so that a killed leader is replaced quickly.
+// on 127.0.0.1 for tests of the etcd client and the replicated dispatcher's journal, as
+// etcd/local_etcd_cluster.h plans it (free client and peer ports, short raft timeouts so that a
+// killed leader is replaced quickly) in a fresh temporary directory, each member logging to
+// member-<i>.log there.
 // Members can be killed (SIGKILL), restarted on their data, and paused (SIGSTOP, as a member cut
 // off from the others looks to them) and resumed. The destructor SIGKILLs and reaps every member
 // it started, by pid, so a failing test leaves no etcd behind (Subprocess also has the kernel
@@ -20,6 +21,7 @@
 #include "absl/time/time.h"
 #include "common/subprocess.h"
 #include "etcd/etcd_client.h"
+#include "etcd/local_etcd_cluster.h"
 #include "testing/scoped_temp_dir.h"
 
 namespace granary::testing {
@@ -76,25 +78,23 @@ class EtcdTestCluster {
 
  private:
   struct Member {
-    std::string name;
-    int client_port = 0;
-    int peer_port = 0;
-    std::string data_dir;
     std::string log_path;
     std::unique_ptr<Subprocess> process;
     bool paused = false;
   };
 
-  explicit EtcdTestCluster(const Options& options);
+  EtcdTestCluster(const Options& options, std::unique_ptr<ScopedTempDir> dir,
+                  etcd::LocalEtcdCluster plan);
   // Starts member `member`'s etcd process.
   void Launch(int member);
-  // Waits until member `member` answers Status with a leader known.
+  // Waits until member `member` answers Status with a leader known (its log's end in the
+  // error).
   absl::Status AwaitMember(int member, absl::Time deadline);
 
   const Options options_;
-  ScopedTempDir dir_;
+  const std::unique_ptr<ScopedTempDir> dir_;
+  const etcd::LocalEtcdCluster plan_;
   std::vector<Member> members_;
-  std::string initial_cluster_;
   std::unique_ptr<etcd::EtcdClient> client_;
 };
 

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "testing/loopback_port.h"
+#include "common/loopback_port.h"
 
 namespace granary::testing {
 namespace {

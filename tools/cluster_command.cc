@@ -1,8 +1,10 @@
 // granary cluster: a local dispatcher and N workers (+ M standbys) as child processes, for
-// trying Granary on one machine. Prints every process's address and pid, supervises them
-// (cluster_supervisor.h: every exit is reported; --restart restarts a dead process with the same
-// id and port after a back-off, SIGHUP restarts the dead ones at once), and stops them all on
-// SIGINT/SIGTERM (SIGTERM, then SIGKILL after 5 s).
+// trying Granary on one machine. With --replicas R > 1 the dispatcher is replicated (issue 32):
+// a local etcd of 3 members (etcd/local_etcd_cluster.h, data in D/etcd) and R dispatcher
+// replicas journaling to it; workers and clients are given every replica's address. Prints every
+// process's address and pid, supervises them (cluster_supervisor.h: every exit is reported;
+// --restart restarts a dead process with the same id and port after a back-off, SIGHUP restarts the
+// dead ones at once), and stops them all on SIGINT/SIGTERM (SIGTERM, then SIGKILL after 5 s).
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,9 +19,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "etcd/etcd_client.h"
+#include "etcd/local_etcd_cluster.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/client.pb.h"
 #include "security/certificate_authority.h"
@@ -51,6 +56,9 @@ ABSL_FLAG(int, cluster_standby, 0,
 ABSL_FLAG(std::string, dir, "", "Directory for the journal and the processes' logs.");
 ABSL_FLAG(int64_t, cluster_worker_timeout_ms, 2000,
           "The dispatcher's --worker_timeout_ms (a lost worker's tasks move after this).");
+ABSL_FLAG(int, replicas, 1,
+          "Dispatcher replicas: 1 is a single dispatcher journaling to D/journal; more run a "
+          "local etcd of 3 members (D/etcd) and that many replicas journaling to it.");
 ABSL_FLAG(bool, restart, false,
           "Restart a dispatcher or worker that dies, with the same id and port, after a back-off "
           "(0.25 s doubling to 30 s). Without it a death is reported and SIGHUP restarts.");
@@ -59,8 +67,8 @@ namespace granary {
 namespace {
 
 // Writes <dir>/client.json, the client configuration (granary/client_config.h) of the client
-// `security` at the dispatcher at `address`, naming its files relative to `dir` (so the file
-// works from any working directory). Returns its path.
+// `security` at the dispatcher at `address` (replicas: their addresses, comma-separated), naming
+// its files relative to `dir` (so the file works from any working directory). Returns its path.
 absl::StatusOr<std::string> WriteClientConfig(const std::string& dir, const std::string& address,
                                               const TransportSecurity& security) {
   ClientConfig config;
@@ -88,11 +96,50 @@ absl::StatusOr<std::string> WriteClientConfig(const std::string& dir, const std:
   return path;
 }
 
+// Starts a local etcd of 3 members (data in <dir>/etcd; TLS with `ca`'s certificates unless `ca`
+// is null) under `supervisor`, waits until it is ready, then starts `replicas` dispatcher
+// replicas "replica-<i>" with `dispatcher_argv` (their common flags) journaling to it, at
+// `base_port` + i (or free ports when `base_port` is 0). Returns the replicas' addresses,
+// comma-separated.
+absl::StatusOr<std::string> StartReplicas(ClusterSupervisor& supervisor, CertificateAuthority* ca,
+                                          const std::string& dir, int replicas, int base_port,
+                                          const std::vector<std::string>& dispatcher_argv) {
+  etcd::LocalEtcdOptions etcd_options;
+  etcd_options.dir = dir + "/etcd";
+  etcd_options.members = 3;
+  ASSIGN_OR_RETURN(etcd_options.security, LocalSecurityFor(ca, "etcd", "granary://etcd"));
+  ASSIGN_OR_RETURN(const etcd::LocalEtcdCluster local_etcd,
+                   etcd::LocalEtcdCluster::Plan(etcd_options));
+  for (int i = 0; i < local_etcd.size(); ++i) {
+    RETURN_IF_ERROR(supervisor.StartOnLoopbackPort(
+        "etcd", absl::StrCat("etcd-", i), local_etcd.Argv(i), local_etcd.members()[i].client_port));
+  }
+  {
+    ASSIGN_OR_RETURN(const std::unique_ptr<etcd::EtcdClient> client,
+                     etcd::EtcdClient::Create(local_etcd.ClientOptions()));
+    RETURN_IF_ERROR(local_etcd.AwaitReady(*client, absl::Now() + absl::Minutes(1)));
+  }
+  const std::string journal =
+      absl::StrCat("--journal=etcd://", absl::StrJoin(local_etcd.endpoints(), ","), "/granary");
+  std::vector<std::string> addresses;
+  for (int i = 0; i < replicas; ++i) {
+    std::vector<std::string> argv = dispatcher_argv;
+    argv.push_back(journal);
+    argv.push_back(absl::StrCat("--replica_id=replica-", i));
+    argv.push_back(absl::StrCat("--port=", base_port == 0 ? 0 : base_port + i));
+    ASSIGN_OR_RETURN(std::string address,
+                     supervisor.Start("dispatcher", absl::StrCat("replica-", i), std::move(argv)));
+    addresses.push_back(std::move(address));
+  }
+  return absl::StrJoin(addresses, ",");
+}
+
 }  // namespace
 
 int ClusterCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "granary cluster --workers N [--standby M | --max_workers K] [--port P] --dir D [--restart] "
+      "granary cluster --workers N [--standby M | --max_workers K] [--replicas R] [--port P] "
+      "--dir D [--restart] "
       "[--data_roots DIRS (default: ./data if it exists)] [--insecure (default: TLS with a "
       "throwaway CA in D/tls)] [-- extra worker flags]");
   // Rename --standby M / --standby=M (before any "--") to --cluster_standby.
@@ -164,11 +211,17 @@ int ClusterCommand(int argc, char** argv) {
     return 1;
   };
 
+  const int replicas = absl::GetFlag(FLAGS_replicas);
+  if (replicas < 1) {
+    return fail(
+        absl::InvalidArgumentError(absl::StrCat("--replicas must be at least 1, is ", replicas)));
+  }
+  // The flags every dispatcher (replica) has; its journal and port come below.
   std::vector<std::string> dispatcher_argv = {
-      self, "dispatcher", "--journal_dir=" + dir + "/journal",
+      self, "dispatcher",
       "--cache_root=" + (absl::GetFlag(FLAGS_cache_root).empty() ? dir + "/cache"
                                                                  : absl::GetFlag(FLAGS_cache_root)),
-      data_roots_flag, absl::StrCat("--host=", host), absl::StrCat("--port=", base_port),
+      data_roots_flag, absl::StrCat("--host=", host),
       absl::StrCat("--worker_timeout_ms=", absl::GetFlag(FLAGS_cluster_worker_timeout_ms)),
       // The printed client flags are the operator's: `granary status` with them shows every job.
       "--admin_clients=operator"};
@@ -207,8 +260,18 @@ int ClusterCommand(int argc, char** argv) {
     dispatcher_argv.push_back("--provisioned_worker_flags=" + absl::StrJoin(provisioned, " "));
     dispatcher_argv.push_back("--provisioned_worker_log_dir=" + dir + "/logs");
   }
-  const absl::StatusOr<std::string> dispatcher =
-      supervisor.Start("dispatcher", "dispatcher", std::move(dispatcher_argv));
+  absl::StatusOr<std::string> dispatcher;
+  if (replicas == 1) {
+    dispatcher_argv.push_back("--journal_dir=" + dir + "/journal");
+    dispatcher_argv.push_back(absl::StrCat("--port=", base_port));
+    dispatcher = supervisor.Start("dispatcher", "dispatcher", std::move(dispatcher_argv));
+  } else {
+    if (max_workers > 0) {
+      return fail(absl::InvalidArgumentError(
+          "--max_workers is not supported with --replicas yet (a replica has no provisioner)"));
+    }
+    dispatcher = StartReplicas(supervisor, ca.get(), dir, replicas, base_port, dispatcher_argv);
+  }
   if (!dispatcher.ok()) return fail(dispatcher.status());
   const int total =
       max_workers > 0 ? 0 : absl::GetFlag(FLAGS_workers) + absl::GetFlag(FLAGS_cluster_standby);
@@ -217,7 +280,7 @@ int ClusterCommand(int argc, char** argv) {
     const std::string name = absl::StrCat("worker-", i);
     std::vector<std::string> worker = {
         self, "worker", "--dispatcher=" + *dispatcher, "--worker_id=" + name,
-        absl::StrCat("--port=", base_port == 0 ? 0 : base_port + 1 + i)};
+        absl::StrCat("--port=", base_port == 0 ? 0 : base_port + replicas + i)};
     if (standby) worker.push_back("--standby");
     const absl::StatusOr<TransportSecurity> worker_security =
         LocalSecurityFor(ca.get(), name, WorkerIdentityUri(name), {host});

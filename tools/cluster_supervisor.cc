@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <ctime>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/loopback_port.h"
 
 namespace granary {
 namespace {
@@ -58,12 +60,28 @@ absl::StatusOr<std::string> ClusterSupervisor::Start(const std::string& kind,
                                                      const std::string& name,
                                                      std::vector<std::string> argv,
                                                      const std::string& note) {
-  Member& m = members_.emplace_back();
+  Member m;
   m.kind = kind;
   m.name = name;
   m.note = note;
   m.argv = std::move(argv);
-  absl::StatusOr<std::string> address = Launch(m, "");
+  return Add(std::move(m));
+}
+
+absl::Status ClusterSupervisor::StartOnLoopbackPort(const std::string& kind,
+                                                    const std::string& name,
+                                                    std::vector<std::string> argv, int port) {
+  Member m;
+  m.kind = kind;
+  m.name = name;
+  m.argv = std::move(argv);
+  m.loopback_port = port;
+  return Add(std::move(m)).status();
+}
+
+absl::StatusOr<std::string> ClusterSupervisor::Add(Member m) {
+  members_.push_back(std::move(m));
+  absl::StatusOr<std::string> address = Launch(members_.back(), "");
   if (!address.ok()) members_.pop_back();
   return address;
 }
@@ -76,7 +94,13 @@ absl::StatusOr<std::string> ClusterSupervisor::Launch(Member& m, const std::stri
   const auto deadline = m.started + std::chrono::minutes(1);
   std::string address;
   while (address.empty()) {
-    address = m.process->ReadListenAddress(milliseconds(100));
+    if (m.loopback_port == 0) {
+      address = m.process->ReadListenAddress(milliseconds(100));
+    } else if (AcceptsOnLoopback(m.loopback_port)) {
+      address = absl::StrCat("127.0.0.1:", m.loopback_port);
+    } else {
+      std::this_thread::sleep_for(milliseconds(100));
+    }
     if (!address.empty()) break;
     if (TerminationPending()) {
       m.process->Kill(SIGKILL);
@@ -89,8 +113,11 @@ absl::StatusOr<std::string> ClusterSupervisor::Launch(Member& m, const std::stri
       m.process->Wait();
       return absl::UnavailableError(absl::StrCat(
           m.name, " (pid ", m.process->pid(), ") did not start: it ",
-          ended ? m.process->ExitDescription() : "announced no address within a minute", " (see ",
-          log, ")"));
+          ended ? m.process->ExitDescription()
+          : m.loopback_port == 0
+              ? "announced no address within a minute"
+              : absl::StrCat("did not listen on port ", m.loopback_port, " within a minute"),
+          " (see ", log, ")"));
     }
   }
   PinPort(m.argv, address);  // A restart comes back at the same address.
@@ -177,10 +204,14 @@ int ClusterSupervisor::Run() {
 }
 
 void ClusterSupervisor::StopAll() {
-  for (const bool dispatcher : {false, true}) {
+  // Workers (and anything else) first, then the dispatchers, then the etcd they journal to.
+  const auto stop_rank = [](const Member& m) {
+    return m.kind == "etcd" ? 2 : m.kind == "dispatcher" ? 1 : 0;
+  };
+  for (const int rank : {0, 1, 2}) {
     std::vector<Member*> stopping;
     for (Member& m : members_) {
-      if ((m.kind == "dispatcher") == dispatcher && m.process != nullptr && m.process->running()) {
+      if (stop_rank(m) == rank && m.process != nullptr && m.process->running()) {
         m.process->Kill(SIGTERM);
         stopping.push_back(&m);
       }

@@ -1,9 +1,12 @@
-// ClusterSupervisor: the child processes of `granary cluster` (a dispatcher and workers), kept
-// in charge the way a process supervisor keeps its services.
+// ClusterSupervisor: the child processes of `granary cluster` (a dispatcher or dispatcher
+// replicas, workers, and the replicas' etcd members), kept in charge the way a process supervisor
+// keeps its services.
 //
-// Each member is a Granary server started from its argv; it must announce its address as its
+// A member is a Granary server started from its argv (Start); it must announce its address as its
 // first stdout line (subprocess.h, kListeningOn) within a minute. Its "--port=" argument is then
 // pinned to the port it got, so a restart comes back at the same address under the same id.
+// Or it is another server listening on a loopback port its argv names (StartOnLoopbackPort, an
+// etcd member), up once that port accepts connections (within a minute).
 //
 // Run() waits for signals and child exits (SIGCHLD), never polling:
 // - every exit of a member is reaped at once and reported: "worker-1 (pid 123) was killed by
@@ -14,7 +17,7 @@
 // - SIGHUP restarts every dead member at once (the restart path `granary cluster` prints, so a
 //   restarted process is still the cluster's child, stopped with it);
 // - SIGINT or SIGTERM ends Run(), which then stops every member (SIGTERM, SIGKILL after 5 s;
-//   workers first, then the dispatcher) and reports each exit.
+//   workers first, then the dispatchers, then the etcd members) and reports each exit.
 // Every line goes to `out` (flushed), one event per line. Single-threaded: the caller must
 // block the signals (BlockSupervisorSignals) before starting any thread.
 #ifndef GRANARY_TOOLS_CLUSTER_SUPERVISOR_H_
@@ -60,10 +63,15 @@ class ClusterSupervisor {
   // (it is then stopped), Cancelled if SIGINT or SIGTERM arrived meanwhile.
   absl::StatusOr<std::string> Start(const std::string& kind, const std::string& name,
                                     std::vector<std::string> argv, const std::string& note = "");
+  // Starts a member that announces nothing and listens on 127.0.0.1:`port` (kind "etcd"), and
+  // waits until that port accepts connections; reports it as Start does. Errors as Start's.
+  absl::Status StartOnLoopbackPort(const std::string& kind, const std::string& name,
+                                   std::vector<std::string> argv, int port);
 
   // Supervises the members until SIGINT or SIGTERM, then stops them all. Returns the signal.
   int Run();
-  // Stops every running member (workers first, the dispatcher last) and reports each exit.
+  // Stops every running member (workers, then dispatchers, then etcd members) and reports each
+  // exit.
   void StopAll();
 
  private:
@@ -73,6 +81,8 @@ class ClusterSupervisor {
     std::string name;
     std::string note;
     std::vector<std::string> argv;
+    // Of a member started by StartOnLoopbackPort: the port it is up on; else 0.
+    int loopback_port = 0;
     std::unique_ptr<Subprocess> process;
     Clock::time_point started;
     // When to restart it if it is dead; time_point::max() = not scheduled.
@@ -81,7 +91,10 @@ class ClusterSupervisor {
     int restarts = 0;
   };
 
-  // Starts `m` (again) and reads its address; reports it with `suffix`. Errors as Start's.
+  // Adds `m` and launches it; removes it again if it does not start.
+  absl::StatusOr<std::string> Add(Member m);
+  // Starts `m` (again) and reads its address (or waits for its loopback port); reports it with
+  // `suffix`. Errors as Start's.
   absl::StatusOr<std::string> Launch(Member& m, const std::string& suffix);
   // Whether `m` was started and has ended (and been reaped).
   static bool Dead(const Member& m);

@@ -1,5 +1,6 @@
 // granary status: what a dispatcher knows — jobs, epochs, tasks, workers — and what its live
-// workers say of their tasks (transport, window).
+// workers say of their tasks (transport, window). Given several addresses (a replicated
+// dispatcher's replicas), it first says which replica leads and which are up (replica_probe.h).
 #include <cstdio>
 #include <map>
 #include <set>
@@ -8,10 +9,13 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/client_security.h"
+#include "common/dispatcher_targets.h"
 #include "common/env.h"
 #include "common/grpc_status.h"
+#include "google/protobuf/util/json_util.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "obs/progress_line.h"
@@ -19,8 +23,8 @@
 #include "proto/worker.grpc.pb.h"
 #include "tools/client_flags.h"
 #include "tools/command_flags.h"
-#include "common/dispatcher_targets.h"
 #include "tools/commands.h"
+#include "tools/replica_probe.h"
 #include "tools/status_json.h"
 
 // Of client_flags.h only --config (which may name a token file); --token_file is not a flag here.
@@ -36,6 +40,9 @@ ABSL_FLAG(bool, watch, false,
 
 namespace granary {
 namespace {
+
+// How long each replica is given to answer its probe.
+constexpr absl::Duration kReplicaProbeDeadline = absl::Seconds(1);
 
 // What each live worker says of itself (its status RPC, one second each): how it serves clients
 // on its host and, per task it runs, the transport of its last answer and its window.
@@ -75,9 +82,21 @@ void PrintWorkerStatus(const DispatcherStateProto& s, const std::set<std::string
   }
 }
 
-// Prints the dispatcher's status once (text, or JSON on one line); 1 when it did not answer.
+// `status_json` (an object) with "replicas": `replicas` as its first member.
+std::string WithReplicas(const std::string& status_json, const google::protobuf::Value& replicas) {
+  std::string replicas_json;
+  // A Value of strings, lists and objects always prints.
+  (void)google::protobuf::util::MessageToJsonString(replicas, &replicas_json);
+  return absl::StrCat("{\"replicas\":", replicas_json, status_json.size() > 2 ? "," : "",
+                      status_json.substr(1));
+}
+
+// Prints the dispatcher's status once (text, or JSON on one line), after the replicas' (when
+// `replicas` holds probes); 1 when it did not answer.
 int PrintStatus(DispatcherTargets& dispatcher, const std::string& address,
-                const std::shared_ptr<grpc::ChannelCredentials>& credentials, bool json) {
+                const std::shared_ptr<grpc::ChannelCredentials>& credentials, bool json,
+                const std::vector<ReplicaProbe>& replicas) {
+  if (!json && !replicas.empty()) std::printf("%s", ReplicasText(replicas).c_str());
   GetStatusRequest request;
   request.set_summary(json);
   GetStatusResponse status;
@@ -96,7 +115,10 @@ int PrintStatus(DispatcherTargets& dispatcher, const std::string& address,
     return 1;
   }
   if (json) {
-    std::printf("%s\n", StatusJson(status).c_str());
+    const std::string status_json = StatusJson(status);
+    std::printf("%s\n", replicas.empty()
+                            ? status_json.c_str()
+                            : WithReplicas(status_json, ReplicasJson(replicas)).c_str());
     return 0;
   }
   const DispatcherStateProto& s = status.state();
@@ -217,9 +239,14 @@ int StatusCommand(int argc, char** argv) {
   }
   const bool json = absl::GetFlag(FLAGS_json);
   const bool terminal = ProgressLine::IsTerminal(stdout);
+  // Several addresses are a replicated dispatcher's replicas: each is probed.
+  const std::vector<std::string> addresses = absl::StrSplit(address, ',');
   while (true) {
     if (absl::GetFlag(FLAGS_watch) && terminal && !json) std::printf("\x1b[H\x1b[2J");
-    const int code = PrintStatus(**dispatcher, address, *credentials, json);
+    const std::vector<ReplicaProbe> replicas =
+        addresses.size() > 1 ? ProbeReplicas(addresses, *credentials, kReplicaProbeDeadline)
+                             : std::vector<ReplicaProbe>();
+    const int code = PrintStatus(**dispatcher, address, *credentials, json, replicas);
     std::fflush(stdout);
     if (!absl::GetFlag(FLAGS_watch)) return code;
     absl::SleepFor(absl::Seconds(2));

@@ -1,4 +1,4 @@
-#include "testing/loopback_port.h"
+#include "common/loopback_port.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace granary::testing {
+namespace granary {
 namespace {
 
 // 127.0.0.1:`port`.
@@ -43,4 +43,4 @@ bool AcceptsOnLoopback(int port) {
   return connected;
 }
 
-}  // namespace granary::testing
+}  // namespace granary
