@@ -1,9 +1,12 @@
 // Summaries of repeated measurements, as every benchmark reports them: the median (what is
-// quoted) and the spread (max - min, how noisy the machine was). REQUIRES: a non-empty sample.
+// quoted), a tail quantile (of latencies), and the spread (max - min, how noisy the machine
+// was). REQUIRES: a non-empty sample.
 #ifndef GRANARY_BENCH_SAMPLE_STATS_H_
 #define GRANARY_BENCH_SAMPLE_STATS_H_
 
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <vector>
 
 namespace granary {
@@ -11,6 +14,13 @@ namespace granary {
 inline double Median(std::vector<double> sample) {
   std::sort(sample.begin(), sample.end());
   return sample[sample.size() / 2];
+}
+
+// The value at quantile `q` (0..1; 0.99 is the p99) of `sample`, by nearest rank.
+inline double Quantile(std::vector<double> sample, double q) {
+  std::sort(sample.begin(), sample.end());
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sample.size())));
+  return sample[rank == 0 ? 0 : rank - 1];
 }
 
 inline double Spread(const std::vector<double>& sample) {

@@ -7,7 +7,7 @@
 #
 # --out defaults to bench/results. --quick: tiny sizes and one repetition, to check the suite
 # runs (the test suite does this); without --out its files go to a temporary directory that is
-# removed afterwards. A full run takes about 40 minutes on 2 cores.
+# removed afterwards. A full run takes about 45 minutes on 2 cores.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${GRANARY_BUILD_DIR:-$root/build}
@@ -52,6 +52,8 @@ benchmarks=(
   "dispatcher_restart_bench:dispatcher_restart"
   "dispatcher_age_bench:dispatcher_age"
   "journal_bench:journal"
+  "replicated_journal_bench:replicated_journal"
+  "failover_bench:failover"
   "cache_bench:cache"
   "autocache_bench:autocache"
   "failpoint_bench:failpoint"

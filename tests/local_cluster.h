@@ -56,9 +56,10 @@ class LocalCluster {
   Dispatcher::Stub& dispatcher() { return *dispatcher_stub_; }
   pid_t dispatcher_pid(int replica = 0) const { return dispatchers_[replica].process->pid(); }
   const std::string& replica_address(int replica) const { return dispatchers_[replica].address; }
-  // The HTTP ports of a dispatcher or worker started with --metrics_port (in dispatcher_flags or
-  // worker_flags; 0 picks a free one, read from the process' second stdout line); 0 without.
-  int dispatcher_metrics_port() const { return dispatchers_[0].metrics_port; }
+  // The HTTP ports of a dispatcher (replica `replica`) or worker started with --metrics_port (in
+  // dispatcher_flags or worker_flags; 0 picks a free one, read from the process' second stdout
+  // line); 0 without.
+  int dispatcher_metrics_port(int replica = 0) const { return dispatchers_[replica].metrics_port; }
   int worker_metrics_port(int i) const { return workers_[i].metrics_port; }
   pid_t worker_pid(int i) const { return workers_[i].process->pid(); }
   std::unique_ptr<Worker::Stub> WorkerStub(int i) const;
