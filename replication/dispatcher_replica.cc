@@ -165,6 +165,10 @@ absl::Status DispatcherReplica::RunTerm(int64_t lease, int64_t ttl_seconds) {
     ASSIGN_OR_RETURN(std::unique_ptr<DispatcherCore> core,
                      DispatcherCore::Open(journal_, DispatcherImpl::CoreOptions(options_.dispatcher)));
     DispatcherCore* const following = core.get();
+    {
+      absl::MutexLock lock(&mu_);
+      follower_applied_seq_ = core->applied_seq();
+    }
     ASSIGN_OR_RETURN(
         std::unique_ptr<etcd::EtcdWatch> follow,
         journal_->Follow(
