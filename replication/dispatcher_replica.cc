@@ -42,10 +42,8 @@ absl::StatusOr<std::unique_ptr<DispatcherReplica>> DispatcherReplica::Start(
                    EtcdJournal::Open(client, options.journal));
   // Every request the journal makes carries up to max_txn_bytes of records or snapshot.
   RETURN_IF_ERROR(journal->CheckRecordFits(options.journal.max_txn_bytes));
-  if (options.mint_capabilities) {
-    ASSIGN_OR_RETURN(options.dispatcher.capability_key,
-                     SharedCapabilityKey(client, options.journal.prefix));
-  }
+  ASSIGN_OR_RETURN(options.dispatcher.capability_key,
+                   SharedCapabilityKey(client, options.journal.prefix));
   std::unique_ptr<DispatcherReplica> replica(
       new DispatcherReplica(client, std::move(options), std::move(journal)));
   ASSIGN_OR_RETURN(const etcdserverpb::LeaseGrantResponse lease, replica->ClaimTerm());

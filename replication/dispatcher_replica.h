@@ -46,9 +46,8 @@ namespace granary {
 struct DispatcherReplicaOptions {
   // What the leader serves with (journal_dir unused: the journal is in etcd). Its
   // capability_key is replaced by the key every replica of the journal shares
-  // (shared_capability_key.h) when mint_capabilities is set.
+  // (shared_capability_key.h).
   DispatcherOptions dispatcher;
-  bool mint_capabilities = true;
   // This replica: its id (unique among the live replicas of the journal) and the host:port
   // where its dispatcher RPCs are served (what followers redirect callers to).
   ReplicaCampaign me;

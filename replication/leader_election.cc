@@ -37,12 +37,6 @@ absl::StatusOr<Oldest> OldestCampaign(etcd::EtcdClient* client, const std::strin
 
 }  // namespace
 
-absl::StatusOr<ReplicaCampaign> LeaderElection::CurrentLeader(etcd::EtcdClient* client,
-                                                              const std::string& prefix) {
-  ASSIGN_OR_RETURN(Oldest oldest, OldestCampaign(client, prefix));
-  return oldest.campaign;
-}
-
 absl::StatusOr<std::unique_ptr<LeaderElection>> LeaderElection::Campaign(
     etcd::EtcdClient* client, const std::string& prefix, int64_t lease, ReplicaCampaign me,
     ChangeCallback on_change, EndCallback on_end) {
@@ -87,14 +81,9 @@ LeaderElection::LeaderElection(etcd::EtcdClient* client, std::string prefix, std
 
 LeaderElection::~LeaderElection() { watch_.reset(); }
 
-Leadership LeaderElection::current() const {
-  absl::MutexLock lock(&mu_);
-  return current_;
-}
-
 void LeaderElection::Refresh() {
   // One refresh at a time, so changes are reported in the order they were read.
-  absl::MutexLock refreshing(&refresh_mu_);
+  absl::MutexLock lock(&mu_);
   const absl::StatusOr<Oldest> oldest = OldestCampaign(client_, prefix_);
   if (!oldest.ok()) {
     // The watch delivers the next change again; a replica that cannot read etcd cannot lead
@@ -105,14 +94,11 @@ void LeaderElection::Refresh() {
   Leadership now;
   now.leader = oldest->campaign;
   now.is_me = oldest->key == key_;
-  {
-    absl::MutexLock lock(&mu_);
-    if (now.is_me == current_.is_me &&
-        now.leader.SerializeAsString() == current_.leader.SerializeAsString()) {
-      return;
-    }
-    current_ = now;
+  if (now.is_me == reported_.is_me &&
+      now.leader.SerializeAsString() == reported_.leader.SerializeAsString()) {
+    return;
   }
+  reported_ = now;
   on_change_(now);
 }
 

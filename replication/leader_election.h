@@ -54,20 +54,15 @@ class LeaderElection {
   LeaderElection(const LeaderElection&) = delete;
   LeaderElection& operator=(const LeaderElection&) = delete;
 
-  Leadership current() const ABSL_LOCKS_EXCLUDED(mu_);
   // This replica's election key and its create revision: the journal's fence while it leads.
   const std::string& key() const { return key_; }
   int64_t create_revision() const { return create_revision_; }
-
-  // The leader under `prefix` now (no campaign of one's own needed: `granary status`).
-  static absl::StatusOr<ReplicaCampaign> CurrentLeader(etcd::EtcdClient* client,
-                                                       const std::string& prefix);
 
  private:
   LeaderElection(etcd::EtcdClient* client, std::string prefix, std::string key,
                  int64_t create_revision, ChangeCallback on_change);
   // Reads who leads now and reports a change.
-  void Refresh() ABSL_LOCKS_EXCLUDED(refresh_mu_, mu_);
+  void Refresh() ABSL_LOCKS_EXCLUDED(mu_);
 
   etcd::EtcdClient* const client_;
   const std::string prefix_;
@@ -75,10 +70,11 @@ class LeaderElection {
   const int64_t create_revision_;
   const ChangeCallback on_change_;
 
-  // Held through a whole Refresh. Before mu_.
-  absl::Mutex refresh_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  mutable absl::Mutex mu_;
-  Leadership current_ ABSL_GUARDED_BY(mu_);
+  // Held through a whole Refresh (from the watch's thread, and Campaign's), so changes are
+  // reported once each, in the order they were read.
+  absl::Mutex mu_;
+  // What on_change_ was last told.
+  Leadership reported_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<etcd::EtcdWatch> watch_;
 };
 
