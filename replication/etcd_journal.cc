@@ -89,64 +89,36 @@ absl::StatusOr<std::unique_ptr<EtcdJournal>> EtcdJournal::Open(etcd::EtcdClient*
 
 absl::StatusOr<DurableLog::Recovered> EtcdJournal::Recover() const {
   const std::string& prefix = options_.prefix;
-  ASSIGN_OR_RETURN(const etcdserverpb::RangeResponse head_range,
-                   client_->Range(prefix + "/snapshot_head"));
+  ASSIGN_OR_RETURN(const SnapshotHeadRead read, ReadSnapshotHead());
   // Every later read is at this revision: one consistent view of the journal.
-  const int64_t revision = head_range.header().revision();
+  const int64_t revision = read.revision;
   Recovered recovered;
-  if (head_range.kvs_size() > 0) {
-    EtcdSnapshotHead head;
-    if (!head.ParseFromString(head_range.kvs(0).value())) {
-      return absl::DataLossError(
-          absl::StrCat(Describe(), ": ", prefix, "/snapshot_head does not parse"));
-    }
-    const std::string chunk_prefix = absl::StrCat(prefix, "/snapshots/", SeqDigits(head.seq()), "/");
-    std::string key = chunk_prefix;
-    uint32_t chunks = 0;
-    for (bool more = true; more;) {
-      ASSIGN_OR_RETURN(const etcdserverpb::RangeResponse page,
-                       client_->Range(key, etcd::PrefixRangeEnd(chunk_prefix), revision,
-                                      kRecoveryPageKeys));
-      for (const mvccpb::KeyValue& kv : page.kvs()) {
-        recovered.snapshot += kv.value();
-        ++chunks;
-        key = kv.key() + std::string(1, '\0');
-      }
-      more = page.more();
-    }
-    if (chunks != head.chunks() || recovered.snapshot.size() != head.bytes() ||
-        Hash64(recovered.snapshot) != head.xxh64()) {
-      return absl::DataLossError(absl::StrCat(
-          Describe(), ": the snapshot at record ", head.seq(), " should have ", head.chunks(),
-          " chunks of ", head.bytes(), " bytes in all; ", chunk_prefix, " holds ", chunks,
-          " chunks of ", recovered.snapshot.size(), " bytes",
-          chunks == head.chunks() ? " that do not hash to its XXH64" : ""));
-    }
+  if (read.head.has_value()) {
+    const EtcdSnapshotHead& head = *read.head;
+    ASSIGN_OR_RETURN(recovered.snapshot,
+                     ReadChunks(SnapshotPrefix(head.seq()), revision,
+                                absl::StrCat("the snapshot at record ", head.seq()), head.chunks(),
+                                head.bytes(), head.xxh64()));
     recovered.has_snapshot = true;
     recovered.snapshot_seq = head.seq();
   }
   const std::string log_prefix = prefix + "/log/";
-  std::string key = RecordKey(recovered.snapshot_seq + 1);
   uint64_t expected = recovered.snapshot_seq + 1;
-  for (bool more = true; more;) {
-    ASSIGN_OR_RETURN(const etcdserverpb::RangeResponse page,
-                     client_->Range(key, etcd::PrefixRangeEnd(log_prefix), revision,
-                                    kRecoveryPageKeys));
-    for (const mvccpb::KeyValue& kv : page.kvs()) {
-      uint64_t seq = 0;
-      if (!absl::SimpleAtoi(absl::string_view(kv.key()).substr(log_prefix.size()), &seq) ||
-          seq != expected) {
-        return absl::DataLossError(absl::StrCat(Describe(), ": after record ", expected - 1,
-                                                " the next key is '", kv.key(), "', not ",
-                                                RecordKey(expected)));
-      }
-      ASSIGN_OR_RETURN(std::string record, RecordOf(seq, kv.value(), revision));
-      recovered.records.emplace_back(seq, std::move(record));
-      ++expected;
-      key = kv.key() + std::string(1, '\0');
-    }
-    more = page.more();
-  }
+  RETURN_IF_ERROR(ForEachKey(
+      RecordKey(expected), log_prefix, revision,
+      [&](const mvccpb::KeyValue& kv) -> absl::Status {
+        uint64_t seq = 0;
+        if (!absl::SimpleAtoi(absl::string_view(kv.key()).substr(log_prefix.size()), &seq) ||
+            seq != expected) {
+          return absl::DataLossError(absl::StrCat(Describe(), ": after record ", expected - 1,
+                                                  " the next key is '", kv.key(), "', not ",
+                                                  RecordKey(expected)));
+        }
+        ASSIGN_OR_RETURN(std::string record, RecordOf(seq, kv.value(), revision));
+        recovered.records.emplace_back(seq, std::move(record));
+        ++expected;
+        return absl::OkStatus();
+      }));
   absl::MutexLock lock(&mu_);
   recovered_revision_ = revision;
   return recovered;
@@ -177,15 +149,22 @@ absl::StatusOr<uint64_t> EtcdJournal::LastSeq() const {
     return seq;
   }
   // No record after the snapshot: the snapshot's seq.
-  ASSIGN_OR_RETURN(const etcdserverpb::RangeResponse head_range,
-                   client_->Range(options_.prefix + "/snapshot_head"));
-  if (head_range.kvs_size() == 0) return 0;
-  EtcdSnapshotHead head;
-  if (!head.ParseFromString(head_range.kvs(0).value())) {
-    return absl::DataLossError(
-        absl::StrCat(Describe(), ": ", options_.prefix, "/snapshot_head does not parse"));
+  ASSIGN_OR_RETURN(const SnapshotHeadRead read, ReadSnapshotHead());
+  return read.head.has_value() ? read.head->seq() : 0;
+}
+
+absl::StatusOr<EtcdJournal::SnapshotHeadRead> EtcdJournal::ReadSnapshotHead() const {
+  const std::string key = options_.prefix + "/snapshot_head";
+  ASSIGN_OR_RETURN(const etcdserverpb::RangeResponse found, client_->Range(key));
+  SnapshotHeadRead read;
+  read.revision = found.header().revision();
+  if (found.kvs_size() > 0) {
+    read.head.emplace();
+    if (!read.head->ParseFromString(found.kvs(0).value())) {
+      return absl::DataLossError(absl::StrCat(Describe(), ": ", key, " does not parse"));
+    }
   }
-  return head.seq();
+  return read;
 }
 
 absl::StatusOr<std::unique_ptr<etcd::EtcdWatch>> EtcdJournal::Follow(
@@ -333,18 +312,11 @@ void EtcdJournal::CommitFront() {
     std::string record_value;
     if (batch.size() == 1 && bytes > options_.max_txn_bytes) {
       const std::string& record = batch[0]->record;
-      const std::string parts_prefix = PartsPrefix(next_seq_);
+      txns = ChunkTxns(PartsPrefix(next_seq_), record);
       EtcdRecordParts parts;
+      parts.set_parts(static_cast<uint32_t>(txns.size()));
       parts.set_bytes(record.size());
       parts.set_xxh64(Hash64(record));
-      for (size_t offset = 0; offset < record.size(); offset += options_.max_txn_bytes) {
-        etcdserverpb::TxnRequest& txn = txns.emplace_back();
-        AddFence(txn);
-        *txn.add_success() =
-            etcd::txn::PutOp(absl::StrFormat("%s%08u", parts_prefix, parts.parts()),
-                             record.substr(offset, options_.max_txn_bytes));
-        parts.set_parts(parts.parts() + 1);
-      }
       record_value = std::string(1, kPartedRecord) + parts.SerializeAsString();
     }
     etcdserverpb::TxnRequest& txn = txns.emplace_back();
@@ -378,6 +350,60 @@ void EtcdJournal::CommitFront() {
   committing_ = false;
 }
 
+std::string EtcdJournal::SnapshotPrefix(uint64_t seq) const {
+  return absl::StrCat(options_.prefix, "/snapshots/", SeqDigits(seq), "/");
+}
+
+absl::Status EtcdJournal::ForEachKey(
+    std::string from, const std::string& prefix, int64_t revision,
+    const std::function<absl::Status(const mvccpb::KeyValue& kv)>& visit) const {
+  for (bool more = true; more;) {
+    ASSIGN_OR_RETURN(const etcdserverpb::RangeResponse page,
+                     client_->Range(from, etcd::PrefixRangeEnd(prefix), revision,
+                                    kRecoveryPageKeys));
+    for (const mvccpb::KeyValue& kv : page.kvs()) {
+      RETURN_IF_ERROR(visit(kv));
+      from = kv.key() + std::string(1, '\0');
+    }
+    more = page.more();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> EtcdJournal::ReadChunks(const std::string& chunk_prefix,
+                                                    int64_t revision, const std::string& what,
+                                                    uint32_t chunks, uint64_t bytes,
+                                                    uint64_t xxh64) const {
+  std::string joined;
+  uint32_t read = 0;
+  RETURN_IF_ERROR(ForEachKey(chunk_prefix, chunk_prefix, revision,
+                             [&](const mvccpb::KeyValue& kv) {
+                               joined += kv.value();
+                               ++read;
+                               return absl::OkStatus();
+                             }));
+  if (read != chunks || joined.size() != bytes || Hash64(joined) != xxh64) {
+    return absl::DataLossError(absl::StrCat(
+        Describe(), ": ", what, " should have ", chunks, " chunks of ", bytes,
+        " bytes in all; ", chunk_prefix, " holds ", read, " chunks of ", joined.size(), " bytes",
+        read == chunks ? " that do not hash to its XXH64" : ""));
+  }
+  return joined;
+}
+
+std::vector<etcdserverpb::TxnRequest> EtcdJournal::ChunkTxns(const std::string& chunk_prefix,
+                                                             const std::string& bytes) const {
+  const size_t chunk_bytes = static_cast<size_t>(options_.max_txn_bytes);
+  std::vector<etcdserverpb::TxnRequest> txns;
+  for (size_t offset = 0; offset < bytes.size() || txns.empty(); offset += chunk_bytes) {
+    etcdserverpb::TxnRequest& txn = txns.emplace_back();
+    AddFence(txn);
+    *txn.add_success() = etcd::txn::PutOp(absl::StrFormat("%s%08u", chunk_prefix, txns.size() - 1),
+                                          bytes.substr(offset, chunk_bytes));
+  }
+  return txns;
+}
+
 std::string EtcdJournal::PartsPrefix(uint64_t seq) const {
   return absl::StrCat(options_.prefix, "/parts/", SeqDigits(seq), "/");
 }
@@ -390,55 +416,29 @@ absl::StatusOr<std::string> EtcdJournal::RecordOf(uint64_t seq, const std::strin
     return absl::DataLossError(absl::StrCat(Describe(), ": ", RecordKey(seq),
                                             " holds neither a record nor its parts' list"));
   }
-  const std::string parts_prefix = PartsPrefix(seq);
-  std::string record;
-  uint32_t read = 0;
-  std::string key = parts_prefix;
-  for (bool more = true; more;) {
-    ASSIGN_OR_RETURN(const etcdserverpb::RangeResponse page,
-                     client_->Range(key, etcd::PrefixRangeEnd(parts_prefix), revision,
-                                    kRecoveryPageKeys));
-    for (const mvccpb::KeyValue& kv : page.kvs()) {
-      record += kv.value();
-      ++read;
-      key = kv.key() + std::string(1, '\0');
-    }
-    more = page.more();
-  }
-  if (read != parts.parts() || record.size() != parts.bytes() ||
-      Hash64(record) != parts.xxh64()) {
-    return absl::DataLossError(absl::StrCat(
-        Describe(), ": record ", seq, " should have ", parts.parts(), " parts of ", parts.bytes(),
-        " bytes in all; ", parts_prefix, " holds ", read, " parts of ", record.size(), " bytes",
-        read == parts.parts() ? " that do not hash to its XXH64" : ""));
-  }
-  return record;
+  return ReadChunks(PartsPrefix(seq), revision, absl::StrCat("record ", seq), parts.parts(),
+                    parts.bytes(), parts.xxh64());
 }
 
 absl::Status EtcdJournal::WriteSnapshot(uint64_t seq, std::string snapshot) {
   const std::string& prefix = options_.prefix;
-  const std::string chunk_prefix = absl::StrCat(prefix, "/snapshots/", SeqDigits(seq), "/");
-  const size_t chunk_bytes = static_cast<size_t>(options_.max_txn_bytes);
+  const std::string chunk_prefix = SnapshotPrefix(seq);
+  std::vector<etcdserverpb::TxnRequest> chunks;
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckLeading());
+    chunks = ChunkTxns(chunk_prefix, snapshot);
+  }
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    RETURN_IF_ERROR(
+        FencedTxn(chunks[i], absl::StrCat("chunk ", i, " of the snapshot at record ", seq))
+            .status());
+  }
   EtcdSnapshotHead head;
   head.set_seq(seq);
+  head.set_chunks(static_cast<uint32_t>(chunks.size()));
   head.set_bytes(snapshot.size());
   head.set_xxh64(Hash64(snapshot));
-  uint32_t chunks = 0;
-  for (size_t offset = 0; offset < snapshot.size() || chunks == 0; offset += chunk_bytes) {
-    etcdserverpb::TxnRequest txn;
-    {
-      absl::MutexLock lock(&mu_);
-      RETURN_IF_ERROR(CheckLeading());
-      AddFence(txn);
-    }
-    *txn.add_success() = etcd::txn::PutOp(absl::StrFormat("%s%08u", chunk_prefix, chunks),
-                                          snapshot.substr(offset, chunk_bytes));
-    RETURN_IF_ERROR(
-        FencedTxn(txn, absl::StrCat("chunk ", chunks, " of the snapshot at record ", seq))
-            .status());
-    ++chunks;
-  }
-  head.set_chunks(chunks);
   etcdserverpb::TxnRequest txn;
   {
     absl::MutexLock lock(&mu_);

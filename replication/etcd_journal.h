@@ -33,7 +33,9 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -42,6 +44,7 @@
 #include "dispatcher/durable_log.h"
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_watch.h"
+#include "proto/replication.pb.h"
 
 namespace granary {
 
@@ -132,8 +135,32 @@ class EtcdJournal final : public DurableLog {
   void CommitFront() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops leading because of `why` and tells on_deposed_ (outside the lock).
   void Depose(const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
-  // Where record `seq`'s parts are, if it is stored in parts.
+  // The newest snapshot's head (none: no snapshot yet), and the revision it was read at.
+  struct SnapshotHeadRead {
+    std::optional<EtcdSnapshotHead> head;
+    int64_t revision = 0;
+  };
+  // DataLoss if the head does not parse.
+  absl::StatusOr<SnapshotHeadRead> ReadSnapshotHead() const;
+  // Where record `seq`'s parts are, if it is stored in parts; where the chunks of the snapshot
+  // covering records 1..seq are.
   std::string PartsPrefix(uint64_t seq) const;
+  std::string SnapshotPrefix(uint64_t seq) const;
+  // Calls `visit` on every key from `from` to the end of `prefix` as of `revision`, in key
+  // order, a page of them per Range; stops at visit's first error.
+  absl::Status ForEachKey(std::string from, const std::string& prefix, int64_t revision,
+                          const std::function<absl::Status(const mvccpb::KeyValue& kv)>& visit)
+      const;
+  // The chunks under `chunk_prefix` as of `revision`, joined: `chunks` of them, `bytes` in all,
+  // hashing to `xxh64` — else DataLoss naming `what` and what was found.
+  absl::StatusOr<std::string> ReadChunks(const std::string& chunk_prefix, int64_t revision,
+                                         const std::string& what, uint32_t chunks,
+                                         uint64_t bytes, uint64_t xxh64) const;
+  // One fenced Txn per max_txn_bytes of `bytes` (at least one), putting chunk i at
+  // `chunk_prefix` + i (8 digits).
+  std::vector<etcdserverpb::TxnRequest> ChunkTxns(const std::string& chunk_prefix,
+                                                  const std::string& bytes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The record a record key's `value` stands for (reading its parts as of `revision`, 0: the
   // newest). DataLoss naming the record for a value or parts that do not add up.
   absl::StatusOr<std::string> RecordOf(uint64_t seq, const std::string& value,
