@@ -70,9 +70,7 @@ absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions
                              absl::Milliseconds(options.rpc_timeout_ms));
     if (reached.ok()) return connection;
     if (!absl::IsUnavailable(reached)) return reached;
-    grpc::ClientContext unused;
-    connection->dispatcher_->AfterFailure(target.address, unused,
-                                          grpc::Status(grpc::StatusCode::UNAVAILABLE, ""));
+    connection->dispatcher_->MoveOn(target.address);
   }
   return reached;
 }

@@ -60,9 +60,18 @@ bool DispatcherTargets::AfterFailure(const std::string& called, const grpc::Clie
     current_ = leader;
     return true;
   }
+  MoveOnLocked();
+  return false;
+}
+
+void DispatcherTargets::MoveOn(const std::string& called) {
+  absl::MutexLock lock(&mu_);
+  if (called == current_) MoveOnLocked();
+}
+
+void DispatcherTargets::MoveOnLocked() {
   next_ = (next_ + 1) % addresses_.size();
   current_ = addresses_[next_];
-  return false;
 }
 
 grpc::Status DispatcherTargets::Call(

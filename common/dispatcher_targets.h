@@ -56,6 +56,10 @@ class DispatcherTargets {
   bool AfterFailure(const std::string& called, const grpc::ClientContext& context,
                     const grpc::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Moves past `called` (Current().address when it was tried) to the next given address, unless
+  // another caller moved on first: for a caller that found it unreachable without a call.
+  void MoveOn(const std::string& called) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Calls `rpc` on the current target, with a fresh context from `make_context` per attempt,
   // following redirects at once and moving past an Unavailable target — trying each given
   // address and each redirect at most once — and returns the last attempt's status. No backoff:
@@ -71,6 +75,8 @@ class DispatcherTargets {
   DispatcherTargets(std::vector<std::string> addresses,
                     std::shared_ptr<grpc::ChannelCredentials> credentials,
                     grpc::ChannelArguments arguments);
+  // Makes the next given address current.
+  void MoveOnLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The target at `address`, made on first use.
   Target TargetAt(const std::string& address) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
