@@ -150,19 +150,6 @@ void TcpProxy::Run() {
       char drain[64];
       (void)::read(wake_read_, drain, sizeof(drain));
     }
-    if (fds[1].revents & POLLIN) {
-      const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client >= 0) {
-        const int upstream = cut ? -1 : ConnectLoopbackPort(upstream_port_);
-        if (upstream < 0) {
-          ::close(client);
-        } else {
-          const int one = 1;
-          ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-          pairs.emplace_back(client, upstream);
-        }
-      }
-    }
     std::vector<std::pair<int, int>> open;
     for (size_t i = 0; i < pairs.size(); ++i) {
       const pollfd& client = fds[2 + 2 * i];
@@ -177,6 +164,20 @@ void TcpProxy::Run() {
       }
     }
     pairs = std::move(open);
+    // Accepted after the polled pairs are pumped: `fds` holds no entry for a new one yet.
+    if (fds[1].revents & POLLIN) {
+      const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client >= 0) {
+        const int upstream = cut ? -1 : ConnectLoopbackPort(upstream_port_);
+        if (upstream < 0) {
+          ::close(client);
+        } else {
+          const int one = 1;
+          ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+          pairs.emplace_back(client, upstream);
+        }
+      }
+    }
   }
   for (const auto& pair : pairs) close_pair(pair);
 }
