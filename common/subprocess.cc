@@ -124,6 +124,13 @@ int Subprocess::Wait() {
   return exit_code_;
 }
 
+void Subprocess::Pause() {
+  if (!running()) return;
+  ::kill(pid_, SIGSTOP);
+  int status = 0;
+  if (::waitpid(pid_, &status, WUNTRACED) == pid_ && !WIFSTOPPED(status)) Reaped(status);
+}
+
 void Subprocess::Reaped(int status) {
   reaped_ = true;
   term_signal_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;

@@ -46,6 +46,9 @@ class Subprocess {
   void Kill(int signal);
   // Reaps the child; returns its exit code, or 128 + the signal that ended it.
   int Wait();
+  // SIGSTOPs the child and returns once all its threads have stopped (kill() alone returns
+  // while some may still run). If the child ends meanwhile, it is reaped as by Wait.
+  void Pause();
   // Like Wait, but gives up after `timeout` and returns -1 if the child still runs.
   int WaitFor(std::chrono::milliseconds timeout);
   // Once reaped: how the child ended, "exited with code N" or "was killed by signal N (NAME)";

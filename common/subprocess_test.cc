@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -51,6 +54,37 @@ TEST(SubprocessTest, KilledChildReportsTheSignal) {
   EXPECT_EQ(child.Wait(), 128 + SIGKILL);
   EXPECT_FALSE(child.running());
   EXPECT_EQ(child.ExitDescription(), "was killed by signal 9 (SIGKILL)");
+}
+
+// The state letter of every thread of `pid`, from /proc/PID/task/*/stat.
+std::string ThreadStates(pid_t pid) {
+  std::string states;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t name_end = line.rfind(')');  // The state follows the parenthesized name.
+    if (name_end != std::string::npos && name_end + 2 < line.size()) states += line[name_end + 2];
+  }
+  return states;
+}
+
+TEST(SubprocessTest, PauseReturnsOnceEveryThreadHasStopped) {
+  // A busy multi-threaded child: python with four spinning threads.
+  Subprocess child({"/usr/bin/python3", "-c",
+                    "import threading\n"
+                    "def spin():\n  while True: pass\n"
+                    "for _ in range(4): threading.Thread(target=spin, daemon=True).start()\n"
+                    "print('ready', flush=True)\nspin()\n"});
+  ASSERT_EQ(child.ReadLine(), "ready");
+  child.Pause();
+  const std::string states = ThreadStates(child.pid());
+  EXPECT_EQ(states.size(), 5u) << states;
+  EXPECT_EQ(states.find_first_not_of('T'), std::string::npos) << "thread states: " << states;
+  EXPECT_TRUE(child.running());
+  child.Kill(SIGKILL);
+  EXPECT_EQ(child.Wait(), 128 + SIGKILL);
 }
 
 TEST(SubprocessTest, ExitDescriptionTellsAnExitCodeFromASignal) {

@@ -108,7 +108,7 @@ absl::Status EtcdTestCluster::RestartMember(int member) {
 
 void EtcdTestCluster::StopMember(int member) {
   if (pid(member) < 0) return;
-  kill(pid(member), SIGSTOP);
+  members_[member].process->Pause();
   members_[member].paused = true;
 }
 

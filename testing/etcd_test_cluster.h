@@ -69,7 +69,9 @@ class EtcdTestCluster {
   // waits until it answers Status with a leader known. Unavailable (with its log) if it does
   // not within start_timeout.
   absl::Status RestartMember(int member);
-  // SIGSTOP / SIGCONT member `member`: paused, it neither answers nor heartbeats.
+  // SIGSTOP / SIGCONT member `member`: paused, it neither answers nor heartbeats. StopMember
+  // returns once every thread of the member has stopped. StopMember
+  // returns once every thread of the member has stopped.
   void StopMember(int member);
   void ContinueMember(int member);
 
