@@ -154,22 +154,7 @@ Journal::Journal(std::string dir, const JournalOptions& options, std::unique_ptr
       options_(options),
       env_(std::move(env)),
       db_(db),
-      instruments_(
-          options.metrics == nullptr
-              ? Instruments{}
-              : Instruments{
-                    options.metrics->GetCounter("granary_journal_appends_total",
-                                                "Records appended to the journal."),
-                    options.metrics->GetHistogram("granary_journal_group_size",
-                                                  "Records per group-committed batch.",
-                                                  ExponentialBuckets(1, 2, 11)),
-                    options.metrics->GetHistogram("granary_journal_commit_seconds",
-                                                  "Time to write and sync one batch of records.",
-                                                  ExponentialBuckets(0.0001, 2, 16)),
-                    options.metrics->GetHistogram("granary_journal_snapshot_seconds",
-                                                  "Time to write and sync one state snapshot.",
-                                                  ExponentialBuckets(0.001, 2, 14)),
-                }) {}
+      instruments_(JournalMetrics::In(options.metrics)) {}
 
 Journal::~Journal() {
   absl::MutexLock lock(&mu_);

@@ -83,6 +83,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "journal/high_water_file.h"
+#include "journal/journal_metrics.h"
 #include "obs/metrics.h"
 
 namespace rocksdb {
@@ -239,13 +240,7 @@ class Journal {
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
 
   // Of options_.metrics (all null without it).
-  struct Instruments {
-    Counter* appends = nullptr;
-    Histogram* group_size = nullptr;
-    Histogram* commit_seconds = nullptr;
-    Histogram* snapshot_seconds = nullptr;
-  };
-  const Instruments instruments_;
+  const JournalMetrics instruments_;
 };
 
 }  // namespace granary

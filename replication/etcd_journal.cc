@@ -32,7 +32,9 @@ constexpr char kPartedRecord = 'P';
 }  // namespace
 
 EtcdJournal::EtcdJournal(etcd::EtcdClient* client, EtcdJournalOptions options)
-    : client_(client), options_(std::move(options)) {}
+    : client_(client),
+      options_(std::move(options)),
+      instruments_(JournalMetrics::In(options_.metrics)) {}
 
 std::string EtcdJournal::Describe() const {
   return absl::StrCat("etcd journal ", absl::StrJoin(client_->endpoints(), ","),
@@ -331,10 +333,16 @@ void EtcdJournal::CommitFront() {
         batch.size() == 1 ? absl::StrCat("record ", next_seq_)
                           : absl::StrCat("records ", next_seq_, "..", next_seq_ + batch.size() - 1);
     mu_.Unlock();
+    const absl::Time start = absl::Now();
     absl::Status committed;
     for (const etcdserverpb::TxnRequest& request : txns) {
       committed = FencedTxn(request, what).status();
       if (!committed.ok()) break;
+    }
+    if (committed.ok() && instruments_.appends != nullptr) {
+      instruments_.appends->Add(static_cast<double>(batch.size()));
+      instruments_.group_size->Observe(static_cast<double>(batch.size()));
+      instruments_.commit_seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start));
     }
     mu_.Lock();
     if (committed.ok()) {
@@ -423,6 +431,7 @@ absl::StatusOr<std::string> EtcdJournal::RecordOf(uint64_t seq, const std::strin
 absl::Status EtcdJournal::WriteSnapshot(uint64_t seq, std::string snapshot) {
   const std::string& prefix = options_.prefix;
   const std::string chunk_prefix = SnapshotPrefix(seq);
+  const absl::Time start = absl::Now();
   std::vector<etcdserverpb::TxnRequest> chunks;
   {
     absl::MutexLock lock(&mu_);
@@ -452,6 +461,9 @@ absl::Status EtcdJournal::WriteSnapshot(uint64_t seq, std::string snapshot) {
   *txn.add_success() = etcd::txn::DeleteOp(prefix + "/snapshots/", chunk_prefix);
   ASSIGN_OR_RETURN(const etcdserverpb::TxnResponse committed,
                    FencedTxn(txn, absl::StrCat("the snapshot at record ", seq)));
+  if (instruments_.snapshot_seconds != nullptr) {
+    instruments_.snapshot_seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start));
+  }
   // etcd's history before it is of no use to a replica any more (one that was following from
   // earlier recovers from this snapshot): housekeeping, so a failure is only logged.
   const absl::StatusOr<etcdserverpb::CompactionResponse> compacted =

@@ -44,6 +44,7 @@
 #include "dispatcher/durable_log.h"
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_watch.h"
+#include "journal/journal_metrics.h"
 #include "proto/replication.pb.h"
 
 namespace granary {
@@ -61,6 +62,10 @@ struct EtcdJournalOptions {
   // record's part: below etcd's --max-request-bytes (1.5 MiB by default), with room for keys
   // and framing (CheckRecordFits tells at start-up whether etcd takes it).
   int64_t max_txn_bytes = 1 << 20;
+  // Where the journal counts its appends, batches, commit latency (each group's Txn through an
+  // etcd quorum) and snapshot times (journal/journal_metrics.h: granary_journal_*); nullptr:
+  // nowhere. Must outlive the journal.
+  MetricRegistry* metrics = nullptr;
 };
 
 class EtcdJournal final : public DurableLog {
@@ -177,6 +182,7 @@ class EtcdJournal final : public DurableLog {
 
   etcd::EtcdClient* const client_;
   const EtcdJournalOptions options_;
+  const JournalMetrics instruments_;
 
   mutable absl::Mutex mu_;
   mutable int64_t recovered_revision_ ABSL_GUARDED_BY(mu_) = 0;

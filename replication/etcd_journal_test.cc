@@ -3,7 +3,7 @@
 // order; a leader whose election key is gone commits nothing (fencing) and is deposed;
 // snapshots are chunked, drop the records they cover and recover; large records go in parts;
 // a follower sees every record; a missing record is DataLoss; a request etcd would refuse is
-// caught at start-up.
+// caught at start-up; the journal's metrics count what it committed.
 #include "replication/etcd_journal.h"
 
 #include <atomic>
@@ -14,6 +14,7 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "journal/journal_metrics.h"
 #include "testing/etcd_test_cluster.h"
 
 namespace granary {
@@ -123,6 +124,42 @@ TEST_F(EtcdJournalTest, ConcurrentAppendsGetContiguousSeqsAndRecoverInOrder) {
   }
   EXPECT_FALSE(recovered->has_snapshot);
   EXPECT_EQ(*other->LastSeq(), static_cast<uint64_t>(kThreads * kPerThread));
+}
+
+TEST_F(EtcdJournalTest, MetricsCountTheCommittedRecordsTheirGroupsAndCommitTimes) {
+  MetricRegistry registry;
+  EtcdJournalOptions options;
+  options.prefix = "/granary/test";
+  options.metrics = &registry;
+  auto opened = EtcdJournal::Open(client_.get(), options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<EtcdJournal> journal = *std::move(opened);
+  const JournalMetrics metrics = JournalMetrics::In(&registry);
+  Lead(*journal, MakeFence("a"), 1);
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 20;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kPerThread; ++i) ASSERT_TRUE(journal->Append("r").ok());
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  constexpr int kRecords = kThreads * kPerThread;
+  EXPECT_EQ(metrics.appends->value(), kRecords);
+  const Histogram::Snapshot groups = metrics.group_size->Take();
+  const Histogram::Snapshot commits = metrics.commit_seconds->Take();
+  EXPECT_EQ(groups.sum, kRecords) << "every record in exactly one committed group";
+  EXPECT_EQ(commits.count, groups.count) << "one commit time per group";
+  EXPECT_GE(groups.count, 2u);  // 8 writers: some groups carry several records
+  EXPECT_LE(groups.count, static_cast<uint64_t>(kRecords));
+  EXPECT_GT(commits.sum, 0);
+  ASSERT_TRUE(journal->WriteSnapshot(kRecords, "state").ok());
+  EXPECT_EQ(metrics.snapshot_seconds->Take().count, 1u);
+  // A refused append counts nothing.
+  journal->StopLeading(absl::CancelledError("the test stops leading"));
+  EXPECT_FALSE(journal->Append("refused").ok());
+  EXPECT_EQ(metrics.appends->value(), kRecords);
 }
 
 TEST_F(EtcdJournalTest, ALeaderWhoseElectionKeyIsGoneCommitsNothingAndIsDeposed) {

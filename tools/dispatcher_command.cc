@@ -307,6 +307,7 @@ int DispatcherCommand(int argc, char** argv) {
                                        ? startup.address()
                                        : absl::GetFlag(FLAGS_advertise_address));
     replica_options.journal.prefix = etcd_journal->prefix;
+    replica_options.journal.metrics = &metrics;
     replica_options.lease_ttl_seconds = absl::GetFlag(FLAGS_lease_ttl);
     absl::StatusOr<std::unique_ptr<DispatcherReplica>> started =
         DispatcherReplica::Start(etcd_client.get(), std::move(replica_options));
