@@ -119,6 +119,12 @@ absl::Status Run() {
   report.AddHeadline("replicated / single dispatcher (2 workers, shared memory)",
                      Median(replicated_config.rates) / Median(single.rates), "x",
                      BenchTarget::AtLeast(0.95));
+  // The same ratio within each round, where both were measured within seconds of each other.
+  std::vector<double> round_ratios;
+  for (int rep = 0; rep < reps; ++rep) {
+    round_ratios.push_back(replicated_config.rates[rep] / single.rates[rep]);
+  }
+  report.AddSeries("replicated / single dispatcher, per round", "x", round_ratios);
   report.AddSeries("control plane per epoch: single dispatcher", "CPU s",
                    single.control_plane_cpu[0]);
   report.AddSeries("control plane per epoch: replicated (3 replicas, 3 etcd members)", "CPU s",
