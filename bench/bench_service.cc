@@ -3,11 +3,18 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "security/certificate_authority.h"
 #include "security/peer_identity.h"
 
 namespace granary {
+namespace {
+
+// Replicas of a replicated service's dispatcher, and members of its etcd.
+constexpr int kReplicas = 3;
+
+}  // namespace
 
 absl::StatusOr<BenchService> StartBenchService(const std::string& dir, const PipelineDef& def,
                                                BenchServiceOptions options) {
@@ -21,16 +28,24 @@ absl::StatusOr<BenchService> StartBenchService(const std::string& dir, const Pip
   if (options.tls) {
     ASSIGN_OR_RETURN(std::shared_ptr<CertificateAuthority> ca,
                      CertificateAuthority::Create(dir + "/tls"));
-    options.cluster.issue_certificate = [ca](const std::string& name,
-                                             const std::string& identity) {
+    options.cluster.issue_certificate = [ca](const std::string& name, const std::string& identity) {
       return ca->Issue(name, identity).value();
     };
-    ASSIGN_OR_RETURN(const TransportSecurity client, ca->Issue("bench", ClientIdentityUri("bench")));
+    ASSIGN_OR_RETURN(const TransportSecurity client,
+                     ca->Issue("bench", ClientIdentityUri("bench")));
     options.client.tls_ca_file = client.ca_file;
     options.client.tls_cert_file = client.cert_file;
     options.client.tls_key_file = client.key_file;
   } else {
     options.client.insecure = true;
+  }
+  if (options.replicated) {
+    testing::EtcdTestCluster::Options etcd_options;
+    etcd_options.members = kReplicas;
+    ASSIGN_OR_RETURN(service.etcd, testing::EtcdTestCluster::Start(etcd_options));
+    options.cluster.etcd_journal =
+        absl::StrCat("etcd://", absl::StrJoin(service.etcd->endpoints(), ","), "/granary-bench");
+    options.cluster.replicas = kReplicas;
   }
   service.cluster = std::make_unique<testing::LocalCluster>(dir, options.cluster);
   if (!service.cluster->ok()) {
@@ -40,6 +55,18 @@ absl::StatusOr<BenchService> StartBenchService(const std::string& dir, const Pip
   ASSIGN_OR_RETURN(service.client, Client::Connect(options.client));
   ASSIGN_OR_RETURN(service.dataset, service.client->RegisterPipeline(def));
   return service;
+}
+
+std::vector<pid_t> ControlPlanePids(const BenchService& service) {
+  if (service.etcd == nullptr) return {service.cluster->dispatcher_pid()};
+  std::vector<pid_t> pids;
+  for (int replica = 0; replica < kReplicas; ++replica) {
+    pids.push_back(service.cluster->dispatcher_pid(replica));
+  }
+  for (int member = 0; member < service.etcd->size(); ++member) {
+    pids.push_back(service.etcd->pid(member));
+  }
+  return pids;
 }
 
 }  // namespace granary

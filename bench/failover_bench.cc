@@ -7,10 +7,14 @@
 // DispatcherTargets following redirects, with the client library's channel arguments; then
 // restarts the killed replica and waits until it follows the new leader (it has applied a record
 // committed after its restart) before the next round.
-// Then the stall a trainer sees: in each of --stall_kills epochs read through two workers, the
-// leader is killed at a random moment; the longest gap between delivered elements after the kill.
+// Then the stall a trainer sees when it needs the dispatcher during a failover: in each of
+// --stall_kills rounds a trainer reads three short epochs back to back through two workers, and
+// the leader is killed a few batches (random, seeded) before the second epoch ends, so the
+// trainer's StartEpoch of the third — and its workers' first leases of it — must wait for the new
+// leader; the stall is the longest gap between consecutive delivered batches after the kill, next
+// to the gap at the first boundary, where nothing was killed.
 //
-//   bench/failover_bench [--failovers 100] [--stall_kills 10] [--lease_ttl 1] [--seed 1] [--dir D]
+//   bench/failover_bench [--failovers 100] [--stall_kills 100] [--lease_ttl 1] [--seed 1] [--dir D]
 #include <signal.h>
 
 #include <chrono>
@@ -25,6 +29,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "bench/bench_report.h"
@@ -44,7 +49,8 @@
 
 ABSL_FLAG(int, failovers, 100, "Leader kills timed (--quick: 3).");
 ABSL_FLAG(int64_t, lease_ttl, 1, "Each replica's --lease_ttl (seconds).");
-ABSL_FLAG(int, stall_kills, 10, "Leader kills while a trainer reads an epoch (--quick: 1).");
+ABSL_FLAG(int, stall_kills, 100,
+          "Leader kills just before a trainer starts its next epoch (--quick: 1).");
 ABSL_FLAG(uint64_t, seed, 1, "Seeds the moments of the kills.");
 ABSL_FLAG(std::string, dir, "/tmp/granary_failover_bench", "Scratch directory (wiped).");
 
@@ -53,12 +59,15 @@ namespace {
 
 constexpr char kPrefix[] = "/granary-failover-bench";
 constexpr absl::Duration kPoll = absl::Milliseconds(5);
-// The trainer's epochs: 3000 batches of 64 rows, 5 batches per split, read at about 1 ms per
-// batch (a training step), so that an epoch outlasts a kill and its failover.
+// The trainer's epochs: 300 batches of 64 rows, 5 batches per split, read at about 1 ms per
+// batch (a training step).
 constexpr int64_t kBatchRows = 64;
 constexpr int64_t kBatchesPerSplit = 5;
-constexpr int64_t kEpochBatches = 3000;
+constexpr int64_t kEpochBatches = 300;
 constexpr absl::Duration kTrainingStep = absl::Milliseconds(1);
+// The leader is killed when the trainer receives the batch this many batches before its epoch's
+// last, uniformly at random from 1 to this: a few training steps before it starts the next epoch.
+constexpr int64_t kMaxKillLeadBatches = 20;
 // Longer than any failover or rejoin the bench expects: past it, the round fails.
 constexpr absl::Duration kGiveUp = absl::Seconds(60);
 // The kill comes this long after the previous round's rejoin, uniformly at random: the moments
@@ -164,27 +173,37 @@ class ReplicatedDispatcher {
   std::string dataset_id_;
 };
 
-// Reads epoch `epoch` of `job` at one element per kTrainingStep; the time each element came.
-absl::StatusOr<std::vector<absl::Time>> ReadPaced(Job& job, int64_t epoch) {
+// Reads epoch `epoch` of `job` at one element per kTrainingStep, appending the time each
+// element came to `delivered`; notifies `reached`, if not null, once element `reached_at` came.
+absl::Status ReadPaced(Job& job, int64_t epoch, std::vector<absl::Time>* delivered,
+                       int64_t reached_at = -1, absl::Notification* reached = nullptr) {
   ASSIGN_OR_RETURN(std::unique_ptr<EpochReader> reader, job.ReadEpoch(epoch));
-  std::vector<absl::Time> delivered;
-  for (;;) {
+  for (int64_t index = 0;; ++index) {
     ReceivedElement element;
     bool end = false;
     RETURN_IF_ERROR(reader->Next(&element, &end));
-    if (end) return delivered;
-    delivered.push_back(absl::Now());
+    if (end) return absl::OkStatus();
+    delivered->push_back(absl::Now());
+    if (index == reached_at) reached->Notify();
     absl::SleepFor(kTrainingStep);
   }
 }
 
-// The trainer-visible stall of each of `kills` failovers: a trainer reads an epoch through the
-// workers while the leader is SIGKILLed at a random moment of it; the stall is the longest gap
-// between two consecutive elements, the second delivered after the kill. The killed replica rejoins
-// after the epoch.
-absl::StatusOr<std::vector<double>> MeasureStalls(testing::LocalCluster& cluster,
-                                                  ReplicatedDispatcher& dispatcher, int kills,
-                                                  std::mt19937_64& random) {
+// What the trainer saw in each failover round (seconds).
+struct TrainerGaps {
+  // The longest gap between consecutive batches, the second delivered after the kill.
+  std::vector<double> stalls;
+  // The gap at the round's first epoch boundary, where nothing was killed.
+  std::vector<double> quiet_boundaries;
+};
+
+// `kills` failovers that the trainer must wait for: in each round it reads epochs 3k, 3k+1 and
+// 3k+2 of one job back to back, and the leader is SIGKILLed when it receives the batch
+// kMaxKillLeadBatches or fewer (at least 1) before the end of epoch 3k+1, so it asks a dead
+// leader to start epoch 3k+2. The killed replica rejoins after the round.
+absl::StatusOr<TrainerGaps> MeasureStalls(testing::LocalCluster& cluster,
+                                          ReplicatedDispatcher& dispatcher, int kills,
+                                          std::mt19937_64& random, uint64_t seed) {
   ASSIGN_OR_RETURN(
       std::unique_ptr<Client> client,
       Client::Connect({.dispatcher_address = cluster.dispatcher_address(), .insecure = true}));
@@ -198,33 +217,56 @@ absl::StatusOr<std::vector<double>> MeasureStalls(testing::LocalCluster& cluster
           "failover_bench trainer"));
   ASSIGN_OR_RETURN(const std::string dataset, client->RegisterPipeline(def));
   ASSIGN_OR_RETURN(std::unique_ptr<Job> job, client->OpenJob(dataset, {.name = "trainer"}));
-  // The kill comes 0.5-1.5 s into the epoch, which lasts at least 3 s.
-  std::uniform_int_distribution<int64_t> kill_after_ms(500, 1500);
-  std::vector<double> stalls;
-  for (int epoch = 0; epoch < kills; ++epoch) {
-    absl::StatusOr<std::vector<absl::Time>> delivered;
-    std::thread trainer([&] { delivered = ReadPaced(*job, epoch); });
-    absl::SleepFor(absl::Milliseconds(kill_after_ms(random)));
+  std::uniform_int_distribution<int64_t> kill_lead(1, kMaxKillLeadBatches);
+  TrainerGaps gaps;
+  for (int round = 0; round < kills; ++round) {
+    const std::string name = absl::StrCat("stall round ", round, " (seed ", seed, ")");
     const int leader = cluster.LeaderReplica(kGiveUp);
+    if (leader < 0) return absl::UnavailableError(absl::StrCat(name, ": no leader"));
+    const int64_t lead = kill_lead(random);
+    const int64_t first_epoch = 3 * int64_t{round};
+    std::vector<absl::Time> delivered;
+    absl::Notification near_boundary;
+    absl::Status read;
+    std::thread trainer([&] {
+      read = ReadPaced(*job, first_epoch, &delivered);
+      if (read.ok()) {
+        read =
+            ReadPaced(*job, first_epoch + 1, &delivered, kEpochBatches - 1 - lead, &near_boundary);
+      }
+      if (read.ok()) read = ReadPaced(*job, first_epoch + 2, &delivered);
+      if (!near_boundary.HasBeenNotified()) near_boundary.Notify();  // a read failed
+    });
+    near_boundary.WaitForNotification();
     const absl::Time killed = absl::Now();
-    if (leader >= 0) cluster.StopDispatcher(SIGKILL, leader);
+    cluster.StopDispatcher(SIGKILL, leader);
     trainer.join();
-    if (leader < 0) return absl::UnavailableError(absl::StrCat("epoch ", epoch, ": no leader"));
-    RETURN_IF_ERROR(Annotate(delivered.status(), absl::StrCat("epoch ", epoch)));
-    if (delivered->empty() || delivered->back() < killed) {
-      return absl::InternalError(
-          absl::StrCat("epoch ", epoch, " ended before its leader was killed"));
+    RETURN_IF_ERROR(Annotate(read, name));
+    if (delivered.size() != 3 * kEpochBatches) {
+      return absl::InternalError(absl::StrCat(name, ": the trainer received ", delivered.size(),
+                                              " batches of 3 epochs, not ", 3 * kEpochBatches));
+    }
+    if (killed >= delivered[2 * kEpochBatches - 1]) {
+      return absl::InternalError(absl::StrCat(
+          name,
+          ": the leader was killed after the second epoch's last batch came, so the trainer "
+          "may not have needed the dispatcher"));
     }
     absl::Duration stall;
-    for (size_t i = 1; i < delivered->size(); ++i) {
-      if ((*delivered)[i] >= killed) stall = std::max(stall, (*delivered)[i] - (*delivered)[i - 1]);
+    for (size_t i = 1; i < delivered.size(); ++i) {
+      if (delivered[i] >= killed) stall = std::max(stall, delivered[i] - delivered[i - 1]);
     }
-    stalls.push_back(absl::ToDoubleSeconds(stall));
-    std::fprintf(stderr, "trainer stall %d: replica %d killed, %.3f s\n", epoch, leader,
-                 stalls.back());
-    RETURN_IF_ERROR(dispatcher.Rejoin(leader, absl::StrCat("stall-rejoin-", epoch)));
+    gaps.stalls.push_back(absl::ToDoubleSeconds(stall));
+    gaps.quiet_boundaries.push_back(
+        absl::ToDoubleSeconds(delivered[kEpochBatches] - delivered[kEpochBatches - 1]));
+    std::fprintf(stderr,
+                 "trainer stall %d: replica %d killed %lld batches before an epoch's end, %.3f s "
+                 "(the boundary before, with no kill: %.3f s)\n",
+                 round, leader, static_cast<long long>(lead), gaps.stalls.back(),
+                 gaps.quiet_boundaries.back());
+    RETURN_IF_ERROR(dispatcher.Rejoin(leader, absl::StrCat("stall-rejoin-", round)));
   }
-  return stalls;
+  return gaps;
 }
 
 absl::Status Run() {
@@ -298,8 +340,8 @@ absl::Status Run() {
     RETURN_IF_ERROR(dispatcher.Rejoin(leader, absl::StrCat("rejoin-", round)));
   }
 
-  ASSIGN_OR_RETURN(const std::vector<double> stall_seconds,
-                   MeasureStalls(cluster, dispatcher, stall_kills, random));
+  ASSIGN_OR_RETURN(const TrainerGaps gaps,
+                   MeasureStalls(cluster, dispatcher, stall_kills, random, seed));
 
   BenchReport report("failover",
                      absl::StrCat("Replicated dispatcher: leader SIGKILL -> first committed RPC (3 "
@@ -312,10 +354,13 @@ absl::Status Run() {
   report.AddHeadline("failover time p99", Quantile(failover_seconds, 0.99), "s",
                      BenchTarget::AtMost(2));
   report.AddHeadline("failover time max", Quantile(failover_seconds, 1.0), "s");
-  report.AddSeries("trainer stall", "s", stall_seconds);
-  report.AddHeadline("trainer stall p99", Quantile(stall_seconds, 0.99), "s",
-                     BenchTarget::AtMost(3));
-  report.AddHeadline("trainer stall max", Quantile(stall_seconds, 1.0), "s");
+  report.AddSeries("trainer stall", "s", gaps.stalls);
+  report.AddSeries("epoch boundary without a kill", "s", gaps.quiet_boundaries);
+  report.AddHeadline("trainer stall p50", Quantile(gaps.stalls, 0.5), "s");
+  report.AddHeadline("trainer stall p99", Quantile(gaps.stalls, 0.99), "s", BenchTarget::AtMost(3));
+  report.AddHeadline("trainer stall max", Quantile(gaps.stalls, 1.0), "s");
+  report.AddHeadline("epoch boundary without a kill p50", Quantile(gaps.quiet_boundaries, 0.5),
+                     "s");
   report.AddHeadline("lease TTL", static_cast<double>(lease_ttl), "s");
   report.AddNote(absl::StrCat(
       "Seed ", seed, "; each kill comes 0-", kMaxKillDelayMs,
@@ -323,12 +368,15 @@ absl::Status Run() {
       "GetOrCreateJob of a new job, tried every 5 ms through DispatcherTargets; etcd heartbeat ",
       etcd_options.heartbeat_ms, " ms, election ", etcd_options.election_ms, " ms."));
   report.AddNote(absl::StrCat(
-      "Trainer stall: ", stall_kills, " epochs of ", kEpochBatches, " batches of ", kBatchRows,
-      " rows (", kBatchesPerSplit,
-      " batches per split) read through 2 workers (--window_bytes=4096, requests of at most 1 "
-      "KiB: splits are leased as the trainer reads) at one batch per ms; in each, the leader is "
-      "killed 0.5-1.5 s in; the stall is the longest gap between consecutive batches, the "
-      "second delivered after the kill."));
+      "Trainer stall: ", stall_kills, " rounds of 3 epochs of ", kEpochBatches, " batches of ",
+      kBatchRows, " rows (", kBatchesPerSplit,
+      " batches per split) read back to back through 2 workers (--window_bytes=4096) at one "
+      "batch per ms; in each, the leader is killed when the trainer receives the batch 1-",
+      kMaxKillLeadBatches,
+      " (uniform) before the second epoch's last, so its StartEpoch of the third waits for the "
+      "new leader; the stall is the longest gap between consecutive batches, the second "
+      "delivered after the kill; 'epoch boundary without a kill' is the gap between the round's "
+      "first two epochs."));
   std::filesystem::remove_all(dir);
   return report.Finish();
 }

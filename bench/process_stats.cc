@@ -39,6 +39,12 @@ double CpuSecondsOf(pid_t pid) {
   return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
+double CpuSecondsOfAll(const std::vector<pid_t>& pids) {
+  double seconds = 0;
+  for (pid_t pid : pids) seconds += CpuSecondsOf(pid);
+  return seconds;
+}
+
 int64_t PeakRssBytesOf(pid_t pid) { return StatusBytes(pid, "VmHWM:"); }
 
 int64_t RssBytesOf(pid_t pid) { return StatusBytes(pid, "VmRSS:"); }

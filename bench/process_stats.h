@@ -6,11 +6,14 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace granary {
 
 // User + system CPU seconds process `pid` (0: this one) has used so far; 0 if it is gone.
 double CpuSecondsOf(pid_t pid = 0);
+// The sum of CpuSecondsOf over `pids`.
+double CpuSecondsOfAll(const std::vector<pid_t>& pids);
 
 // Peak resident set size (VmHWM) of `pid` (0: this one) in bytes; 0 if it is gone.
 int64_t PeakRssBytesOf(pid_t pid = 0);
