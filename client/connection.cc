@@ -155,6 +155,9 @@ std::unique_ptr<grpc::ClientContext> Connection::DispatcherContext() const {
 grpc::Status Connection::CallDispatcher(const DispatcherTargets::Rpc& call) const {
   const uint64_t give_up =
       env_->NowMicros() + static_cast<uint64_t>(options_.stall_timeout_ms) * 1000;
+  // A single dispatcher that is down is restarting (seconds); a replicated one is electing a
+  // standby that serves at once (about the lease TTL), so a leaderless moment is polled closely.
+  const uint64_t max_backoff_us = dispatcher_->addresses().size() == 1 ? 1'000'000 : 200'000;
   uint64_t backoff_us = 50'000;
   while (true) {
     // Redirects to the leader are followed at once, within one Call.
@@ -162,7 +165,7 @@ grpc::Status Connection::CallDispatcher(const DispatcherTargets::Rpc& call) cons
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return status;
     if (env_->NowMicros() + backoff_us > give_up) return status;
     env_->SleepForMicros(backoff_us);
-    backoff_us = std::min<uint64_t>(backoff_us * 2, 1'000'000);
+    backoff_us = std::min<uint64_t>(backoff_us * 2, max_backoff_us);
   }
 }
 
