@@ -27,7 +27,8 @@
 #      commands accept, tools/commands.cc) and the example pipeline's IR (its steps are those
 #      components, training runs after precache with the same pipeline, seed and policy).
 # overlays/small-redis (components/redis) puts the cache in the in-memory Redis tier (issue 20).
-# overlays/ha runs a replicated dispatcher: 3 replicas journaling to etcd (issue 32).
+# overlays/ha runs a replicated dispatcher: 3 replicas journaling to the 3-member etcd of
+# components/etcd (issue 32).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
