@@ -92,6 +92,20 @@ class DispatcherReplicaTest : public ::testing::Test {
     return ids;
   }
 
+  // Starts proxy_ to the etcd member and cut_client_ through it (short call deadlines, so that a
+  // cut shows quickly); cut_client_ stays null if either fails (the failure reported).
+  void ConnectThroughProxy() {
+    auto proxy = testing::TcpProxy::Start(cluster_->endpoint(0));
+    ASSERT_TRUE(proxy.ok()) << proxy.status();
+    proxy_ = *std::move(proxy);
+    etcd::EtcdClientOptions cut_options = cluster_->ClientOptions();
+    cut_options.endpoints = {proxy_->address()};
+    cut_options.call_timeout = absl::Milliseconds(500);
+    auto cut_client = etcd::EtcdClient::Create(cut_options);
+    ASSERT_TRUE(cut_client.ok()) << cut_client.status();
+    cut_client_ = *std::move(cut_client);
+  }
+
   PipelineRegistries registries_ = PipelineRegistriesWithCache();
   int64_t snapshot_every_ = 10000;
   std::unique_ptr<testing::EtcdTestCluster> cluster_;
@@ -186,15 +200,8 @@ TEST_F(DispatcherReplicaTest, ALeaderWhoseLeaseEndsStepsDownAndRejoinsAsAFollowe
 TEST_F(DispatcherReplicaTest, ALeaderCutOffFromEtcdStopsServingWithinItsLeaseAndCommitsNothing) {
   // Replica 0 reaches etcd only through a proxy the test cuts; its clients (this test) still
   // reach it: a split brain unless fencing and the lease hold.
-  auto proxy = testing::TcpProxy::Start(cluster_->endpoint(0));
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
-  proxy_ = *std::move(proxy);
-  etcd::EtcdClientOptions cut_options = cluster_->ClientOptions();
-  cut_options.endpoints = {proxy_->address()};
-  cut_options.call_timeout = absl::Milliseconds(500);
-  auto cut_client = etcd::EtcdClient::Create(cut_options);
-  ASSERT_TRUE(cut_client.ok()) << cut_client.status();
-  cut_client_ = *std::move(cut_client);
+  ConnectThroughProxy();
+  ASSERT_NE(cut_client_, nullptr);
   auto first = DispatcherReplica::Start(cut_client_.get(), Options(0));
   ASSERT_TRUE(first.ok()) << first.status();
   replicas_.push_back(*std::move(first));
@@ -250,15 +257,8 @@ TEST_F(DispatcherReplicaTest, AFollowersLagIsZeroWhenCaughtUpAndPositiveWhileItI
   StartReplicas(1);
   ASSERT_TRUE(replicas_[0]->AwaitLeading(kFailoverTimeout));
   std::shared_ptr<DispatcherImpl> leader = *replicas_[0]->Leader();
-  auto proxy = testing::TcpProxy::Start(cluster_->endpoint(0));
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
-  proxy_ = *std::move(proxy);
-  etcd::EtcdClientOptions cut_options = cluster_->ClientOptions();
-  cut_options.endpoints = {proxy_->address()};
-  cut_options.call_timeout = absl::Milliseconds(500);
-  auto cut_client = etcd::EtcdClient::Create(cut_options);
-  ASSERT_TRUE(cut_client.ok()) << cut_client.status();
-  cut_client_ = *std::move(cut_client);
+  ConnectThroughProxy();
+  ASSERT_NE(cut_client_, nullptr);
   auto follower = DispatcherReplica::Start(cut_client_.get(), Options(1));
   ASSERT_TRUE(follower.ok()) << follower.status();
   replicas_.push_back(*std::move(follower));
