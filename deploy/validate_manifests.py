@@ -31,7 +31,9 @@ so this script does what can be done offline:
     DNS name under its headless Service (publishNotReadyAddresses), --initial-cluster listing
     exactly those names, its data directory on a ReadWriteOnce volumeClaimTemplate, a
     PodDisruptionBudget keeping a quorum, Debian's etcd from the granary image (the Dockerfile
-    installs etcd-server); a --journal of the same render names every member's client address;
+    installs etcd-server); a --journal of the same render names every member's client address,
+    and the members serve TLS with client-certificate auth exactly when the replicas run TLS
+    (their certificate files, like the granary pods', are in the TLS Secret);
   * security: non-root (the Dockerfile's uid for granary pods, the image's own numeric user for
     others), read-only root filesystems, no privilege escalation; every container has resource
     requests and a memory limit;
@@ -323,6 +325,11 @@ def volume_source(obj, name):
 def is_granary_image(image):
     """The image of deploy/Dockerfile, under any registry ([REGISTRY/]granary[:TAG])."""
     return bool(image) and image.split("@")[0].rsplit("/", 1)[-1].split(":")[0] == "granary"
+
+
+# An etcd member's flags that name its certificate files (components/etcd-tls).
+ETCD_TLS_FILE_FLAGS = ("cert-file", "key-file", "trusted-ca-file", "peer-cert-file",
+                       "peer-key-file", "peer-trusted-ca-file")
 
 
 def is_etcd(c):
@@ -839,6 +846,18 @@ class Validator:
             ck.check(sorted(named) == sorted(members),
                      f"{where}: --journal names {endpoints}, not the members of "
                      f"StatefulSet/{etcd['metadata']['name']} in this render ({members})")
+            # The replicas secure their etcd connections as their own server (EtcdClient gets
+            # the dispatcher's TransportSecurity): TLS with their certificate, or plain text.
+            member = dict(etcd_flags(next(c for _, c in all_containers(etcd) if is_etcd(c))))
+            tls = "insecure" not in flags
+            serves_tls = (member.get("advertise-client-urls") or "").startswith("https://")
+            ck.check(serves_tls == tls and (not tls or (
+                "client-cert-auth" in member and member.get("trusted-ca-file") is not None)),
+                     f"{where}: the replicas speak {'TLS' if tls else 'plain text'} to etcd "
+                     f"(they are {'not ' if tls else ''}--insecure), so StatefulSet/"
+                     f"{etcd['metadata']['name']} must serve "
+                     + ("https client URLs with --client-cert-auth and --trusted-ca-file "
+                        "(components/etcd-tls)" if tls else "http client URLs"))
         self.summaries.append(
             f"dispatcher: {replicas} replicas journaling to {journal}, advertising {advertised}")
 
@@ -1157,9 +1176,11 @@ class Validator:
                          f"{where}: --{flag}={path} of {w['metadata']['name']} is not on the "
                          f"Secret {secret['metadata']['name']}")
             if any(w is d for d, _ in dispatchers):
-                count = 1
+                count = w["spec"].get("replicas", 1)
             elif "standby" in flags:
                 count = w["spec"].get("replicas", 0)
+            elif w["spec"].get("replicas") is not None:  # no provisioner: a fixed count
+                count = w["spec"]["replicas"]
             else:
                 hi = dispatchers[0][1]["_granary_flags"].get("max_workers") if dispatchers else "0"
                 count = int(hi or 0)
@@ -1169,6 +1190,17 @@ class Validator:
                 for flag in ("tls_cert", "tls_key", "tls_ca"):
                     key = os.path.basename((flags.get(flag) or "").replace("$(POD_NAME)", pod))
                     ck.check(key in keys, f"{where}: pod {pod} needs key {key} (--{flag})")
+        for etcd in self.etcd:
+            c = next(c for _, c in all_containers(etcd) if is_etcd(c))
+            flags = dict(etcd_flags(c))
+            for k in range(etcd["spec"].get("replicas", 1)):
+                pod = f"{etcd['metadata']['name']}-{k}"
+                pods.append(pod)
+                for flag in ETCD_TLS_FILE_FLAGS:
+                    if flags.get(flag) is None:
+                        continue
+                    key = os.path.basename(flags[flag].replace("$(POD_NAME)", pod))
+                    ck.check(key in keys, f"{where}: etcd member {pod} needs key {key} (--{flag})")
         self.summaries.append(f"TLS Secret: {len(keys)} files cover {len(pods)} pods "
                               f"({pods[0]} .. {pods[-1]})" if pods else "TLS Secret: no pods")
 
