@@ -88,13 +88,17 @@ grpc::Status DispatcherTargets::Call(
   return status;
 }
 
-std::string RedirectedLeaderOf(const grpc::ClientContext& context) {
-  for (const auto& [key, value] : context.GetServerTrailingMetadata()) {
-    if (absl::string_view(key.data(), key.size()) == kLeaderMetadataKey) {
+std::string TrailingMetadataOf(const grpc::ClientContext& context, absl::string_view key) {
+  for (const auto& [name, value] : context.GetServerTrailingMetadata()) {
+    if (absl::string_view(name.data(), name.size()) == key) {
       return std::string(value.data(), value.size());
     }
   }
   return "";
+}
+
+std::string RedirectedLeaderOf(const grpc::ClientContext& context) {
+  return TrailingMetadataOf(context, kLeaderMetadataKey);
 }
 
 }  // namespace granary

@@ -96,6 +96,9 @@ class DispatcherTargets {
   size_t next_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// The value of the server's trailing metadata `key` of a finished call; empty when it sent none.
+std::string TrailingMetadataOf(const grpc::ClientContext& context, absl::string_view key);
+
 // The leader address the trailing metadata of a call refused by a follower names
 // (kLeaderMetadataKey, common/leader_redirect.h); empty when it names none.
 std::string RedirectedLeaderOf(const grpc::ClientContext& context);

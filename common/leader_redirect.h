@@ -4,9 +4,13 @@
 // and, for callers to act on, in the trailing metadata kLeaderMetadataKey. A replica that knows
 // no leader (an election under way) refuses with Unavailable and no address: the caller tries
 // the next address it was given.
+//
+// A refusing replica also says how far its state is (replica lag, `granary status`): the seq of
+// the last journal record it applied, in the trailing metadata kAppliedSeqMetadataKey.
 #ifndef GRANARY_COMMON_LEADER_REDIRECT_H_
 #define GRANARY_COMMON_LEADER_REDIRECT_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -24,6 +28,16 @@ absl::Status NotLeaderError(absl::string_view why, absl::string_view leader_addr
 
 // The leader address a NotLeaderError carries, if `status` is one naming a leader.
 std::optional<std::string> RedirectedLeader(const absl::Status& status);
+
+// The trailing metadata key of a refusing replica's applied seq; its value is decimal.
+inline constexpr absl::string_view kAppliedSeqMetadataKey = "granary-applied-seq";
+
+// `status` (a NotLeaderError) carrying the refusing replica's last applied journal seq, for
+// AppliedSeqOf.
+absl::Status WithAppliedSeq(absl::Status status, uint64_t applied_seq);
+
+// The applied seq `status` carries (WithAppliedSeq), if any.
+std::optional<uint64_t> AppliedSeqOf(const absl::Status& status);
 
 }  // namespace granary
 

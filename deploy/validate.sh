@@ -3,8 +3,8 @@
 #
 #   deploy/validate.sh [OUT_DIR]        (default: a new temporary directory)
 #
-# Writes OUT_DIR/<name>.yaml for the base, each overlay and the smoke test, and the TLS Secret
-# of the small-tls overlay under OUT_DIR/tls/; prints what it checked; exits non-zero on any
+# Writes OUT_DIR/<name>.yaml for the base, each overlay and the smoke test, and the TLS Secrets
+# of the small-tls and ha-tls overlays under OUT_DIR/tls/ and OUT_DIR/ha-tls-secret/; prints what it checked; exits non-zero on any
 # failure. Run by ctest as `deploy_validate` (tests/CMakeLists.txt).
 #
 # What runs here, offline:
@@ -14,8 +14,8 @@
 #   2. kubectl decodes every rendered object into its typed API objects, offline
 #      (`kubectl set env --local --list`): unknown kinds and mistyped values fail. (`kubectl
 #      apply --dry-run=client` and `--validate` need an API server: no cluster here);
-#   3. make-tls-secret.sh issues the small-tls overlay's certificates; openssl verifies their
-#      chains, identities (SANs) and keys;
+#   3. make-tls-secret.sh issues the small-tls and ha-tls overlays' certificates; openssl
+#      verifies their chains, identities (SANs) and keys;
 #   4. deploy/validate_manifests.py checks every object against the Kubernetes API models of
 #      python3-kubernetes (field names too) and the deployment's own rules (flags, probes,
 #      volumes, RBAC, ...; its docstring lists them), and that the TLS Secret holds every file
@@ -27,7 +27,9 @@
 #      commands accept, tools/commands.cc) and the example pipeline's IR (its steps are those
 #      components, training runs after precache with the same pipeline, seed and policy).
 # overlays/small-redis (components/redis) puts the cache in the in-memory Redis tier (issue 20).
-# overlays/ha runs a replicated dispatcher: 3 replicas journaling to etcd (issue 32).
+# overlays/ha runs a replicated dispatcher: 3 replicas journaling to the 3-member etcd of
+# components/etcd (issue 32); overlays/ha-tls adds mutual TLS, to etcd and between its members
+# too (components/tls, components/etcd-tls).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,9 +68,10 @@ declare -A dirs=(
   [small-tls]="$k8s/overlays/small-tls"
   [small-redis]="$k8s/overlays/small-redis"
   [ha]="$k8s/overlays/ha"
+  [ha-tls]="$k8s/overlays/ha-tls"
   [smoke-test]="$k8s/smoke-test"
 )
-names=(base small large small-tls small-redis ha smoke-test)
+names=(base small large small-tls small-redis ha ha-tls smoke-test)
 # Every kustomization is rendered: a new one must be added above.
 while IFS= read -r kfile; do
   dir=$(dirname "$kfile")
@@ -105,8 +108,27 @@ for n in "${names[@]}"; do
 done
 echo "  ${#names[@]} renders decoded"
 
-# --- 3. TLS certificates of small-tls (before the checker, which reads the Secret) ------------
-echo "== 3. make-tls-secret.sh for overlays/small-tls (certificates checked with openssl)"
+# --- 3. TLS certificates of small-tls and ha-tls (before the checker, which reads the Secrets) --
+echo "== 3. make-tls-secret.sh for overlays/small-tls and ha-tls (certificates checked with openssl)"
+# verify_pod DIR POD: POD's certificate in DIR/pods chains to DIR's CA, names what POD must be
+# reached and identified by, and has its key beside it.
+verify_pod() {
+  local dir=$1 pod=$2 san want w
+  openssl verify -CAfile "$dir/ca.crt" "$dir/pods/$pod.crt" > /dev/null ||
+    fail "$pod.crt does not verify against the CA"
+  san=$(openssl x509 -in "$dir/pods/$pod.crt" -noout -ext subjectAltName)
+  case "$pod" in
+    granary-dispatcher-*) want="URI:granary://dispatcher DNS:granary-dispatcher.granary.svc.cluster.local DNS:$pod.granary-dispatcher-headless.granary.svc.cluster.local DNS:localhost" ;;
+    granary-etcd-*) want="DNS:$pod.granary-etcd DNS:$pod.granary-etcd.granary.svc.cluster.local" ;;
+    *) want="URI:granary://worker/$pod DNS:$pod.granary-worker.granary.svc.cluster.local" ;;
+  esac
+  for w in $want; do
+    grep -q -- "$w\(,\|$\)" <<< "$san" || fail "$pod.crt lacks $w (has: $san)"
+  done
+  # The key is the certificate's.
+  [[ "$(openssl x509 -in "$dir/pods/$pod.crt" -noout -pubkey)" == "$(openssl pkey -in "$dir/pods/$pod.key" -pubout)" ]] ||
+    fail "$pod.key is not the key of $pod.crt"
+}
 tls="$out/tls"
 rm -rf "$tls"
 max_workers=$(sed -n 's/^ *--max_workers=\([0-9]*\)$/\1/p' "$out/small-tls.yaml" | tail -n 1)
@@ -114,31 +136,35 @@ max_workers=$(sed -n 's/^ *--max_workers=\([0-9]*\)$/\1/p' "$out/small-tls.yaml"
 "$k8s/components/tls/make-tls-secret.sh" --out "$tls" --namespace granary --workers "$max_workers" \
   --standbys 0 > /dev/null
 for pod in granary-dispatcher-0 granary-worker-0 "granary-worker-$((max_workers - 1))"; do
-  openssl verify -CAfile "$tls/ca.crt" "$tls/pods/$pod.crt" > /dev/null ||
-    fail "$pod.crt does not verify against the CA"
-  san=$(openssl x509 -in "$tls/pods/$pod.crt" -noout -ext subjectAltName)
-  case "$pod" in
-    granary-dispatcher-0) want="URI:granary://dispatcher DNS:granary-dispatcher.granary.svc.cluster.local DNS:localhost" ;;
-    *) want="URI:granary://worker/$pod DNS:$pod.granary-worker.granary.svc.cluster.local" ;;
-  esac
-  for w in $want; do
-    grep -q -- "$w\(,\|$\)" <<< "$san" || fail "$pod.crt lacks $w (has: $san)"
-  done
-  # The key is the certificate's.
-  [[ "$(openssl x509 -in "$tls/pods/$pod.crt" -noout -pubkey)" == "$(openssl pkey -in "$tls/pods/$pod.key" -pubout)" ]] ||
-    fail "$pod.key is not the key of $pod.crt"
+  verify_pod "$tls" "$pod"
 done
 san=$(openssl x509 -in "$tls/clients/operator.crt" -noout -ext subjectAltName)
 grep -q "URI:granary://client/operator" <<< "$san" || fail "operator.crt lacks URI:granary://client/operator"
 certs=("$tls"/pods/*.crt)
-echo "  ${#certs[@]} certificates for $max_workers workers + the dispatcher + the CA; chains, SANs and keys verified"
+echo "  small-tls: ${#certs[@]} certificates for $max_workers workers + the dispatcher + the CA; chains, SANs and keys verified"
+# ha-tls: 3 dispatcher replicas, the ha overlay's workers (a replica count: no provisioner) and
+# the 3 etcd members, as its kustomization.yaml says to make them.
+ha_tls="$out/ha-tls-secret"
+rm -rf "$ha_tls"
+ha_workers=$("$python" -c 'import sys, yaml
+print(next(o["spec"]["replicas"] for o in yaml.safe_load_all(open(sys.argv[1]))
+           if o and o["kind"] == "StatefulSet" and o["metadata"]["name"] == "granary-worker"))' "$out/ha-tls.yaml") ||
+  fail "no granary-worker replica count in the ha-tls render"
+"$k8s/components/tls/make-tls-secret.sh" --out "$ha_tls" --namespace granary --dispatchers 3 \
+  --workers "$ha_workers" --etcd-members 3 > /dev/null
+for pod in granary-dispatcher-0 granary-dispatcher-2 granary-worker-0 granary-etcd-0 granary-etcd-2; do
+  verify_pod "$ha_tls" "$pod"
+done
+certs=("$ha_tls"/pods/*.crt)
+echo "  ha-tls: ${#certs[@]} certificates for 3 dispatcher replicas + $ha_workers workers + 3 etcd members + the CA; chains, SANs and keys verified"
 
 # --- 4. the checker -----------------------------------------------------------------------
 echo "== 4. validate_manifests.py: schema (python3-kubernetes models), references, granary rules"
 renders=()
 for n in "${names[@]}"; do renders+=("$n=$out/$n.yaml"); done
 "$python" "$root/deploy/validate_manifests.py" --repo "$root" \
-  --against smoke-test="small" --tls-secret small-tls="$tls/granary-tls.yaml" "${renders[@]}" ||
+  --against smoke-test="small" --tls-secret small-tls="$tls/granary-tls.yaml" \
+  --tls-secret ha-tls="$ha_tls/granary-tls.yaml" "${renders[@]}" ||
   fail "manifest checks (see FAIL lines above)"
 
 # --- 5. every overlay entry takes effect ----------------------------------------------------

@@ -26,6 +26,14 @@ so this script does what can be done offline:
     each with --replica_id=$(POD_NAME) and --advertise_address its pod's DNS name under its
     headless Service, no provisioner (the workers have a replica count), and a
     PodDisruptionBudget that keeps a majority of them available;
+  * etcd (components/etcd, the replicated dispatcher's journal): a StatefulSet of an odd number
+    (3 or more) of members started in parallel, each --name'd by its pod, advertising its pod's
+    DNS name under its headless Service (publishNotReadyAddresses), --initial-cluster listing
+    exactly those names, its data directory on a ReadWriteOnce volumeClaimTemplate, a
+    PodDisruptionBudget keeping a quorum, Debian's etcd from the granary image (the Dockerfile
+    installs etcd-server); a --journal of the same render names every member's client address,
+    and the members serve TLS with client-certificate auth exactly when the replicas run TLS
+    (their certificate files, like the granary pods', are in the TLS Secret);
   * security: non-root (the Dockerfile's uid for granary pods, the image's own numeric user for
     others), read-only root filesystems, no privilege escalation; every container has resource
     requests and a memory limit;
@@ -319,6 +327,33 @@ def is_granary_image(image):
     return bool(image) and image.split("@")[0].rsplit("/", 1)[-1].split(":")[0] == "granary"
 
 
+# An etcd member's flags that name its certificate files (components/etcd-tls).
+ETCD_TLS_FILE_FLAGS = ("cert-file", "key-file", "trusted-ca-file", "peer-cert-file",
+                       "peer-key-file", "peer-trusted-ca-file")
+
+
+def is_etcd(c):
+    """Whether container `c` runs an etcd member."""
+    return os.path.basename((c.get("command") or [""])[0]) == "etcd"
+
+
+def etcd_flags(c):
+    """[(flag name, value)] of an etcd container's --flag=value arguments."""
+    return [tuple(a[2:].split("=", 1)) if "=" in a else (a[2:], None)
+            for a in c.get("args", []) or [] if a.startswith("--")]
+
+
+def etcd_client_addresses(s):
+    """The host:port a client in the StatefulSet `s`'s namespace dials for each etcd member: the
+    pod's name under the governing Service, and the container's client port."""
+    c = next(c for _, c in all_containers(s) if is_etcd(c))
+    port = next((p["containerPort"] for p in c.get("ports", []) or [] if p.get("name") == "client"),
+                None)
+    service = s["spec"].get("serviceName")
+    return [f"{s['metadata']['name']}-{k}.{service}:{port}"
+            for k in range(s["spec"].get("replicas", 1))]
+
+
 def parse_args(args, defined):
     """[(flag name, value or None)] of a granary command line after its command word."""
     out = []
@@ -371,6 +406,7 @@ class Validator:
         self.ck = ck
         self.commands, self.defined, self.shared = granary_flags(repo)
         self.uid = None
+        self.runtime_packages = set()
         self.summaries = []
 
     # --- the Dockerfile -----------------------------------------------------------------
@@ -404,6 +440,7 @@ class Validator:
                  and "CMAKE_BUILD_TYPE=Release" in stages[0],
                  "Dockerfile: the build stage must run the CMake Release build of `granary`")
         runtime = apt_packages(stages[1])
+        self.runtime_packages = runtime
         ck.check(not any(p.endswith("-dev") for p in runtime),
                  f"Dockerfile: -dev packages in the runtime stage: {sorted(runtime)}")
         ck.check("kubernetes-client" in runtime,
@@ -453,6 +490,10 @@ class Validator:
             self.check_workload(render, w, lookup)
         for s in render.of_kind("StatefulSet"):
             self.check_statefulset(render, s, lookup)
+        self.etcd = [s for s in render.of_kind("StatefulSet")
+                     if any(is_etcd(c) for _, c in all_containers(s))]
+        for s in self.etcd:
+            self.check_etcd(render, s, lookup)
         self.redis = {}
         for s in render.of_kind("StatefulSet"):
             if any((c.get("command") or [None])[0] == "redis-server" for _, c in all_containers(s)):
@@ -795,6 +836,34 @@ class Validator:
             ck.check(ww["spec"].get("replicas") is not None,
                      f"{render.name}: {ww['kind']}/{ww['metadata']['name']}: without a provisioner "
                      "the workers need an explicit replica count")
+        self.check_majority_budget(render, w, where)
+        for etcd in self.etcd:
+            members = etcd_client_addresses(etcd)
+            endpoints = journal[len("etcd://"):].split("/", 1)[0].split(",")
+            # "<pod>.<service>:<port>", the namespace and domain (if given) left out.
+            named = [".".join(e.rpartition(":")[0].split(".")[:2]) + ":" + e.rpartition(":")[2]
+                     for e in endpoints]
+            ck.check(sorted(named) == sorted(members),
+                     f"{where}: --journal names {endpoints}, not the members of "
+                     f"StatefulSet/{etcd['metadata']['name']} in this render ({members})")
+            # The replicas secure their etcd connections as their own server (EtcdClient gets
+            # the dispatcher's TransportSecurity): TLS with their certificate, or plain text.
+            member = dict(etcd_flags(next(c for _, c in all_containers(etcd) if is_etcd(c))))
+            tls = "insecure" not in flags
+            serves_tls = (member.get("advertise-client-urls") or "").startswith("https://")
+            ck.check(serves_tls == tls and (not tls or (
+                "client-cert-auth" in member and member.get("trusted-ca-file") is not None)),
+                     f"{where}: the replicas speak {'TLS' if tls else 'plain text'} to etcd "
+                     f"(they are {'not ' if tls else ''}--insecure), so StatefulSet/"
+                     f"{etcd['metadata']['name']} must serve "
+                     + ("https client URLs with --client-cert-auth and --trusted-ca-file "
+                        "(components/etcd-tls)" if tls else "http client URLs"))
+        self.summaries.append(
+            f"dispatcher: {replicas} replicas journaling to {journal}, advertising {advertised}")
+
+    def check_majority_budget(self, render, w, where):
+        """One PodDisruptionBudget of the StatefulSet `w`'s pods keeps a majority available."""
+        replicas = w["spec"].get("replicas", 1)
         budgets = [p for p in render.of_kind("PodDisruptionBudget")
                    if labels_match(p["spec"].get("selector", {}).get("matchLabels") or {},
                                    pod_labels(w))]
@@ -804,11 +873,70 @@ class Validator:
                      and replicas - p["spec"]["maxUnavailable"] >= majority)
                  or (isinstance(p["spec"].get("minAvailable"), int)
                      and p["spec"]["minAvailable"] >= majority)]
-        ck.check(len(keeps) == 1,
-                 f"{where}: needs one PodDisruptionBudget of its pods keeping a majority "
-                 f"({majority} of {replicas}) available")
-        self.summaries.append(
-            f"dispatcher: {replicas} replicas journaling to {journal}, advertising {advertised}")
+        self.ck.check(len(keeps) == 1,
+                      f"{where}: needs one PodDisruptionBudget of its pods keeping a majority "
+                      f"({majority} of {replicas}) available")
+
+    # --- etcd (components/etcd: the replicated dispatcher's journal) ---------------------------
+    def check_etcd(self, render, s, lookup):
+        """A StatefulSet of etcd members: odd, started in parallel, each named by its pod and
+        advertising its stable DNS name, the initial cluster exactly those names, data on its own
+        volume, a quorum kept through voluntary disruptions, Debian's etcd from the granary
+        image."""
+        ck = self.ck
+        name = s["metadata"]["name"]
+        where = f"{render.name}: StatefulSet/{name}"
+        c = next(c for _, c in all_containers(s) if is_etcd(c))
+        replicas = s["spec"].get("replicas", 1)
+        ck.check(isinstance(replicas, int) and replicas >= 3 and replicas % 2 == 1,
+                 f"{where}: etcd needs an odd number of members, 3 or more (a quorum survives a "
+                 f"member's loss), not {replicas}")
+        ck.check(s["spec"].get("podManagementPolicy") == "Parallel",
+                 f"{where}: podManagementPolicy must be Parallel (a member is ready only once a "
+                 "quorum has formed: an ordered start never forms one)")
+        service = s["spec"].get("serviceName")
+        svc = lookup("Service", service)
+        ck.check(svc is not None and svc["spec"].get("publishNotReadyAddresses") is True,
+                 f"{where}: its headless Service {service} must publishNotReadyAddresses (the "
+                 "members must resolve each other before any is ready)")
+        if is_granary_image(c.get("image")):
+            ck.check("etcd-server" in self.runtime_packages,
+                     f"{where}: runs etcd from the granary image, whose runtime stage must "
+                     "install Debian's etcd-server (deploy/Dockerfile)")
+        flags = dict(etcd_flags(c))
+        ck.check(flags.get("name") == "$(POD_NAME)",
+                 f"{where}: --name must be $(POD_NAME) (the member's name is its pod's)")
+        env = {e["name"]: e for e in c.get("env", []) or []}
+        pod_name = (((env.get("POD_NAME") or {}).get("valueFrom") or {}).get("fieldRef") or {})
+        ck.check(pod_name.get("fieldPath") == "metadata.name",
+                 f"{where}: POD_NAME must be the downward API's metadata.name")
+        ports = {p.get("name"): p["containerPort"] for p in c.get("ports", []) or []}
+        for flag, port in (("advertise-client-urls", "client"),
+                           ("initial-advertise-peer-urls", "peer")):
+            url = flags.get(flag) or ""
+            host, _, at = url.split("://", 1)[-1].rpartition(":")
+            labels = host.split(".")
+            ck.check(len(labels) >= 2 and labels[0] == "$(POD_NAME)" and labels[1] == service
+                     and at == str(ports.get(port)),
+                     f"{where}: --{flag}={url} must be the pod's DNS name "
+                     f"$(POD_NAME).{service}.…:{ports.get(port)} (its {port} port)")
+        peer_url = flags.get("initial-advertise-peer-urls") or ""
+        expected = sorted(f"{name}-{k}={peer_url.replace('$(POD_NAME)', f'{name}-{k}')}"
+                          for k in range(replicas if isinstance(replicas, int) else 0))
+        initial = sorted((flags.get("initial-cluster") or "").split(","))
+        ck.check(initial == expected,
+                 f"{where}: --initial-cluster must list each pod's name and peer URL, "
+                 f"{expected}, not {initial}")
+        data_dir = flags.get("data-dir") or ""
+        m = mount_for(c, data_dir) if data_dir else None
+        src = volume_source(s, m["name"]) if m else None
+        ck.check(src is not None and src[0] == "claimTemplate"
+                 and src[1]["spec"].get("accessModes") == ["ReadWriteOnce"],
+                 f"{where}: --data-dir={data_dir} must be on a ReadWriteOnce volumeClaimTemplate "
+                 "(each member's log survives its pod)")
+        self.check_majority_budget(render, s, where)
+        self.summaries.append(f"{name}: {replicas} etcd members, clients at "
+                              f"{','.join(etcd_client_addresses(s))}")
 
     # --- Redis (the in-memory cache tier of issue 20) ------------------------------------------
     def check_redis(self, render, s, lookup):
@@ -1048,9 +1176,11 @@ class Validator:
                          f"{where}: --{flag}={path} of {w['metadata']['name']} is not on the "
                          f"Secret {secret['metadata']['name']}")
             if any(w is d for d, _ in dispatchers):
-                count = 1
+                count = w["spec"].get("replicas", 1)
             elif "standby" in flags:
                 count = w["spec"].get("replicas", 0)
+            elif w["spec"].get("replicas") is not None:  # no provisioner: a fixed count
+                count = w["spec"]["replicas"]
             else:
                 hi = dispatchers[0][1]["_granary_flags"].get("max_workers") if dispatchers else "0"
                 count = int(hi or 0)
@@ -1060,6 +1190,17 @@ class Validator:
                 for flag in ("tls_cert", "tls_key", "tls_ca"):
                     key = os.path.basename((flags.get(flag) or "").replace("$(POD_NAME)", pod))
                     ck.check(key in keys, f"{where}: pod {pod} needs key {key} (--{flag})")
+        for etcd in self.etcd:
+            c = next(c for _, c in all_containers(etcd) if is_etcd(c))
+            flags = dict(etcd_flags(c))
+            for k in range(etcd["spec"].get("replicas", 1)):
+                pod = f"{etcd['metadata']['name']}-{k}"
+                pods.append(pod)
+                for flag in ETCD_TLS_FILE_FLAGS:
+                    if flags.get(flag) is None:
+                        continue
+                    key = os.path.basename(flags[flag].replace("$(POD_NAME)", pod))
+                    ck.check(key in keys, f"{where}: etcd member {pod} needs key {key} (--{flag})")
         self.summaries.append(f"TLS Secret: {len(keys)} files cover {len(pods)} pods "
                               f"({pods[0]} .. {pods[-1]})" if pods else "TLS Secret: no pods")
 

@@ -25,6 +25,9 @@ grpc::Status GrpcDispatcherService::WithImpl(
     if (std::optional<std::string> leader = RedirectedLeader(impl.status())) {
       context->AddTrailingMetadata(std::string(kLeaderMetadataKey), *leader);
     }
+    if (std::optional<uint64_t> applied = AppliedSeqOf(impl.status())) {
+      context->AddTrailingMetadata(std::string(kAppliedSeqMetadataKey), absl::StrCat(*applied));
+    }
     return ToGrpcStatus(impl.status());
   }
   return rpc(**impl);

@@ -28,7 +28,8 @@ namespace granary {
 // Which DispatcherImpl answers a call now: a single dispatcher's one, or a replica's while it
 // leads (replication/dispatcher_replica.h) — else an Unavailable the call is refused with,
 // naming the leader (common/leader_redirect.h), which the service also sends as the trailing
-// metadata kLeaderMetadataKey.
+// metadata kLeaderMetadataKey (and the replica's applied seq, when it carries one, as
+// kAppliedSeqMetadataKey).
 using DispatcherImplSource = std::function<absl::StatusOr<std::shared_ptr<DispatcherImpl>>()>;
 
 // Thread-safe.

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -38,6 +39,34 @@ absl::Status FromGrpc(const grpc::Status& status) {
 bool Unreachable(const grpc::Status& status) {
   return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+// What a failure to reach a member over TLS means, for the error ("" when `message`, gRPC's,
+// says nothing of TLS or the channel is plain text). gRPC reports a member certificate this
+// client does not trust as a failed handshake, and a member refusing the client's certificate
+// (or its lack of one: etcd's --client-cert-auth) as a connection read failing right after the
+// handshake.
+std::string TlsDiagnosis(const TransportSecurity& security, const std::string& message) {
+  if (!security.tls()) return "";
+  if (absl::StrContains(message, "Ssl handshake failed")) {
+    return absl::StrCat(
+        " (TLS: this client does not trust the member's certificate; is it signed "
+        "by the CA of ",
+        security.names.ca, " ", security.ca_file, "?)");
+  }
+  if (absl::StrContains(message, "Endpoint read failed") ||
+      absl::StrContains(message, "Socket closed")) {
+    const std::string offered =
+        security.cert_file.empty()
+            ? absl::StrCat("this client offers no certificate (", security.names.cert, ")")
+            : absl::StrCat("is its certificate (", security.names.cert, " ", security.cert_file,
+                           ") signed by a CA the members trust (etcd --trusted-ca-file)?");
+    return absl::StrCat(
+        " (TLS: the member closed the connection after the handshake, as etcd "
+        "does when it refuses a client's certificate; ",
+        offered, ")");
+  }
+  return "";
 }
 
 // Waits until `channel` is connected, or fails: false when it is in (or falls into) transient
@@ -234,7 +263,8 @@ absl::StatusOr<Response> EtcdClient::Call(const char* method, Retry retry,
     Stub stub(channel);
     const grpc::Status status = (stub.*rpc)(&context, request, &response);
     if (status.ok()) return response;
-    failures.push_back(absl::StrCat(endpoint, ": ", status.error_message()));
+    failures.push_back(absl::StrCat(endpoint, ": ", status.error_message(),
+                                    TlsDiagnosis(options_.security, status.error_message())));
     if (!Unreachable(status)) {
       // etcd's own answer (or gRPC's about the request itself): the same everywhere.
       return absl::Status(FromGrpc(status).code(), prefix() + status.error_message());

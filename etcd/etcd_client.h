@@ -22,7 +22,10 @@
 // Error codes (every message starts "etcd <endpoints tried>: <method>: ", the endpoints joined by
 // commas, so an operator sees which members were asked):
 //   - Unavailable: the call was not applied — no endpoint was reachable within its deadline, or
-//     none had a leader. Safe to retry later, for writes too.
+//     none had a leader. Safe to retry later, for writes too. Over TLS, an endpoint whose
+//     certificate this client does not trust, or that refuses the client's certificate (or its
+//     lack of one), is unreachable too; its failure then says "TLS" and which certificate to
+//     check.
 //   - Unknown: a write MAY have been applied: it was sent, and then the connection broke, its
 //     deadline passed, or etcd answered "request timed out" / "leader changed" / "server
 //     stopped" (etcd itself cannot tell). The caller must read back to learn the outcome; the

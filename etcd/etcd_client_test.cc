@@ -13,17 +13,23 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/env.h"
 #include "common/loopback_port.h"
 #include "etcd/etcd_watch.h"
 #include "etcd/lease_keep_alive.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/peer_identity.h"
+#include "security/transport_security.h"
 #include "testing/etcd_test_cluster.h"
+#include "testing/scoped_temp_dir.h"
+#include "testing/test_certificates.h"
 
 namespace granary::etcd {
 namespace {
 
 using ::granary::testing::EtcdTestCluster;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // Polls `condition` every 10 ms until it holds or `timeout` passes; whether it held.
@@ -724,6 +730,129 @@ TEST(EtcdTestClusterTest, RefusesAMemberCountOtherThanOneOrThree) {
   absl::StatusOr<std::unique_ptr<EtcdTestCluster>> cluster = EtcdTestCluster::Start(options);
   EXPECT_EQ(cluster.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(cluster.status().message(), HasSubstr("members must be 1 or 3, is 2"));
+}
+
+// A single-member etcd serving TLS with client-certificate auth (--client-cert-auth), its
+// certificates made with openssl (testing/test_certificates.h) as the other TLS tests' are; a
+// second CA issues the certificates the member must refuse.
+class EtcdTlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::ScopedTempDir;
+    ASSERT_TRUE(Env::Default()->CreateDirs(dir_->Join("ca")).ok());
+    ASSERT_TRUE(Env::Default()->CreateDirs(dir_->Join("other-ca")).ok());
+    ca_ = new testing::TestCertificates(dir_->Join("ca"));
+    other_ca_ = new testing::TestCertificates(dir_->Join("other-ca"));
+    ASSERT_TRUE(ca_->ok() && other_ca_->ok());
+    EtcdTestCluster::Options options;
+    options.security = ca_->Issue("etcd", "granary://etcd");
+    absl::StatusOr<std::unique_ptr<EtcdTestCluster>> cluster = EtcdTestCluster::Start(options);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = cluster->release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    delete other_ca_;
+    delete ca_;
+    delete dir_;
+  }
+  void SetUp() override { ASSERT_NE(cluster_, nullptr); }
+
+  // Options for a client of the cluster secured by `security`, with a short call deadline.
+  static EtcdClientOptions ClientOptionsWith(const TransportSecurity& security) {
+    EtcdClientOptions options;
+    options.endpoints = cluster_->endpoints();
+    options.security = security;
+    options.call_timeout = absl::Seconds(2);
+    return options;
+  }
+
+  // Expects a Range by a client secured by `security` to be refused as the member's TLS
+  // refusal: Unavailable, naming the endpoint, saying TLS and certificate.
+  static void ExpectRefused(const TransportSecurity& security) {
+    std::unique_ptr<EtcdClient> client = ClientOf(ClientOptionsWith(security));
+    ASSERT_NE(client, nullptr);
+    absl::StatusOr<etcdserverpb::RangeResponse> range = client->Range("tls/key");
+    EXPECT_EQ(range.status().code(), absl::StatusCode::kUnavailable) << range.status();
+    EXPECT_THAT(
+        std::string(range.status().message()),
+        AllOf(HasSubstr(cluster_->endpoint(0)), HasSubstr("TLS"), HasSubstr("certificate")));
+  }
+
+  static testing::ScopedTempDir* dir_;
+  static testing::TestCertificates* ca_;
+  static testing::TestCertificates* other_ca_;
+  static EtcdTestCluster* cluster_;
+};
+
+testing::ScopedTempDir* EtcdTlsTest::dir_ = nullptr;
+testing::TestCertificates* EtcdTlsTest::ca_ = nullptr;
+testing::TestCertificates* EtcdTlsTest::other_ca_ = nullptr;
+EtcdTestCluster* EtcdTlsTest::cluster_ = nullptr;
+
+TEST_F(EtcdTlsTest, AClientWithACertificateOfTheClustersCaWritesReadsWatchesAndKeepsALease) {
+  std::unique_ptr<EtcdClient> client =
+      ClientOf(ClientOptionsWith(ca_->Issue("dispatcher", kDispatcherIdentityUri)));
+  ASSERT_NE(client, nullptr);
+
+  EventLog log;
+  absl::StatusOr<etcdserverpb::PutResponse> first = client->Put("tls/a", "1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<std::unique_ptr<EtcdWatch>> watch =
+      log.Watch(client.get(), "tls/", first->header().revision());
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_TRUE((*watch)->WaitUntilCreated(absl::Seconds(5)).ok());
+
+  absl::StatusOr<etcdserverpb::LeaseGrantResponse> lease = client->LeaseGrant(1);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_TRUE(client->Put("tls/owned", "2", lease->id()).ok());
+  LossLog loss;
+  absl::StatusOr<std::unique_ptr<LeaseKeepAlive>> keep_alive =
+      LeaseKeepAlive::Start(client.get(), lease->id(), lease->ttl(), loss.Callback());
+  ASSERT_TRUE(keep_alive.ok()) << keep_alive.status();
+  // Well past the TTL, the lease (and its key) lives: the keep-alive stream works over TLS.
+  absl::SleepFor(absl::Seconds(lease->ttl()) * 2.5);
+  EXPECT_TRUE((*keep_alive)->alive()) << (*keep_alive)->status();
+  EXPECT_GE((*keep_alive)->refreshes(), 4);
+
+  absl::StatusOr<etcdserverpb::RangeResponse> range = client->Range("tls/", PrefixRangeEnd("tls/"));
+  ASSERT_TRUE(range.ok()) << range.status();
+  ASSERT_EQ(range->kvs_size(), 2);
+  EXPECT_EQ(range->kvs(0).value(), "1");
+  EXPECT_EQ(range->kvs(1).value(), "2");
+  EXPECT_EQ(range->kvs(1).lease(), lease->id());
+  ASSERT_TRUE(Eventually([&] { return log.size() >= 2; }, absl::Seconds(5))) << log.size();
+  const std::vector<mvccpb::Event> events = log.events();
+  EXPECT_EQ(events[0].kv().key(), "tls/a");
+  EXPECT_EQ(events[1].kv().key(), "tls/owned");
+  EXPECT_FALSE(log.ended()) << log.end();
+
+  ASSERT_TRUE(client->LeaseRevoke(lease->id()).ok());
+  ASSERT_TRUE(loss.lost.WaitForNotificationWithTimeout(absl::Seconds(lease->ttl() + 2)));
+  EXPECT_EQ(loss.why.code(), absl::StatusCode::kNotFound) << loss.why;
+}
+
+TEST_F(EtcdTlsTest, AClientWithoutACertificateIsRefusedNamingTheEndpointAndTls) {
+  ExpectRefused(TransportSecurity{.ca_file = ca_->ca_file()});
+}
+
+TEST_F(EtcdTlsTest, AClientWithACertificateOfAnotherCaIsRefusedNamingTheEndpointAndTls) {
+  // It trusts the member (its CA), but the member does not trust its certificate.
+  TransportSecurity security = other_ca_->Issue("stranger", kDispatcherIdentityUri);
+  security.ca_file = ca_->ca_file();
+  ExpectRefused(security);
+}
+
+TEST_F(EtcdTlsTest, AClientTrustingAnotherCaRefusesTheMembersNamingTheEndpointAndTls) {
+  ExpectRefused(other_ca_->Issue("trusting-another-ca", kDispatcherIdentityUri));
+}
+
+TEST_F(EtcdTlsTest, APlainTextClientIsRefusedNamingTheEndpoint) {
+  std::unique_ptr<EtcdClient> client = ClientOf(ClientOptionsWith({.insecure = true}));
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<etcdserverpb::RangeResponse> range = client->Range("tls/key");
+  EXPECT_FALSE(range.ok());
+  EXPECT_THAT(std::string(range.status().message()), HasSubstr(cluster_->endpoint(0)));
 }
 
 }  // namespace

@@ -252,9 +252,10 @@ absl::StatusOr<std::shared_ptr<DispatcherImpl>> DispatcherReplica::Leader() cons
       absl::StrCat("dispatcher replica ", options_.me.replica_id(), " does not lead");
   if (leader_.replica_id() == options_.me.replica_id()) {
     // Elected, still catching up: no other address to offer.
-    return NotLeaderError(absl::StrCat(why, " yet (it was just elected)"), "");
+    return WithAppliedSeq(NotLeaderError(absl::StrCat(why, " yet (it was just elected)"), ""),
+                          follower_applied_seq_);
   }
-  return NotLeaderError(why, leader_.address());
+  return WithAppliedSeq(NotLeaderError(why, leader_.address()), follower_applied_seq_);
 }
 
 DispatcherReplica::Status DispatcherReplica::status() const {
@@ -266,6 +267,10 @@ DispatcherReplica::Status DispatcherReplica::status() const {
 }
 
 void DispatcherReplica::CollectMetrics(MetricSamples& out) const {
+  // The journal's last committed seq, read before taking the lock (a Range may take up to the
+  // client's call_timeout) and only while following: nothing is ahead of a leader.
+  const absl::StatusOr<uint64_t> committed =
+      status().leading ? absl::FailedPreconditionError("leading") : journal_->LastSeq();
   absl::MutexLock lock(&mu_);
   const MetricLabels replica = {{"replica", options_.me.replica_id()}};
   out.AddGauge("granary_dispatcher_is_leader",
@@ -280,6 +285,15 @@ void DispatcherReplica::CollectMetrics(MetricSamples& out) const {
     out.AddGauge("granary_dispatcher_follower_applied_seq",
                  "The last journal record this following replica applied.", replica,
                  static_cast<double>(follower_applied_seq_));
+  }
+  if (serving_ != nullptr || committed.ok()) {
+    const uint64_t lag = serving_ == nullptr && *committed > follower_applied_seq_
+                             ? *committed - follower_applied_seq_
+                             : 0;
+    out.AddGauge("granary_dispatcher_replica_lag_records",
+                 "Journal records committed in etcd that this replica has not applied yet (0 "
+                 "while it leads).",
+                 replica, static_cast<double>(lag));
   }
 }
 

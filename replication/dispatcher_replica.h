@@ -71,7 +71,9 @@ class DispatcherReplica {
   DispatcherReplica& operator=(const DispatcherReplica&) = delete;
 
   // The DispatcherImpl while this replica leads and serves; else Unavailable naming the leader
-  // it knows (NotLeaderError): the gRPC service's DispatcherImplSource.
+  // it knows (NotLeaderError) and carrying the seq of the last record this replica applied
+  // (WithAppliedSeq; `granary status` shows each follower's lag from it): the gRPC service's
+  // DispatcherImplSource.
   absl::StatusOr<std::shared_ptr<DispatcherImpl>> Leader() const ABSL_LOCKS_EXCLUDED(mu_);
 
   struct Status {
@@ -87,7 +89,10 @@ class DispatcherReplica {
   // granary_dispatcher_is_leader, granary_dispatcher_terms_led_total,
   // granary_dispatcher_terms_ended_total (each failover seen from here, or a recovery) and,
   // while following, granary_dispatcher_follower_applied_seq (the leader's own metrics say
-  // where it is).
+  // where it is) and granary_dispatcher_replica_lag_records: the journal's last committed seq,
+  // read from etcd at collection (one Range), minus the last record this replica applied (0
+  // while leading; absent while following when etcd cannot be read, each endpoint given the
+  // client's call_timeout).
   void CollectMetrics(MetricSamples& out) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Waits until this replica leads and serves, for at most `timeout`; returns whether it does.

@@ -3,7 +3,8 @@
 // cut off from etcd for a TTL), another takes over with every state change the first committed
 // — across snapshots too — and the deposed one rejoins as a follower; a leader partitioned from
 // etcd (a proxy on its link cut) stops serving within its lease and commits nothing; a replica id
-// is held by one live replica.
+// is held by one live replica. A follower's lag is 0 once caught up, and positive while it is
+// cut off from etcd and the leader commits.
 #include "replication/dispatcher_replica.h"
 
 #include <memory>
@@ -16,8 +17,10 @@
 #include "common/leader_redirect.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "obs/metrics.h"
 #include "pipeline/pipeline_loader.h"
 #include "testing/etcd_test_cluster.h"
+#include "testing/exposition_parser.h"
 #include "testing/tcp_proxy.h"
 
 namespace granary {
@@ -87,6 +90,20 @@ class DispatcherReplicaTest : public ::testing::Test {
     std::set<std::string> ids;
     for (const auto& dataset : status.state().datasets()) ids.insert(dataset.dataset_id());
     return ids;
+  }
+
+  // Starts proxy_ to the etcd member and cut_client_ through it (short call deadlines, so that a
+  // cut shows quickly); cut_client_ stays null if either fails (the failure reported).
+  void ConnectThroughProxy() {
+    auto proxy = testing::TcpProxy::Start(cluster_->endpoint(0));
+    ASSERT_TRUE(proxy.ok()) << proxy.status();
+    proxy_ = *std::move(proxy);
+    etcd::EtcdClientOptions cut_options = cluster_->ClientOptions();
+    cut_options.endpoints = {proxy_->address()};
+    cut_options.call_timeout = absl::Milliseconds(500);
+    auto cut_client = etcd::EtcdClient::Create(cut_options);
+    ASSERT_TRUE(cut_client.ok()) << cut_client.status();
+    cut_client_ = *std::move(cut_client);
   }
 
   PipelineRegistries registries_ = PipelineRegistriesWithCache();
@@ -183,15 +200,8 @@ TEST_F(DispatcherReplicaTest, ALeaderWhoseLeaseEndsStepsDownAndRejoinsAsAFollowe
 TEST_F(DispatcherReplicaTest, ALeaderCutOffFromEtcdStopsServingWithinItsLeaseAndCommitsNothing) {
   // Replica 0 reaches etcd only through a proxy the test cuts; its clients (this test) still
   // reach it: a split brain unless fencing and the lease hold.
-  auto proxy = testing::TcpProxy::Start(cluster_->endpoint(0));
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
-  proxy_ = *std::move(proxy);
-  etcd::EtcdClientOptions cut_options = cluster_->ClientOptions();
-  cut_options.endpoints = {proxy_->address()};
-  cut_options.call_timeout = absl::Milliseconds(500);
-  auto cut_client = etcd::EtcdClient::Create(cut_options);
-  ASSERT_TRUE(cut_client.ok()) << cut_client.status();
-  cut_client_ = *std::move(cut_client);
+  ConnectThroughProxy();
+  ASSERT_NE(cut_client_, nullptr);
   auto first = DispatcherReplica::Start(cut_client_.get(), Options(0));
   ASSERT_TRUE(first.ok()) << first.status();
   replicas_.push_back(*std::move(first));
@@ -236,6 +246,68 @@ TEST_F(DispatcherReplicaTest, ALeaderCutOffFromEtcdStopsServingWithinItsLeaseAnd
     absl::SleepFor(absl::Milliseconds(20));
   }
   EXPECT_EQ(RedirectedLeader(redirected.status()), new_leader) << redirected.status();
+}
+
+// Replica lag (what `granary status` and granary_dispatcher_replica_lag_records show): a
+// follower that has applied everything reports the leader's applied seq and a lag of 0; one cut
+// off from etcd (a proxy on its link cut) while the leader commits falls behind — its refusals
+// carry an applied seq below the leader's, and its metric is absent (etcd cannot be read) —
+// and once healed it catches up to a lag of 0 again.
+TEST_F(DispatcherReplicaTest, AFollowersLagIsZeroWhenCaughtUpAndPositiveWhileItIsCutOffFromEtcd) {
+  StartReplicas(1);
+  ASSERT_TRUE(replicas_[0]->AwaitLeading(kFailoverTimeout));
+  std::shared_ptr<DispatcherImpl> leader = *replicas_[0]->Leader();
+  ConnectThroughProxy();
+  ASSERT_NE(cut_client_, nullptr);
+  auto follower = DispatcherReplica::Start(cut_client_.get(), Options(1));
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  replicas_.push_back(*std::move(follower));
+
+  const auto leader_applied = [&] {
+    GetStatusResponse status;
+    EXPECT_TRUE(leader->GetStatus({}, &status).ok());
+    return status.state().applied_seq();
+  };
+  // The follower's applied seq as its refusals carry it (0 when they carry none).
+  const auto follower_applied = [&] {
+    return AppliedSeqOf(replicas_[1]->Leader().status()).value_or(0);
+  };
+  // A replica's granary_dispatcher_replica_lag_records (-1: absent).
+  const auto lag_metric = [&](int replica) {
+    MetricRegistry metrics;
+    metrics.AddCollector([&](MetricSamples& out) { replicas_[replica]->CollectMetrics(out); });
+    absl::StatusOr<Exposition> scraped = ParseExposition(metrics.RenderText());
+    EXPECT_TRUE(scraped.ok()) << scraped.status();
+    if (!scraped.ok() || !scraped->Has("granary_dispatcher_replica_lag_records")) return -1.0;
+    return scraped->Sum("granary_dispatcher_replica_lag_records");
+  };
+  // Waits until the follower has applied what the leader has; whether it did.
+  const auto caught_up = [&] {
+    const absl::Time deadline = absl::Now() + kFailoverTimeout;
+    while (follower_applied() != leader_applied() && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return follower_applied() == leader_applied();
+  };
+
+  for (int stop = 1; stop <= 3; ++stop) RegisterDataset(*leader, stop);
+  ASSERT_TRUE(caught_up()) << "applied " << follower_applied() << " of " << leader_applied();
+  EXPECT_EQ(lag_metric(1), 0);
+  EXPECT_EQ(lag_metric(0), 0) << "the leader's lag";
+
+  proxy_->Cut();
+  const uint64_t before = leader_applied();
+  for (int stop = 4; stop <= 8; ++stop) RegisterDataset(*leader, stop);
+  ASSERT_GE(leader_applied(), before + 5);
+  EXPECT_LE(follower_applied(), before) << "a follower cut off from etcd applied new records";
+  EXPECT_GE(leader_applied() - follower_applied(), 5u) << "the follower's lag";
+  EXPECT_EQ(lag_metric(1), -1) << "a lag reported while etcd cannot be read";
+
+  proxy_->Heal();
+  ASSERT_TRUE(caught_up()) << "applied " << follower_applied() << " of " << leader_applied();
+  const absl::Time deadline = absl::Now() + kFailoverTimeout;
+  while (lag_metric(1) != 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(lag_metric(1), 0);
 }
 
 TEST_F(DispatcherReplicaTest, AReplicaIdHeldByALiveReplicaIsRefused) {

@@ -22,6 +22,7 @@ absl::StatusOr<std::unique_ptr<EtcdTestCluster>> EtcdTestCluster::Start(const Op
   plan_options.election_ms = options.election_ms;
   plan_options.max_request_bytes = options.max_request_bytes;
   plan_options.quota_backend_bytes = options.quota_backend_bytes;
+  plan_options.security = options.security;
   ASSIGN_OR_RETURN(etcd::LocalEtcdCluster plan, etcd::LocalEtcdCluster::Plan(plan_options));
   std::unique_ptr<EtcdTestCluster> cluster(
       new EtcdTestCluster(options, std::move(dir), std::move(plan)));

@@ -3,6 +3,8 @@
 // etcd/local_etcd_cluster.h plans it (free client and peer ports, short raft timeouts so that a
 // killed leader is replaced quickly) in a fresh temporary directory, each member logging to
 // member-<i>.log there.
+// With Options::security TLS, the members serve https client URLs and accept only clients with a
+// certificate of security.ca_file (etcd's --client-cert-auth); peers stay plain text on loopback.
 // Members can be killed (SIGKILL), restarted on their data, and paused (SIGSTOP, as a member cut
 // off from the others looks to them) and resumed. The destructor SIGKILLs and reaps every member
 // it started, by pid, so a failing test leaves no etcd behind (Subprocess also has the kernel
@@ -22,6 +24,7 @@
 #include "common/subprocess.h"
 #include "etcd/etcd_client.h"
 #include "etcd/local_etcd_cluster.h"
+#include "security/transport_security.h"
 #include "testing/scoped_temp_dir.h"
 
 namespace granary::testing {
@@ -40,6 +43,10 @@ class EtcdTestCluster {
     int64_t quota_backend_bytes = 0;
     // How long Start and RestartMember wait for the cluster (or member) to answer.
     absl::Duration start_timeout = absl::Seconds(20);
+    // The members' client connections: plain text, or TLS with client-certificate auth (each
+    // member serves security's certificate, which must be valid for 127.0.0.1, and trusts
+    // security.ca_file; security/certificate_authority.h issues such certificates).
+    TransportSecurity security{.insecure = true};
   };
 
   // Starts the members and waits until each answers Status with a leader known and a Range
@@ -55,7 +62,8 @@ class EtcdTestCluster {
   // "127.0.0.1:PORT" of every member's client URL, in member order.
   std::vector<std::string> endpoints() const;
   std::string endpoint(int member) const;
-  // Options for an EtcdClient of this cluster (plain text, every endpoint).
+  // Options for an EtcdClient of this cluster (every endpoint; with TLS the client presents the
+  // members' certificate, which is valid as a client's too).
   etcd::EtcdClientOptions ClientOptions() const;
   // The pid of member `member` (-1 when killed).
   pid_t pid(int member) const;
@@ -70,7 +78,6 @@ class EtcdTestCluster {
   // not within start_timeout.
   absl::Status RestartMember(int member);
   // SIGSTOP / SIGCONT member `member`: paused, it neither answers nor heartbeats. StopMember
-  // returns once every thread of the member has stopped. StopMember
   // returns once every thread of the member has stopped.
   void StopMember(int member);
   void ContinueMember(int member);

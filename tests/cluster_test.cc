@@ -18,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/env.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
@@ -256,7 +258,8 @@ TEST_F(ClusterTest, ClientCommandsReachTheClusterWithItsConfigFileAlone) {
 
 // Issue 32: `granary cluster --replicas 3` runs a local etcd of 3 members and 3 dispatcher
 // replicas over it (TLS throughout); the written client config names every replica. Reading
-// works; `granary status` shows which replica leads; once the leading replica is SIGKILLed,
+// works; `granary status` shows which replica leads and that the followers applied what it did
+// (a lag of 0 records); once the leading replica is SIGKILLed,
 // another leads, reading still works and status shows the dead one not serving; stopping the
 // cluster leaves none of its processes running.
 TEST_F(ClusterTest, ReplicatedClusterServesThroughTheLeadingReplicasDeath) {
@@ -303,18 +306,39 @@ TEST_F(ClusterTest, ReplicatedClusterServesThroughTheLeadingReplicasDeath) {
   }
   ASSERT_NE(leader, -1) << "no replica answers GetStatus";
   const std::string leading = addresses[leader];
-  const std::string status = Granary({"status", "--config=" + config}, 0);
-  EXPECT_THAT(status, HasSubstr("replicas (3):\n"));
-  EXPECT_THAT(status, HasSubstr("  " + leading + "  leader\n"));
-  for (int i = 0; i < 3; ++i) {
-    if (i == leader) continue;
-    EXPECT_THAT(status,
-                HasSubstr(absl::StrCat("  ", addresses[i], "  follower (leader ", leading, ")\n")));
+  // Each replica says the seq of the last record it applied; the followers, hot standbys, catch
+  // up with the leader: the same seq, a lag of 0 records.
+  const std::string leader_line = "  " + leading + "  leader, applied seq ";
+  std::string status;
+  uint64_t applied = 0;
+  const auto caught_up = [&] {
+    const size_t at = status.find(leader_line);
+    if (at == std::string::npos) return false;
+    const size_t from = at + leader_line.size();
+    if (!absl::SimpleAtoi(status.substr(from, status.find(',', from) - from), &applied)) {
+      return false;
+    }
+    for (int i = 0; i < 3; ++i) {
+      const std::string line =
+          i == leader ? absl::StrCat(leader_line, applied, ", lag 0 records\n")
+                      : absl::StrCat("  ", addresses[i], "  follower (leader ", leading,
+                                     "), applied seq ", applied, ", lag 0 records\n");
+      if (status.find(line) == std::string::npos) return false;
+    }
+    return true;
+  };
+  for (const absl::Time until = absl::Now() + absl::Seconds(30);
+       !caught_up() && absl::Now() < until;) {
+    status = Granary({"status", "--config=" + config}, 0);
   }
+  EXPECT_TRUE(caught_up()) << status;
+  EXPECT_THAT(status, HasSubstr("replicas (3):\n"));
+  EXPECT_GT(applied, 0u) << status;
   const std::string json = Granary({"status", "--config=" + config, "--json"}, 0);
   EXPECT_THAT(json, AllOf(HasSubstr(R"({"replicas":[{)"), HasSubstr(R"("role":"leader")"),
                           HasSubstr(R"("role":"follower")"),
                           HasSubstr(absl::StrCat(R"("leader":")", leading, R"(")")),
+                          HasSubstr(R"("applied_seq":)"), HasSubstr(R"("lag_records":)"),
                           HasSubstr(R"("live_workers":)")));
 
   const Announced killed = replicas_[leader];
@@ -326,8 +350,8 @@ TEST_F(ClusterTest, ReplicatedClusterServesThroughTheLeadingReplicasDeath) {
   EXPECT_THAT(ReadEpoch(config, pipeline, "after"), HasSubstr("\"elements\":100"));
   const std::string after = Granary({"status", "--config=" + config}, 0);
   EXPECT_THAT(after, HasSubstr("  " + leading + "  not serving: "));
-  EXPECT_THAT(after, Not(HasSubstr("  " + leading + "  leader\n")));
-  EXPECT_THAT(after, HasSubstr("  leader\n"));
+  EXPECT_THAT(after, Not(HasSubstr(leader_line)));
+  EXPECT_THAT(after, HasSubstr("  leader, applied seq "));
 
   StopCluster(pids);
   EXPECT_FALSE(ProcessExists(killed.pid));

@@ -20,8 +20,8 @@
 #include "gtest/gtest.h"
 #include "security/peer_identity.h"
 #include "testing/scoped_temp_dir.h"
+#include "testing/test_certificates.h"
 #include "tests/local_cluster.h"
-#include "tests/test_certificates.h"
 
 namespace granary {
 namespace {

@@ -33,9 +33,9 @@
 #include "testing/exposition_parser.h"
 #include "testing/http_test_util.h"
 #include "testing/scoped_temp_dir.h"
+#include "testing/test_certificates.h"
 #include "tests/local_cluster.h"
 #include "tests/run_outputs.h"
-#include "tests/test_certificates.h"
 
 namespace granary {
 namespace {

@@ -8,6 +8,8 @@
 // answered the same by its successor. An etcd member's death does not stop the service; with two
 // of three gone it refuses state changes, loses nothing and resumes when one returns. Bad start
 // inputs (an unreachable etcd, a missing replica id, both journals) are clear errors, not hangs.
+// With TLS throughout — etcd authenticating the replicas by their certificates — a killed leader
+// is replaced just the same.
 #include <signal.h>
 
 #include <algorithm>
@@ -32,8 +34,11 @@
 #include "gtest/gtest.h"
 #include "pipeline/digests/epoch_digest.h"
 #include "pipeline/pipeline_loader.h"
+#include "security/peer_identity.h"
+#include "security/transport_security.h"
 #include "testing/etcd_test_cluster.h"
 #include "testing/scoped_temp_dir.h"
+#include "testing/test_certificates.h"
 #include "tests/in_process_digest.h"
 #include "tests/local_cluster.h"
 #include "tests/read_into_digest.h"
@@ -65,6 +70,7 @@ class ReplicatedDispatcherTest : public ::testing::Test {
   void SetUp() override {
     testing::EtcdTestCluster::Options etcd;
     etcd.members = 3;
+    if (certificates_ != nullptr) etcd.security = certificates_->Issue("etcd", "granary://etcd");
     auto cluster = testing::EtcdTestCluster::Start(etcd);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     etcd_ = *std::move(cluster);
@@ -72,24 +78,36 @@ class ReplicatedDispatcherTest : public ::testing::Test {
   }
 
   void StartGranary(int workers) {
-    cluster_ = std::make_unique<testing::LocalCluster>(
-        dir_.Join("cluster"),
-        testing::LocalClusterOptions{.workers = workers,
-                                     .worker_flags = {"--window_bytes=4096"},
-                                     .dispatcher_flags = {"--snapshot_every=40"},
-                                     .worker_timeout_ms = 2000,
-                                     .etcd_journal = journal_,
-                                     .replicas = 3});
+    testing::LocalClusterOptions options{.workers = workers,
+                                         .worker_flags = {"--window_bytes=4096"},
+                                         .dispatcher_flags = {"--snapshot_every=40"},
+                                         .worker_timeout_ms = 2000,
+                                         .etcd_journal = journal_,
+                                         .replicas = 3};
+    if (certificates_ != nullptr) {
+      options.issue_certificate = [this](const std::string& name, const std::string& identity) {
+        return certificates_->Issue(name, identity);
+      };
+    }
+    cluster_ = std::make_unique<testing::LocalCluster>(dir_.Join("cluster"), options);
     ASSERT_TRUE(cluster_->ok());
     ASSERT_GE(cluster_->LeaderReplica(kFailoverTimeout), 0) << "no replica leads";
   }
 
   void OpenJob() {
     // Small requests keep the reader close to its trainer, so splits are leased as it reads.
-    auto client = Client::Connect({.dispatcher_address = cluster_->dispatcher_address(),
-                                   .max_bytes_per_request = 1024,
-                                   .stall_timeout_ms = 60000,
-                                   .insecure = true});
+    ClientOptions options{.dispatcher_address = cluster_->dispatcher_address(),
+                          .max_bytes_per_request = 1024,
+                          .stall_timeout_ms = 60000,
+                          .insecure = certificates_ == nullptr};
+    if (certificates_ != nullptr) {
+      const TransportSecurity trainer =
+          certificates_->Issue("trainer", ClientIdentityUri("trainer"));
+      options.tls_ca_file = trainer.ca_file;
+      options.tls_cert_file = trainer.cert_file;
+      options.tls_key_file = trainer.key_file;
+    }
+    auto client = Client::Connect(options);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
     auto dataset = client_->RegisterPipeline(Pipeline());
@@ -113,7 +131,25 @@ class ReplicatedDispatcherTest : public ::testing::Test {
     return leader;
   }
 
+  // Reads epoch `epoch` of the job, SIGKILLing the leading replica after 300 elements, and
+  // expects it exactly once; then restarts the killed replica (it comes back as a follower).
+  void ReadEpochKillingTheLeader(int64_t epoch) {
+    auto reader = job_->ReadEpoch(epoch);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    EpochDigest digest(true);
+    absl::StatusOr<bool> ended = testing::ReadIntoDigest(**reader, 300, digest);
+    ASSERT_TRUE(ended.ok() && !*ended) << ended.status();
+    const int killed = KillLeader();
+    ASSERT_GE(killed, 0);
+    ended = testing::ReadIntoDigest(**reader, -1, digest);
+    ASSERT_TRUE(ended.ok() && *ended) << ended.status();
+    ExpectExactlyOnce(digest, epoch);
+    ASSERT_TRUE(cluster_->RestartDispatcher(killed));
+  }
+
   testing::ScopedTempDir dir_;
+  // TLS throughout when set (before SetUp): etcd, the replicas, workers and the trainer.
+  std::unique_ptr<testing::TestCertificates> certificates_;
   std::unique_ptr<testing::EtcdTestCluster> etcd_;
   std::string journal_;
   std::unique_ptr<testing::LocalCluster> cluster_;
@@ -125,19 +161,28 @@ TEST_F(ReplicatedDispatcherTest, TheLeaderKilledMidEpochLosesAndRepeatsNothing) 
   StartGranary(2);
   OpenJob();
   for (int64_t epoch = 0; epoch < 2; ++epoch) {
-    auto reader = job_->ReadEpoch(epoch);
-    ASSERT_TRUE(reader.ok()) << reader.status();
-    EpochDigest digest(true);
-    absl::StatusOr<bool> ended = testing::ReadIntoDigest(**reader, 300, digest);
-    ASSERT_TRUE(ended.ok() && !*ended) << ended.status();
-    const int killed = KillLeader();
-    ASSERT_GE(killed, 0);
-    ended = testing::ReadIntoDigest(**reader, -1, digest);
-    ASSERT_TRUE(ended.ok() && *ended) << ended.status();
-    ExpectExactlyOnce(digest, epoch);
-    // The killed replica comes back as a follower of the new leader.
-    ASSERT_TRUE(cluster_->RestartDispatcher(killed));
+    ReadEpochKillingTheLeader(epoch);
+    if (HasFatalFailure()) return;
   }
+}
+
+// TLS throughout: etcd serves https and admits only clients with a certificate of the cluster's
+// CA (--client-cert-auth); each replica presents its dispatcher certificate (--tls_cert) to
+// etcd as to its callers; workers and the trainer present theirs.
+class ReplicatedDispatcherTlsTest : public ReplicatedDispatcherTest {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(Env::Default()->CreateDirs(dir_.Join("tls")).ok());
+    certificates_ = std::make_unique<testing::TestCertificates>(dir_.Join("tls"));
+    ASSERT_TRUE(certificates_->ok());
+    ReplicatedDispatcherTest::SetUp();
+  }
+};
+
+TEST_F(ReplicatedDispatcherTlsTest, OnATlsEtcdTheLeaderKilledMidEpochLosesAndRepeatsNothing) {
+  StartGranary(2);
+  OpenJob();
+  ReadEpochKillingTheLeader(0);
 }
 
 TEST_F(ReplicatedDispatcherTest, AnEtcdMemberKilledDoesNotStopTheService) {

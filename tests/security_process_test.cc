@@ -44,8 +44,8 @@
 #include "proto/worker.grpc.pb.h"
 #include "security/peer_identity.h"
 #include "testing/scoped_temp_dir.h"
+#include "testing/test_certificates.h"
 #include "tests/local_cluster.h"
-#include "tests/test_certificates.h"
 
 namespace granary {
 namespace {

@@ -1,16 +1,29 @@
 #include "tools/replica_probe.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/dispatcher_targets.h"
+#include "common/leader_redirect.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "proto/dispatcher.grpc.pb.h"
 
 namespace granary {
 namespace {
+
+// ", applied seq S, lag R records": what `probe` knows of them.
+std::string ProgressText(const ReplicaProbe& probe) {
+  std::string text;
+  if (probe.applied_seq.has_value()) absl::StrAppend(&text, ", applied seq ", *probe.applied_seq);
+  if (probe.lag_records.has_value()) {
+    absl::StrAppend(&text, ", lag ", *probe.lag_records, " records");
+  }
+  return text;
+}
 
 ReplicaProbe Probe(const std::string& address,
                    const std::shared_ptr<grpc::ChannelCredentials>& credentials,
@@ -29,7 +42,12 @@ ReplicaProbe Probe(const std::string& address,
   const grpc::Status status = stub->GetStatus(&context, request, &response);
   if (status.ok()) {
     probe.role = ReplicaProbe::Role::kLeader;
+    probe.applied_seq = response.state().applied_seq();
     return probe;
+  }
+  if (uint64_t applied = 0;
+      absl::SimpleAtoi(TrailingMetadataOf(context, kAppliedSeqMetadataKey), &applied)) {
+    probe.applied_seq = applied;
   }
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
     probe.leader = RedirectedLeaderOf(context);
@@ -53,6 +71,15 @@ std::vector<ReplicaProbe> ProbeReplicas(
     threads.emplace_back([&, i] { probes[i] = Probe(addresses[i], credentials, deadline); });
   }
   for (std::thread& thread : threads) thread.join();
+  const auto leader = std::find_if(probes.begin(), probes.end(), [](const ReplicaProbe& probe) {
+    return probe.role == ReplicaProbe::Role::kLeader;
+  });
+  if (leader == probes.end()) return probes;
+  for (ReplicaProbe& probe : probes) {
+    if (!probe.applied_seq.has_value()) continue;
+    probe.lag_records =
+        *leader->applied_seq > *probe.applied_seq ? *leader->applied_seq - *probe.applied_seq : 0;
+  }
   return probes;
 }
 
@@ -61,13 +88,15 @@ std::string ReplicasText(const std::vector<ReplicaProbe>& probes) {
   for (const ReplicaProbe& probe : probes) {
     switch (probe.role) {
       case ReplicaProbe::Role::kLeader:
-        absl::StrAppend(&text, "  ", probe.address, "  leader\n");
+        absl::StrAppend(&text, "  ", probe.address, "  leader", ProgressText(probe), "\n");
         break;
       case ReplicaProbe::Role::kFollower:
-        absl::StrAppend(&text, "  ", probe.address, "  follower (leader ", probe.leader, ")\n");
+        absl::StrAppend(&text, "  ", probe.address, "  follower (leader ", probe.leader, ")",
+                        ProgressText(probe), "\n");
         break;
       case ReplicaProbe::Role::kNotServing:
-        absl::StrAppend(&text, "  ", probe.address, "  not serving: ", probe.error, "\n");
+        absl::StrAppend(&text, "  ", probe.address, "  not serving: ", probe.error,
+                        ProgressText(probe), "\n");
         break;
     }
   }
@@ -93,6 +122,12 @@ google::protobuf::Value ReplicasJson(const std::vector<ReplicaProbe>& probes) {
         fields["role"].set_string_value("not_serving");
         fields["error"].set_string_value(probe.error);
         break;
+    }
+    if (probe.applied_seq.has_value()) {
+      fields["applied_seq"].set_number_value(static_cast<double>(*probe.applied_seq));
+    }
+    if (probe.lag_records.has_value()) {
+      fields["lag_records"].set_number_value(static_cast<double>(*probe.lag_records));
     }
   }
   return list;

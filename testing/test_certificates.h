@@ -2,8 +2,8 @@
 // the tests do not trust the project's own CertificateAuthority to test the project). Each
 // certificate names its identity as a URI SAN (security/peer_identity.h) and is valid for
 // 127.0.0.1 and localhost, as a server and as a client.
-#ifndef GRANARY_TESTS_TEST_CERTIFICATES_H_
-#define GRANARY_TESTS_TEST_CERTIFICATES_H_
+#ifndef GRANARY_TESTING_TEST_CERTIFICATES_H_
+#define GRANARY_TESTING_TEST_CERTIFICATES_H_
 
 #include <string>
 
@@ -31,4 +31,4 @@ class TestCertificates {
 
 }  // namespace granary::testing
 
-#endif  // GRANARY_TESTS_TEST_CERTIFICATES_H_
+#endif  // GRANARY_TESTING_TEST_CERTIFICATES_H_

@@ -1,4 +1,4 @@
-#include "tests/test_certificates.h"
+#include "testing/test_certificates.h"
 
 #include <vector>
 
