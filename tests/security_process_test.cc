@@ -941,7 +941,7 @@ TEST_F(TlsClusterTest, WorkerStatusShowsAClientOnlyTheTasksOfJobsItMayRead) {
   }
   ASSERT_GT(all.count("alice-job"), 0u);
   ASSERT_GT(all.count("mallory-job"), 0u);
-  for (const std::string& client : {"alice", "bob"}) {
+  for (const char* client : {"alice", "bob"}) {
     const std::multiset<std::string> seen = seen_by(client);
     EXPECT_EQ(seen.count("alice-job"), all.count("alice-job")) << client;
     EXPECT_EQ(seen.count("mallory-job"), 0u) << client;
