@@ -44,8 +44,8 @@ bool Unreachable(const grpc::Status& status) {
 // What a failure to reach a member over TLS means, for the error ("" when `message`, gRPC's,
 // says nothing of TLS or the channel is plain text). gRPC reports a member certificate this
 // client does not trust as a failed handshake, and a member refusing the client's certificate
-// (or its lack of one: etcd's --client-cert-auth) as a connection read failing right after the
-// handshake.
+// (or its lack of one: etcd's --client-cert-auth) as a connection read failing, closed or reset
+// right after the handshake (which of them depends on timing).
 std::string TlsDiagnosis(const TransportSecurity& security, const std::string& message) {
   if (!security.tls()) return "";
   if (absl::StrContains(message, "Ssl handshake failed")) {
@@ -55,7 +55,8 @@ std::string TlsDiagnosis(const TransportSecurity& security, const std::string& m
         security.names.ca, " ", security.ca_file, "?)");
   }
   if (absl::StrContains(message, "Endpoint read failed") ||
-      absl::StrContains(message, "Socket closed")) {
+      absl::StrContains(message, "Socket closed") ||
+      absl::StrContains(message, "Connection reset by peer")) {
     const std::string offered =
         security.cert_file.empty()
             ? absl::StrCat("this client offers no certificate (", security.names.cert, ")")
