@@ -4,7 +4,8 @@
 // — across snapshots too — and the deposed one rejoins as a follower; a leader partitioned from
 // etcd (a proxy on its link cut) stops serving within its lease and commits nothing; a replica id
 // is held by one live replica. A follower's lag is 0 once caught up, and positive while it is
-// cut off from etcd and the leader commits.
+// cut off from etcd and the leader commits. A replica started from nothing after snapshots
+// rebuilds from etcd and can lead.
 #include "replication/dispatcher_replica.h"
 
 #include <memory>
@@ -154,6 +155,34 @@ TEST_F(DispatcherReplicaTest, AFollowerTakesOverWithEveryCommittedChangeWhenTheL
   std::shared_ptr<DispatcherImpl> impl = *replicas_[second]->Leader();
   EXPECT_EQ(Datasets(*impl), registered);
   // The new leader goes on committing.
+  registered.insert(RegisterDataset(*impl, 100));
+  EXPECT_EQ(Datasets(*impl), registered);
+}
+
+// A replica keeps nothing on its own disk: one whose machine (and disk) was replaced starts from
+// nothing, rebuilds its state from etcd's newest snapshot and the records after it, and can lead
+// with every change the others committed before it existed.
+TEST_F(DispatcherReplicaTest, AReplicaStartedAfterSnapshotsRebuildsFromEtcdAndLeadsWithEveryChange) {
+  snapshot_every_ = 5;
+  StartReplicas(1);
+  ASSERT_EQ(AwaitLeader(), 0);
+  std::set<std::string> registered;
+  {
+    std::shared_ptr<DispatcherImpl> impl = *replicas_[0]->Leader();
+    for (int stop = 1; stop <= 12; ++stop) registered.insert(RegisterDataset(*impl, stop));
+  }
+  // Snapshots dropped the first records: what a fresh replica reads is a snapshot and a tail.
+  const auto first_record = client_->Range(
+      absl::StrCat(Options(0).journal.prefix, "/log/00000000000000000001"));
+  ASSERT_TRUE(first_record.ok()) << first_record.status();
+  EXPECT_EQ(first_record->kvs_size(), 0) << "record 1 should be covered by a snapshot";
+  auto fresh = DispatcherReplica::Start(client_.get(), Options(1));
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  replicas_.push_back(*std::move(fresh));
+  replicas_[0].reset();  // the old leader resigns; the fresh replica is the only one left
+  ASSERT_EQ(AwaitLeader(0), 1) << "the fresh replica did not take over";
+  std::shared_ptr<DispatcherImpl> impl = *replicas_[1]->Leader();
+  EXPECT_EQ(Datasets(*impl), registered);
   registered.insert(RegisterDataset(*impl, 100));
   EXPECT_EQ(Datasets(*impl), registered);
 }
