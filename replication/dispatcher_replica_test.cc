@@ -14,11 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "cache/cache_ops.h"
 #include "common/leader_redirect.h"
+#include "faultinject/tcp_proxy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/pipeline_loader.h"
 #include "testing/etcd_test_cluster.h"
-#include "testing/tcp_proxy.h"
 
 namespace granary {
 namespace {
@@ -94,7 +94,7 @@ class DispatcherReplicaTest : public ::testing::Test {
   std::unique_ptr<testing::EtcdTestCluster> cluster_;
   std::unique_ptr<etcd::EtcdClient> client_;
   // A replica's link to etcd through a proxy the test cuts; outlive the replicas (TearDown).
-  std::unique_ptr<testing::TcpProxy> proxy_;
+  std::unique_ptr<TcpProxy> proxy_;
   std::unique_ptr<etcd::EtcdClient> cut_client_;
   std::vector<std::unique_ptr<DispatcherReplica>> replicas_;
 };
@@ -183,7 +183,7 @@ TEST_F(DispatcherReplicaTest, ALeaderWhoseLeaseEndsStepsDownAndRejoinsAsAFollowe
 TEST_F(DispatcherReplicaTest, ALeaderCutOffFromEtcdStopsServingWithinItsLeaseAndCommitsNothing) {
   // Replica 0 reaches etcd only through a proxy the test cuts; its clients (this test) still
   // reach it: a split brain unless fencing and the lease hold.
-  auto proxy = testing::TcpProxy::Start(cluster_->endpoint(0));
+  auto proxy = TcpProxy::Start(cluster_->endpoint(0));
   ASSERT_TRUE(proxy.ok()) << proxy.status();
   proxy_ = *std::move(proxy);
   etcd::EtcdClientOptions cut_options = cluster_->ClientOptions();

@@ -1,4 +1,4 @@
-#include "testing/tcp_proxy.h"
+#include "faultinject/tcp_proxy.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace granary::testing {
+namespace granary {
 namespace {
 
 int ConnectLoopbackPort(int port) {
@@ -182,4 +182,4 @@ void TcpProxy::Run() {
   for (const auto& pair : pairs) close_pair(pair);
 }
 
-}  // namespace granary::testing
+}  // namespace granary
