@@ -21,7 +21,6 @@
 #include "faultinject/chaos_harness.h"
 #include "faultinject/chaos_plan.h"
 #include "obs/progress_line.h"
-#include "obs/progress_line.h"
 #include "tools/command_flags.h"
 #include "tools/commands.h"
 
@@ -33,7 +32,9 @@ GRANARY_COMMAND_BORROWS_FLAG(int64_t, images);
 GRANARY_COMMAND_BORROWS_FLAG(int32_t, step_ms);
 
 ABSL_FLAG(std::string, scenario, "nofail",
-          "nofail, recover, failover, killall, dispatcher, putfail, getfail or random.");
+          "nofail, recover, failover, killall, dispatcher, putfail, getfail, scale, random, or "
+          "(the replicated dispatcher over a local etcd; needs Debian's etcd binary) "
+          "leader_failover or leader_partition.");
 ABSL_FLAG(bool, failpoints, false, "List the failpoints and exit.");
 ABSL_FLAG(std::string, inject, "",
           "PROCESS:SPEC — arm GRANARY_FAILPOINTS=SPEC in one process's first start (dispatcher, "
@@ -70,7 +71,8 @@ std::string MakeTempDir() {
 }
 
 // Half of the soak's runs also arm one failpoint, crashing at a random hit in the process that
-// passes it (cache failpoints with a cache policy that reaches them).
+// passes it (cache failpoints with a cache policy that reaches them; the dispatcher's in the
+// first replica, the first leader, of a replicated scenario).
 void MaybeArmRandomFailpoint(std::mt19937_64& draws, ChaosOptions& options) {
   if (draws() % 2 == 0) return;
   struct Choice {
@@ -89,7 +91,10 @@ void MaybeArmRandomFailpoint(std::mt19937_64& draws, ChaosOptions& options) {
       {&kGetMidChunk, "workers", 60},
   };
   const Choice& c = kChoices[draws() % std::size(kChoices)];
-  options.failpoint_process = c.process;
+  options.failpoint_process =
+      IsReplicatedScenario(options.scenario) && std::string(c.process) == "dispatcher"
+          ? "replica-0"
+          : c.process;
   options.failpoints = absl::StrCat(c.point->name, "=after(", 1 + draws() % c.max_hit, "):crash");
   const std::string name = c.point->name;
   if (name.rfind("put.", 0) == 0 || name.rfind("get.", 0) == 0) {
