@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 
 namespace granary {
 namespace {
@@ -133,17 +134,20 @@ const std::vector<std::string>& ChaosScenarios() {
   return *scenarios;
 }
 
+absl::Status CheckChaosScenario(const std::string& scenario) {
+  const std::vector<std::string>& known = ChaosScenarios();
+  if (std::find(known.begin(), known.end(), scenario) != known.end()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("unknown chaos scenario '", scenario,
+                                                 "' (known: ", absl::StrJoin(known, ", "), ")"));
+}
+
 bool IsReplicatedScenario(const std::string& scenario) {
   return scenario == "leader_failover" || scenario == "leader_partition";
 }
 
 absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t seed, int workers,
                                         int64_t epochs, int64_t rows_per_epoch) {
-  const std::vector<std::string>& known = ChaosScenarios();
-  if (std::find(known.begin(), known.end(), scenario) == known.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown chaos scenario '", scenario,
-                                                   "' (known: ", absl::StrJoin(known, ", "), ")"));
-  }
+  RETURN_IF_ERROR(CheckChaosScenario(scenario));
   if (workers < 1 || epochs < 1 || rows_per_epoch < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("chaos scenario ", scenario, ": needs at least 1 worker, 1 epoch and 1 row"));

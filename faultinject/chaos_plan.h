@@ -97,6 +97,9 @@ struct ChaosPlan {
 // The scenarios, in the order of the list above.
 const std::vector<std::string>& ChaosScenarios();
 
+// InvalidArgument naming `scenario` and the known ones unless it is one of ChaosScenarios().
+absl::Status CheckChaosScenario(const std::string& scenario);
+
 // Whether `scenario` runs the replicated dispatcher (and needs Debian's etcd binary).
 bool IsReplicatedScenario(const std::string& scenario);
 

@@ -239,6 +239,8 @@ TEST(ChaosHarnessTest, BadArgumentsAreNamed) {
       {"--inject 'workers:get.mid_chunk=kaboom'", "unknown action 'kaboom'"},
       {"--inject 'workers:no.such=crash'", "unknown failpoint 'no.such'"},
       {"--cache sometimes", "sometimes"},
+      {"--soak --scenarios leader_failover,leader", "--scenarios: unknown chaos scenario 'leader'"},
+      {"--scenarios leader_failover", "--scenarios is for --soak"},
       // The replicated scenarios have replicas, no "dispatcher".
       {"--scenario leader_failover --inject 'dispatcher:journal.mid_group_commit=crash'",
        "no process 'dispatcher' to arm (replica-0 to replica-2, client"},
