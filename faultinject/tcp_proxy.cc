@@ -129,11 +129,9 @@ void TcpProxy::Run() {
     ::close(pair.second);
   };
   for (;;) {
-    bool cut = false;
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
-      cut = cut_;
       if (cuts_done_ < cuts_asked_) {
         for (const auto& pair : pairs) close_pair(pair);
         pairs.clear();
@@ -168,6 +166,12 @@ void TcpProxy::Run() {
     if (fds[1].revents & POLLIN) {
       const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
       if (client >= 0) {
+        // Read now, not before the poll: a connection made once Heal() returned goes through.
+        bool cut = false;
+        {
+          absl::MutexLock lock(&mu_);
+          cut = cut_;
+        }
         const int upstream = cut ? -1 : ConnectLoopbackPort(upstream_port_);
         if (upstream < 0) {
           ::close(client);
