@@ -18,12 +18,12 @@
 #include "client/run_position.h"
 #include "common/env.h"
 #include "common/failpoint.h"
+#include "common/failpoints.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "faultinject/chaos_plan.h"
 #include "faultinject/chaos_processes.h"
-#include "common/failpoints.h"
 #include "pipeline/digests/digest_file.h"
 #include "tools/synthetic_imagenet.h"
 
@@ -119,7 +119,9 @@ constexpr absl::Duration kNewLeaderTimeout = absl::Seconds(30);
 constexpr absl::Duration kRejoinTimeout = absl::Seconds(60);
 constexpr absl::Duration kProbeInterval = absl::Milliseconds(100);
 
-std::string Seconds(absl::Duration d) { return absl::StrFormat("%.2f s", absl::ToDoubleSeconds(d)); }
+std::string Seconds(absl::Duration d) {
+  return absl::StrFormat("%.2f s", absl::ToDoubleSeconds(d));
+}
 
 // Drives one run: faults in plan order, restarts after failpoint crashes, the verdict.
 class ChaosRun {
@@ -134,17 +136,17 @@ class ChaosRun {
     report_.seconds = absl::ToDoubleSeconds(absl::Now() - start);
     report_.failpoint_firings = CountFailpointFirings(env_, options_.dir + "/logs");
     report_.passed = status.ok();
-    std::string summary = absl::StrCat(
-        report_.epochs_verified, " epochs, ", report_.rows_verified, " rows verified, ",
-        report_.faults_injected, "/", report_.faults_planned, " faults injected, ",
-        report_.failpoint_firings, " failpoint firings, ",
-        absl::StrFormat("%.1f s", report_.seconds));
+    std::string summary =
+        absl::StrCat(report_.epochs_verified, " epochs, ", report_.rows_verified,
+                     " rows verified, ", report_.faults_injected, "/", report_.faults_planned,
+                     " faults injected, ", report_.failpoint_firings, " failpoint firings, ",
+                     absl::StrFormat("%.1f s", report_.seconds));
     if (report_.longest_stall_after_faults_seconds >= 0) {
-      absl::StrAppend(&summary, absl::StrFormat(
-                                    "; the trainer stalled at most %.2f s from the first fault "
-                                    "on (%.2f s before it)",
-                                    report_.longest_stall_after_faults_seconds,
-                                    report_.longest_stall_before_faults_seconds));
+      absl::StrAppend(&summary,
+                      absl::StrFormat("; the trainer stalled at most %.2f s from the first fault "
+                                      "on (%.2f s before it)",
+                                      report_.longest_stall_after_faults_seconds,
+                                      report_.longest_stall_before_faults_seconds));
     }
     if (report_.new_leader_seconds >= 0) {
       absl::StrAppend(&summary, absl::StrFormat("; a new leader %.2f s after the leader fault",
@@ -220,7 +222,8 @@ class ChaosRun {
 
   bool Triggered(const ChaosFault& fault, const ChaosProcesses& processes) const {
     if (fault.after_new_leader) {
-      return new_leader_.has_value() && absl::Now() - last_fault_ >= absl::Milliseconds(fault.after_ms);
+      return new_leader_.has_value() &&
+             absl::Now() - last_fault_ >= absl::Milliseconds(fault.after_ms);
     }
     auto position = ReadRunPositionFile(env_, position_file());
     if (!position.ok()) return false;  // The client has not written it yet.
@@ -317,7 +320,8 @@ class ChaosRun {
       const auto probe = probes.find(rejoining_);
       const absl::Duration since = absl::Now() - last_fault_;
       if (probe != probes.end() && probe->second.role == ReplicaProbe::Role::kFollower) {
-        std::fprintf(out_, "  %s rejoined as a follower (of %s), %s after it was healed or started\n",
+        std::fprintf(out_,
+                     "  %s rejoined as a follower (of %s), %s after it was healed or started\n",
                      rejoining_.c_str(), probe->second.leader.c_str(), Seconds(since).c_str());
         std::fflush(out_);
         rejoining_.clear();
@@ -365,8 +369,7 @@ class ChaosRun {
     while (true) {
       if (client_finished) {
         // Only the replicas' checks and the faults that wait for a new leader remain to do.
-        const bool faults_left =
-            next < plan_.faults.size() && plan_.faults[next].after_new_leader;
+        const bool faults_left = next < plan_.faults.size() && plan_.faults[next].after_new_leader;
         const bool checks_left =
             !rejoining_.empty() || (!struck_leader_.empty() && !new_leader_.has_value());
         if (!faults_left && !checks_left) return absl::OkStatus();
@@ -524,7 +527,8 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
     if (!known) {
       spec = absl::InvalidArgumentError(absl::StrCat(
           "--inject: no process '", process, "' to arm (",
-          plan->replicas == 0 ? "dispatcher" : absl::StrCat("replica-0 to replica-", plan->replicas - 1),
+          plan->replicas == 0 ? "dispatcher"
+                              : absl::StrCat("replica-0 to replica-", plan->replicas - 1),
           ", client, workers or worker-N of this scenario's workers)"));
     }
     if (!spec.ok()) plan = spec;
@@ -534,19 +538,20 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
                  std::string(plan.status().message()).c_str());
     return ChaosReport();
   }
-  std::fprintf(out, "granary chaos: scenario %s, seed %llu, %s%d workers + %d standby, %lld "
-                    "epochs of %lld rows, cache %s%s\n",
-               plan->scenario.c_str(), static_cast<unsigned long long>(plan->seed),
-               plan->replicas == 0
-                   ? ""
-                   : absl::StrCat(plan->replicas, " dispatcher replicas over 3 etcd members, ")
-                         .c_str(),
-               plan->workers, plan->standby, static_cast<long long>(plan->epochs),
-               static_cast<long long>(options.images), CachePolicyName(plan->cache_policy).c_str(),
-               options.failpoints.empty()
-                   ? ""
-                   : absl::StrCat(", failpoints ", options.failpoints, " in ",
-                                  options.failpoint_process).c_str());
+  std::fprintf(
+      out,
+      "granary chaos: scenario %s, seed %llu, %s%d workers + %d standby, %lld "
+      "epochs of %lld rows, cache %s%s\n",
+      plan->scenario.c_str(), static_cast<unsigned long long>(plan->seed),
+      plan->replicas == 0
+          ? ""
+          : absl::StrCat(plan->replicas, " dispatcher replicas over 3 etcd members, ").c_str(),
+      plan->workers, plan->standby, static_cast<long long>(plan->epochs),
+      static_cast<long long>(options.images), CachePolicyName(plan->cache_policy).c_str(),
+      options.failpoints.empty()
+          ? ""
+          : absl::StrCat(", failpoints ", options.failpoints, " in ", options.failpoint_process)
+                .c_str());
   for (const ChaosFault& fault : plan->faults) {
     std::fprintf(out, "  plan: %s\n", fault.Describe().c_str());
   }

@@ -7,8 +7,9 @@
 //
 // The replicated scenarios (a fault that strikes "the leader") also fail when no other replica
 // leads within 30 s of the fault, or when a replica started again or healed does not rejoin as
-// a follower within 60 s; the run waits for those checks even when the client finished first. Every run measures how long the trainer stalled: the longest time its
-// position did not advance, before the first fault and after it.
+// a follower within 60 s; the run waits for those checks even when the client finished first.
+// Every run measures how long the trainer stalled: the longest time its position did not
+// advance, before the first fault and after it.
 #ifndef GRANARY_FAULTINJECT_CHAOS_HARNESS_H_
 #define GRANARY_FAULTINJECT_CHAOS_HARNESS_H_
 

@@ -127,10 +127,9 @@ std::string ChaosFault::Describe() const {
 }
 
 const std::vector<std::string>& ChaosScenarios() {
-  static const auto* scenarios =
-      new std::vector<std::string>{"nofail",  "recover", "failover", "killall", "dispatcher",
-                                   "putfail", "getfail", "scale",    "random", "leader_failover",
-                                   "leader_partition"};
+  static const auto* scenarios = new std::vector<std::string>{
+      "nofail",  "recover", "failover", "killall",         "dispatcher",      "putfail",
+      "getfail", "scale",   "random",   "leader_failover", "leader_partition"};
   return *scenarios;
 }
 

@@ -96,9 +96,8 @@ void MaybeArmRandomFailpoint(std::mt19937_64& draws, ChaosOptions& options) {
   };
   const Choice& c = kChoices[draws() % std::size(kChoices)];
   options.failpoint_process =
-      IsReplicatedScenario(options.scenario) && std::string(c.process) == "dispatcher"
-          ? "replica-0"
-          : c.process;
+      IsReplicatedScenario(options.scenario) && std::string(c.process) == "dispatcher" ? "replica-0"
+                                                                                       : c.process;
   options.failpoints = absl::StrCat(c.point->name, "=after(", 1 + draws() % c.max_hit, "):crash");
   const std::string name = c.point->name;
   if (name.rfind("put.", 0) == 0 || name.rfind("get.", 0) == 0) {
@@ -160,9 +159,9 @@ int Soak(ChaosOptions base, const std::vector<std::string>& scenarios, const std
       ++leader_faults;
       slowest_new_leader = std::max(slowest_new_leader, report.new_leader_seconds);
       longest_stall = std::max(longest_stall, report.longest_stall_after_faults_seconds);
-      leader = absl::StrFormat(", a new leader after %.2f s, the trainer stalled at most %.2f s",
-                               report.new_leader_seconds,
-                               report.longest_stall_after_faults_seconds);
+      leader =
+          absl::StrFormat(", a new leader after %.2f s, the trainer stalled at most %.2f s",
+                          report.new_leader_seconds, report.longest_stall_after_faults_seconds);
     }
     std::printf("run %lld: %s: PASS, %lld faults, %lld rows, %.1f s%s\n",
                 static_cast<long long>(runs), ChaosCommandLine(options).c_str(),
