@@ -13,21 +13,15 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/loopback_port.h"
 
 namespace granary {
 namespace {
 
-int ConnectLoopbackPort(int port) {
-  const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// ConnectLoopback, with Nagle off (the proxy forwards small RPC frames as they come).
+int ConnectNoDelay(int port) {
+  const int s = ConnectLoopback(port);
   if (s < 0) return -1;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(s, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    ::close(s);
-    return -1;
-  }
   const int one = 1;
   ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   return s;
@@ -172,7 +166,7 @@ void TcpProxy::Run() {
           absl::MutexLock lock(&mu_);
           cut = cut_;
         }
-        const int upstream = cut ? -1 : ConnectLoopbackPort(upstream_port_);
+        const int upstream = cut ? -1 : ConnectNoDelay(upstream_port_);
         if (upstream < 0) {
           ::close(client);
         } else {

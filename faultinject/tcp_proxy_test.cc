@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/loopback_port.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -22,19 +23,6 @@ namespace granary {
 namespace {
 
 using ::testing::HasSubstr;
-
-int Connect(int port) {
-  const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(s, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    ::close(s);
-    return -1;
-  }
-  return s;
-}
 
 int PortOf(const std::string& address) {
   int port = 0;
@@ -122,7 +110,7 @@ TEST(TcpProxyTest, ForwardsBothWaysCutsAndHeals) {
   ASSERT_TRUE(proxy.ok()) << proxy.status();
   const int port = PortOf((*proxy)->address());
 
-  const int before = Connect(port);
+  const int before = ConnectLoopback(port);
   ASSERT_GE(before, 0);
   EXPECT_EQ(RoundTrip(before, "hello through the proxy"), "hello through the proxy");
 
@@ -131,13 +119,13 @@ TEST(TcpProxyTest, ForwardsBothWaysCutsAndHeals) {
   EXPECT_TRUE(ClosedByPeer(before));
   ::close(before);
   // New connections are accepted only to be closed.
-  const int during = Connect(port);
+  const int during = ConnectLoopback(port);
   ASSERT_GE(during, 0);
   EXPECT_TRUE(ClosedByPeer(during));
   ::close(during);
 
   (*proxy)->Heal();
-  const int after = Connect(port);
+  const int after = ConnectLoopback(port);
   ASSERT_GE(after, 0);
   EXPECT_EQ(RoundTrip(after, "healed"), "healed");
   ::close(after);
