@@ -34,13 +34,22 @@ int BindLoopbackPort(int port) {
   return bound;
 }
 
-bool AcceptsOnLoopback(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+int ConnectLoopback(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
   const sockaddr_in address = Loopback(port);
-  const bool connected =
-      connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool AcceptsOnLoopback(int port) {
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return false;
   close(fd);
-  return connected;
+  return true;
 }
 
 }  // namespace granary

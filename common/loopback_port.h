@@ -10,6 +10,10 @@ namespace granary {
 // binding failed (something else has it). A port found free may be taken before it is used.
 int BindLoopbackPort(int port);
 
+// A TCP connection to 127.0.0.1:`port` (a blocking, close-on-exec socket the caller owns and
+// closes), or -1 when nothing accepts it.
+int ConnectLoopback(int port);
+
 // Whether something accepts a TCP connection on 127.0.0.1:`port` now.
 bool AcceptsOnLoopback(int port);
 

@@ -1,7 +1,9 @@
 #include "faultinject/chaos_harness.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -16,12 +18,12 @@
 #include "client/run_position.h"
 #include "common/env.h"
 #include "common/failpoint.h"
+#include "common/failpoints.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "faultinject/chaos_plan.h"
 #include "faultinject/chaos_processes.h"
-#include "common/failpoints.h"
 #include "pipeline/digests/digest_file.h"
 #include "tools/synthetic_imagenet.h"
 
@@ -112,6 +114,15 @@ int64_t CountFailpointFirings(Env* env, const std::string& logs) {
 // The job the chaos client reads (and scaling steps scale).
 constexpr char kChaosJobName[] = "chaos";
 
+// The replicated scenarios' bounds (chaos_harness.h) and how often the replicas are probed.
+constexpr absl::Duration kNewLeaderTimeout = absl::Seconds(30);
+constexpr absl::Duration kRejoinTimeout = absl::Seconds(60);
+constexpr absl::Duration kProbeInterval = absl::Milliseconds(100);
+
+std::string Seconds(absl::Duration d) {
+  return absl::StrFormat("%.2f s", absl::ToDoubleSeconds(d));
+}
+
 // Drives one run: faults in plan order, restarts after failpoint crashes, the verdict.
 class ChaosRun {
  public:
@@ -125,11 +136,22 @@ class ChaosRun {
     report_.seconds = absl::ToDoubleSeconds(absl::Now() - start);
     report_.failpoint_firings = CountFailpointFirings(env_, options_.dir + "/logs");
     report_.passed = status.ok();
-    const std::string summary = absl::StrCat(
-        report_.epochs_verified, " epochs, ", report_.rows_verified, " rows verified, ",
-        report_.faults_injected, "/", report_.faults_planned, " faults injected, ",
-        report_.failpoint_firings, " failpoint firings, ",
-        absl::StrFormat("%.1f s", report_.seconds));
+    std::string summary =
+        absl::StrCat(report_.epochs_verified, " epochs, ", report_.rows_verified,
+                     " rows verified, ", report_.faults_injected, "/", report_.faults_planned,
+                     " faults injected, ", report_.failpoint_firings, " failpoint firings, ",
+                     absl::StrFormat("%.1f s", report_.seconds));
+    if (report_.longest_stall_after_faults_seconds >= 0) {
+      absl::StrAppend(&summary,
+                      absl::StrFormat("; the trainer stalled at most %.2f s from the first fault "
+                                      "on (%.2f s before it)",
+                                      report_.longest_stall_after_faults_seconds,
+                                      report_.longest_stall_before_faults_seconds));
+    }
+    if (report_.new_leader_seconds >= 0) {
+      absl::StrAppend(&summary, absl::StrFormat("; a new leader %.2f s after the leader fault",
+                                                report_.new_leader_seconds));
+    }
     if (status.ok()) {
       std::fprintf(out_, "PASS: %s: %s\n", ChaosCommandLine(options_).c_str(), summary.c_str());
     } else {
@@ -163,6 +185,7 @@ class ChaosRun {
     p.data_root = options_.data_dir;
     p.workers = plan_.workers;
     p.standby = plan_.standby;
+    p.replicas = plan_.replicas;
     p.client_flags = common;
     // One element per request, one request at a time: the client pulls no faster than it
     // consumes, so the workers' progress (and checkpoints) follows the client's.
@@ -198,6 +221,10 @@ class ChaosRun {
   std::string position_file() const { return options_.dir + "/position"; }
 
   bool Triggered(const ChaosFault& fault, const ChaosProcesses& processes) const {
+    if (fault.after_new_leader) {
+      return new_leader_.has_value() &&
+             absl::Now() - last_fault_ >= absl::Milliseconds(fault.after_ms);
+    }
     auto position = ReadRunPositionFile(env_, position_file());
     if (!position.ok()) return false;  // The client has not written it yet.
     if (position->epoch < fault.epoch ||
@@ -217,26 +244,113 @@ class ChaosRun {
       if (absl::IsUnavailable(scaled)) return false;
       RETURN_IF_ERROR(scaled);
     }
+    // "The leader" is asked now; while no replica leads alone (an election under way), the
+    // fault waits.
+    const bool strikes_leader =
+        fault.cut_leader ||
+        std::find(fault.victims.begin(), fault.victims.end(), kLeader) != fault.victims.end();
+    if (strikes_leader) {
+      const std::optional<std::string> leader = LeaderOf(processes.ProbeReplicas());
+      if (!leader.has_value()) return false;
+      struck_leader_ = *leader;
+      new_leader_.reset();
+    }
+    const auto named = [this](const std::string& name) {
+      return name == kLeader ? struck_leader_ : name;
+    };
     const auto position = ReadRunPositionFile(env_, position_file());
-    std::fprintf(out_, "  fault %lld (%s) at epoch %lld row %lld\n",
+    std::fprintf(out_, "  fault %lld (%s) at epoch %lld row %lld%s\n",
                  static_cast<long long>(report_.faults_injected + 1), fault.Describe().c_str(),
                  static_cast<long long>(position.ok() ? position->epoch : 0),
-                 static_cast<long long>(position.ok() ? position->rows : 0));
+                 static_cast<long long>(position.ok() ? position->rows : 0),
+                 strikes_leader ? absl::StrCat(": the leader is ", struck_leader_).c_str() : "");
     std::fflush(out_);
     std::vector<std::string> killed;
     for (const std::string& victim : fault.victims) {
-      if (!processes.running(victim)) continue;  // Gone for good in an earlier fault.
-      processes.Kill(victim);
-      killed.push_back(victim);
+      if (!processes.running(named(victim))) continue;  // Gone for good in an earlier fault.
+      processes.Kill(named(victim));
+      killed.push_back(named(victim));
     }
-    ++report_.faults_injected;
+    if (fault.cut_leader) processes.CutFromEtcd(struck_leader_);
+    if (fault.heal_cut) {
+      processes.HealFromEtcd(struck_leader_);
+      rejoining_ = struck_leader_;
+    }
+    if (++report_.faults_injected == 1) report_.longest_stall_after_faults_seconds = 0;
+    last_fault_ = absl::Now();
     recovering_.clear();
+    for (const std::string& name : fault.revive) {
+      processes.Restart(named(name));
+      recovering_.push_back(named(name));
+      rejoining_ = named(name);
+    }
     if (fault.for_good) return true;
     for (const std::string& victim : killed) {
       processes.Restart(victim);
       if (victim != "client") recovering_.push_back(victim);
     }
     return true;
+  }
+
+  // After a fault struck the leader: notes when another replica leads alone. After a heal or a
+  // revival: notes when that replica follows. Fails either past its bound.
+  absl::Status WatchReplicas(ChaosProcesses& processes) {
+    const bool awaiting_leader = !struck_leader_.empty() && !new_leader_.has_value();
+    if ((!awaiting_leader && rejoining_.empty()) || absl::Now() - last_probe_ < kProbeInterval) {
+      return absl::OkStatus();
+    }
+    last_probe_ = absl::Now();
+    const std::map<std::string, ReplicaProbe> probes = processes.ProbeReplicas();
+    if (awaiting_leader) {
+      const std::optional<std::string> leader = LeaderOf(probes);
+      const absl::Duration since = absl::Now() - last_fault_;
+      if (leader.has_value() && *leader != struck_leader_) {
+        new_leader_ = *leader;
+        report_.new_leader_seconds = absl::ToDoubleSeconds(since);
+        std::fprintf(out_, "  %s leads, %s after the fault on %s\n", leader->c_str(),
+                     Seconds(since).c_str(), struck_leader_.c_str());
+        std::fflush(out_);
+      } else if (since > kNewLeaderTimeout) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("no replica but ", struck_leader_, " led alone within ",
+                         Seconds(kNewLeaderTimeout), " of the fault on it"));
+      }
+    }
+    if (!rejoining_.empty()) {
+      const auto probe = probes.find(rejoining_);
+      const absl::Duration since = absl::Now() - last_fault_;
+      if (probe != probes.end() && probe->second.role == ReplicaProbe::Role::kFollower) {
+        std::fprintf(out_,
+                     "  %s rejoined as a follower (of %s), %s after it was healed or started\n",
+                     rejoining_.c_str(), probe->second.leader.c_str(), Seconds(since).c_str());
+        std::fflush(out_);
+        rejoining_.clear();
+      } else if (since > kRejoinTimeout) {
+        return absl::DeadlineExceededError(
+            absl::StrCat(rejoining_, " did not rejoin as a follower within ",
+                         Seconds(kRejoinTimeout), " (see ", processes.log_path(rejoining_), ")"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Notes how long the client's position has not advanced.
+  void WatchStall() {
+    const auto position = ReadRunPositionFile(env_, position_file());
+    if (!position.ok()) return;  // Not written yet.
+    const absl::Time now = absl::Now();
+    if (position->epoch != last_position_.epoch || position->rows != last_position_.rows) {
+      last_position_ = *position;
+      last_progress_ = now;
+      return;
+    }
+    if (last_progress_ == absl::InfinitePast()) return;
+    const double stalled = absl::ToDoubleSeconds(now - last_progress_);
+    // A stall the first fault caused began at the progress that triggered it: it counts as
+    // after the fault once the fault is injected.
+    double& longest = report_.faults_injected == 0 ? report_.longest_stall_before_faults_seconds
+                                                   : report_.longest_stall_after_faults_seconds;
+    longest = std::max(longest, stalled);
   }
 
   // Whether the servers restarted by the last fault all serve again.
@@ -251,10 +365,23 @@ class ChaosRun {
   absl::Status Drive(ChaosProcesses& processes) {
     const absl::Time deadline = absl::Now() + absl::Seconds(options_.timeout_seconds);
     size_t next = 0;
+    bool client_finished = false;
     while (true) {
+      if (client_finished) {
+        // Only the replicas' checks and the faults that wait for a new leader remain to do.
+        const bool faults_left = next < plan_.faults.size() && plan_.faults[next].after_new_leader;
+        const bool checks_left =
+            !rejoining_.empty() || (!struck_leader_.empty() && !new_leader_.has_value());
+        if (!faults_left && !checks_left) return absl::OkStatus();
+      } else {
+        WatchStall();
+      }
       for (const auto& [name, code] : processes.ReapExited()) {
         if (name == "client") {
-          if (code == 0) return absl::OkStatus();
+          if (code == 0) {
+            client_finished = true;
+            continue;
+          }
           return absl::InternalError(absl::StrCat("the client exited with code ", code, " (see ",
                                                   processes.log_path(name), ")",
                                                   LogTail(processes.log_path(name))));
@@ -271,6 +398,7 @@ class ChaosRun {
       for (const std::string& name : processes.names()) {
         if (name != "client") RETURN_IF_ERROR(processes.Serving(name).status());
       }
+      RETURN_IF_ERROR(WatchReplicas(processes));
       if (next < plan_.faults.size()) {
         const ChaosFault& fault = plan_.faults[next];
         // A fault during recovery strikes as soon as the restarted servers serve again.
@@ -341,6 +469,17 @@ class ChaosRun {
   Env* const env_;
   ChaosReport report_;
   std::vector<std::string> recovering_;  // Servers the last fault restarted.
+  absl::Time last_fault_ = absl::InfinitePast();
+  // The client's last position seen to change, and when.
+  RunPosition last_position_;
+  absl::Time last_progress_ = absl::InfinitePast();
+  // The replicated scenarios: the replica the last leader fault struck, the one seen leading
+  // alone after it (none yet: nullopt), one that must rejoin as a follower ("": none), and when
+  // the replicas were last probed.
+  std::string struck_leader_;
+  std::optional<std::string> new_leader_;
+  std::string rejoining_;
+  absl::Time last_probe_ = absl::InfinitePast();
 };
 
 }  // namespace
@@ -377,14 +516,20 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
   if (plan.ok() && !options.failpoints.empty()) {
     absl::Status spec = CheckFailpointSpec(options.failpoints);
     const std::string& process = options.failpoint_process;
-    bool known = process == "dispatcher" || process == "client" || process == "workers";
+    bool known = process == "client" || process == "workers" ||
+                 (plan->replicas == 0 && process == "dispatcher");
     for (int i = 0; i < plan->workers + plan->standby; ++i) {
       known = known || process == absl::StrCat("worker-", i);
     }
+    for (int i = 0; i < plan->replicas; ++i) {
+      known = known || process == absl::StrCat("replica-", i);
+    }
     if (!known) {
       spec = absl::InvalidArgumentError(absl::StrCat(
-          "--inject: no process '", process,
-          "' to arm (dispatcher, client, workers or worker-N of this scenario's workers)"));
+          "--inject: no process '", process, "' to arm (",
+          plan->replicas == 0 ? "dispatcher"
+                              : absl::StrCat("replica-0 to replica-", plan->replicas - 1),
+          ", client, workers or worker-N of this scenario's workers)"));
     }
     if (!spec.ok()) plan = spec;
   }
@@ -393,15 +538,20 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
                  std::string(plan.status().message()).c_str());
     return ChaosReport();
   }
-  std::fprintf(out, "granary chaos: scenario %s, seed %llu, %d workers + %d standby, %lld epochs "
-                    "of %lld rows, cache %s%s\n",
-               plan->scenario.c_str(), static_cast<unsigned long long>(plan->seed), plan->workers,
-               plan->standby, static_cast<long long>(plan->epochs),
-               static_cast<long long>(options.images), CachePolicyName(plan->cache_policy).c_str(),
-               options.failpoints.empty()
-                   ? ""
-                   : absl::StrCat(", failpoints ", options.failpoints, " in ",
-                                  options.failpoint_process).c_str());
+  std::fprintf(
+      out,
+      "granary chaos: scenario %s, seed %llu, %s%d workers + %d standby, %lld "
+      "epochs of %lld rows, cache %s%s\n",
+      plan->scenario.c_str(), static_cast<unsigned long long>(plan->seed),
+      plan->replicas == 0
+          ? ""
+          : absl::StrCat(plan->replicas, " dispatcher replicas over 3 etcd members, ").c_str(),
+      plan->workers, plan->standby, static_cast<long long>(plan->epochs),
+      static_cast<long long>(options.images), CachePolicyName(plan->cache_policy).c_str(),
+      options.failpoints.empty()
+          ? ""
+          : absl::StrCat(", failpoints ", options.failpoints, " in ", options.failpoint_process)
+                .c_str());
   for (const ChaosFault& fault : plan->faults) {
     std::fprintf(out, "  plan: %s\n", fault.Describe().c_str());
   }

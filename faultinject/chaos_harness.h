@@ -4,6 +4,12 @@
 // restarts any process that crashed at a failpoint, waits for the client to finish, and
 // compares each epoch's digest with the in-process reference (`granary local`): the same rows,
 // the same multiset digest — every element exactly once.
+//
+// The replicated scenarios (a fault that strikes "the leader") also fail when no other replica
+// leads within 30 s of the fault, or when a replica started again or healed does not rejoin as
+// a follower within 60 s; the run waits for those checks even when the client finished first.
+// Every run measures how long the trainer stalled: the longest time its position did not
+// advance, before the first fault and after it.
 #ifndef GRANARY_FAULTINJECT_CHAOS_HARNESS_H_
 #define GRANARY_FAULTINJECT_CHAOS_HARNESS_H_
 
@@ -49,6 +55,13 @@ struct ChaosReport {
   int64_t epochs_verified = 0;
   int64_t rows_verified = 0;
   double seconds = 0;
+  // The longest time the client's position did not advance before the first fault and from it
+  // on (-1 without faults).
+  double longest_stall_before_faults_seconds = 0;
+  double longest_stall_after_faults_seconds = -1;
+  // Of a fault that struck the leader: from the fault until another replica led alone (-1
+  // without such a fault).
+  double new_leader_seconds = -1;
 };
 
 // Runs the scenario, printing its progress, one verdict line per epoch and a final line

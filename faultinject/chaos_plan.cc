@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 
 namespace granary {
 namespace {
@@ -98,6 +99,8 @@ std::string ChaosFault::Describe() const {
   std::string when;
   if (during_recovery) {
     when = "during recovery";
+  } else if (after_new_leader) {
+    when = absl::StrCat("once another replica leads, ", after_ms, " ms after the previous fault");
   } else {
     when = absl::StrCat("epoch ", epoch, " row ", rows);
     if (!checkpointer.empty()) {
@@ -109,24 +112,41 @@ std::string ChaosFault::Describe() const {
     return absl::StrCat(when, ": scale the job to ", scale_to, " task", scale_to == 1 ? "" : "s",
                         " per consumer");
   }
-  return absl::StrCat(when, ": SIGKILL ", absl::StrJoin(victims, " "),
+  if (cut_leader) return absl::StrCat(when, ": cut the leader from every etcd member");
+  if (heal_cut) {
+    return absl::StrCat(when, ": heal the cut; the old leader must rejoin as a follower");
+  }
+  const auto named = [](std::string* out, const std::string& name) {
+    out->append(name == kLeader ? "the leader" : name);
+  };
+  if (!revive.empty()) {
+    return absl::StrCat(when, ": start ", absl::StrJoin(revive, " ", named), " again");
+  }
+  return absl::StrCat(when, ": SIGKILL ", absl::StrJoin(victims, " ", named),
                       for_good ? " for good" : ", restart");
 }
 
 const std::vector<std::string>& ChaosScenarios() {
-  static const auto* scenarios =
-      new std::vector<std::string>{"nofail",  "recover", "failover", "killall", "dispatcher",
-                                   "putfail", "getfail", "scale",    "random"};
+  static const auto* scenarios = new std::vector<std::string>{
+      "nofail",  "recover", "failover", "killall",         "dispatcher",      "putfail",
+      "getfail", "scale",   "random",   "leader_failover", "leader_partition"};
   return *scenarios;
+}
+
+absl::Status CheckChaosScenario(const std::string& scenario) {
+  const std::vector<std::string>& known = ChaosScenarios();
+  if (std::find(known.begin(), known.end(), scenario) != known.end()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("unknown chaos scenario '", scenario,
+                                                 "' (known: ", absl::StrJoin(known, ", "), ")"));
+}
+
+bool IsReplicatedScenario(const std::string& scenario) {
+  return scenario == "leader_failover" || scenario == "leader_partition";
 }
 
 absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t seed, int workers,
                                         int64_t epochs, int64_t rows_per_epoch) {
-  const std::vector<std::string>& known = ChaosScenarios();
-  if (std::find(known.begin(), known.end(), scenario) == known.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown chaos scenario '", scenario,
-                                                   "' (known: ", absl::StrJoin(known, ", "), ")"));
-  }
+  RETURN_IF_ERROR(CheckChaosScenario(scenario));
   if (workers < 1 || epochs < 1 || rows_per_epoch < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("chaos scenario ", scenario, ": needs at least 1 worker, 1 epoch and 1 row"));
@@ -188,6 +208,28 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
     dispatcher.during_recovery = true;
     dispatcher.victims = {"dispatcher"};
     plan.faults = {shrink, grow, kill, again, dispatcher};
+    return plan;
+  } else if (IsReplicatedScenario(scenario)) {
+    plan.replicas = 3;
+    // Not in the last epoch (when there are 2): a later epoch then starts on the new leader, and
+    // the revived or healed replica catches up while the client still reads.
+    f.epoch = draws.Between(0, std::max<int64_t>(0, epochs - 2));
+    ChaosFault after;  // the kill's restart, or the cut's heal
+    after.after_new_leader = true;
+    if (scenario == "leader_failover") {
+      f.victims = {kLeader};
+      f.for_good = true;
+      plan.faults.push_back(std::move(f));
+      if (draws.Chance(30)) return plan;  // It stays dead.
+      after.after_ms = draws.Between(0, 3000);
+      after.revive = {kLeader};
+    } else {
+      f.cut_leader = true;
+      plan.faults.push_back(std::move(f));
+      after.after_ms = draws.Between(1000, 4000);
+      after.heal_cut = true;
+    }
+    plan.faults.push_back(std::move(after));
     return plan;
   } else {  // random
     plan.cache_policy = SomeCachePolicy(draws, /*compute_too=*/true);

@@ -20,7 +20,18 @@
 //               client — or scaling the job — several in one epoch at times, some right after
 //               the previous fault's restart or scaling step (a fault during recovery), under a
 //               random cache policy
-// Where a scenario leaves a choice (which worker, which epoch, at what row), the seed decides.
+// The replicated scenarios run the replicated dispatcher instead (issue 32): a local etcd of 3
+// members and 3 replicas "replica-<i>", each reaching each member through its own TcpProxy;
+// workers and client are given every replica's address. "The leader" is whichever replica leads
+// when the fault strikes — asked, never assumed:
+//   leader_failover   the leader SIGKILLed mid-epoch (not in the last epoch); once another
+//                     replica leads it is started again (a follower now) after a delay, or left
+//                     dead
+//   leader_partition  the leader cut from every etcd member (not from workers and client) mid-
+//                     epoch (not in the last); once another replica leads, the cut heals after a
+//                     delay and the old leader must rejoin as a follower
+// Where a scenario leaves a choice (which worker, which epoch, at what row, how long), the seed
+// decides.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PLAN_H_
 #define GRANARY_FAULTINJECT_CHAOS_PLAN_H_
 
@@ -33,8 +44,10 @@
 
 namespace granary {
 
-// Processes are named "dispatcher", "worker-<i>" (standbys numbered after the workers) and
-// "client".
+// Processes are named "dispatcher" (or "replica-<i>" in the replicated scenarios), "worker-<i>"
+// (standbys numbered after the workers) and "client".
+inline constexpr char kLeader[] = "leader";
+
 struct ChaosFault {
   // When: the client reads epoch `epoch` (or a later one) and has delivered `rows` rows of it…
   int64_t epoch = 0;
@@ -44,11 +57,22 @@ struct ChaosFault {
   int64_t checkpoints = 0;
   // Instead of the above: as soon as the previous fault's restarted processes serve again.
   bool during_recovery = false;
+  // Instead of the above: once a replica other than the one the last leader fault struck leads,
+  // and `after_ms` after the previous fault.
+  bool after_new_leader = false;
+  int64_t after_ms = 0;
 
   // What: SIGKILL these, then (unless `for_good`) start them again with the same identity and
-  // address.
+  // address. kLeader: the replica leading when the fault strikes.
   std::vector<std::string> victims;
   bool for_good = false;
+  // Or: start again these processes, killed for good by an earlier fault (kLeader: the replica
+  // the last leader fault struck), with the same identity and address.
+  std::vector<std::string> revive;
+  // Or: cut the leading replica from every etcd member (its workers and client still reach it)…
+  bool cut_leader = false;
+  // …or heal that cut (the old leader must then rejoin as a follower).
+  bool heal_cut = false;
   // Or, when > 0: scale the job to this many tasks per consumer (ScaleJob) — tasks join its
   // running epoch or are shed (issue 17).
   int32_t scale_to = 0;
@@ -62,6 +86,9 @@ struct ChaosPlan {
   uint64_t seed = 0;
   int workers = 2;
   int standby = 0;
+  // 0: one dispatcher journaling to RocksDB; else this many dispatcher replicas over a local
+  // etcd of 3 members (the replicated scenarios).
+  int replicas = 0;
   int64_t epochs = 3;
   CachePolicy cache_policy = CACHE_COMPUTE;
   std::vector<ChaosFault> faults;
@@ -69,6 +96,12 @@ struct ChaosPlan {
 
 // The scenarios, in the order of the list above.
 const std::vector<std::string>& ChaosScenarios();
+
+// InvalidArgument naming `scenario` and the known ones unless it is one of ChaosScenarios().
+absl::Status CheckChaosScenario(const std::string& scenario);
+
+// Whether `scenario` runs the replicated dispatcher (and needs Debian's etcd binary).
+bool IsReplicatedScenario(const std::string& scenario);
 
 // InvalidArgument for an unknown scenario (naming the known ones) or a shape the scenario cannot
 // run: putfail and getfail need 2 epochs, every scenario at least 1 worker.

@@ -6,12 +6,17 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "common/env.h"
 #include "common/failpoint.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
+#include "etcd/etcd_client.h"
+#include "etcd/local_etcd_cluster.h"
 #include "glog/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -25,8 +30,26 @@ namespace {
 
 constexpr char kClient[] = "client";
 constexpr char kDispatcher[] = "dispatcher";
+constexpr char kReplicaPrefix[] = "replica-";
+
+// i of "replica-<i>"; -1 for another name.
+int ReplicaIndex(absl::string_view name) {
+  int index = -1;
+  if (!absl::ConsumePrefix(&name, kReplicaPrefix) || !absl::SimpleAtoi(name, &index)) return -1;
+  return index;
+}
 
 }  // namespace
+
+std::optional<std::string> LeaderOf(const std::map<std::string, ReplicaProbe>& probes) {
+  std::optional<std::string> leader;
+  for (const auto& [name, probe] : probes) {
+    if (probe.role != ReplicaProbe::Role::kLeader) continue;
+    if (leader.has_value()) return std::nullopt;
+    leader = name;
+  }
+  return leader;
+}
 
 ChaosProcesses::ChaosProcesses(const ChaosProcessesOptions& options) : options_(options) {}
 
@@ -92,6 +115,56 @@ absl::StatusOr<bool> ChaosProcesses::Serving(const std::string& name) {
   return true;
 }
 
+absl::StatusOr<std::string> ChaosProcesses::LaunchAndAwait(const std::string& name) {
+  Launch(name, true);
+  bool restarted = false;
+  while (true) {
+    absl::StatusOr<bool> serving = Serving(name);
+    if (!serving.ok()) return serving.status();
+    if (*serving) return processes_[name].address;
+    // Reaps it if it exited (running() is true until then).
+    if (processes_[name].subprocess->WaitFor(std::chrono::milliseconds(0)) >= 0) {
+      if (!restarted) {
+        // A failpoint may fire before the dispatcher serves (its first journal record names the
+        // cluster): restart it as a supervisor would, once.
+        restarted = true;
+        LOG(WARNING) << name << " exited at its start; restarting it";
+        Launch(name, false);
+        continue;
+      }
+      return absl::UnavailableError(
+          absl::StrCat(name, " exited at its start (see ", log_path(name), ")"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+absl::Status ChaosProcesses::StartEtcd(CertificateAuthority* ca) {
+  etcd::LocalEtcdOptions etcd_options;
+  etcd_options.dir = options_.dir + "/etcd";
+  etcd_options.members = 3;
+  ASSIGN_OR_RETURN(etcd_options.security, LocalSecurityFor(ca, "etcd", "granary://etcd"));
+  ASSIGN_OR_RETURN(const etcd::LocalEtcdCluster cluster,
+                   etcd::LocalEtcdCluster::Plan(etcd_options));
+  for (int i = 0; i < cluster.size(); ++i) {
+    etcd_members_.push_back(std::make_unique<Subprocess>(
+        cluster.Argv(i), Subprocess::Stderr::kToFile, log_path(absl::StrCat("etcd-", i))));
+  }
+  {
+    ASSIGN_OR_RETURN(const std::unique_ptr<etcd::EtcdClient> client,
+                     etcd::EtcdClient::Create(cluster.ClientOptions()));
+    RETURN_IF_ERROR(cluster.AwaitReady(*client, absl::Now() + absl::Minutes(1)));
+  }
+  etcd_proxies_.resize(options_.replicas);
+  for (auto& proxies : etcd_proxies_) {
+    for (const etcd::LocalEtcdMember& member : cluster.members()) {
+      ASSIGN_OR_RETURN(std::unique_ptr<TcpProxy> proxy, TcpProxy::Start(member.endpoint()));
+      proxies.push_back(std::move(proxy));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ChaosProcesses::Start() {
   const std::string& dir = options_.dir;
   if (absl::Status made = Env::Default()->CreateDirs(dir + "/logs"); !made.ok()) return made;
@@ -102,40 +175,47 @@ absl::Status ChaosProcesses::Start() {
   ASSIGN_OR_RETURN(const TransportSecurity client_security,
                    LocalSecurityFor(ca.get(), "client", ClientIdentityUri("chaos")));
   ASSIGN_OR_RETURN(credentials_, ChannelCredentialsFor(client_security));
-  processes_[kDispatcher].argv = {
-      options_.binary, "dispatcher", "--journal_dir=" + dir + "/journal",
-      "--cache_root=" + dir + "/cache", "--port=0", "--worker_timeout_ms=1000",
-      "--snapshot_every=50", "--data_roots=" + options_.data_root,
+  std::vector<std::string> dispatcher_argv = {
+      options_.binary, "dispatcher", "--cache_root=" + dir + "/cache", "--port=0",
+      "--worker_timeout_ms=1000", "--snapshot_every=50", "--data_roots=" + options_.data_root,
       // A violation aborts the dispatcher: the run fails loudly.
       "--check_invariants"};
   {
     ASSIGN_OR_RETURN(const TransportSecurity s,
                      LocalSecurityFor(ca.get(), "dispatcher", kDispatcherIdentityUri));
-    for (const std::string& flag : TransportSecurityFlags(s))
-      processes_[kDispatcher].argv.push_back(flag);
+    for (const std::string& flag : TransportSecurityFlags(s)) dispatcher_argv.push_back(flag);
   }
-  Launch(kDispatcher, true);
-  bool restarted = false;
-  while (true) {
-    absl::StatusOr<bool> serving = Serving(kDispatcher);
-    if (!serving.ok()) return serving.status();
-    if (*serving) break;
-    // Reaps it if it exited (running() is true until then).
-    if (processes_[kDispatcher].subprocess->WaitFor(std::chrono::milliseconds(0)) >= 0) {
-      if (!restarted) {
-        // A failpoint may fire before the dispatcher serves (its first journal record names the
-        // cluster): restart it as a supervisor would, once.
-        restarted = true;
-        LOG(WARNING) << "the dispatcher exited at its start; restarting it";
-        Launch(kDispatcher, false);
-        continue;
-      }
-      return absl::UnavailableError(
-          absl::StrCat("the dispatcher exited at its start (see ", log_path(kDispatcher), ")"));
+  if (options_.replicas == 0) {
+    processes_[kDispatcher].argv = dispatcher_argv;
+    processes_[kDispatcher].argv.push_back("--journal_dir=" + dir + "/journal");
+    ASSIGN_OR_RETURN(dispatcher_address_, LaunchAndAwait(kDispatcher));
+  } else {
+    if (absl::Status started = StartEtcd(ca.get()); !started.ok()) {
+      return Annotate(started, "the replicated dispatcher's etcd");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::vector<std::string> addresses;
+    for (int i = 0; i < options_.replicas; ++i) {
+      const std::string name = absl::StrCat(kReplicaPrefix, i);
+      std::vector<std::string> endpoints;
+      for (const auto& proxy : etcd_proxies_[i]) endpoints.push_back(proxy->address());
+      Process& replica = processes_[name];
+      replica.argv = dispatcher_argv;
+      replica.argv.push_back(
+          absl::StrCat("--journal=etcd://", absl::StrJoin(endpoints, ","), "/granary"));
+      replica.argv.push_back("--replica_id=" + name);
+      ASSIGN_OR_RETURN(std::string address, LaunchAndAwait(name));
+      addresses.push_back(std::move(address));
+    }
+    dispatcher_address_ = absl::StrJoin(addresses, ",");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (!LeaderOf(ProbeReplicas()).has_value()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        return absl::UnavailableError(absl::StrCat("no replica of ", dispatcher_address_,
+                                                   " led within a minute (see ", dir, "/logs)"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
-  dispatcher_address_ = processes_[kDispatcher].address;
   for (int i = 0; i < options_.workers + options_.standby; ++i) {
     const std::string name = absl::StrCat("worker-", i);
     Process& w = processes_[name];
@@ -208,6 +288,29 @@ absl::Status ChaosProcesses::ScaleJob(const std::string& job_name, int32_t num_w
   request.set_reason(reason);
   ScaleJobResponse response;
   return FromGrpcStatus(stub->ScaleJob(&context, request, &response));
+}
+
+std::map<std::string, ReplicaProbe> ChaosProcesses::ProbeReplicas() const {
+  std::vector<std::string> names;
+  std::vector<std::string> addresses;
+  for (const auto& [name, p] : processes_) {
+    if (ReplicaIndex(name) < 0 || !running(name) || !p.serving) continue;
+    names.push_back(name);
+    addresses.push_back(p.address);
+  }
+  const std::vector<ReplicaProbe> probes =
+      granary::ProbeReplicas(addresses, credentials_, absl::Seconds(1));
+  std::map<std::string, ReplicaProbe> by_name;
+  for (size_t i = 0; i < names.size(); ++i) by_name[names[i]] = probes[i];
+  return by_name;
+}
+
+void ChaosProcesses::CutFromEtcd(const std::string& replica) {
+  for (const auto& proxy : etcd_proxies_.at(ReplicaIndex(replica))) proxy->Cut();
+}
+
+void ChaosProcesses::HealFromEtcd(const std::string& replica) {
+  for (const auto& proxy : etcd_proxies_.at(ReplicaIndex(replica))) proxy->Heal();
 }
 
 int64_t ChaosProcesses::CheckpointsWritten(const std::string& worker) const {

@@ -4,6 +4,12 @@
 // Starting never waits for a worker to serve (it registers with a dispatcher that may itself be
 // down, waiting for the harness to restart it): Serving() polls for its announcement. Every
 // process still running is SIGKILLed when this object is destroyed. Thread-compatible.
+//
+// Replicated (options.replicas > 0): instead of the dispatcher, a local etcd of 3 members
+// (etcd/local_etcd_cluster.h, data in <dir>/etcd, logs etcd-<i>.log; not killable by a plan) and
+// replicas "replica-<i>" journaling to it (prefix /granary), each reaching each member through
+// its own TcpProxy, so that one replica alone can be cut from etcd (CutFromEtcd). Workers and
+// the client are given every replica's address.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PROCESSES_H_
 #define GRANARY_FAULTINJECT_CHAOS_PROCESSES_H_
 
@@ -11,13 +17,17 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/subprocess.h"
+#include "faultinject/tcp_proxy.h"
 #include "grpcpp/security/credentials.h"
+#include "security/certificate_authority.h"
+#include "tools/replica_probe.h"
 
 namespace granary {
 
@@ -31,6 +41,8 @@ struct ChaosProcessesOptions {
   bool tls = true;
   int workers = 2;
   int standby = 0;
+  // 0: one dispatcher journaling to <dir>/journal; else this many replicas (above).
+  int replicas = 0;
   // The client's command line after "granary run --dispatcher HOST:PORT".
   std::vector<std::string> client_flags;
   // Flags added to every worker's command line.
@@ -44,15 +56,22 @@ struct ChaosProcessesOptions {
   std::string every_worker_failpoints;
 };
 
+// The name of the one replica of `probes` (ChaosProcesses::ProbeReplicas) that leads; nullopt if
+// none does, or if several answer as leader (a deposed one has not noticed yet).
+std::optional<std::string> LeaderOf(const std::map<std::string, ReplicaProbe>& probes);
+
 class ChaosProcesses {
  public:
   explicit ChaosProcesses(const ChaosProcessesOptions& options);
   ~ChaosProcesses();
 
-  // Starts the dispatcher and waits until it serves, then starts the workers and the client.
+  // Starts the dispatcher and waits until it serves (replicated: etcd, then the replicas, and
+  // waits until one of them leads), then starts the workers and the client. Replicated, the
+  // error of LocalEtcdCluster::Plan (naming the etcd binary if it is missing) or Unavailable if
+  // etcd is not ready or no replica leads within a minute.
   absl::Status Start();
 
-  // Names of every process: dispatcher, worker-0…, client.
+  // Names of every process: dispatcher (or replica-0…), worker-0…, client.
   std::vector<std::string> names() const;
   bool running(const std::string& name) const;
   // SIGKILLs `name` and reaps it.
@@ -71,9 +90,19 @@ class ChaosProcesses {
   int64_t CheckpointsWritten(const std::string& worker) const;
   // Scales job `job_name` to `num_worker_slots` tasks per consumer (ScaleJob, as the client
   // would). Unavailable while the dispatcher is down or restarting: the caller tries again.
+  // REQUIRES: not replicated.
   absl::Status ScaleJob(const std::string& job_name, int32_t num_worker_slots,
                         const std::string& reason) const;
 
+  // Replicated: each replica that runs and announced its address since it last started, as it
+  // answers GetStatus now (tools/replica_probe.h), by name.
+  std::map<std::string, ReplicaProbe> ProbeReplicas() const;
+  // Replicated: closes every connection of `replica` to etcd and refuses its new ones, until
+  // HealFromEtcd; its workers and the client still reach it.
+  void CutFromEtcd(const std::string& replica);
+  void HealFromEtcd(const std::string& replica);
+
+  // The dispatcher's address (replicated: every replica's, comma-separated).
   const std::string& dispatcher_address() const { return dispatcher_address_; }
   std::string log_path(const std::string& name) const;
 
@@ -89,8 +118,16 @@ class ChaosProcesses {
     std::chrono::steady_clock::time_point started;
   };
   void Launch(const std::string& name, bool with_failpoints);
+  // Launches server `name` (its argv set) and waits until it serves; returns its address.
+  absl::StatusOr<std::string> LaunchAndAwait(const std::string& name);
+  // Starts the etcd members and waits until they are ready, then a proxy per replica and member.
+  absl::Status StartEtcd(CertificateAuthority* ca);
 
   const ChaosProcessesOptions options_;
+  // Replicated: the etcd members, and the proxies to them (etcd_proxies_[replica][member]).
+  // Declared before processes_: destroyed after the replicas, the proxies before the members.
+  std::vector<std::unique_ptr<Subprocess>> etcd_members_;
+  std::vector<std::vector<std::unique_ptr<TcpProxy>>> etcd_proxies_;
   std::map<std::string, Process> processes_;
   std::string dispatcher_address_;
   // Of the status calls to workers.

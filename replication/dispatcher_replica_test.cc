@@ -16,13 +16,13 @@
 #include "absl/strings/str_cat.h"
 #include "cache/cache_ops.h"
 #include "common/leader_redirect.h"
+#include "faultinject/tcp_proxy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "obs/metrics.h"
 #include "pipeline/pipeline_loader.h"
 #include "testing/etcd_test_cluster.h"
 #include "testing/exposition_parser.h"
-#include "testing/tcp_proxy.h"
 
 namespace granary {
 namespace {
@@ -96,7 +96,7 @@ class DispatcherReplicaTest : public ::testing::Test {
   // Starts proxy_ to the etcd member and cut_client_ through it (short call deadlines, so that a
   // cut shows quickly); cut_client_ stays null if either fails (the failure reported).
   void ConnectThroughProxy() {
-    auto proxy = testing::TcpProxy::Start(cluster_->endpoint(0));
+    auto proxy = TcpProxy::Start(cluster_->endpoint(0));
     ASSERT_TRUE(proxy.ok()) << proxy.status();
     proxy_ = *std::move(proxy);
     etcd::EtcdClientOptions cut_options = cluster_->ClientOptions();
@@ -112,7 +112,7 @@ class DispatcherReplicaTest : public ::testing::Test {
   std::unique_ptr<testing::EtcdTestCluster> cluster_;
   std::unique_ptr<etcd::EtcdClient> client_;
   // A replica's link to etcd through a proxy the test cuts; outlive the replicas (TearDown).
-  std::unique_ptr<testing::TcpProxy> proxy_;
+  std::unique_ptr<TcpProxy> proxy_;
   std::unique_ptr<etcd::EtcdClient> cut_client_;
   std::vector<std::unique_ptr<DispatcherReplica>> replicas_;
 };

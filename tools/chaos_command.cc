@@ -1,5 +1,6 @@
 // granary chaos: the fault-injection harness (faultinject/chaos_harness.h). One scenario run,
 // a soak of random runs (--soak --minutes M), or the list of failpoints (--failpoints).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
@@ -21,7 +23,6 @@
 #include "faultinject/chaos_harness.h"
 #include "faultinject/chaos_plan.h"
 #include "obs/progress_line.h"
-#include "obs/progress_line.h"
 #include "tools/command_flags.h"
 #include "tools/commands.h"
 
@@ -33,7 +34,9 @@ GRANARY_COMMAND_BORROWS_FLAG(int64_t, images);
 GRANARY_COMMAND_BORROWS_FLAG(int32_t, step_ms);
 
 ABSL_FLAG(std::string, scenario, "nofail",
-          "nofail, recover, failover, killall, dispatcher, putfail, getfail or random.");
+          "nofail, recover, failover, killall, dispatcher, putfail, getfail, scale, random, or "
+          "(the replicated dispatcher over a local etcd; needs Debian's etcd binary) "
+          "leader_failover or leader_partition.");
 ABSL_FLAG(bool, failpoints, false, "List the failpoints and exit.");
 ABSL_FLAG(std::string, inject, "",
           "PROCESS:SPEC — arm GRANARY_FAILPOINTS=SPEC in one process's first start (dispatcher, "
@@ -45,6 +48,8 @@ ABSL_FLAG(std::string, transport, "tcp",
           "by segment). A soak draws it for each run.");
 ABSL_FLAG(bool, soak, false, "Loop random scenarios and seeds until --minutes pass or one fails.");
 ABSL_FLAG(double, minutes, 10, "How long --soak runs.");
+ABSL_FLAG(std::vector<std::string>, scenarios, {},
+          "With --soak: the scenarios it draws from, comma-separated (default: every one).");
 ABSL_FLAG(bool, testonly_break_workers, false,
           "TEST ONLY: arm worker.after_resume_before_serve=error in every worker, which then drops "
           "an element (the harness must then report FAIL).");
@@ -70,7 +75,8 @@ std::string MakeTempDir() {
 }
 
 // Half of the soak's runs also arm one failpoint, crashing at a random hit in the process that
-// passes it (cache failpoints with a cache policy that reaches them).
+// passes it (cache failpoints with a cache policy that reaches them; the dispatcher's in the
+// first replica, the first leader, of a replicated scenario).
 void MaybeArmRandomFailpoint(std::mt19937_64& draws, ChaosOptions& options) {
   if (draws() % 2 == 0) return;
   struct Choice {
@@ -89,7 +95,9 @@ void MaybeArmRandomFailpoint(std::mt19937_64& draws, ChaosOptions& options) {
       {&kGetMidChunk, "workers", 60},
   };
   const Choice& c = kChoices[draws() % std::size(kChoices)];
-  options.failpoint_process = c.process;
+  options.failpoint_process =
+      IsReplicatedScenario(options.scenario) && std::string(c.process) == "dispatcher" ? "replica-0"
+                                                                                       : c.process;
   options.failpoints = absl::StrCat(c.point->name, "=after(", 1 + draws() % c.max_hit, "):crash");
   const std::string name = c.point->name;
   if (name.rfind("put.", 0) == 0 || name.rfind("get.", 0) == 0) {
@@ -97,10 +105,11 @@ void MaybeArmRandomFailpoint(std::mt19937_64& draws, ChaosOptions& options) {
   }
 }
 
-int Soak(ChaosOptions base, const std::string& dir) {
+// Runs random scenarios of `scenarios` (with random seeds, transports and failpoints) in `dir`
+// until --minutes pass or one fails.
+int Soak(ChaosOptions base, const std::vector<std::string>& scenarios, const std::string& dir) {
   const absl::Time end = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_minutes) * 60);
   std::mt19937_64 draws(base.seed);
-  const std::vector<std::string>& scenarios = ChaosScenarios();
   base.data_dir = dir + "/data";
   if (const absl::Status made = Env::Default()->CreateDirs(dir); !made.ok()) {
     std::fprintf(stderr, "granary chaos: %s\n", std::string(made.message()).c_str());
@@ -108,6 +117,10 @@ int Soak(ChaosOptions base, const std::string& dir) {
   }
   int64_t runs = 0, faults = 0, firings = 0, rows = 0;
   std::map<std::string, int64_t> per_scenario;
+  // Of the runs whose leader was struck (the replicated scenarios): how many, the longest time
+  // until another replica led, and the trainer's longest stall.
+  int64_t leader_faults = 0;
+  double slowest_new_leader = 0, longest_stall = 0;
   const absl::Time start = absl::Now();
   ProgressLine progress;
   while (absl::Now() < end) {
@@ -141,10 +154,19 @@ int Soak(ChaosOptions base, const std::string& dir) {
     firings += report.failpoint_firings;
     rows += report.rows_verified;
     ++per_scenario[options.scenario];
-    std::printf("run %lld: %s: PASS, %lld faults, %lld rows, %.1f s\n",
+    std::string leader;
+    if (report.new_leader_seconds >= 0) {
+      ++leader_faults;
+      slowest_new_leader = std::max(slowest_new_leader, report.new_leader_seconds);
+      longest_stall = std::max(longest_stall, report.longest_stall_after_faults_seconds);
+      leader =
+          absl::StrFormat(", a new leader after %.2f s, the trainer stalled at most %.2f s",
+                          report.new_leader_seconds, report.longest_stall_after_faults_seconds);
+    }
+    std::printf("run %lld: %s: PASS, %lld faults, %lld rows, %.1f s%s\n",
                 static_cast<long long>(runs), ChaosCommandLine(options).c_str(),
                 static_cast<long long>(report.faults_injected),
-                static_cast<long long>(report.rows_verified), report.seconds);
+                static_cast<long long>(report.rows_verified), report.seconds, leader.c_str());
     std::fflush(stdout);
     std::error_code ignored;
     std::filesystem::remove_all(options.dir, ignored);
@@ -153,12 +175,18 @@ int Soak(ChaosOptions base, const std::string& dir) {
   std::string mix;
   for (const auto& [name, n] : per_scenario) absl::StrAppend(&mix, " ", name, "=", n);
   std::printf(
-      "soak: %lld runs in %.1f min, %lld faults injected (SIGKILLs planned by the "
-      "scenarios), %lld failpoint firings, %lld rows verified exactly once, 0 failures; "
-      "runs per scenario:%s\n",
+      "soak: %lld runs in %.1f min, %lld faults injected (SIGKILLs, cuts and scaling steps "
+      "planned by the scenarios), %lld failpoint firings, %lld rows verified exactly once, 0 "
+      "failures; runs per scenario:%s\n",
       static_cast<long long>(runs), absl::ToDoubleMinutes(absl::Now() - start),
       static_cast<long long>(faults), static_cast<long long>(firings), static_cast<long long>(rows),
       mix.c_str());
+  if (leader_faults > 0) {
+    std::printf(
+        "soak: %lld runs struck the leader: another replica led after at most %.2f s, the "
+        "trainer stalled at most %.2f s\n",
+        static_cast<long long>(leader_faults), slowest_new_leader, longest_stall);
+  }
   return 0;
 }
 
@@ -169,7 +197,7 @@ int ChaosCommand(int argc, char** argv) {
       "granary chaos --scenario S --seed N [--workers W] [--epochs E] [--dir D] [--cache C] "
       "[--inject PROCESS:SPEC] [--images N] [--step_ms T] [--transport tcp|shm] | "
       "granary chaos --soak --minutes M "
-      "[--seed N] | granary chaos --failpoints");
+      "[--seed N] [--scenarios S,S...] | granary chaos --failpoints");
   // This command's defaults for flags it shares with other commands.
   absl::SetFlag(&FLAGS_epochs, 3);
   absl::SetFlag(&FLAGS_images, 512);
@@ -203,13 +231,26 @@ int ChaosCommand(int argc, char** argv) {
     options.failpoint_process = inject.substr(0, colon);
     options.failpoints = inject.substr(colon + 1);
   }
+  std::vector<std::string> soak_scenarios = absl::GetFlag(FLAGS_scenarios);
+  if (!soak_scenarios.empty() && !absl::GetFlag(FLAGS_soak)) {
+    std::fprintf(stderr, "granary chaos: --scenarios is for --soak (one run takes --scenario)\n");
+    return 2;
+  }
+  for (const std::string& scenario : soak_scenarios) {
+    if (const absl::Status known = CheckChaosScenario(scenario); !known.ok()) {
+      std::fprintf(stderr, "granary chaos: --scenarios: %s\n",
+                   std::string(known.message()).c_str());
+      return 2;
+    }
+  }
+  if (soak_scenarios.empty()) soak_scenarios = ChaosScenarios();
   const bool temporary = absl::GetFlag(FLAGS_dir).empty();
   const std::string dir = temporary ? MakeTempDir() : absl::GetFlag(FLAGS_dir);
   if (dir.empty()) {
     std::fprintf(stderr, "granary chaos: cannot create a directory under $TMPDIR\n");
     return 1;
   }
-  if (absl::GetFlag(FLAGS_soak)) return Soak(options, dir);
+  if (absl::GetFlag(FLAGS_soak)) return Soak(options, soak_scenarios, dir);
 
   options.dir = dir;
   options.data_dir = dir + "/data";

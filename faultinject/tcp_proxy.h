@@ -1,13 +1,14 @@
 // TcpProxy: a TCP proxy on 127.0.0.1 between a process under test and one upstream address, that
-// a test can cut and heal — a network partition of that one link, the other links untouched
-// (issue 32's split brain: the leader cut from etcd but not from its workers).
+// its owner can cut and heal — a network partition of that one link, the other links untouched
+// (issue 32's split brain: the leader cut from etcd but not from its workers; `granary chaos`'s
+// leader_partition scenario puts one between each dispatcher replica and each etcd member).
 //
 // Each accepted connection is joined to a new connection to the upstream and bytes are copied
 // both ways by the proxy's thread. Cut() closes every joined connection at once (both peers see
 // the connection reset or closed) and, until Heal(), accepts new connections only to close them.
 // Thread-safe; the destructor closes everything and joins the thread.
-#ifndef GRANARY_TESTING_TCP_PROXY_H_
-#define GRANARY_TESTING_TCP_PROXY_H_
+#ifndef GRANARY_FAULTINJECT_TCP_PROXY_H_
+#define GRANARY_FAULTINJECT_TCP_PROXY_H_
 
 #include <memory>
 #include <string>
@@ -19,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 
-namespace granary::testing {
+namespace granary {
 
 class TcpProxy {
  public:
@@ -58,6 +59,6 @@ class TcpProxy {
   std::thread thread_;
 };
 
-}  // namespace granary::testing
+}  // namespace granary
 
-#endif  // GRANARY_TESTING_TCP_PROXY_H_
+#endif  // GRANARY_FAULTINJECT_TCP_PROXY_H_

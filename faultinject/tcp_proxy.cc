@@ -1,4 +1,4 @@
-#include "testing/tcp_proxy.h"
+#include "faultinject/tcp_proxy.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -13,21 +13,15 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/loopback_port.h"
 
-namespace granary::testing {
+namespace granary {
 namespace {
 
-int ConnectLoopbackPort(int port) {
-  const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// ConnectLoopback, with Nagle off (the proxy forwards small RPC frames as they come).
+int ConnectNoDelay(int port) {
+  const int s = ConnectLoopback(port);
   if (s < 0) return -1;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(s, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    ::close(s);
-    return -1;
-  }
   const int one = 1;
   ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   return s;
@@ -129,11 +123,9 @@ void TcpProxy::Run() {
     ::close(pair.second);
   };
   for (;;) {
-    bool cut = false;
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
-      cut = cut_;
       if (cuts_done_ < cuts_asked_) {
         for (const auto& pair : pairs) close_pair(pair);
         pairs.clear();
@@ -168,7 +160,13 @@ void TcpProxy::Run() {
     if (fds[1].revents & POLLIN) {
       const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
       if (client >= 0) {
-        const int upstream = cut ? -1 : ConnectLoopbackPort(upstream_port_);
+        // Read now, not before the poll: a connection made once Heal() returned goes through.
+        bool cut = false;
+        {
+          absl::MutexLock lock(&mu_);
+          cut = cut_;
+        }
+        const int upstream = cut ? -1 : ConnectNoDelay(upstream_port_);
         if (upstream < 0) {
           ::close(client);
         } else {
@@ -182,4 +180,4 @@ void TcpProxy::Run() {
   for (const auto& pair : pairs) close_pair(pair);
 }
 
-}  // namespace granary::testing
+}  // namespace granary
