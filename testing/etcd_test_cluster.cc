@@ -15,14 +15,8 @@ namespace granary::testing {
 
 absl::StatusOr<std::unique_ptr<EtcdTestCluster>> EtcdTestCluster::Start(const Options& options) {
   auto dir = std::make_unique<ScopedTempDir>();
-  etcd::LocalEtcdOptions plan_options;
+  etcd::LocalEtcdOptions plan_options = options;
   plan_options.dir = dir->path();
-  plan_options.members = options.members;
-  plan_options.heartbeat_ms = options.heartbeat_ms;
-  plan_options.election_ms = options.election_ms;
-  plan_options.max_request_bytes = options.max_request_bytes;
-  plan_options.quota_backend_bytes = options.quota_backend_bytes;
-  plan_options.security = options.security;
   ASSIGN_OR_RETURN(etcd::LocalEtcdCluster plan, etcd::LocalEtcdCluster::Plan(plan_options));
   std::unique_ptr<EtcdTestCluster> cluster(
       new EtcdTestCluster(options, std::move(dir), std::move(plan)));

@@ -24,29 +24,20 @@
 #include "common/subprocess.h"
 #include "etcd/etcd_client.h"
 #include "etcd/local_etcd_cluster.h"
-#include "security/transport_security.h"
 #include "testing/scoped_temp_dir.h"
 
 namespace granary::testing {
 
 class EtcdTestCluster {
  public:
-  struct Options {
-    // 1 or 3.
-    int members = 1;
-    // etcd's --heartbeat-interval and --election-timeout (milliseconds): etcd's defaults are
-    // 100 and 1000; these make a leader's death noticed within about half a second.
-    int heartbeat_ms = 50;
-    int election_ms = 400;
-    // etcd's --max-request-bytes and --quota-backend-bytes; 0: etcd's defaults (1.5 MiB, 2 GiB).
-    int64_t max_request_bytes = 0;
-    int64_t quota_backend_bytes = 0;
+  // The local cluster's settings (etcd/local_etcd_cluster.h) — but 1 member by default, and
+  // `dir` is not used: the cluster lives in a fresh temporary directory of its own. With
+  // security TLS, each member's certificate must be valid for 127.0.0.1
+  // (security/certificate_authority.h issues such certificates).
+  struct Options : etcd::LocalEtcdOptions {
+    Options() { members = 1; }
     // How long Start and RestartMember wait for the cluster (or member) to answer.
     absl::Duration start_timeout = absl::Seconds(20);
-    // The members' client connections: plain text, or TLS with client-certificate auth (each
-    // member serves security's certificate, which must be valid for 127.0.0.1, and trusts
-    // security.ca_file; security/certificate_authority.h issues such certificates).
-    TransportSecurity security{.insecure = true};
   };
 
   // Starts the members and waits until each answers Status with a leader known and a Range
