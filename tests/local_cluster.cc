@@ -10,6 +10,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "security/peer_identity.h"
+#include "tools/replica_probe.h"
 
 namespace granary::testing {
 
@@ -151,15 +152,17 @@ bool LocalCluster::DispatcherRunning(int replica) {
 int LocalCluster::LeaderReplica(absl::Duration timeout) const {
   const absl::Time deadline = absl::Now() + timeout;
   do {
+    std::vector<int> running;
+    std::vector<std::string> addresses;
     for (int i = 0; i < static_cast<int>(dispatchers_.size()); ++i) {
       if (dispatchers_[i].process == nullptr || !dispatchers_[i].process->running()) continue;
-      auto stub = Dispatcher::NewStub(grpc::CreateChannel(dispatchers_[i].address, credentials_));
-      GetStatusRequest request;
-      request.set_summary(true);
-      GetStatusResponse status;
-      grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-      if (stub->GetStatus(&context, request, &status).ok()) return i;
+      running.push_back(i);
+      addresses.push_back(dispatchers_[i].address);
+    }
+    const std::vector<ReplicaProbe> probes =
+        ProbeReplicas(addresses, credentials_, absl::Seconds(1));
+    for (size_t i = 0; i < probes.size(); ++i) {
+      if (probes[i].role == ReplicaProbe::Role::kLeader) return running[i];
     }
     absl::SleepFor(absl::Milliseconds(20));
   } while (absl::Now() < deadline);
