@@ -109,7 +109,7 @@ void EtcdTestCluster::StopMember(int member) {
 
 void EtcdTestCluster::ContinueMember(int member) {
   if (pid(member) < 0) return;
-  kill(pid(member), SIGCONT);
+  members_[member].process->Kill(SIGCONT);
   members_[member].paused = false;
 }
 
