@@ -91,9 +91,8 @@ absl::Status RunToEnd(const std::vector<std::string>& argv, const std::string& l
   process.ReadAll(std::chrono::minutes(10));
   const int code = process.Wait();
   if (code == 0) return absl::OkStatus();
-  return absl::InternalError(
-      absl::StrCat(argv.size() > 1 ? argv[1] : argv[0], " exited with code ", code, " (see ",
-                   log, ")"));
+  return absl::InternalError(absl::StrCat(argv.size() > 1 ? argv[1] : argv[0], " exited with code ",
+                                          code, " (see ", log, ")"));
 }
 
 // "granary failpoint … fired" lines in the logs.
@@ -155,9 +154,8 @@ class ChaosRun {
     if (status.ok()) {
       std::fprintf(out_, "PASS: %s: %s\n", ChaosCommandLine(options_).c_str(), summary.c_str());
     } else {
-      std::fprintf(out_, "FAIL: %s: %s (%s)\n  logs: %s/logs\n",
-                   ChaosCommandLine(options_).c_str(), std::string(status.message()).c_str(),
-                   summary.c_str(), options_.dir.c_str());
+      std::fprintf(out_, "FAIL: %s: %s (%s)\n  logs: %s/logs\n", ChaosCommandLine(options_).c_str(),
+                   std::string(status.message()).c_str(), summary.c_str(), options_.dir.c_str());
     }
     std::fflush(out_);
     return report_;
@@ -224,6 +222,9 @@ class ChaosRun {
     if (fault.after_new_leader) {
       return new_leader_.has_value() &&
              absl::Now() - last_fault_ >= absl::Milliseconds(fault.after_ms);
+    }
+    if (fault.after_previous) {
+      return absl::Now() - last_fault_ >= absl::Milliseconds(fault.after_ms);
     }
     auto position = ReadRunPositionFile(env_, position_file());
     if (!position.ok()) return false;  // The client has not written it yet.
@@ -368,8 +369,11 @@ class ChaosRun {
     bool client_finished = false;
     while (true) {
       if (client_finished) {
-        // Only the replicas' checks and the faults that wait for a new leader remain to do.
-        const bool faults_left = next < plan_.faults.size() && plan_.faults[next].after_new_leader;
+        // Only the replicas' checks and the faults that wait for a new leader remain to do
+        // (and the heals of disruptions that outlast the client).
+        const bool faults_left =
+            next < plan_.faults.size() &&
+            (plan_.faults[next].after_new_leader || plan_.faults[next].after_previous);
         const bool checks_left =
             !rejoining_.empty() || (!struck_leader_.empty() && !new_leader_.has_value());
         if (!faults_left && !checks_left) return absl::OkStatus();
@@ -422,14 +426,15 @@ class ChaosRun {
   }
 
   absl::Status Verify() {
-    ASSIGN_OR_RETURN(const auto reference,
-                     ReadDigestFile(env_, options_.dir + "/reference.jsonl"));
+    ASSIGN_OR_RETURN(const auto reference, ReadDigestFile(env_, options_.dir + "/reference.jsonl"));
     ASSIGN_OR_RETURN(const auto service, ReadDigestFile(env_, options_.dir + "/service.jsonl"));
     std::vector<std::string> wrong;
     for (int64_t epoch = 0; epoch < plan_.epochs; ++epoch) {
       auto want = reference.find(epoch);
       auto got = service.find(epoch);
-      if (want == reference.end()) return absl::InternalError(absl::StrCat("no reference for epoch ", epoch));
+      if (want == reference.end()) {
+        return absl::InternalError(absl::StrCat("no reference for epoch ", epoch));
+      }
       if (got == service.end()) {
         std::fprintf(out_, "epoch %lld: MISSING from the client's digest file\n",
                      static_cast<long long>(epoch));
@@ -485,9 +490,9 @@ class ChaosRun {
 }  // namespace
 
 std::string ChaosCommandLine(const ChaosOptions& options) {
-  std::string line = absl::StrCat("granary chaos --scenario ", options.scenario, " --seed ",
-                                  options.seed, " --workers ", options.workers, " --epochs ",
-                                  options.epochs);
+  std::string line =
+      absl::StrCat("granary chaos --scenario ", options.scenario, " --seed ", options.seed,
+                   " --workers ", options.workers, " --epochs ", options.epochs);
   if (!options.cache_policy.empty()) absl::StrAppend(&line, " --cache ", options.cache_policy);
   if (!options.failpoints.empty()) {
     absl::StrAppend(&line, " --inject '", options.failpoint_process, ":", options.failpoints, "'");

@@ -18,7 +18,8 @@ class Draws {
   explicit Draws(uint64_t seed) : engine_(seed) {}
   // Uniform in [lo, hi].
   int64_t Between(int64_t lo, int64_t hi) {
-    return hi <= lo ? lo : lo + static_cast<int64_t>(engine_() % static_cast<uint64_t>(hi - lo + 1));
+    return hi <= lo ? lo
+                    : lo + static_cast<int64_t>(engine_() % static_cast<uint64_t>(hi - lo + 1));
   }
   bool Chance(int percent) { return Between(0, 99) < percent; }
 
@@ -101,6 +102,8 @@ std::string ChaosFault::Describe() const {
     when = "during recovery";
   } else if (after_new_leader) {
     when = absl::StrCat("once another replica leads, ", after_ms, " ms after the previous fault");
+  } else if (after_previous) {
+    when = absl::StrCat(after_ms, " ms after the previous fault");
   } else {
     when = absl::StrCat("epoch ", epoch, " row ", rows);
     if (!checkpointer.empty()) {

@@ -60,6 +60,9 @@ struct ChaosFault {
   // Instead of the above: once a replica other than the one the last leader fault struck leads,
   // and `after_ms` after the previous fault.
   bool after_new_leader = false;
+  // Instead of the above: `after_ms` after the previous fault (e.g. the heal of a disruption
+  // the previous fault began).
+  bool after_previous = false;
   int64_t after_ms = 0;
 
   // What: SIGKILL these, then (unless `for_good`) start them again with the same identity and

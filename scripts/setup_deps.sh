@@ -35,6 +35,9 @@ packages=(
   # The Kubernetes deployment's check (deploy/validate.sh, ctest deploy_validate): PyYAML and
   # the Kubernetes API models of the Python client, which it validates the manifests against.
   python3-yaml python3-kubernetes
+  # `granary chaos` beyond crash-stop (issue 33): network namespaces, veth links, routes and
+  # tc bandwidth limits (iproute2), and clock jumps in real processes (faketime's libfaketime).
+  iproute2 faketime
 )
 # kubectl renders the deployment's kustomizations (deploy/validate.sh): the machine's own when it
 # has one (e.g. the `kubectl` package of Kubernetes' apt repository, which conflicts with
