@@ -24,6 +24,7 @@
 #include "common/subprocess.h"
 #include "faultinject/chaos_plan.h"
 #include "faultinject/chaos_processes.h"
+#include "faultinject/hostile_traffic.h"
 #include "pipeline/digests/digest_file.h"
 #include "tools/synthetic_imagenet.h"
 
@@ -212,8 +213,41 @@ class ChaosRun {
     p.failpoints = options_.failpoints;
     ChaosProcesses processes(p);
     RETURN_IF_ERROR(processes.Start());
+    std::unique_ptr<HostileTraffic> hostile;
+    if (plan_.hostile_traffic) {
+      HostileTrafficOptions h;
+      h.dispatcher_address = processes.dispatcher_address();
+      h.worker_addresses = [&processes] { return processes.ServingWorkerAddresses(); };
+      h.credentials = processes.client_credentials();
+      h.job_name = kChaosJobName;
+      h.seed = plan_.seed;
+      hostile = std::make_unique<HostileTraffic>(std::move(h));
+    }
     RETURN_IF_ERROR(Drive(processes));
-    return Verify();
+    const absl::Status verified = Verify();
+    if (hostile == nullptr) return verified;
+    const absl::Status refused = CheckHostileTraffic(hostile->Stop());
+    return verified.ok() ? refused : verified;
+  }
+
+  // Reports the hostile traffic; an error if a server answered a request wrongly.
+  absl::Status CheckHostileTraffic(const HostileTrafficReport& hostile) {
+    for (const auto& [kind, n] : hostile.sent) report_.hostile_requests += n;
+    report_.hostile_violations = hostile.violation_count;
+    std::fprintf(out_,
+                 "hostile clients: %lld requests (%lld while a server was unreachable), %lld "
+                 "jobs opened and abandoned, %lld answered wrongly\n",
+                 static_cast<long long>(report_.hostile_requests),
+                 static_cast<long long>(hostile.unreachable),
+                 static_cast<long long>(hostile.abandoned_jobs),
+                 static_cast<long long>(hostile.violation_count));
+    for (const std::string& violation : hostile.violations) {
+      std::fprintf(out_, "  answered wrongly: %s\n", violation.c_str());
+    }
+    if (hostile.violation_count == 0) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        hostile.violation_count,
+        " hostile request(s) answered wrongly, the first: ", hostile.violations.front()));
   }
 
   std::string position_file() const { return options_.dir + "/position"; }
@@ -504,6 +538,7 @@ std::string ChaosCommandLine(const ChaosOptions& options) {
   if (options.transport != defaults.transport) {
     absl::StrAppend(&line, " --transport ", options.transport);
   }
+  if (options.hostile) absl::StrAppend(&line, " --hostile");
   return line;
 }
 
@@ -516,6 +551,14 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
       plan->cache_policy = *policy;
     } else {
       plan = policy.status();
+    }
+  }
+  if (plan.ok() && options.hostile) {
+    if (plan->replicas > 0) {
+      plan = absl::InvalidArgumentError(absl::StrCat(
+          "--hostile: not with the replicated dispatcher's scenario ", options.scenario));
+    } else {
+      plan->hostile_traffic = true;
     }
   }
   if (plan.ok() && !options.failpoints.empty()) {
@@ -546,7 +589,7 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
   std::fprintf(
       out,
       "granary chaos: scenario %s, seed %llu, %s%d workers + %d standby, %lld "
-      "epochs of %lld rows, cache %s%s\n",
+      "epochs of %lld rows, cache %s%s%s\n",
       plan->scenario.c_str(), static_cast<unsigned long long>(plan->seed),
       plan->replicas == 0
           ? ""
@@ -556,7 +599,8 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
       options.failpoints.empty()
           ? ""
           : absl::StrCat(", failpoints ", options.failpoints, " in ", options.failpoint_process)
-                .c_str());
+                .c_str(),
+      plan->hostile_traffic ? ", hostile clients alongside" : "");
   for (const ChaosFault& fault : plan->faults) {
     std::fprintf(out, "  plan: %s\n", fault.Describe().c_str());
   }

@@ -313,6 +313,16 @@ void ChaosProcesses::HealFromEtcd(const std::string& replica) {
   for (const auto& proxy : etcd_proxies_.at(ReplicaIndex(replica))) proxy->Heal();
 }
 
+std::vector<std::string> ChaosProcesses::ServingWorkerAddresses() const {
+  std::vector<std::string> addresses;
+  for (const auto& [name, p] : processes_) {
+    if (absl::StartsWith(name, "worker-") && running(name) && p.serving) {
+      addresses.push_back(p.address);
+    }
+  }
+  return addresses;
+}
+
 int64_t ChaosProcesses::CheckpointsWritten(const std::string& worker) const {
   auto it = processes_.find(worker);
   // Dial only a worker that announced its address since it last started (an empty address is

@@ -102,6 +102,13 @@ class ChaosProcesses {
   void CutFromEtcd(const std::string& replica);
   void HealFromEtcd(const std::string& replica);
 
+  // The addresses of the workers that serve now (announced since they last started).
+  std::vector<std::string> ServingWorkerAddresses() const;
+  // The client's credentials (its identity's certificate), for the harness's own calls.
+  const std::shared_ptr<grpc::ChannelCredentials>& client_credentials() const {
+    return credentials_;
+  }
+
   // The dispatcher's address (replicated: every replica's, comma-separated).
   const std::string& dispatcher_address() const { return dispatcher_address_; }
   std::string log_path(const std::string& name) const;
