@@ -47,6 +47,10 @@ struct ChaosOptions {
   // Hostile and misbehaving clients alongside the run (hostile_traffic.h), whatever the
   // scenario; the scenario `hostile` always has them. Not with the replicated dispatcher.
   bool hostile = false;
+  // Consumers of the job, each a client process ("client-<i>" when more than one): each
+  // writes its own digests, and their union must be the reference's, exactly once. A fault
+  // striking "client" strikes every consumer.
+  int consumers = 1;
   int64_t timeout_seconds = 180;
 };
 

@@ -55,7 +55,8 @@ struct Target {
   int64_t job_id = -1;
   std::string dataset_id;
   int64_t epoch = -1;    // The newest epoch started.
-  int64_t task_id = -1;  // A task of that epoch, and its generation.
+  int64_t task_id = -1;  // A task of that epoch, its consumer and its generation.
+  int32_t consumer = 0;
   int64_t generation = 0;
 };
 
@@ -107,6 +108,7 @@ void HostileTraffic::Loop() {
       for (const TaskState& task : status.state().tasks()) {
         if (task.job_id() == target.job_id && task.epoch() == target.epoch) {
           target.task_id = task.task_id();
+          target.consumer = task.consumer();
           target.generation = task.generation();
         }
       }
@@ -165,7 +167,7 @@ void HostileTraffic::Loop() {
         break;
       }
       case 4: {
-        kind = "ClientHeartbeat of the run's job as consumer 7 of 1";
+        kind = "ClientHeartbeat of the run's job as consumer 7 (out of range)";
         ClientHeartbeatRequest request;
         request.set_job_id(target.job_id);
         request.set_epoch(target.epoch);
@@ -181,6 +183,7 @@ void HostileTraffic::Loop() {
         ClientHeartbeatRequest request;
         request.set_job_id(target.job_id);
         request.set_epoch(target.epoch);
+        request.set_consumer(target.consumer);
         (*request.mutable_next_index())[target.task_id] = -1;
         ClientHeartbeatResponse response;
         s = dispatcher->ClientHeartbeat(Context().get(), request, &response);

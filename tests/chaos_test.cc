@@ -242,6 +242,7 @@ TEST(ChaosHarnessTest, BadArgumentsAreNamed) {
       {"--soak --scenarios leader_failover,leader", "--scenarios: unknown chaos scenario 'leader'"},
       {"--scenarios leader_failover", "--scenarios is for --soak"},
       {"--scenario leader_partition --hostile", "--hostile: not with the replicated"},
+      {"--consumers 0", "--consumers 0: expected 1 to 16"},
       // The replicated scenarios have replicas, no "dispatcher".
       {"--scenario leader_failover --inject 'dispatcher:journal.mid_group_commit=crash'",
        "no process 'dispatcher' to arm (replica-0 to replica-2, client"},
@@ -270,6 +271,24 @@ TEST(ChaosHarnessTest, HostileClientsAlongsideAreRefusedAndChangeNothing) {
         << r.output;
   }
 }
+
+// A bigger shape (issue 33, class 6): 4 workers and 2 consumers, each a client process with its
+// own digests; the union of their epochs must be the reference's, exactly once, through the
+// faults (a fault striking "client" strikes both).
+class ChaosBiggerShapeTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ChaosBiggerShapeTest, TwoConsumersOfFourWorkersTogetherReadEachElementOnce) {
+  const std::string args =
+      absl::StrCat("--scenario ", GetParam(), " --seed 21 --workers 4 --consumers 2");
+  const CommandResult r = Chaos(args);
+  EXPECT_EQ(r.exit_code, 0) << "granary chaos " << args << ":\n" << r.output;
+  EXPECT_THAT(r.output, HasSubstr("4 workers")) << r.output;
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("epoch 2: 512 rows \\([0-9]+ \\+ [0-9]+ by "
+                                                 "consumer\\), .* exactly once"))
+      << "granary chaos " << args << ":\n" << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, ChaosBiggerShapeTest, ::testing::Values("killall", "random"));
 
 TEST(ChaosHarnessTest, FailpointsAreListed) {
   const CommandResult r = Chaos("--failpoints");
