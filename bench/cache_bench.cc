@@ -29,10 +29,10 @@
 #include "bench/bench_setup.h"
 #include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
+#include "cache/local_redis_server.h"
 #include "common/env.h"
 #include "common/status_macros.h"
 #include "granary/client.h"
-#include "testing/redis_test_server.h"
 
 namespace granary {
 namespace {
@@ -62,7 +62,7 @@ absl::Status Run() {
   if (!def.ok()) return def.status();
   SetOpParam(&*def, "batch", "batch_size", 128);
   ASSIGN_OR_RETURN(BenchService service, StartBenchService(dir + "/cluster", *def));
-  testing::RedisTestServer redis;
+  LocalRedisServer redis;
   if (!redis.ok()) return absl::UnavailableError("redis-server did not start");
   BenchServiceOptions in_memory;
   in_memory.cluster.dispatcher_flags = {"--cache_root=" + redis.url() + "/granary"};

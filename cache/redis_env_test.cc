@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/cache_tier_env.h"
+#include "cache/local_redis_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "testing/redis_test_server.h"
 #include "testing/scoped_temp_dir.h"
 
 namespace granary {
@@ -28,7 +28,7 @@ class RedisEnvTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(redis_.ok()) << "redis-server did not start"; }
 
-  testing::RedisTestServer redis_;
+  LocalRedisServer redis_;
   CacheTierEnv env_{Env::Default()};
 };
 
@@ -189,7 +189,7 @@ std::string LargeChunk() {
 }
 
 TEST(RedisAuthTest, ACacheThroughAPasswordProtectedRedisWritesAndReads) {
-  testing::RedisTestServer redis({"--requirepass", kPassword});
+  LocalRedisServer redis({"--requirepass", kPassword});
   ASSERT_TRUE(redis.ok()) << "redis-server did not start";
   CacheTierEnv env(Env::Default(), {.user = "", .password = kPassword});
   const std::string path = redis.url() + "/granary/k/0.chunk";
@@ -210,7 +210,7 @@ std::vector<std::string> GranaryAclUser() {
 }
 
 TEST(RedisAuthTest, AnAclUserWritesAndReadsAndIsDeniedOtherKeys) {
-  testing::RedisTestServer redis(GranaryAclUser());
+  LocalRedisServer redis(GranaryAclUser());
   ASSERT_TRUE(redis.ok()) << "redis-server did not start";
   CacheTierEnv env(Env::Default(), {.user = "granary", .password = kPassword});
   const std::string path = redis.url() + "/granary/k/0.chunk";
@@ -224,7 +224,7 @@ TEST(RedisAuthTest, AnAclUserWritesAndReadsAndIsDeniedOtherKeys) {
 }
 
 TEST(RedisAuthTest, AMissingPasswordIsUnauthenticatedNamingTheServer) {
-  testing::RedisTestServer redis({"--requirepass", kPassword});
+  LocalRedisServer redis({"--requirepass", kPassword});
   ASSERT_TRUE(redis.ok()) << "redis-server did not start";
   CacheTierEnv env(Env::Default());
   const absl::Status written = Write(env, redis.url() + "/granary/k/0.chunk", "x");
@@ -234,7 +234,7 @@ TEST(RedisAuthTest, AMissingPasswordIsUnauthenticatedNamingTheServer) {
 }
 
 TEST(RedisAuthTest, AWrongPasswordOrUserIsUnauthenticatedNamingTheServerNotThePassword) {
-  testing::RedisTestServer redis(GranaryAclUser());
+  LocalRedisServer redis(GranaryAclUser());
   ASSERT_TRUE(redis.ok()) << "redis-server did not start";
   for (const RedisCredentials& wrong :
        {RedisCredentials{"granary", "a wrong password"}, RedisCredentials{"", kPassword},
@@ -249,7 +249,7 @@ TEST(RedisAuthTest, AWrongPasswordOrUserIsUnauthenticatedNamingTheServerNotThePa
 }
 
 TEST(RedisAuthTest, APasswordInTheUrlIsRefusedWithoutRepeatingIt) {
-  testing::RedisTestServer redis({"--requirepass", kPassword});
+  LocalRedisServer redis({"--requirepass", kPassword});
   ASSERT_TRUE(redis.ok()) << "redis-server did not start";
   CacheTierEnv env(Env::Default());
   const std::string authority = absl::StrCat("127.0.0.1:", redis.port());

@@ -186,6 +186,7 @@ class ChaosRun {
     p.workers = plan_.workers;
     p.standby = plan_.standby;
     p.replicas = plan_.replicas;
+    p.redis_cache = options_.cache_tier == "redis";
     p.client_flags = common;
     // One element per request, one request at a time: the client pulls no faster than it
     // consumes, so the workers' progress (and checkpoints) follows the client's.
@@ -602,6 +603,9 @@ std::string ChaosCommandLine(const ChaosOptions& options) {
     absl::StrAppend(&line, " --transport ", options.transport);
   }
   if (options.hostile) absl::StrAppend(&line, " --hostile");
+  if (options.cache_tier != defaults.cache_tier) {
+    absl::StrAppend(&line, " --cache_tier ", options.cache_tier);
+  }
   if (options.consumers != defaults.consumers) {
     absl::StrAppend(&line, " --consumers ", options.consumers);
   }
@@ -618,6 +622,10 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
     } else {
       plan = policy.status();
     }
+  }
+  if (plan.ok() && options.cache_tier != "files" && options.cache_tier != "redis") {
+    plan = absl::InvalidArgumentError(
+        absl::StrCat("--cache_tier '", options.cache_tier, "': expected files or redis"));
   }
   if (plan.ok() && (options.consumers < 1 || options.consumers > 16)) {
     plan = absl::InvalidArgumentError(
@@ -659,14 +667,14 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
   std::fprintf(
       out,
       "granary chaos: scenario %s, seed %llu, %s%d workers + %d standby, %d consumer%s, %lld "
-      "epochs of %lld rows, cache %s%s%s\n",
+      "epochs of %lld rows, cache %s%s%s%s\n",
       plan->scenario.c_str(), static_cast<unsigned long long>(plan->seed),
       plan->replicas == 0
           ? ""
           : absl::StrCat(plan->replicas, " dispatcher replicas over 3 etcd members, ").c_str(),
       plan->workers, plan->standby, options.consumers, options.consumers == 1 ? "" : "s",
       static_cast<long long>(plan->epochs), static_cast<long long>(options.images),
-      CachePolicyName(plan->cache_policy).c_str(),
+      CachePolicyName(plan->cache_policy).c_str(), options.cache_tier == "redis" ? " on Redis" : "",
       options.failpoints.empty()
           ? ""
           : absl::StrCat(", failpoints ", options.failpoints, " in ", options.failpoint_process)

@@ -51,6 +51,9 @@ struct ChaosOptions {
   // writes its own digests, and their union must be the reference's, exactly once. A fault
   // striking "client" strikes every consumer.
   int consumers = 1;
+  // The cache tier of the Put/Get policies: "files" (<dir>/cache) or "redis" (a redis-server on
+  // loopback the run starts).
+  std::string cache_tier = "files";
   int64_t timeout_seconds = 180;
 };
 

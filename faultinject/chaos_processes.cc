@@ -176,8 +176,17 @@ absl::Status ChaosProcesses::Start() {
   ASSIGN_OR_RETURN(const TransportSecurity client_security,
                    LocalSecurityFor(ca.get(), "client", ClientIdentityUri("chaos")));
   ASSIGN_OR_RETURN(credentials_, ChannelCredentialsFor(client_security));
+  std::string cache_root = dir + "/cache";
+  if (options_.redis_cache) {
+    redis_ = std::make_unique<LocalRedisServer>();
+    if (!redis_->ok()) {
+      return absl::UnavailableError(
+          "the Redis cache tier: redis-server did not start (Debian's redis-server package)");
+    }
+    cache_root = redis_->url() + "/chaos";
+  }
   std::vector<std::string> dispatcher_argv = {
-      options_.binary, "dispatcher", "--cache_root=" + dir + "/cache", "--port=0",
+      options_.binary, "dispatcher", "--cache_root=" + cache_root, "--port=0",
       "--worker_timeout_ms=1000", "--snapshot_every=50", "--data_roots=" + options_.data_root,
       // A violation aborts the dispatcher: the run fails loudly.
       "--check_invariants"};

@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "cache/local_redis_server.h"
 #include "common/subprocess.h"
 #include "faultinject/tcp_proxy.h"
 #include "grpcpp/security/credentials.h"
@@ -43,6 +44,9 @@ struct ChaosProcessesOptions {
   int standby = 0;
   // 0: one dispatcher journaling to <dir>/journal; else this many replicas (above).
   int replicas = 0;
+  // The cache tier: <dir>/cache on the filesystem, or (true) a redis-server this object starts
+  // on loopback (cache/local_redis_server.h; Unavailable from Start if it does not start).
+  bool redis_cache = false;
   // The client's command line after "granary run --dispatcher HOST:PORT".
   std::vector<std::string> client_flags;
   // Several consumers of the job: one client per entry, "client-<i>", its flags client_flags and
@@ -142,6 +146,8 @@ class ChaosProcesses {
   // Declared before processes_: destroyed after the replicas, the proxies before the members.
   std::vector<std::unique_ptr<Subprocess>> etcd_members_;
   std::vector<std::vector<std::unique_ptr<TcpProxy>>> etcd_proxies_;
+  // The Redis cache tier, when options_.redis_cache; destroyed after the servers using it.
+  std::unique_ptr<LocalRedisServer> redis_;
   std::map<std::string, Process> processes_;
   std::string dispatcher_address_;
   // Of the status calls to workers.

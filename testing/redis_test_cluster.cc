@@ -27,7 +27,7 @@ RedisTestCluster::RedisTestCluster(const Options& options, const std::string& di
       flags.insert(flags.end(),
                    {"--requirepass", options.password, "--masterauth", options.password});
     }
-    nodes_.push_back(std::make_unique<RedisTestServer>(std::move(flags)));
+    nodes_.push_back(std::make_unique<LocalRedisServer>(std::move(flags)));
     if (!nodes_.back()->ok()) return;
   }
   ok_ = true;

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "cache/local_redis_server.h"
 #include "cache/redis_connection.h"
-#include "testing/redis_test_server.h"
 
 namespace granary::testing {
 
@@ -55,7 +55,7 @@ class RedisTestCluster {
   bool AwaitFormed(int masters);
 
   const RedisCredentials credentials_;  // what Call authenticates with
-  std::vector<std::unique_ptr<RedisTestServer>> nodes_;
+  std::vector<std::unique_ptr<LocalRedisServer>> nodes_;
   std::vector<std::string> ids_;  // CLUSTER MYID of each node
   bool ok_ = false;
 };

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "cache/cache_gc.h"
 #include "cache/cache_tier_env.h"
+#include "cache/local_redis_server.h"
 #include "common/env.h"
 #include "common/subprocess.h"
 #include "gmock/gmock.h"
@@ -26,7 +27,6 @@
 #include "pipeline/sources/tfrecord_writer.h"
 #include "proto/cache.pb.h"
 #include "testing/redis_test_cluster.h"
-#include "testing/redis_test_server.h"
 #include "testing/scoped_temp_dir.h"
 #include "tests/local_cluster.h"
 #include "tests/run_outputs.h"
@@ -434,7 +434,7 @@ class RedisCacheProcessTest : public RedisTierProcessTest {
  protected:
   std::string RedisUrl() const override { return redis_.url(); }
 
-  testing::RedisTestServer redis_;
+  LocalRedisServer redis_;
 };
 
 // Chunks spread over the cluster's masters by hash slot (cache/redis_nodes.h).

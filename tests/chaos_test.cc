@@ -243,6 +243,7 @@ TEST(ChaosHarnessTest, BadArgumentsAreNamed) {
       {"--scenarios leader_failover", "--scenarios is for --soak"},
       {"--scenario leader_partition --hostile", "--hostile: not with the replicated"},
       {"--consumers 0", "--consumers 0: expected 1 to 16"},
+      {"--cache_tier tape", "--cache_tier 'tape': expected files or redis"},
       // The replicated scenarios have replicas, no "dispatcher".
       {"--scenario leader_failover --inject 'dispatcher:journal.mid_group_commit=crash'",
        "no process 'dispatcher' to arm (replica-0 to replica-2, client"},
@@ -285,10 +286,25 @@ TEST_P(ChaosBiggerShapeTest, TwoConsumersOfFourWorkersTogetherReadEachElementOnc
   EXPECT_THAT(r.output, HasSubstr("4 workers")) << r.output;
   EXPECT_THAT(r.output, ::testing::ContainsRegex("epoch 2: 512 rows \\([0-9]+ \\+ [0-9]+ by "
                                                  "consumer\\), .* exactly once"))
-      << "granary chaos " << args << ":\n" << r.output;
+      << "granary chaos " << args << ":\n"
+      << r.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, ChaosBiggerShapeTest, ::testing::Values("killall", "random"));
+
+// The cache scenarios on the Redis tier (issue 33, class 6): a redis-server on loopback holds the
+// chunks the Put epoch writes and the Get epochs read, through the workers' kills.
+class ChaosRedisCacheTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ChaosRedisCacheTest, EveryEpochExactlyOnceWithTheCacheOnRedis) {
+  const std::string args = absl::StrCat("--scenario ", GetParam(), " --seed 7 --cache_tier redis");
+  const CommandResult r = Chaos(args);
+  EXPECT_EQ(r.exit_code, 0) << "granary chaos " << args << ":\n" << r.output;
+  EXPECT_THAT(r.output, HasSubstr(" on Redis")) << r.output;
+  EXPECT_EQ(ParseCounts(r.output).injected, 1) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, ChaosRedisCacheTest, ::testing::Values("putfail", "getfail"));
 
 TEST(ChaosHarnessTest, FailpointsAreListed) {
   const CommandResult r = Chaos("--failpoints");

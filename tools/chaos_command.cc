@@ -51,6 +51,9 @@ ABSL_FLAG(bool, hostile, false,
           "Hostile and misbehaving clients alongside the scenario: requests the servers must "
           "refuse, jobs opened and abandoned (not with the replicated scenarios). A soak draws it "
           "for a quarter of its runs.");
+ABSL_FLAG(std::string, cache_tier, "files",
+          "The cache tier of the Put/Get policies: files, or redis (a redis-server on loopback the "
+          "run starts). A soak draws redis for a quarter of its runs.");
 ABSL_FLAG(int32_t, consumers, 1,
           "Consumers of the job, each a client process; their union must be exactly once. A soak "
           "runs a quarter of its runs with 4 workers and 2 consumers.");
@@ -138,6 +141,7 @@ int Soak(ChaosOptions base, const std::vector<std::string>& scenarios, const std
     options.transport = draws() % 2 == 0 ? "tcp" : "shm";
     MaybeArmRandomFailpoint(draws, options);
     options.hostile = !IsReplicatedScenario(options.scenario) && draws() % 4 == 0;
+    if (draws() % 4 == 0) options.cache_tier = "redis";
     if (draws() % 4 == 0) {  // A bigger shape.
       options.workers = 4;
       options.consumers = 2;
@@ -219,7 +223,7 @@ int ChaosCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary chaos --scenario S --seed N [--workers W] [--epochs E] [--dir D] [--cache C] "
       "[--inject PROCESS:SPEC] [--images N] [--step_ms T] [--transport tcp|shm] [--hostile] "
-      "[--consumers K] | "
+      "[--consumers K] [--cache_tier files|redis] | "
       "granary chaos --soak --minutes M "
       "[--seed N] [--scenarios S,S...] | granary chaos --failpoints");
   // This command's defaults for flags it shares with other commands.
@@ -242,6 +246,7 @@ int ChaosCommand(int argc, char** argv) {
   options.transport = absl::GetFlag(FLAGS_transport);
   options.hostile = absl::GetFlag(FLAGS_hostile);
   options.consumers = absl::GetFlag(FLAGS_consumers);
+  options.cache_tier = absl::GetFlag(FLAGS_cache_tier);
   if (options.transport != "tcp" && options.transport != "shm") {
     std::fprintf(stderr, "granary chaos: --transport '%s': expected tcp or shm\n",
                  options.transport.c_str());

@@ -1,4 +1,4 @@
-#include "testing/redis_test_server.h"
+#include "cache/local_redis_server.h"
 
 #include <signal.h>
 
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/loopback_port.h"
 
-namespace granary::testing {
+namespace granary {
 namespace {
 
 // A port nothing listens on now. A cluster node also listens on its bus port, PORT + 10000,
@@ -25,18 +25,18 @@ int FreePort(bool with_cluster_bus) {
 
 }  // namespace
 
-RedisTestServer::RedisTestServer(std::vector<std::string> flags)
+LocalRedisServer::LocalRedisServer(std::vector<std::string> flags)
     : flags_(std::move(flags)),
       port_(
           FreePort(std::find(flags_.begin(), flags_.end(), "--cluster-enabled") != flags_.end())) {
   Start();
 }
 
-RedisTestServer::~RedisTestServer() { Kill(); }
+LocalRedisServer::~LocalRedisServer() { Kill(); }
 
-std::string RedisTestServer::url() const { return absl::StrCat("redis://127.0.0.1:", port_); }
+std::string LocalRedisServer::url() const { return absl::StrCat("redis://127.0.0.1:", port_); }
 
-bool RedisTestServer::Start() {
+bool LocalRedisServer::Start() {
   std::vector<std::string> argv = {
       "/usr/bin/redis-server", "--port", absl::StrCat(port_), "--bind", "127.0.0.1", "--save", "",
       "--appendonly",          "no",     "--loglevel",        "warning"};
@@ -50,16 +50,16 @@ bool RedisTestServer::Start() {
   return false;
 }
 
-void RedisTestServer::Kill() {
+void LocalRedisServer::Kill() {
   if (server_ != nullptr && server_->running()) {
     server_->Kill(SIGKILL);
     server_->Wait();
   }
 }
 
-bool RedisTestServer::Restart() {
+bool LocalRedisServer::Restart() {
   Kill();
   return Start();
 }
 
-}  // namespace granary::testing
+}  // namespace granary

@@ -1,8 +1,9 @@
-// RedisTestServer: a real `redis-server` (Debian's) on 127.0.0.1 for tests of the in-memory
-// cache tier, without persistence (so a restart loses every value, as a Redis node restarted
-// without persistence does). Stopped (SIGKILL) and reaped when destroyed.
-#ifndef GRANARY_TESTING_REDIS_TEST_SERVER_H_
-#define GRANARY_TESTING_REDIS_TEST_SERVER_H_
+// LocalRedisServer: a real `redis-server` (Debian's) on 127.0.0.1 for the in-memory cache tier
+// of tests, benchmarks and `granary chaos`, without persistence (so a restart loses every value,
+// as a Redis node restarted without persistence does). Stopped (SIGKILL) and reaped when
+// destroyed.
+#ifndef GRANARY_CACHE_LOCAL_REDIS_SERVER_H_
+#define GRANARY_CACHE_LOCAL_REDIS_SERVER_H_
 
 #include <memory>
 #include <string>
@@ -10,13 +11,13 @@
 
 #include "common/subprocess.h"
 
-namespace granary::testing {
+namespace granary {
 
-class RedisTestServer {
+class LocalRedisServer {
  public:
   // Starts it on a free port, with `flags` added to its command line; check ok().
-  explicit RedisTestServer(std::vector<std::string> flags = {});
-  ~RedisTestServer();
+  explicit LocalRedisServer(std::vector<std::string> flags = {});
+  ~LocalRedisServer();
 
   bool ok() const { return server_ != nullptr && server_->running(); }
   int port() const { return port_; }
@@ -35,6 +36,6 @@ class RedisTestServer {
   std::unique_ptr<Subprocess> server_;
 };
 
-}  // namespace granary::testing
+}  // namespace granary
 
-#endif  // GRANARY_TESTING_REDIS_TEST_SERVER_H_
+#endif  // GRANARY_CACHE_LOCAL_REDIS_SERVER_H_
