@@ -85,8 +85,9 @@ void ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
     environment.push_back(
         absl::StrCat(kFailpointsEnvironmentVariable, "=", absl::StrJoin(specs, ",")));
   }
+  const std::string network_namespace = network_ != nullptr ? network_->path(name) : "";
   p.subprocess = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log_path(name),
-                                              environment);
+                                              environment, network_namespace);
   p.serving = false;
   p.started = std::chrono::steady_clock::now();
 }
@@ -175,15 +176,39 @@ absl::Status ChaosProcesses::Start() {
   ASSIGN_OR_RETURN(const TransportSecurity client_security,
                    LocalSecurityFor(ca.get(), "client", ClientIdentityUri("chaos")));
   ASSIGN_OR_RETURN(credentials_, ChannelCredentialsFor(client_security));
+  if (options_.network_namespaces) {
+    if (options_.replicas > 0) {
+      return absl::InvalidArgumentError("network namespaces for the replicated dispatcher");
+    }
+    std::vector<std::string> members = {kDispatcher, kClient};
+    for (int i = 0; i < options_.workers + options_.standby; ++i) {
+      members.push_back(absl::StrCat("worker-", i));
+    }
+    absl::StatusOr<std::unique_ptr<NetworkNamespaces>> network = NetworkNamespaces::Create(members);
+    if (!network.ok()) return Annotate(network.status(), "the network scenarios");
+    network_ = *std::move(network);
+  }
+  // With network namespaces: a server's --host, and the address its certificate names.
+  const auto hosts = [this](const std::string& name) {
+    return network_ != nullptr ? std::vector<std::string>{network_->address(name)}
+                               : std::vector<std::string>{};
+  };
+  const auto host_flags = [&](const std::string& name) {
+    std::vector<std::string> flags;
+    for (const std::string& host : hosts(name)) flags.push_back("--host=" + host);
+    return flags;
+  };
   std::vector<std::string> dispatcher_argv = {
       options_.binary, "dispatcher", "--cache_root=" + dir + "/cache", "--port=0",
       "--worker_timeout_ms=1000", "--snapshot_every=50", "--data_roots=" + options_.data_root,
       // A violation aborts the dispatcher: the run fails loudly.
       "--check_invariants"};
   {
-    ASSIGN_OR_RETURN(const TransportSecurity s,
-                     LocalSecurityFor(ca.get(), "dispatcher", kDispatcherIdentityUri));
+    ASSIGN_OR_RETURN(
+        const TransportSecurity s,
+        LocalSecurityFor(ca.get(), "dispatcher", kDispatcherIdentityUri, hosts(kDispatcher)));
     for (const std::string& flag : TransportSecurityFlags(s)) dispatcher_argv.push_back(flag);
+    for (const std::string& flag : host_flags(kDispatcher)) dispatcher_argv.push_back(flag);
   }
   if (options_.replicas == 0) {
     processes_[kDispatcher].argv = dispatcher_argv;
@@ -230,8 +255,9 @@ absl::Status ChaosProcesses::Start() {
               "--window_bytes=262144",
               "--data_roots=" + options_.data_root};
     ASSIGN_OR_RETURN(const TransportSecurity s,
-                     LocalSecurityFor(ca.get(), name, WorkerIdentityUri(name)));
+                     LocalSecurityFor(ca.get(), name, WorkerIdentityUri(name), hosts(name)));
     for (const std::string& flag : TransportSecurityFlags(s)) w.argv.push_back(flag);
+    for (const std::string& flag : host_flags(name)) w.argv.push_back(flag);
     if (i >= options_.workers) w.argv.push_back("--standby");
     w.argv.insert(w.argv.end(), options_.extra_worker_flags.begin(),
                   options_.extra_worker_flags.end());
@@ -311,6 +337,28 @@ void ChaosProcesses::CutFromEtcd(const std::string& replica) {
 
 void ChaosProcesses::HealFromEtcd(const std::string& replica) {
   for (const auto& proxy : etcd_proxies_.at(ReplicaIndex(replica))) proxy->Heal();
+}
+
+absl::Status ChaosProcesses::InjectNetworkFault(const NetworkFault& fault) {
+  if (network_ == nullptr) {
+    return absl::FailedPreconditionError("a network fault without network namespaces");
+  }
+  switch (fault.kind) {
+    case NetworkFault::Kind::kHeal:
+      return network_->HealAll();
+    case NetworkFault::Kind::kLimit:
+      return network_->Limit(fault.from, fault.kbit_per_second);
+    case NetworkFault::Kind::kCut:
+      break;
+  }
+  for (const std::string& to : fault.to) {
+    RETURN_IF_ERROR(network_->Cut(fault.from, to,
+                                  fault.one_way ? NetworkNamespaces::Direction::kOneWay
+                                                : NetworkNamespaces::Direction::kBothWays,
+                                  fault.silent ? NetworkNamespaces::Visibility::kSilent
+                                               : NetworkNamespaces::Visibility::kRefused));
+  }
+  return absl::OkStatus();
 }
 
 int64_t ChaosProcesses::CheckpointsWritten(const std::string& worker) const {

@@ -5,6 +5,10 @@
 // down, waiting for the harness to restart it): Serving() polls for its announcement. Every
 // process still running is SIGKILLed when this object is destroyed. Thread-compatible.
 //
+// With network namespaces (options.network_namespaces), each process runs in a network namespace
+// of its own (netns.h) and serves on its address there instead of 127.0.0.1; its certificate
+// names that address.
+//
 // Replicated (options.replicas > 0): instead of the dispatcher, a local etcd of 3 members
 // (etcd/local_etcd_cluster.h, data in <dir>/etcd, logs etcd-<i>.log; not killable by a plan) and
 // replicas "replica-<i>" journaling to it (prefix /granary), each reaching each member through
@@ -24,6 +28,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/subprocess.h"
+#include "faultinject/chaos_plan.h"
+#include "faultinject/netns.h"
 #include "faultinject/tcp_proxy.h"
 #include "grpcpp/security/credentials.h"
 #include "security/certificate_authority.h"
@@ -54,6 +60,9 @@ struct ChaosProcessesOptions {
   // GRANARY_FAILPOINTS for every start of every worker, restarts included (joined with
   // `failpoints` where those are armed too); empty: none.
   std::string every_worker_failpoints;
+  // Every process in a network namespace of its own, serving on its address there
+  // (faultinject/netns.h; needs root): the network scenarios' faults (InjectNetworkFault).
+  bool network_namespaces = false;
 };
 
 // The name of the one replica of `probes` (ChaosProcesses::ProbeReplicas) that leads; nullopt if
@@ -102,6 +111,10 @@ class ChaosProcesses {
   void CutFromEtcd(const std::string& replica);
   void HealFromEtcd(const std::string& replica);
 
+  // With network namespaces: cuts, limits or heals the network (NetworkFault). FailedPrecondition
+  // without network namespaces; NetworkNamespaces's errors otherwise.
+  absl::Status InjectNetworkFault(const NetworkFault& fault);
+
   // The dispatcher's address (replicated: every replica's, comma-separated).
   const std::string& dispatcher_address() const { return dispatcher_address_; }
   std::string log_path(const std::string& name) const;
@@ -124,6 +137,9 @@ class ChaosProcesses {
   absl::Status StartEtcd(CertificateAuthority* ca);
 
   const ChaosProcessesOptions options_;
+  // With options_.network_namespaces: every process's namespace. Declared first: removed after
+  // every process in it is gone.
+  std::unique_ptr<NetworkNamespaces> network_;
   // Replicated: the etcd members, and the proxies to them (etcd_proxies_[replica][member]).
   // Declared before processes_: destroyed after the replicas, the proxies before the members.
   std::vector<std::unique_ptr<Subprocess>> etcd_members_;
