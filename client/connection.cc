@@ -162,7 +162,11 @@ grpc::Status Connection::CallDispatcher(const DispatcherTargets::Rpc& call) cons
   while (true) {
     // Redirects to the leader are followed at once, within one Call.
     const grpc::Status status = dispatcher_->Call([this] { return DispatcherContext(); }, call);
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return status;
+    // A deadline passes when the dispatcher is paused or its packets are lost (a partition).
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      return status;
+    }
     if (env_->NowMicros() + backoff_us > give_up) return status;
     env_->SleepForMicros(backoff_us);
     backoff_us = std::min<uint64_t>(backoff_us * 2, max_backoff_us);

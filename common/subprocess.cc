@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -15,8 +16,8 @@
 namespace granary {
 
 Subprocess::Subprocess(const std::vector<std::string>& argv, Stderr stderr_mode,
-                       const std::string& stderr_path,
-                       const std::vector<std::string>& environment) {
+                       const std::string& stderr_path, const std::vector<std::string>& environment,
+                       const std::string& network_namespace) {
   // Everything the child needs is built before fork: after it, only async-signal-safe calls.
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -32,8 +33,18 @@ Subprocess::Subprocess(const std::vector<std::string>& argv, Stderr stderr_mode,
   for (const std::string& o : environment) env.push_back(const_cast<char*>(o.c_str()));
   env.push_back(nullptr);
   const pid_t parent = ::getpid();
+  int netns = -1;
+  const std::string setns_failed =
+      "granary: cannot join the network namespace " + network_namespace + " (setns)\n";
+  if (!network_namespace.empty()) {
+    netns = ::open(network_namespace.c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns < 0) return;
+  }
   int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return;
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    if (netns >= 0) ::close(netns);
+    return;
+  }
   pid_ = ::fork();
   if (pid_ == 0) {
     // Die with the thread that started us; if the parent is already gone, do not run at all.
@@ -51,9 +62,15 @@ Subprocess::Subprocess(const std::vector<std::string>& argv, Stderr stderr_mode,
     sigset_t all;
     sigfillset(&all);
     ::sigprocmask(SIG_UNBLOCK, &all, nullptr);
+    if (netns >= 0 && ::setns(netns, CLONE_NEWNET) != 0) {
+      [[maybe_unused]] const ssize_t written =
+          ::write(STDERR_FILENO, setns_failed.data(), setns_failed.size());
+      ::_exit(kSetnsFailedExitCode);
+    }
     ::execve(args[0], args.data(), env.data());
     ::_exit(127);
   }
+  if (netns >= 0) ::close(netns);
   ::close(out[1]);
   stdout_fd_ = out[0];
 }

@@ -21,13 +21,20 @@ inline constexpr char kListeningOn[] = " listening on ";
 class Subprocess {
  public:
   enum class Stderr { kInherit, kMergeIntoStdout, kToFile };
+  // The exit code of a child that could not join its network namespace.
+  static constexpr int kSetnsFailedExitCode = 126;
 
   // Starts argv[0] (a path) with arguments argv[1..], in this process's environment plus the
   // "NAME=value" entries of `environment` (which win). With Stderr::kToFile, stderr is appended
-  // to `stderr_path`. pid() is -1 if the process could not be started.
+  // to `stderr_path`. With a `network_namespace` (a path such as /run/netns/NAME, opened before
+  // the fork), the child joins that network namespace before exec (setns; needs
+  // CAP_SYS_ADMIN); if it cannot, it writes why to its stderr and exits with code
+  // kSetnsFailedExitCode. pid() is -1 if the process could not be started (also when the
+  // namespace cannot be opened).
   explicit Subprocess(const std::vector<std::string>& argv, Stderr stderr_mode = Stderr::kInherit,
                       const std::string& stderr_path = "",
-                      const std::vector<std::string>& environment = {});
+                      const std::vector<std::string>& environment = {},
+                      const std::string& network_namespace = "");
   ~Subprocess();
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;

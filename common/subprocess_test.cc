@@ -1,6 +1,7 @@
 #include "common/subprocess.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -121,6 +122,40 @@ TEST(SubprocessTest, AChildDiesWithTheProcessThatStartedIt) {
   }
   EXPECT_TRUE(gone) << "sleeper pid " << sleeper << " outlived the process that started it";
   if (!gone) ::kill(sleeper, SIGKILL);
+}
+
+TEST(SubprocessTest, AMissingNetworkNamespaceIsNotStarted) {
+  Subprocess child({"/bin/true"}, Subprocess::Stderr::kInherit, "", {},
+                   "/run/netns/granary-no-such-namespace");
+  EXPECT_EQ(child.pid(), -1);
+  EXPECT_FALSE(child.running());
+}
+
+// Runs `ip ARGS...` to its end; its exit code.
+int RunIp(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/sbin/ip"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Subprocess ip(argv, Subprocess::Stderr::kMergeIntoStdout);
+  ip.ReadAll();
+  return ip.Wait();
+}
+
+TEST(SubprocessTest, TheChildRunsInItsNetworkNamespace) {
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  const std::string name = "granary-subprocess-test-" + std::to_string(::getpid());
+  ASSERT_EQ(RunIp({"netns", "add", name}), 0);
+  const std::string path = "/run/netns/" + name;
+  struct stat namespace_file;
+  ASSERT_EQ(::stat(path.c_str(), &namespace_file), 0);
+  // The child's /proc/self/ns/net is the namespace's inode; its own is not.
+  Subprocess inside({"/usr/bin/stat", "-L", "-c", "%i", "/proc/self/ns/net"},
+                    Subprocess::Stderr::kInherit, "", {}, path);
+  EXPECT_EQ(inside.ReadLine(), std::to_string(namespace_file.st_ino));
+  EXPECT_EQ(inside.Wait(), 0);
+  Subprocess outside({"/usr/bin/stat", "-L", "-c", "%i", "/proc/self/ns/net"});
+  EXPECT_NE(outside.ReadLine(), std::to_string(namespace_file.st_ino));
+  EXPECT_EQ(outside.Wait(), 0);
+  EXPECT_EQ(RunIp({"netns", "del", name}), 0);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "faultinject/chaos_harness.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -221,6 +223,7 @@ class ChaosRun {
     }
     p.failpoint_process = options_.failpoint_process;
     p.failpoints = options_.failpoints;
+    p.network_namespaces = IsNetworkScenario(plan_.scenario);
     ChaosProcesses processes(p);
     RETURN_IF_ERROR(processes.Start());
     std::unique_ptr<HostileTraffic> hostile;
@@ -335,6 +338,7 @@ class ChaosRun {
                  static_cast<long long>(position.ok() ? position->rows : 0),
                  strikes_leader ? absl::StrCat(": the leader is ", struck_leader_).c_str() : "");
     std::fflush(out_);
+    if (fault.network.has_value()) RETURN_IF_ERROR(processes.InjectNetworkFault(*fault.network));
     std::vector<std::string> killed;
     for (const std::string& victim : fault.victims) {
       // "client": every consumer's.
@@ -658,6 +662,11 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
           ", client, workers or worker-N of this scenario's workers)"));
     }
     if (!spec.ok()) plan = spec;
+  }
+  if (plan.ok() && IsNetworkScenario(options.scenario) && ::geteuid() != 0) {
+    plan = absl::FailedPreconditionError(
+        absl::StrCat("chaos scenario ", options.scenario,
+                     " needs root: it runs every process in a network namespace of its own"));
   }
   if (!plan.ok()) {
     std::fprintf(out, "FAIL: %s: %s\n", ChaosCommandLine(options).c_str(),

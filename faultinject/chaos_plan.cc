@@ -4,6 +4,7 @@
 #include <random>
 #include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -94,6 +95,71 @@ void AddRandomFaults(Draws& draws, int64_t rows_per_epoch, ChaosPlan& plan) {
   }
 }
 
+// The network scenarios' disruption (chaos_plan.h), struck by `disruption` (timed mid-epoch),
+// and the heal after it.
+void AddNetworkFaults(Draws& draws, const std::string& scenario, const std::string& worker,
+                      ChaosFault disruption, ChaosPlan& plan) {
+  // Not in the last epoch (when there are 2): the disruption and its heal then land while the
+  // client still reads.
+  disruption.epoch = draws.Between(0, std::max<int64_t>(0, plan.epochs - 2));
+  NetworkFault net;
+  ChaosFault heal;
+  heal.after_previous = true;
+  heal.after_ms = draws.Between(500, 4000);
+  heal.network.emplace().kind = NetworkFault::Kind::kHeal;
+  if (scenario == "partition_worker") {
+    net.from = worker;
+    net.to = {"dispatcher"};
+    // Longer than the dispatcher's --worker_timeout_ms=1000 (chaos_processes.cc).
+    heal.after_ms = draws.Between(1500, 5000);
+  } else if (scenario == "partition_client") {
+    net.from = "client";
+    net.to = {worker};
+    net.silent = draws.Chance(70);
+  } else if (scenario == "partition_oneway") {
+    const std::vector<std::pair<std::string, std::string>> pairs = {
+        {worker, "dispatcher"}, {"client", worker}, {"client", "dispatcher"}};
+    const auto& [a, b] = pairs[draws.Between(0, pairs.size() - 1)];
+    const bool reversed = draws.Chance(50);
+    net.from = reversed ? b : a;
+    net.to = {reversed ? a : b};
+    net.one_way = true;
+  } else if (scenario == "partition_dispatcher") {
+    net.from = "dispatcher";
+    net.to = AllWorkers(plan.workers);
+    net.to.push_back("client");
+    net.silent = draws.Chance(50);
+    heal.after_ms = draws.Between(1000, 4000);
+  } else {  // bandwidth
+    std::vector<std::string> members = AllWorkers(plan.workers);
+    members.insert(members.end(), {"dispatcher", "client"});
+    net.kind = NetworkFault::Kind::kLimit;
+    net.from = members[draws.Between(0, members.size() - 1)];
+    net.kbit_per_second = draws.Between(2, 20) * 1000;
+    heal.after_ms = draws.Between(1000, 5000);
+  }
+  disruption.network = std::move(net);
+  plan.faults.push_back(std::move(disruption));
+  plan.faults.push_back(std::move(heal));
+}
+
+std::string DescribeNetworkFault(const NetworkFault& net) {
+  switch (net.kind) {
+    case NetworkFault::Kind::kHeal:
+      return "heal the network (undo every cut and limit)";
+    case NetworkFault::Kind::kLimit:
+      return absl::StrCat("limit ", net.from, "'s link to ", net.kbit_per_second,
+                          " kbit/s each way");
+    case NetworkFault::Kind::kCut:
+      break;
+  }
+  return absl::StrCat(net.one_way ? "drop the packets from " : "cut ", net.from,
+                      net.one_way ? " to " : " from ", absl::StrJoin(net.to, " "),
+                      net.one_way ? " (one way)" : " both ways",
+                      net.silent ? ", silently (dropped: connections time out)"
+                                 : ", refused at once (an unreachable route)");
+}
+
 }  // namespace
 
 std::string ChaosFault::Describe() const {
@@ -115,6 +181,7 @@ std::string ChaosFault::Describe() const {
     return absl::StrCat(when, ": scale the job to ", scale_to, " task", scale_to == 1 ? "" : "s",
                         " per consumer");
   }
+  if (network.has_value()) return absl::StrCat(when, ": ", DescribeNetworkFault(*network));
   if (cut_leader) return absl::StrCat(when, ": cut the leader from every etcd member");
   if (heal_cut) {
     return absl::StrCat(when, ": heal the cut; the old leader must rejoin as a follower");
@@ -131,8 +198,11 @@ std::string ChaosFault::Describe() const {
 
 const std::vector<std::string>& ChaosScenarios() {
   static const auto* scenarios = new std::vector<std::string>{
-      "nofail",  "recover", "failover", "killall", "dispatcher",      "putfail",
-      "getfail", "scale",   "random",   "hostile", "leader_failover", "leader_partition"};
+      "nofail",           "recover",          "failover",         "killall",
+      "dispatcher",       "putfail",          "getfail",          "scale",
+      "random",           "hostile",          "leader_failover",  "leader_partition",
+      "partition_worker", "partition_client", "partition_oneway", "partition_dispatcher",
+      "bandwidth"};
   return *scenarios;
 }
 
@@ -145,6 +215,10 @@ absl::Status CheckChaosScenario(const std::string& scenario) {
 
 bool IsReplicatedScenario(const std::string& scenario) {
   return scenario == "leader_failover" || scenario == "leader_partition";
+}
+
+bool IsNetworkScenario(const std::string& scenario) {
+  return absl::StartsWith(scenario, "partition_") || scenario == "bandwidth";
 }
 
 absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t seed, int workers,
@@ -233,6 +307,9 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
       after.heal_cut = true;
     }
     plan.faults.push_back(std::move(after));
+    return plan;
+  } else if (IsNetworkScenario(scenario)) {
+    AddNetworkFaults(draws, scenario, worker, std::move(f), plan);
     return plan;
   } else {  // random, hostile
     plan.hostile_traffic = scenario == "hostile";

@@ -33,12 +33,26 @@
 //   leader_partition  the leader cut from every etcd member (not from workers and client) mid-
 //                     epoch (not in the last); once another replica leads, the cut heals after a
 //                     delay and the old leader must rejoin as a follower
+// The network scenarios (issue 33) run every process in a network namespace of its own
+// (faultinject/netns.h; they need root and fail at once without it). Each disrupts the network
+// mid-epoch (not in the last epoch) and heals it all after a drawn delay:
+//   partition_worker      a worker cut from the dispatcher both ways, silently (packets
+//                         dropped), for longer than the dispatcher's worker timeout (1 s) — the
+//                         dispatcher reassigns its splits while it may still deliver to its
+//                         trainer, which still reaches it
+//   partition_client      the client cut from one worker both ways, silently or refused at once
+//   partition_oneway      the packets of one direction between two processes (worker and
+//                         dispatcher, client and worker, or client and dispatcher) dropped
+//   partition_dispatcher  the dispatcher cut from every worker and the client both ways,
+//                         silently or refused at once
+//   bandwidth             one process's link limited to 2-20 mbit/s each way
 // Where a scenario leaves a choice (which worker, which epoch, at what row, how long), the seed
 // decides.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PLAN_H_
 #define GRANARY_FAULTINJECT_CHAOS_PLAN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +64,21 @@ namespace granary {
 // Processes are named "dispatcher" (or "replica-<i>" in the replicated scenarios), "worker-<i>"
 // (standbys numbered after the workers) and "client".
 inline constexpr char kLeader[] = "leader";
+
+// A network fault of the network scenarios (every process in a network namespace of its own).
+struct NetworkFault {
+  enum class Kind { kCut, kLimit, kHeal };
+  Kind kind = Kind::kCut;
+  // kCut: the packets from `from` to each of `to` (and back, unless `one_way`) dropped silently
+  // (`silent`: connections time out) or refused at once (an unreachable route in the sender).
+  // kLimit: `from`'s link limited to `kbit_per_second` each way.
+  // kHeal: every cut and limit in place undone.
+  std::string from;
+  std::vector<std::string> to;
+  bool one_way = false;
+  bool silent = true;
+  int64_t kbit_per_second = 0;
+};
 
 struct ChaosFault {
   // When: the client reads epoch `epoch` (or a later one) and has delivered `rows` rows of it…
@@ -82,6 +111,8 @@ struct ChaosFault {
   // Or, when > 0: scale the job to this many tasks per consumer (ScaleJob) — tasks join its
   // running epoch or are shed (issue 17).
   int32_t scale_to = 0;
+  // Or: disrupt or heal the network.
+  std::optional<NetworkFault> network;
 
   // One line, e.g. "epoch 1 row 240, after worker-0's 2nd checkpoint: kill worker-0, restart".
   std::string Describe() const;
@@ -110,6 +141,9 @@ absl::Status CheckChaosScenario(const std::string& scenario);
 
 // Whether `scenario` runs the replicated dispatcher (and needs Debian's etcd binary).
 bool IsReplicatedScenario(const std::string& scenario);
+
+// Whether `scenario` runs every process in a network namespace of its own (and needs root).
+bool IsNetworkScenario(const std::string& scenario);
 
 // InvalidArgument for an unknown scenario (naming the known ones) or a shape the scenario cannot
 // run: putfail and getfail need 2 epochs, every scenario at least 1 worker.

@@ -130,5 +130,67 @@ TEST(ChaosPlanTest, AnUnknownScenarioNamesTheReplicatedOnes) {
   EXPECT_THAT(plan.status().message(), HasSubstr("leader_failover, leader_partition"));
 }
 
+// The network scenarios (issue 33): one disruption mid-epoch, then the heal of everything after
+// a seeded delay.
+TEST(ChaosPlanTest, TheNetworkScenariosDisruptMidEpochThenHealAfterASeededDelay) {
+  const std::vector<std::string> network = {"partition_worker", "partition_client",
+                                            "partition_oneway", "partition_dispatcher",
+                                            "bandwidth"};
+  for (const std::string& scenario : network) {
+    EXPECT_NE(std::find(ChaosScenarios().begin(), ChaosScenarios().end(), scenario),
+              ChaosScenarios().end())
+        << scenario;
+    EXPECT_TRUE(IsNetworkScenario(scenario)) << scenario;
+    for (uint64_t seed = 0; seed < 100; ++seed) {
+      const std::string context = absl::StrCat(scenario, " seed ", seed);
+      const ChaosPlan plan = Plan(scenario, seed);
+      EXPECT_EQ(Described(plan), Described(Plan(scenario, seed))) << context;
+      ASSERT_EQ(plan.faults.size(), 2u) << context;
+      const ChaosFault& disruption = plan.faults[0];
+      EXPECT_LE(disruption.epoch, kEpochs - 2) << context;
+      EXPECT_GE(disruption.rows, kRows * 15 / 100) << context;
+      EXPECT_LE(disruption.rows, kRows * 65 / 100) << context;
+      EXPECT_TRUE(disruption.victims.empty()) << context;
+      ASSERT_TRUE(disruption.network.has_value()) << context;
+      const NetworkFault& net = *disruption.network;
+      const ChaosFault& heal = plan.faults[1];
+      EXPECT_TRUE(heal.after_previous) << context;
+      ASSERT_TRUE(heal.network.has_value()) << context;
+      EXPECT_EQ(heal.network->kind, NetworkFault::Kind::kHeal) << context;
+      EXPECT_THAT(heal.Describe(), HasSubstr("ms after the previous fault: heal the network"))
+          << context;
+      EXPECT_GE(heal.after_ms, 500) << context;
+      EXPECT_LE(heal.after_ms, 5000) << context;
+      if (scenario == "bandwidth") {
+        EXPECT_EQ(net.kind, NetworkFault::Kind::kLimit) << context;
+        EXPECT_GE(net.kbit_per_second, 2000) << context;
+        EXPECT_LE(net.kbit_per_second, 20000) << context;
+        EXPECT_THAT(disruption.Describe(), HasSubstr("'s link to ")) << context;
+        continue;
+      }
+      EXPECT_EQ(net.kind, NetworkFault::Kind::kCut) << context;
+      EXPECT_EQ(net.one_way, scenario == "partition_oneway") << context;
+      EXPECT_EQ(std::find(net.to.begin(), net.to.end(), net.from), net.to.end()) << context;
+      if (scenario == "partition_worker") {
+        EXPECT_THAT(net.from, ::testing::StartsWith("worker-")) << context;
+        EXPECT_THAT(net.to, ElementsAre("dispatcher")) << context;
+        EXPECT_TRUE(net.silent) << context;
+        EXPECT_GT(heal.after_ms, 1000) << context << ": outlasts --worker_timeout_ms";
+      } else if (scenario == "partition_client") {
+        EXPECT_EQ(net.from, "client") << context;
+        EXPECT_THAT(net.to, ElementsAre(::testing::StartsWith("worker-"))) << context;
+      } else if (scenario == "partition_dispatcher") {
+        EXPECT_EQ(net.from, "dispatcher") << context;
+        EXPECT_THAT(net.to, ElementsAre("worker-0", "worker-1", "client")) << context;
+      } else {
+        EXPECT_EQ(net.to.size(), 1u) << context;
+        EXPECT_TRUE(net.silent) << context;
+        EXPECT_THAT(disruption.Describe(), HasSubstr("(one way)")) << context;
+      }
+    }
+  }
+  EXPECT_FALSE(IsNetworkScenario("random"));
+}
+
 }  // namespace
 }  // namespace granary

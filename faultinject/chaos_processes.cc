@@ -86,8 +86,9 @@ void ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
     environment.push_back(
         absl::StrCat(kFailpointsEnvironmentVariable, "=", absl::StrJoin(specs, ",")));
   }
+  const std::string network_namespace = network_ != nullptr ? network_->path(name) : "";
   p.subprocess = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log_path(name),
-                                              environment);
+                                              environment, network_namespace);
   p.serving = false;
   p.started = std::chrono::steady_clock::now();
 }
@@ -185,15 +186,40 @@ absl::Status ChaosProcesses::Start() {
     }
     cache_root = redis_->url() + "/chaos";
   }
+  if (options_.network_namespaces) {
+    if (options_.replicas > 0) {
+      return absl::InvalidArgumentError("network namespaces for the replicated dispatcher");
+    }
+    std::vector<std::string> members = ClientNames();
+    members.push_back(kDispatcher);
+    for (int i = 0; i < options_.workers + options_.standby; ++i) {
+      members.push_back(absl::StrCat("worker-", i));
+    }
+    absl::StatusOr<std::unique_ptr<NetworkNamespaces>> network = NetworkNamespaces::Create(members);
+    if (!network.ok()) return Annotate(network.status(), "the network scenarios");
+    network_ = *std::move(network);
+  }
+  // With network namespaces: a server's --host, and the address its certificate names.
+  const auto hosts = [this](const std::string& name) {
+    return network_ != nullptr ? std::vector<std::string>{network_->address(name)}
+                               : std::vector<std::string>{};
+  };
+  const auto host_flags = [&](const std::string& name) {
+    std::vector<std::string> flags;
+    for (const std::string& host : hosts(name)) flags.push_back("--host=" + host);
+    return flags;
+  };
   std::vector<std::string> dispatcher_argv = {
       options_.binary, "dispatcher", "--cache_root=" + cache_root, "--port=0",
       "--worker_timeout_ms=1000", "--snapshot_every=50", "--data_roots=" + options_.data_root,
       // A violation aborts the dispatcher: the run fails loudly.
       "--check_invariants"};
   {
-    ASSIGN_OR_RETURN(const TransportSecurity s,
-                     LocalSecurityFor(ca.get(), "dispatcher", kDispatcherIdentityUri));
+    ASSIGN_OR_RETURN(
+        const TransportSecurity s,
+        LocalSecurityFor(ca.get(), "dispatcher", kDispatcherIdentityUri, hosts(kDispatcher)));
     for (const std::string& flag : TransportSecurityFlags(s)) dispatcher_argv.push_back(flag);
+    for (const std::string& flag : host_flags(kDispatcher)) dispatcher_argv.push_back(flag);
   }
   if (options_.replicas == 0) {
     processes_[kDispatcher].argv = dispatcher_argv;
@@ -240,8 +266,9 @@ absl::Status ChaosProcesses::Start() {
               "--window_bytes=262144",
               "--data_roots=" + options_.data_root};
     ASSIGN_OR_RETURN(const TransportSecurity s,
-                     LocalSecurityFor(ca.get(), name, WorkerIdentityUri(name)));
+                     LocalSecurityFor(ca.get(), name, WorkerIdentityUri(name), hosts(name)));
     for (const std::string& flag : TransportSecurityFlags(s)) w.argv.push_back(flag);
+    for (const std::string& flag : host_flags(name)) w.argv.push_back(flag);
     if (i >= options_.workers) w.argv.push_back("--standby");
     w.argv.insert(w.argv.end(), options_.extra_worker_flags.begin(),
                   options_.extra_worker_flags.end());
@@ -249,9 +276,9 @@ absl::Status ChaosProcesses::Start() {
   }
   std::vector<std::vector<std::string>> consumers = options_.consumer_flags;
   if (consumers.empty()) consumers.emplace_back();
+  const std::vector<std::string> client_names = ClientNames();
   for (size_t i = 0; i < consumers.size(); ++i) {
-    const std::string name =
-        options_.consumer_flags.empty() ? kClient : absl::StrCat(kClient, "-", i);
+    const std::string& name = client_names[i];
     Process& client = processes_[name];
     client.server = false;
     client.argv = {options_.binary, "run", "--dispatcher=" + dispatcher_address_};
@@ -266,17 +293,20 @@ absl::Status ChaosProcesses::Start() {
   return absl::OkStatus();
 }
 
+std::vector<std::string> ChaosProcesses::ClientNames() const {
+  if (options_.consumer_flags.empty()) return {kClient};
+  std::vector<std::string> names;
+  for (size_t i = 0; i < options_.consumer_flags.size(); ++i) {
+    names.push_back(absl::StrCat(kClient, "-", i));
+  }
+  return names;
+}
+
 bool ChaosProcesses::IsClient(const std::string& name) {
   return name == kClient || absl::StartsWith(name, absl::StrCat(kClient, "-"));
 }
 
-std::vector<std::string> ChaosProcesses::clients() const {
-  std::vector<std::string> out;
-  for (const auto& [name, p] : processes_) {
-    if (IsClient(name)) out.push_back(name);
-  }
-  return out;
-}
+std::vector<std::string> ChaosProcesses::clients() const { return ClientNames(); }
 
 bool ChaosProcesses::running(const std::string& name) const {
   auto it = processes_.find(name);
@@ -352,6 +382,39 @@ std::vector<std::string> ChaosProcesses::ServingWorkerAddresses() const {
     }
   }
   return addresses;
+}
+
+absl::Status ChaosProcesses::InjectNetworkFault(const NetworkFault& fault) {
+  if (network_ == nullptr) {
+    return absl::FailedPreconditionError("a network fault without network namespaces");
+  }
+  // "client": every consumer's.
+  const auto members = [this](const std::string& name) {
+    return name == kClient ? ClientNames() : std::vector<std::string>{name};
+  };
+  switch (fault.kind) {
+    case NetworkFault::Kind::kHeal:
+      return network_->HealAll();
+    case NetworkFault::Kind::kLimit:
+      for (const std::string& from : members(fault.from)) {
+        RETURN_IF_ERROR(network_->Limit(from, fault.kbit_per_second));
+      }
+      return absl::OkStatus();
+    case NetworkFault::Kind::kCut:
+      break;
+  }
+  for (const std::string& from : members(fault.from)) {
+    for (const std::string& to_name : fault.to) {
+      for (const std::string& to : members(to_name)) {
+        RETURN_IF_ERROR(network_->Cut(from, to,
+                                      fault.one_way ? NetworkNamespaces::Direction::kOneWay
+                                                    : NetworkNamespaces::Direction::kBothWays,
+                                      fault.silent ? NetworkNamespaces::Visibility::kSilent
+                                                   : NetworkNamespaces::Visibility::kRefused));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 int64_t ChaosProcesses::CheckpointsWritten(const std::string& worker) const {

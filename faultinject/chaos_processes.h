@@ -5,6 +5,10 @@
 // down, waiting for the harness to restart it): Serving() polls for its announcement. Every
 // process still running is SIGKILLed when this object is destroyed. Thread-compatible.
 //
+// With network namespaces (options.network_namespaces), each process runs in a network namespace
+// of its own (netns.h) and serves on its address there instead of 127.0.0.1; its certificate
+// names that address.
+//
 // Replicated (options.replicas > 0): instead of the dispatcher, a local etcd of 3 members
 // (etcd/local_etcd_cluster.h, data in <dir>/etcd, logs etcd-<i>.log; not killable by a plan) and
 // replicas "replica-<i>" journaling to it (prefix /granary), each reaching each member through
@@ -25,6 +29,8 @@
 #include "absl/status/statusor.h"
 #include "cache/local_redis_server.h"
 #include "common/subprocess.h"
+#include "faultinject/chaos_plan.h"
+#include "faultinject/netns.h"
 #include "faultinject/tcp_proxy.h"
 #include "grpcpp/security/credentials.h"
 #include "security/certificate_authority.h"
@@ -61,6 +67,9 @@ struct ChaosProcessesOptions {
   // GRANARY_FAILPOINTS for every start of every worker, restarts included (joined with
   // `failpoints` where those are armed too); empty: none.
   std::string every_worker_failpoints;
+  // Every process in a network namespace of its own, serving on its address there
+  // (faultinject/netns.h; needs root): the network scenarios' faults (InjectNetworkFault).
+  bool network_namespaces = false;
 };
 
 // The name of the one replica of `probes` (ChaosProcesses::ProbeReplicas) that leads; nullopt if
@@ -80,7 +89,7 @@ class ChaosProcesses {
 
   // Names of every process: dispatcher (or replica-0…), worker-0…, client (or client-0…).
   std::vector<std::string> names() const;
-  // The clients: {"client"}, or one "client-<i>" per consumer.
+  // The clients' names: {"client"}, or one "client-<i>" per consumer.
   std::vector<std::string> clients() const;
   // Whether `name` is a client's ("client", "client-<i>").
   static bool IsClient(const std::string& name);
@@ -119,6 +128,9 @@ class ChaosProcesses {
   const std::shared_ptr<grpc::ChannelCredentials>& client_credentials() const {
     return credentials_;
   }
+  // With network namespaces: cuts, limits or heals the network (NetworkFault). FailedPrecondition
+  // without network namespaces; NetworkNamespaces's errors otherwise.
+  absl::Status InjectNetworkFault(const NetworkFault& fault);
 
   // The dispatcher's address (replicated: every replica's, comma-separated).
   const std::string& dispatcher_address() const { return dispatcher_address_; }
@@ -135,6 +147,8 @@ class ChaosProcesses {
     bool serving = false;
     std::chrono::steady_clock::time_point started;
   };
+  // "client", or "client-<i>" for each of options_.consumer_flags.
+  std::vector<std::string> ClientNames() const;
   void Launch(const std::string& name, bool with_failpoints);
   // Launches server `name` (its argv set) and waits until it serves; returns its address.
   absl::StatusOr<std::string> LaunchAndAwait(const std::string& name);
@@ -142,6 +156,9 @@ class ChaosProcesses {
   absl::Status StartEtcd(CertificateAuthority* ca);
 
   const ChaosProcessesOptions options_;
+  // With options_.network_namespaces: every process's namespace. Declared first: removed after
+  // every process in it is gone.
+  std::unique_ptr<NetworkNamespaces> network_;
   // Replicated: the etcd members, and the proxies to them (etcd_proxies_[replica][member]).
   // Declared before processes_: destroyed after the replicas, the proxies before the members.
   std::vector<std::unique_ptr<Subprocess>> etcd_members_;

@@ -2,6 +2,10 @@
 // (DESIGN.md §6). Each run starts a real dispatcher, workers and client as processes on
 // 127.0.0.1 and checks every epoch against `granary local`; the seed of each run is in its
 // command line, which every failure message prints.
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
 #include <ostream>
 #include <regex>
 #include <set>
@@ -318,6 +322,58 @@ TEST(ChaosHarnessTest, SoakLoopsRandomRunsAndSummarizes) {
   EXPECT_THAT(r.output, HasSubstr("run 1: granary chaos --scenario")) << r.output;
   EXPECT_THAT(r.output, ::testing::ContainsRegex("soak: [1-9][0-9]* runs in .* 0 failures"))
       << r.output;
+}
+
+// The network scenarios (issue 33): every process in a network namespace of its own, the
+// network disrupted mid-epoch (a worker cut from the dispatcher for longer than its timeout,
+// the client from a worker, one direction between two processes, the dispatcher from everyone,
+// a process's bandwidth limited) and healed after a seeded delay; every epoch exactly once.
+class ChaosNetworkTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ChaosNetworkTest, EveryEpochExactlyOnceThroughTheDisruptionAndItsHeal) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the network scenarios need root (network namespaces)";
+  const std::string args = absl::StrCat("--scenario ", GetParam(), " --seed 1");
+  const CommandResult r = Chaos(args);
+  EXPECT_EQ(r.exit_code, 0) << "granary chaos " << args << ":\n" << r.output;
+  EXPECT_THAT(r.output, HasSubstr(absl::StrCat("PASS: granary chaos ", args))) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("3 epochs, 1536 rows verified")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("2/2 faults injected")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("heal the network")) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, ChaosNetworkTest,
+                         ::testing::Values("partition_worker", "partition_client",
+                                           "partition_oneway", "partition_dispatcher",
+                                           "bandwidth"));
+
+// Without root the network scenarios fail at once, saying why, and the soak skips them. Run as
+// user nobody (setpriv) when the test runs as root.
+TEST(ChaosNetworkTest, WithoutRootTheyFailAtOnceAndTheSoakSkipsThem) {
+  const std::string as_nobody =
+      ::geteuid() == 0 ? "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const std::string granary = absl::StrCat(as_nobody, GRANARY_BINARY, " chaos ");
+  const auto start = std::chrono::steady_clock::now();
+  const CommandResult run =
+      RunCommand(granary + "--scenario partition_worker --seed 1 --dir /nonexistent/chaos 2>&1");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output,
+              HasSubstr("FAIL: granary chaos --scenario partition_worker --seed 1 --workers 2 "
+                        "--epochs 3: chaos scenario partition_worker needs root"))
+      << run.output;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << run.output;
+  const CommandResult only_network =
+      RunCommand(granary + "--soak --scenarios bandwidth --dir /nonexistent/chaos 2>&1");
+  EXPECT_EQ(only_network.exit_code, 2) << only_network.output;
+  EXPECT_THAT(only_network.output, HasSubstr("--scenarios: every one needs root"))
+      << only_network.output;
+  testing::ScopedTempDir dir;  // writable by nobody
+  std::filesystem::permissions(dir.path(), std::filesystem::perms::all);
+  const CommandResult mixed =
+      RunCommand(absl::StrCat(granary, "--soak --minutes 0 --scenarios nofail,bandwidth --dir ",
+                              dir.Join("soak"), " 2>&1"));
+  EXPECT_EQ(mixed.exit_code, 0) << mixed.output;
+  EXPECT_THAT(mixed.output, HasSubstr("not root: the soak skips the network scenarios"))
+      << mixed.output;
 }
 
 }  // namespace

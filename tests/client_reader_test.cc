@@ -6,6 +6,7 @@
 // A fake worker serves, for every task the dispatcher assigns it, kElements elements whose
 // single int64 scalar is task_id * 1000000 + index, so the test can check that each (task,
 // index) reached the trainer exactly once and in index order per task.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -723,6 +724,38 @@ TEST(ClientDispatcherRetryTest, ADispatcherDyingMidCallIsAskedAgainAfterItsResta
   EXPECT_EQ(first_exit, kFailpointCrashExitCode);
   EXPECT_TRUE(dataset.ok()) << dataset.status();
   EXPECT_TRUE(job.ok()) << job.status();
+}
+
+TEST(ClientDispatcherRetryTest, ADispatcherSilentForLongerThanTheRpcTimeoutIsAskedAgain) {
+  // The dispatcher is paused (SIGSTOP: the kernel still accepts, nothing answers, as in a
+  // partition that drops packets) for 5 rpc timeouts while the client registers a pipeline:
+  // the call must be made again once it answers, not fail DeadlineExceeded (found by
+  // `granary chaos --scenario partition_oneway --seed 2`: the packets from the dispatcher to the
+  // client were dropped for 4 s while the client started an epoch).
+  testing::ScopedTempDir dir;
+  Subprocess dispatcher({GRANARY_BINARY, "dispatcher", "--insecure",
+                         "--journal_dir=" + dir.Join("journal"), "--port=0"});
+  const std::string address = dispatcher.ReadListenAddress();
+  ASSERT_FALSE(address.empty());
+  ClientOptions options;
+  options.dispatcher_address = address;
+  options.insecure = true;
+  options.rpc_timeout_ms = 200;
+  options.stall_timeout_ms = 30000;
+  auto client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  dispatcher.Pause();
+  std::thread resumer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 * options.rpc_timeout_ms));
+    dispatcher.Kill(SIGCONT);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto dataset = (*client)->RegisterPipeline(PipelineBuilder::Range(100).Build());
+  resumer.join();
+  EXPECT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_GE(std::chrono::steady_clock::now() - start,
+            std::chrono::milliseconds(5 * options.rpc_timeout_ms))
+      << "the call was answered while the dispatcher was paused";
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // granary chaos: the fault-injection harness (faultinject/chaos_harness.h). One scenario run,
 // a soak of random runs (--soak --minutes M), or the list of failpoints (--failpoints).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -37,7 +39,9 @@ ABSL_FLAG(std::string, scenario, "nofail",
           "nofail, recover, failover, killall, dispatcher, putfail, getfail, scale, random, "
           "hostile, or "
           "(the replicated dispatcher over a local etcd; needs Debian's etcd binary) "
-          "leader_failover or leader_partition.");
+          "leader_failover or leader_partition, or (as root: every process in a network "
+          "namespace of its own) partition_worker, partition_client, partition_oneway, "
+          "partition_dispatcher or bandwidth.");
 ABSL_FLAG(bool, failpoints, false, "List the failpoints and exit.");
 ABSL_FLAG(std::string, inject, "",
           "PROCESS:SPEC — arm GRANARY_FAILPOINTS=SPEC in one process's first start (dispatcher, "
@@ -275,6 +279,21 @@ int ChaosCommand(int argc, char** argv) {
     }
   }
   if (soak_scenarios.empty()) soak_scenarios = ChaosScenarios();
+  if (absl::GetFlag(FLAGS_soak) && ::geteuid() != 0) {
+    const auto needs_root =
+        std::remove_if(soak_scenarios.begin(), soak_scenarios.end(),
+                       [](const std::string& s) { return IsNetworkScenario(s); });
+    if (needs_root != soak_scenarios.end()) {
+      std::fprintf(stderr,
+                   "granary chaos: not root: the soak skips the network scenarios (they run "
+                   "every process in a network namespace of its own)\n");
+      soak_scenarios.erase(needs_root, soak_scenarios.end());
+    }
+    if (soak_scenarios.empty()) {
+      std::fprintf(stderr, "granary chaos: --scenarios: every one needs root\n");
+      return 2;
+    }
+  }
   const bool temporary = absl::GetFlag(FLAGS_dir).empty();
   const std::string dir = temporary ? MakeTempDir() : absl::GetFlag(FLAGS_dir);
   if (dir.empty()) {
