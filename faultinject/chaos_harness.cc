@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <thread>
@@ -24,6 +25,7 @@
 #include "common/subprocess.h"
 #include "faultinject/chaos_plan.h"
 #include "faultinject/chaos_processes.h"
+#include "faultinject/history_checker.h"
 #include "pipeline/digests/digest_file.h"
 #include "tools/synthetic_imagenet.h"
 
@@ -109,6 +111,9 @@ int64_t CountFailpointFirings(Env* env, const std::string& logs) {
   }
   return n;
 }
+
+// History lines shown on each side of a violation.
+constexpr int kHistoryContext = 8;
 
 // The job the chaos client reads (and scaling steps scale).
 constexpr char kChaosJobName[] = "chaos";
@@ -210,10 +215,45 @@ class ChaosRun {
     }
     p.failpoint_process = options_.failpoint_process;
     p.failpoints = options_.failpoints;
-    ChaosProcesses processes(p);
-    RETURN_IF_ERROR(processes.Start());
-    RETURN_IF_ERROR(Drive(processes));
-    return Verify();
+    p.history_dir = history_dir();
+    std::error_code ignored;
+    std::filesystem::remove_all(p.history_dir, ignored);  // Of an earlier run in this directory.
+    {
+      ChaosProcesses processes(p);
+      RETURN_IF_ERROR(processes.Start());
+      RETURN_IF_ERROR(Drive(processes));
+    }  // Every process stopped: their histories are complete.
+    const absl::Status verified = Verify();
+    const absl::Status checked = VerifyHistory();
+    if (verified.ok() || checked.ok()) return verified.ok() ? checked : verified;
+    return absl::DataLossError(absl::StrCat(verified.message(), "; ", checked.message()));
+  }
+
+  std::string history_dir() const { return options_.dir + "/history"; }
+
+  // The history checker's verdict (faultinject/history_checker.h): on a violation, prints the
+  // seed, the fault schedule, the command that replays the run and the first violation with
+  // the history's lines around it, and returns DataLoss naming it.
+  absl::Status VerifyHistory() {
+    ASSIGN_OR_RETURN(const History history, ReadHistory(history_dir()));
+    const std::vector<HistoryViolation> violations = CheckHistoryEvents(history);
+    if (violations.empty()) {
+      std::fprintf(out_, "history: %zu events, no violation\n", history.events.size());
+      return absl::OkStatus();
+    }
+    std::fprintf(out_, "history: %zu violations in %zu events (%s); the first:\n  %s\n",
+                 violations.size(), history.events.size(), history_dir().c_str(),
+                 DescribeViolation(history, violations[0], kHistoryContext).c_str());
+    std::fprintf(out_, "  seed %llu, scenario %s, faults:\n",
+                 static_cast<unsigned long long>(plan_.seed), plan_.scenario.c_str());
+    for (const ChaosFault& fault : plan_.faults) {
+      std::fprintf(out_, "    %s\n", fault.Describe().c_str());
+    }
+    std::fprintf(out_, "  replay: %s\n", ChaosCommandLine(options_).c_str());
+    std::fflush(out_);
+    return absl::DataLossError(absl::StrCat("history: ", violations.size(),
+                                            " violations, the first: ", violations[0].rule, ": ",
+                                            violations[0].message));
   }
 
   std::string position_file() const { return options_.dir + "/position"; }
@@ -266,6 +306,7 @@ class ChaosRun {
                  static_cast<long long>(position.ok() ? position->rows : 0),
                  strikes_leader ? absl::StrCat(": the leader is ", struck_leader_).c_str() : "");
     std::fflush(out_);
+    processes.RecordHistory("fault", absl::StrCat("number=", report_.faults_injected + 1));
     std::vector<std::string> killed;
     for (const std::string& victim : fault.victims) {
       if (!processes.running(named(victim))) continue;  // Gone for good in an earlier fault.

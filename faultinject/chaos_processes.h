@@ -23,6 +23,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/history_log.h"
 #include "common/subprocess.h"
 #include "faultinject/tcp_proxy.h"
 #include "grpcpp/security/credentials.h"
@@ -54,6 +56,10 @@ struct ChaosProcessesOptions {
   // GRANARY_FAILPOINTS for every start of every worker, restarts included (joined with
   // `failpoints` where those are armed too); empty: none.
   std::string every_worker_failpoints;
+  // Where each process incarnation writes its history (common/FORMAT.md): <name>.<n>.tsv for
+  // the n-th start of `name` from 0, and the harness's launches, kills and faults in
+  // harness.0.tsv; empty: no history.
+  std::string history_dir;
 };
 
 // The name of the one replica of `probes` (ChaosProcesses::ProbeReplicas) that leads; nullopt if
@@ -102,6 +108,9 @@ class ChaosProcesses {
   void CutFromEtcd(const std::string& replica);
   void HealFromEtcd(const std::string& replica);
 
+  // Appends the harness's own event to the history (common/FORMAT.md); nothing without one.
+  void RecordHistory(absl::string_view op, absl::string_view fields);
+
   // The dispatcher's address (replicated: every replica's, comma-separated).
   const std::string& dispatcher_address() const { return dispatcher_address_; }
   std::string log_path(const std::string& name) const;
@@ -132,6 +141,10 @@ class ChaosProcesses {
   std::string dispatcher_address_;
   // Of the status calls to workers.
   std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  // The harness's history (null without options_.history_dir), and how often each process was
+  // started (its next incarnation).
+  std::unique_ptr<HistoryLog> history_;
+  std::map<std::string, int> incarnations_;
 };
 
 }  // namespace granary
