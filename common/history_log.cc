@@ -22,7 +22,9 @@ std::string ProcessOfPath(absl::string_view path) {
   return std::string(path.substr(0, path.find('.')));
 }
 
-HistoryLog* OpenGlobal() {
+}  // namespace
+
+HistoryLog* HistoryLog::OpenGlobal() {
   const char* path = std::getenv(kHistoryEnvironmentVariable);
   if (path == nullptr || *path == '\0') return nullptr;
   absl::StatusOr<std::unique_ptr<HistoryLog>> log = HistoryLog::Open(path, ProcessOfPath(path));
@@ -32,8 +34,6 @@ HistoryLog* OpenGlobal() {
   }
   return log->release();  // Lives as long as the process: the last lines may come at exit.
 }
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<HistoryLog>> HistoryLog::Open(const std::string& path,
                                                              std::string process) {
@@ -46,11 +46,6 @@ absl::StatusOr<std::unique_ptr<HistoryLog>> HistoryLog::Open(const std::string& 
 }
 
 HistoryLog::~HistoryLog() { ::close(fd_); }
-
-HistoryLog* HistoryLog::Global() {
-  static HistoryLog* const global = OpenGlobal();
-  return global;
-}
 
 int64_t HistoryLog::MonotonicNanos() {
   struct timespec now;
