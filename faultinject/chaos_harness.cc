@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <thread>
@@ -26,6 +27,7 @@
 #include "faultinject/chaos_plan.h"
 #include "faultinject/chaos_processes.h"
 #include "faultinject/history_checker.h"
+#include "faultinject/hostile_traffic.h"
 #include "pipeline/digests/digest_file.h"
 #include "tools/synthetic_imagenet.h"
 
@@ -197,8 +199,16 @@ class ChaosRun {
                              "--max_outstanding_requests=1", "--max_request_bytes=1"}) {
       p.client_flags.push_back(flag);
     }
-    p.client_flags.push_back("--digest_out=" + options_.dir + "/service.jsonl");
-    p.client_flags.push_back("--position_file=" + position_file());
+    if (options_.consumers == 1) {
+      p.client_flags.push_back("--digest_out=" + digest_file(0));
+      p.client_flags.push_back("--position_file=" + position_file(0));
+    } else {
+      for (int i = 0; i < options_.consumers; ++i) {
+        p.consumer_flags.push_back(
+            {absl::StrCat("--consumer=", i), absl::StrCat("--num_consumers=", options_.consumers),
+             "--digest_out=" + digest_file(i), "--position_file=" + position_file(i)});
+      }
+    }
     p.client_flags.push_back(absl::StrCat("--step_ms=", options_.step_ms));
     // Small windows: workers produce (and lease splits) only a few elements ahead of the client,
     // so faults and scaling steps land while the epoch's plan is still being leased.
@@ -218,12 +228,27 @@ class ChaosRun {
     p.history_dir = history_dir();
     std::error_code ignored;
     std::filesystem::remove_all(p.history_dir, ignored);  // Of an earlier run in this directory.
+    absl::Status verified;
     {
       ChaosProcesses processes(p);
       RETURN_IF_ERROR(processes.Start());
+      std::unique_ptr<HostileTraffic> hostile;
+      if (plan_.hostile_traffic) {
+        HostileTrafficOptions h;
+        h.dispatcher_address = processes.dispatcher_address();
+        h.worker_addresses = [&processes] { return processes.ServingWorkerAddresses(); };
+        h.credentials = processes.client_credentials();
+        h.job_name = kChaosJobName;
+        h.seed = plan_.seed;
+        hostile = std::make_unique<HostileTraffic>(std::move(h));
+      }
       RETURN_IF_ERROR(Drive(processes));
+      verified = Verify();
+      if (hostile != nullptr) {
+        const absl::Status refused = CheckHostileTraffic(hostile->Stop());
+        if (verified.ok()) verified = refused;
+      }
     }  // Every process stopped: their histories are complete.
-    const absl::Status verified = Verify();
     const absl::Status checked = VerifyHistory();
     if (verified.ok() || checked.ok()) return verified.ok() ? checked : verified;
     return absl::DataLossError(absl::StrCat(verified.message(), "; ", checked.message()));
@@ -256,7 +281,52 @@ class ChaosRun {
                                             violations[0].message));
   }
 
-  std::string position_file() const { return options_.dir + "/position"; }
+  // Reports the hostile traffic; an error if a server answered a request wrongly.
+  absl::Status CheckHostileTraffic(const HostileTrafficReport& hostile) {
+    for (const auto& [kind, n] : hostile.sent) report_.hostile_requests += n;
+    report_.hostile_violations = hostile.violation_count;
+    std::fprintf(out_,
+                 "hostile clients: %lld requests (%lld while a server was unreachable), %lld "
+                 "jobs opened and abandoned, %lld answered wrongly\n",
+                 static_cast<long long>(report_.hostile_requests),
+                 static_cast<long long>(hostile.unreachable),
+                 static_cast<long long>(hostile.abandoned_jobs),
+                 static_cast<long long>(hostile.violation_count));
+    for (const std::string& violation : hostile.violations) {
+      std::fprintf(out_, "  answered wrongly: %s\n", violation.c_str());
+    }
+    if (hostile.violation_count == 0) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        hostile.violation_count,
+        " hostile request(s) answered wrongly, the first: ", hostile.violations.front()));
+  }
+
+  // Consumer i's position and digest files.
+  std::string position_file(int i) const {
+    return options_.consumers == 1 ? options_.dir + "/position"
+                                   : absl::StrCat(options_.dir, "/position-", i);
+  }
+  std::string digest_file(int i) const {
+    return options_.consumers == 1 ? options_.dir + "/service.jsonl"
+                                   : absl::StrCat(options_.dir, "/service-", i, ".jsonl");
+  }
+
+  // Where the consumers stand together: the epoch the slowest reads, and the rows all of them
+  // delivered of it. Not found until each consumer wrote its position.
+  absl::StatusOr<RunPosition> Position() const {
+    RunPosition together;
+    together.epoch = std::numeric_limits<int64_t>::max();
+    std::vector<RunPosition> each;
+    for (int i = 0; i < options_.consumers; ++i) {
+      ASSIGN_OR_RETURN(RunPosition position, ReadRunPositionFile(env_, position_file(i)));
+      together.epoch = std::min(together.epoch, position.epoch);
+      each.push_back(std::move(position));
+    }
+    for (const RunPosition& position : each) {
+      if (position.epoch == together.epoch) together.rows += position.rows;
+    }
+    return together;
+  }
 
   bool Triggered(const ChaosFault& fault, const ChaosProcesses& processes) const {
     if (fault.after_new_leader) {
@@ -266,7 +336,7 @@ class ChaosRun {
     if (fault.after_previous) {
       return absl::Now() - last_fault_ >= absl::Milliseconds(fault.after_ms);
     }
-    auto position = ReadRunPositionFile(env_, position_file());
+    auto position = Position();
     if (!position.ok()) return false;  // The client has not written it yet.
     if (position->epoch < fault.epoch ||
         (position->epoch == fault.epoch && position->rows < fault.rows)) {
@@ -299,7 +369,7 @@ class ChaosRun {
     const auto named = [this](const std::string& name) {
       return name == kLeader ? struck_leader_ : name;
     };
-    const auto position = ReadRunPositionFile(env_, position_file());
+    const auto position = Position();
     std::fprintf(out_, "  fault %lld (%s) at epoch %lld row %lld%s\n",
                  static_cast<long long>(report_.faults_injected + 1), fault.Describe().c_str(),
                  static_cast<long long>(position.ok() ? position->epoch : 0),
@@ -309,9 +379,15 @@ class ChaosRun {
     processes.RecordHistory("fault", absl::StrCat("number=", report_.faults_injected + 1));
     std::vector<std::string> killed;
     for (const std::string& victim : fault.victims) {
-      if (!processes.running(named(victim))) continue;  // Gone for good in an earlier fault.
-      processes.Kill(named(victim));
-      killed.push_back(named(victim));
+      // "client": every consumer's.
+      const std::vector<std::string> struck =
+          victim == "client" ? processes.clients() : std::vector<std::string>{named(victim)};
+      for (const std::string& name : struck) {
+        // Gone for good in an earlier fault, or a client that finished.
+        if (!processes.running(name)) continue;
+        processes.Kill(name);
+        killed.push_back(name);
+      }
     }
     if (fault.cut_leader) processes.CutFromEtcd(struck_leader_);
     if (fault.heal_cut) {
@@ -329,7 +405,7 @@ class ChaosRun {
     if (fault.for_good) return true;
     for (const std::string& victim : killed) {
       processes.Restart(victim);
-      if (victim != "client") recovering_.push_back(victim);
+      if (!ChaosProcesses::IsClient(victim)) recovering_.push_back(victim);
     }
     return true;
   }
@@ -378,7 +454,7 @@ class ChaosRun {
 
   // Notes how long the client's position has not advanced.
   void WatchStall() {
-    const auto position = ReadRunPositionFile(env_, position_file());
+    const auto position = Position();
     if (!position.ok()) return;  // Not written yet.
     const absl::Time now = absl::Now();
     if (position->epoch != last_position_.epoch || position->rows != last_position_.rows) {
@@ -407,7 +483,8 @@ class ChaosRun {
   absl::Status Drive(ChaosProcesses& processes) {
     const absl::Time deadline = absl::Now() + absl::Seconds(options_.timeout_seconds);
     size_t next = 0;
-    bool client_finished = false;
+    bool client_finished = false;  // Every consumer's client.
+    int clients_finished = 0;
     while (true) {
       if (client_finished) {
         // Only the replicas' checks and the faults that wait for a new leader remain to do
@@ -422,9 +499,9 @@ class ChaosRun {
         WatchStall();
       }
       for (const auto& [name, code] : processes.ReapExited()) {
-        if (name == "client") {
+        if (ChaosProcesses::IsClient(name)) {
           if (code == 0) {
-            client_finished = true;
+            client_finished = ++clients_finished == options_.consumers;
             continue;
           }
           return absl::InternalError(absl::StrCat("the client exited with code ", code, " (see ",
@@ -441,7 +518,7 @@ class ChaosRun {
         processes.Restart(name);
       }
       for (const std::string& name : processes.names()) {
-        if (name != "client") RETURN_IF_ERROR(processes.Serving(name).status());
+        if (!ChaosProcesses::IsClient(name)) RETURN_IF_ERROR(processes.Serving(name).status());
       }
       RETURN_IF_ERROR(WatchReplicas(processes));
       if (next < plan_.faults.size()) {
@@ -468,37 +545,59 @@ class ChaosRun {
 
   absl::Status Verify() {
     ASSIGN_OR_RETURN(const auto reference, ReadDigestFile(env_, options_.dir + "/reference.jsonl"));
-    ASSIGN_OR_RETURN(const auto service, ReadDigestFile(env_, options_.dir + "/service.jsonl"));
+    std::vector<std::map<int64_t, DigestLine>> consumers;
+    for (int i = 0; i < options_.consumers; ++i) {
+      ASSIGN_OR_RETURN(auto digests, ReadDigestFile(env_, digest_file(i)));
+      consumers.push_back(std::move(digests));
+    }
     std::vector<std::string> wrong;
     for (int64_t epoch = 0; epoch < plan_.epochs; ++epoch) {
       auto want = reference.find(epoch);
-      auto got = service.find(epoch);
       if (want == reference.end()) {
         return absl::InternalError(absl::StrCat("no reference for epoch ", epoch));
       }
-      if (got == service.end()) {
-        std::fprintf(out_, "epoch %lld: MISSING from the client's digest file\n",
-                     static_cast<long long>(epoch));
+      // The consumers' union: the multiset digest is a wrapping sum of the row hashes.
+      DigestLine g;
+      std::vector<std::string> shares;
+      std::vector<int> missing;
+      for (int i = 0; i < options_.consumers; ++i) {
+        auto got = consumers[i].find(epoch);
+        if (got == consumers[i].end()) {
+          missing.push_back(i);
+          continue;
+        }
+        g.rows += got->second.rows;
+        g.multiset += got->second.multiset;
+        g.dropped += got->second.dropped;
+        shares.push_back(absl::StrCat(got->second.rows));
+      }
+      if (!missing.empty()) {
+        std::fprintf(out_, "epoch %lld: MISSING from the digest file of consumer(s) %s\n",
+                     static_cast<long long>(epoch), absl::StrJoin(missing, ", ").c_str());
         wrong.push_back(absl::StrCat(epoch));
         continue;
       }
+      const std::string by_consumer =
+          options_.consumers == 1
+              ? ""
+              : absl::StrCat(" (", absl::StrJoin(shares, " + "), " by consumer)");
       const DigestLine& w = want->second;
-      const DigestLine& g = got->second;
       if (g.rows == w.rows && g.multiset == w.multiset) {
         std::fprintf(out_,
-                     "epoch %lld: %lld rows, multiset %s = reference, %lld duplicates/recomputed "
+                     "epoch %lld: %lld rows%s, multiset %s = reference, %lld duplicates/recomputed "
                      "dropped: exactly once\n",
                      static_cast<long long>(epoch), static_cast<long long>(g.rows),
-                     HashToHex(g.multiset).c_str(), static_cast<long long>(g.dropped));
+                     by_consumer.c_str(), HashToHex(g.multiset).c_str(),
+                     static_cast<long long>(g.dropped));
         ++report_.epochs_verified;
         report_.rows_verified += g.rows;
       } else {
         std::fprintf(out_,
-                     "epoch %lld: MISMATCH: %lld rows, multiset %s; reference %lld rows, "
+                     "epoch %lld: MISMATCH: %lld rows%s, multiset %s; reference %lld rows, "
                      "multiset %s\n",
                      static_cast<long long>(epoch), static_cast<long long>(g.rows),
-                     HashToHex(g.multiset).c_str(), static_cast<long long>(w.rows),
-                     HashToHex(w.multiset).c_str());
+                     by_consumer.c_str(), HashToHex(g.multiset).c_str(),
+                     static_cast<long long>(w.rows), HashToHex(w.multiset).c_str());
         wrong.push_back(absl::StrCat(epoch));
       }
     }
@@ -545,6 +644,10 @@ std::string ChaosCommandLine(const ChaosOptions& options) {
   if (options.transport != defaults.transport) {
     absl::StrAppend(&line, " --transport ", options.transport);
   }
+  if (options.hostile) absl::StrAppend(&line, " --hostile");
+  if (options.consumers != defaults.consumers) {
+    absl::StrAppend(&line, " --consumers ", options.consumers);
+  }
   return line;
 }
 
@@ -557,6 +660,18 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
       plan->cache_policy = *policy;
     } else {
       plan = policy.status();
+    }
+  }
+  if (plan.ok() && (options.consumers < 1 || options.consumers > 16)) {
+    plan = absl::InvalidArgumentError(
+        absl::StrCat("--consumers ", options.consumers, ": expected 1 to 16"));
+  }
+  if (plan.ok() && options.hostile) {
+    if (plan->replicas > 0) {
+      plan = absl::InvalidArgumentError(absl::StrCat(
+          "--hostile: not with the replicated dispatcher's scenario ", options.scenario));
+    } else {
+      plan->hostile_traffic = true;
     }
   }
   if (plan.ok() && !options.failpoints.empty()) {
@@ -586,18 +701,20 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
   }
   std::fprintf(
       out,
-      "granary chaos: scenario %s, seed %llu, %s%d workers + %d standby, %lld "
-      "epochs of %lld rows, cache %s%s\n",
+      "granary chaos: scenario %s, seed %llu, %s%d workers + %d standby, %d consumer%s, %lld "
+      "epochs of %lld rows, cache %s%s%s\n",
       plan->scenario.c_str(), static_cast<unsigned long long>(plan->seed),
       plan->replicas == 0
           ? ""
           : absl::StrCat(plan->replicas, " dispatcher replicas over 3 etcd members, ").c_str(),
-      plan->workers, plan->standby, static_cast<long long>(plan->epochs),
-      static_cast<long long>(options.images), CachePolicyName(plan->cache_policy).c_str(),
+      plan->workers, plan->standby, options.consumers, options.consumers == 1 ? "" : "s",
+      static_cast<long long>(plan->epochs), static_cast<long long>(options.images),
+      CachePolicyName(plan->cache_policy).c_str(),
       options.failpoints.empty()
           ? ""
           : absl::StrCat(", failpoints ", options.failpoints, " in ", options.failpoint_process)
-                .c_str());
+                .c_str(),
+      plan->hostile_traffic ? ", hostile clients alongside" : "");
   for (const ChaosFault& fault : plan->faults) {
     std::fprintf(out, "  plan: %s\n", fault.Describe().c_str());
   }

@@ -44,6 +44,13 @@ struct ChaosOptions {
   // How the client reads the workers' elements: "tcp", or "shm" (shared memory, every element
   // by segment: the workers run with --local_transport=shm --shm_min_bytes=0).
   std::string transport = "tcp";
+  // Hostile and misbehaving clients alongside the run (hostile_traffic.h), whatever the
+  // scenario; the scenario `hostile` always has them. Not with the replicated dispatcher.
+  bool hostile = false;
+  // Consumers of the job, each a client process ("client-<i>" when more than one): each
+  // writes its own digests, and their union must be the reference's, exactly once. A fault
+  // striking "client" strikes every consumer.
+  int consumers = 1;
   int64_t timeout_seconds = 180;
 };
 
@@ -62,6 +69,10 @@ struct ChaosReport {
   // Of a fault that struck the leader: from the fault until another replica led alone (-1
   // without such a fault).
   double new_leader_seconds = -1;
+  // Hostile traffic alongside the run: requests sent, and those answered wrongly (a violation
+  // fails the run).
+  int64_t hostile_requests = 0;
+  int64_t hostile_violations = 0;
 };
 
 // Runs the scenario, printing its progress, one verdict line per epoch and a final line

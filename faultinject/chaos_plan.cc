@@ -131,8 +131,8 @@ std::string ChaosFault::Describe() const {
 
 const std::vector<std::string>& ChaosScenarios() {
   static const auto* scenarios = new std::vector<std::string>{
-      "nofail",  "recover", "failover", "killall",         "dispatcher",      "putfail",
-      "getfail", "scale",   "random",   "leader_failover", "leader_partition"};
+      "nofail",  "recover", "failover", "killall", "dispatcher",      "putfail",
+      "getfail", "scale",   "random",   "hostile", "leader_failover", "leader_partition"};
   return *scenarios;
 }
 
@@ -234,7 +234,8 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
     }
     plan.faults.push_back(std::move(after));
     return plan;
-  } else {  // random
+  } else {  // random, hostile
+    plan.hostile_traffic = scenario == "hostile";
     plan.cache_policy = SomeCachePolicy(draws, /*compute_too=*/true);
     plan.standby = 1;
     AddRandomFaults(draws, rows_per_epoch, plan);

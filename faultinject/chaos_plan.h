@@ -20,6 +20,9 @@
 //               client — or scaling the job — several in one epoch at times, some right after
 //               the previous fault's restart or scaling step (a fault during recovery), under a
 //               random cache policy
+//   hostile     random's faults while hostile and misbehaving clients run alongside
+//               (hostile_traffic.h: requests the servers must refuse, jobs opened and abandoned);
+//               any scenario can have them too (--hostile)
 // The replicated scenarios run the replicated dispatcher instead (issue 32): a local etcd of 3
 // members and 3 replicas "replica-<i>", each reaching each member through its own TcpProxy;
 // workers and client are given every replica's address. "The leader" is whichever replica leads
@@ -94,6 +97,8 @@ struct ChaosPlan {
   int replicas = 0;
   int64_t epochs = 3;
   CachePolicy cache_policy = CACHE_COMPUTE;
+  // Hostile and misbehaving clients alongside the run (hostile_traffic.h).
+  bool hostile_traffic = false;
   std::vector<ChaosFault> faults;
 };
 

@@ -74,7 +74,8 @@ void ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
   const bool worker = absl::StartsWith(name, "worker-");
   std::vector<std::string> specs;
   if (with_failpoints && !options_.failpoints.empty() &&
-      (options_.failpoint_process == name || (options_.failpoint_process == "workers" && worker))) {
+      (options_.failpoint_process == name || (options_.failpoint_process == "workers" && worker) ||
+       (options_.failpoint_process == kClient && IsClient(name)))) {
     specs.push_back(options_.failpoints);
   }
   if (worker && !options_.every_worker_failpoints.empty()) {
@@ -248,14 +249,35 @@ absl::Status ChaosProcesses::Start() {
                   options_.extra_worker_flags.end());
     Launch(name, true);
   }
-  Process& client = processes_[kClient];
-  client.server = false;
-  client.argv = {options_.binary, "run", "--dispatcher=" + dispatcher_address_};
-  for (const std::string& flag : TransportSecurityFlags(client_security))
-    client.argv.push_back(flag);
-  client.argv.insert(client.argv.end(), options_.client_flags.begin(), options_.client_flags.end());
-  Launch(kClient, true);
+  std::vector<std::vector<std::string>> consumers = options_.consumer_flags;
+  if (consumers.empty()) consumers.emplace_back();
+  for (size_t i = 0; i < consumers.size(); ++i) {
+    const std::string name =
+        options_.consumer_flags.empty() ? kClient : absl::StrCat(kClient, "-", i);
+    Process& client = processes_[name];
+    client.server = false;
+    client.argv = {options_.binary, "run", "--dispatcher=" + dispatcher_address_};
+    for (const std::string& flag : TransportSecurityFlags(client_security)) {
+      client.argv.push_back(flag);
+    }
+    client.argv.insert(client.argv.end(), options_.client_flags.begin(),
+                       options_.client_flags.end());
+    client.argv.insert(client.argv.end(), consumers[i].begin(), consumers[i].end());
+    Launch(name, true);
+  }
   return absl::OkStatus();
+}
+
+bool ChaosProcesses::IsClient(const std::string& name) {
+  return name == kClient || absl::StartsWith(name, absl::StrCat(kClient, "-"));
+}
+
+std::vector<std::string> ChaosProcesses::clients() const {
+  std::vector<std::string> out;
+  for (const auto& [name, p] : processes_) {
+    if (IsClient(name)) out.push_back(name);
+  }
+  return out;
 }
 
 bool ChaosProcesses::running(const std::string& name) const {
@@ -323,6 +345,16 @@ void ChaosProcesses::CutFromEtcd(const std::string& replica) {
 
 void ChaosProcesses::HealFromEtcd(const std::string& replica) {
   for (const auto& proxy : etcd_proxies_.at(ReplicaIndex(replica))) proxy->Heal();
+}
+
+std::vector<std::string> ChaosProcesses::ServingWorkerAddresses() const {
+  std::vector<std::string> addresses;
+  for (const auto& [name, p] : processes_) {
+    if (absl::StartsWith(name, "worker-") && running(name) && p.serving) {
+      addresses.push_back(p.address);
+    }
+  }
+  return addresses;
 }
 
 void ChaosProcesses::RecordHistory(absl::string_view op, absl::string_view fields) {

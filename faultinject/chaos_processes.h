@@ -47,6 +47,9 @@ struct ChaosProcessesOptions {
   int replicas = 0;
   // The client's command line after "granary run --dispatcher HOST:PORT".
   std::vector<std::string> client_flags;
+  // Several consumers of the job: one client per entry, "client-<i>", its flags client_flags and
+  // then these (its --consumer, its digest and position files). Empty: one client, "client".
+  std::vector<std::vector<std::string>> consumer_flags;
   // Flags added to every worker's command line.
   std::vector<std::string> extra_worker_flags;
   // GRANARY_FAILPOINTS for the first start of one process ("workers" = every worker); restarts
@@ -77,8 +80,12 @@ class ChaosProcesses {
   // etcd is not ready or no replica leads within a minute.
   absl::Status Start();
 
-  // Names of every process: dispatcher (or replica-0…), worker-0…, client.
+  // Names of every process: dispatcher (or replica-0…), worker-0…, client (or client-0…).
   std::vector<std::string> names() const;
+  // The clients: {"client"}, or one "client-<i>" per consumer.
+  std::vector<std::string> clients() const;
+  // Whether `name` is a client's ("client", "client-<i>").
+  static bool IsClient(const std::string& name);
   bool running(const std::string& name) const;
   // SIGKILLs `name` and reaps it.
   void Kill(const std::string& name);
@@ -107,6 +114,13 @@ class ChaosProcesses {
   // HealFromEtcd; its workers and the client still reach it.
   void CutFromEtcd(const std::string& replica);
   void HealFromEtcd(const std::string& replica);
+
+  // The addresses of the workers that serve now (announced since they last started).
+  std::vector<std::string> ServingWorkerAddresses() const;
+  // The client's credentials (its identity's certificate), for the harness's own calls.
+  const std::shared_ptr<grpc::ChannelCredentials>& client_credentials() const {
+    return credentials_;
+  }
 
   // Appends the harness's own event to the history (common/FORMAT.md); nothing without one.
   void RecordHistory(absl::string_view op, absl::string_view fields);

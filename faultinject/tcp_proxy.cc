@@ -42,7 +42,8 @@ absl::StatusOr<std::unique_ptr<TcpProxy>> TcpProxy::Start(const std::string& ups
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t length = sizeof(address);
-  if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+  if (listener < 0 ||
+      ::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
       ::listen(listener, 64) != 0 ||
       ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     if (listener >= 0) ::close(listener);
@@ -90,9 +91,8 @@ void TcpProxy::Cut() {
     int asked;
   } done{this, asked};
   mu_.Await(absl::Condition(
-      +[](Done* d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(d->self->mu_) {
-        return d->self->cuts_done_ >= d->asked;
-      },
+      +[](Done* d)
+           ABSL_EXCLUSIVE_LOCKS_REQUIRED(d->self->mu_) { return d->self->cuts_done_ >= d->asked; },
       &done));
 }
 

@@ -17,15 +17,15 @@
 namespace granary {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::CommandResult;
+using ::testing::HasSubstr;
 using testing::RunCommand;
 
 // Runs `granary chaos ARGS` in a scratch directory removed afterwards (a FAIL keeps its files).
 CommandResult Chaos(const std::string& args) {
   testing::ScopedTempDir dir;
-  return RunCommand(absl::StrCat(GRANARY_BINARY, " chaos --dir ", dir.Join("chaos"), " ", args,
-                                 " 2>&1"));
+  return RunCommand(
+      absl::StrCat(GRANARY_BINARY, " chaos --dir ", dir.Join("chaos"), " ", args, " 2>&1"));
 }
 
 // The "k/n faults injected" and "m failpoint firings" counts of a verdict line.
@@ -185,8 +185,7 @@ TEST_P(ChaosFailpointTest, CrashAtTheFailpointThenExactlyOnce) {
 
 INSTANTIATE_TEST_SUITE_P(Failpoints, ChaosFailpointTest, ::testing::ValuesIn(kFailpointCases),
                          [](const ::testing::TestParamInfo<FailpointCase>& info) {
-                           return std::regex_replace(info.param.failpoint, std::regex("[.]"),
-                                                     "_");
+                           return std::regex_replace(info.param.failpoint, std::regex("[.]"), "_");
                          });
 
 TEST(ChaosStartTest, ADispatcherCrashingBeforeItServesIsRestarted) {
@@ -203,7 +202,8 @@ TEST(ChaosStartTest, ADispatcherCrashingBeforeItServesIsRestarted) {
 TEST(ChaosFailpointCoverageTest, EveryFailpointHasACase) {
   std::set<std::string> covered;
   for (const FailpointCase& c : kFailpointCases) covered.insert(c.failpoint);
-  for (const Failpoint* point : kAllFailpoints) EXPECT_TRUE(covered.count(point->name)) << point->name;
+  for (const Failpoint* point : kAllFailpoints)
+    EXPECT_TRUE(covered.count(point->name)) << point->name;
 }
 
 TEST(ChaosHarnessTest, InjectedErrorsAreRetriedOrSkippedExactlyOnce) {
@@ -241,6 +241,8 @@ TEST(ChaosHarnessTest, BadArgumentsAreNamed) {
       {"--cache sometimes", "sometimes"},
       {"--soak --scenarios leader_failover,leader", "--scenarios: unknown chaos scenario 'leader'"},
       {"--scenarios leader_failover", "--scenarios is for --soak"},
+      {"--scenario leader_partition --hostile", "--hostile: not with the replicated"},
+      {"--consumers 0", "--consumers 0: expected 1 to 16"},
       // The replicated scenarios have replicas, no "dispatcher".
       {"--scenario leader_failover --inject 'dispatcher:journal.mid_group_commit=crash'",
        "no process 'dispatcher' to arm (replica-0 to replica-2, client"},
@@ -254,6 +256,39 @@ TEST(ChaosHarnessTest, BadArgumentsAreNamed) {
   EXPECT_EQ(no_colon.exit_code, 2);
   EXPECT_THAT(no_colon.output, HasSubstr("expected PROCESS:SPEC"));
 }
+
+// Hostile and misbehaving clients alongside random faults (issue 33): every hostile request is
+// refused as it deserves, the abandoned jobs change nothing, the digests stay exact.
+TEST(ChaosHarnessTest, HostileClientsAlongsideAreRefusedAndChangeNothing) {
+  for (const char* args :
+       {"--scenario hostile --seed 11", "--scenario recover --seed 2 --hostile"}) {
+    const CommandResult r = Chaos(args);
+    EXPECT_EQ(r.exit_code, 0) << "granary chaos " << args << ":\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr("hostile clients alongside")) << args;
+    EXPECT_THAT(r.output, ::testing::ContainsRegex(
+                              "hostile clients: [1-9][0-9]* requests .* 0 answered wrongly"))
+        << "granary chaos " << args << ":\n"
+        << r.output;
+  }
+}
+
+// A bigger shape (issue 33, class 6): 4 workers and 2 consumers, each a client process with its
+// own digests; the union of their epochs must be the reference's, exactly once, through the
+// faults (a fault striking "client" strikes both).
+class ChaosBiggerShapeTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ChaosBiggerShapeTest, TwoConsumersOfFourWorkersTogetherReadEachElementOnce) {
+  const std::string args =
+      absl::StrCat("--scenario ", GetParam(), " --seed 21 --workers 4 --consumers 2");
+  const CommandResult r = Chaos(args);
+  EXPECT_EQ(r.exit_code, 0) << "granary chaos " << args << ":\n" << r.output;
+  EXPECT_THAT(r.output, HasSubstr("4 workers")) << r.output;
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("epoch 2: 512 rows \\([0-9]+ \\+ [0-9]+ by "
+                                                 "consumer\\), .* exactly once"))
+      << "granary chaos " << args << ":\n" << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, ChaosBiggerShapeTest, ::testing::Values("killall", "random"));
 
 TEST(ChaosHarnessTest, FailpointsAreListed) {
   const CommandResult r = Chaos("--failpoints");

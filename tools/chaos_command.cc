@@ -34,7 +34,8 @@ GRANARY_COMMAND_BORROWS_FLAG(int64_t, images);
 GRANARY_COMMAND_BORROWS_FLAG(int32_t, step_ms);
 
 ABSL_FLAG(std::string, scenario, "nofail",
-          "nofail, recover, failover, killall, dispatcher, putfail, getfail, scale, random, or "
+          "nofail, recover, failover, killall, dispatcher, putfail, getfail, scale, random, "
+          "hostile, or "
           "(the replicated dispatcher over a local etcd; needs Debian's etcd binary) "
           "leader_failover or leader_partition.");
 ABSL_FLAG(bool, failpoints, false, "List the failpoints and exit.");
@@ -46,6 +47,13 @@ ABSL_FLAG(std::string, cache, "",
 ABSL_FLAG(std::string, transport, "tcp",
           "How the client reads the workers' elements: tcp, or shm (shared memory; every element "
           "by segment). A soak draws it for each run.");
+ABSL_FLAG(bool, hostile, false,
+          "Hostile and misbehaving clients alongside the scenario: requests the servers must "
+          "refuse, jobs opened and abandoned (not with the replicated scenarios). A soak draws it "
+          "for a quarter of its runs.");
+ABSL_FLAG(int32_t, consumers, 1,
+          "Consumers of the job, each a client process; their union must be exactly once. A soak "
+          "runs a quarter of its runs with 4 workers and 2 consumers.");
 ABSL_FLAG(bool, soak, false, "Loop random scenarios and seeds until --minutes pass or one fails.");
 ABSL_FLAG(double, minutes, 10, "How long --soak runs.");
 ABSL_FLAG(std::vector<std::string>, scenarios, {},
@@ -115,7 +123,7 @@ int Soak(ChaosOptions base, const std::vector<std::string>& scenarios, const std
     std::fprintf(stderr, "granary chaos: %s\n", std::string(made.message()).c_str());
     return 1;
   }
-  int64_t runs = 0, faults = 0, firings = 0, rows = 0;
+  int64_t runs = 0, faults = 0, firings = 0, rows = 0, hostile_runs = 0, hostile_requests = 0;
   std::map<std::string, int64_t> per_scenario;
   // Of the runs whose leader was struck (the replicated scenarios): how many, the longest time
   // until another replica led, and the trainer's longest stall.
@@ -129,6 +137,11 @@ int Soak(ChaosOptions base, const std::vector<std::string>& scenarios, const std
     options.seed = draws() % 1000000;
     options.transport = draws() % 2 == 0 ? "tcp" : "shm";
     MaybeArmRandomFailpoint(draws, options);
+    options.hostile = !IsReplicatedScenario(options.scenario) && draws() % 4 == 0;
+    if (draws() % 4 == 0) {  // A bigger shape.
+      options.workers = 4;
+      options.consumers = 2;
+    }
     options.dir = absl::StrCat(dir, "/run-", runs);
     const std::string output = options.dir + ".out";
     std::FILE* out = std::fopen(output.c_str(), "w");
@@ -154,6 +167,10 @@ int Soak(ChaosOptions base, const std::vector<std::string>& scenarios, const std
     firings += report.failpoint_firings;
     rows += report.rows_verified;
     ++per_scenario[options.scenario];
+    if (options.hostile) {
+      ++hostile_runs;
+      hostile_requests += report.hostile_requests;
+    }
     std::string leader;
     if (report.new_leader_seconds >= 0) {
       ++leader_faults;
@@ -181,6 +198,12 @@ int Soak(ChaosOptions base, const std::vector<std::string>& scenarios, const std
       static_cast<long long>(runs), absl::ToDoubleMinutes(absl::Now() - start),
       static_cast<long long>(faults), static_cast<long long>(firings), static_cast<long long>(rows),
       mix.c_str());
+  if (hostile_runs > 0) {
+    std::printf(
+        "soak: %lld runs with hostile clients alongside: %lld hostile requests, each "
+        "answered as it deserved\n",
+        static_cast<long long>(hostile_runs), static_cast<long long>(hostile_requests));
+  }
   if (leader_faults > 0) {
     std::printf(
         "soak: %lld runs struck the leader: another replica led after at most %.2f s, the "
@@ -195,7 +218,8 @@ int Soak(ChaosOptions base, const std::vector<std::string>& scenarios, const std
 int ChaosCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary chaos --scenario S --seed N [--workers W] [--epochs E] [--dir D] [--cache C] "
-      "[--inject PROCESS:SPEC] [--images N] [--step_ms T] [--transport tcp|shm] | "
+      "[--inject PROCESS:SPEC] [--images N] [--step_ms T] [--transport tcp|shm] [--hostile] "
+      "[--consumers K] | "
       "granary chaos --soak --minutes M "
       "[--seed N] [--scenarios S,S...] | granary chaos --failpoints");
   // This command's defaults for flags it shares with other commands.
@@ -216,6 +240,8 @@ int ChaosCommand(int argc, char** argv) {
   options.cache_policy = absl::GetFlag(FLAGS_cache);
   options.testonly_break_workers = absl::GetFlag(FLAGS_testonly_break_workers);
   options.transport = absl::GetFlag(FLAGS_transport);
+  options.hostile = absl::GetFlag(FLAGS_hostile);
+  options.consumers = absl::GetFlag(FLAGS_consumers);
   if (options.transport != "tcp" && options.transport != "shm") {
     std::fprintf(stderr, "granary chaos: --transport '%s': expected tcp or shm\n",
                  options.transport.c_str());
