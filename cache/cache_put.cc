@@ -10,6 +10,7 @@
 #include "cache/cache_chunk_format.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoints.h"
+#include "common/history_log.h"
 #include "common/status_macros.h"
 
 namespace granary {
@@ -220,6 +221,9 @@ absl::Status CachePut::CommitSealed(int64_t n) {
     chunk->committed = true;
   }
   if (!pending.empty()) RETURN_IF_ERROR(options_.env->SyncDir(options_.dir));
+  for (Chunk* chunk : pending) {
+    GRANARY_HISTORY_RECORD("cache_commit", "ok", "chunk=", chunk->meta.path());
+  }
   return absl::OkStatus();
 }
 

@@ -22,6 +22,7 @@
 #include "cache/cache_chunk_guard.h"
 #include "cache/cache_op_declarations.h"
 #include "common/failpoints.h"
+#include "common/history_log.h"
 #include "common/status_macros.h"
 #include "pipeline/core/source.h"
 #include "pipeline/sources/source_files.h"
@@ -172,6 +173,7 @@ absl::StatusOr<std::unique_ptr<SplitReader>> OpenManifestChunk(const Params& par
                                                    " records, cannot resume after ", records_done));
   }
   absl::StatusOr<LoadedChunk> loaded = LoadChunk(params, context, split);
+  GRANARY_HISTORY_RECORD("cache_read", loaded.ok() ? "ok" : "fail", "chunk=", split.file());
   if (loaded.ok()) {
     return std::make_unique<CheckedChunkReader>(split, *std::move(loaded), records_done,
                                                 context.pool);

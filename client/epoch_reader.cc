@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "client/position.h"
 #include "common/grpc_status.h"
+#include "common/history_log.h"
 #include "common/status_macros.h"
 
 namespace granary {
@@ -20,6 +21,22 @@ constexpr uint64_t kMaxBackoffUs = 500'000;
 constexpr absl::Duration kClockPoll = absl::Milliseconds(50);
 // A payload that fails its checksum this many times in a row is DataLoss.
 constexpr int kMaxChecksumFailures = 3;
+
+// The history's fields (common/FORMAT.md) naming a task of a consumer's epoch.
+std::string TaskOfEpochFields(int64_t job_id, int64_t epoch, int32_t consumer, int64_t task_id) {
+  return absl::StrCat("job=", job_id, " epoch=", epoch, " consumer=", consumer, " task=", task_id);
+}
+
+// "task:index,…" of a resumed position's next indices ("" without one).
+std::string RestoredIndices(const ClientPosition* position) {
+  if (position == nullptr) return "";
+  std::vector<std::string> entries;
+  for (const auto& [task_id, index] : position->next_index()) {
+    entries.push_back(absl::StrCat(task_id, ":", index));
+  }
+  std::sort(entries.begin(), entries.end());
+  return absl::StrJoin(entries, ",");
+}
 
 // Errors a retry cannot cure: the request itself is wrong, or the task's data is corrupt
 // (recomputing it anywhere would meet the same corruption).
@@ -68,6 +85,8 @@ absl::StatusOr<std::unique_ptr<GrpcEpochReader>> GrpcEpochReader::Start(
         task.next_fetch = task.next_deliver = index;
       }
     }
+    GRANARY_HISTORY_RECORD("read_epoch", "info", "job=", job_id, " epoch=", epoch,
+                           " consumer=", consumer, " restored=", RestoredIndices(position));
     reader->last_answer_us_ = reader->connection_->env()->NowMicros();
     for (auto& entry : reader->tasks_) reader->StartFetching(entry.second.get());
     reader->fetching_ = true;
@@ -83,6 +102,9 @@ void GrpcEpochReader::StartFetching(Task* task) {
 
 void GrpcEpochReader::MarkDone(Task* task) {
   task->done = true;
+  GRANARY_HISTORY_RECORD("task_done", "info",
+                         TaskOfEpochFields(job_id_, epoch_, consumer_, task->id),
+                         " elements=", task->next_fetch);
   if (!tasks_final_ && std::all_of(tasks_.begin(), tasks_.end(),
                                    [](const auto& entry) { return entry.second->done; })) {
     heartbeat_wanted_ = true;
@@ -135,7 +157,11 @@ absl::Status GrpcEpochReader::Next(ReceivedElement* element, bool* end) {
   }
   if (!queue_.empty()) {
     Queued& front = queue_.front();
-    tasks_.at(front.task_id)->next_deliver = front.index + 1;
+    Task& delivered = *tasks_.at(front.task_id);
+    delivered.next_deliver = front.index + 1;
+    GRANARY_HISTORY_RECORD("deliver", "ok",
+                           TaskOfEpochFields(job_id_, epoch_, consumer_, front.task_id),
+                           " index=", front.index, " gen=", delivered.generation);
     ++stats_.elements;
     stats_.payload_bytes += front.bytes;
     if (front.shared_memory) ++stats_.shared_memory_elements;
@@ -468,6 +494,11 @@ void GrpcEpochReader::FetchLoop(Task* task) {
       last_answer_us_ = connection_->env()->NowMicros();
       stats_.recomputed_dropped += reply.recomputed;
       stats_.duplicates_dropped += checked.duplicates;
+      if (checked.duplicates > 0) {
+        GRANARY_HISTORY_RECORD("drop_dup", "info",
+                               TaskOfEpochFields(job_id_, epoch_, consumer_, task->id),
+                               " count=", checked.duplicates, " below=", request.from_index());
+      }
       task->next_fetch += static_cast<int64_t>(checked.accepted.size());
       for (Queued& queued : checked.accepted) {
         queued_bytes_ += queued.bytes;

@@ -3,8 +3,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/crc32c.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoints.h"
+#include "common/history_log.h"
 #include "common/status_macros.h"
 #include "dispatcher/state_invariants.h"
 #include "glog/logging.h"
@@ -21,6 +23,7 @@ absl::StatusOr<std::unique_ptr<DispatcherCore>> DispatcherCore::Open(
 absl::Status DispatcherCore::Recover() {
   const uint64_t start = options_.env->NowMicros();
   const std::string name = log_->Describe();
+  GRANARY_HISTORY_RECORD("journal_recover", "invoke", "");
   ASSIGN_OR_RETURN(DurableLog::Recovered recovered, log_->Recover());
   absl::MutexLock lock(&mu_);
   if (recovered.has_snapshot) {
@@ -36,6 +39,8 @@ absl::Status DispatcherCore::Recover() {
   for (const auto& [seq, bytes] : recovered.records) {
     RETURN_IF_ERROR(ApplyRecord(seq, bytes));
   }
+  GRANARY_HISTORY_RECORD("journal_recover", "ok", "last_seq=", state_.applied_seq(),
+                         " snapshot_seq=", recovered.snapshot_seq);
   if (!recovered.records.empty()) {
     RETURN_IF_ERROR(Annotate(CheckStateInvariants(state_),
                              absl::StrCat(name, ": after replaying to ", state_.applied_seq())));
@@ -58,6 +63,7 @@ absl::Status DispatcherCore::ApplyRecord(uint64_t seq, const std::string& bytes)
   // ordering errors matter.
   const absl::Status status = state_.Apply(seq, update);
   if (state_.applied_seq() != seq) return status;
+  GRANARY_HISTORY_RECORD("journal_replay", "ok", "seq=", seq, " crc=", crc32c::Value(bytes));
   if (options_.check_invariants) CheckInvariantsOrDie(seq);
   ++records_since_snapshot_;
   return absl::OkStatus();
@@ -160,6 +166,10 @@ absl::Status DispatcherCore::Propose(const Build& build, const Then& then) {
 
 absl::Status DispatcherCore::AppendAndApply(const Update& update, bool built, const Then& then) {
   absl::StatusOr<uint64_t> seq = log_->Append(SerializeDeterministically(update));
+  if (seq.ok()) {
+    GRANARY_HISTORY_RECORD("journal_commit", "ok", "seq=", *seq,
+                           " crc=", crc32c::Value(SerializeDeterministically(update)));
+  }
   // An injected error here is an apply that cannot happen: like a failed append, it stops the
   // core (the record is durable; a restart replays it).
   if (seq.ok()) {

@@ -5,11 +5,33 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/cache_policy.h"
+#include "common/history_log.h"
 #include "common/status_macros.h"
 #include "dispatcher/assignment_policy.h"
 #include "dispatcher/request_limits.h"
 
 namespace granary {
+
+namespace {
+
+// The history's fields of a task (common/FORMAT.md): "job=… epoch=… consumer=… task=… gen=…
+// worker=…".
+std::string TaskFields(const TaskState& task) {
+  return absl::StrCat("job=", task.job_id(), " epoch=", task.epoch(), " consumer=", task.consumer(),
+                      " task=", task.task_id(), " gen=", task.generation(),
+                      " worker=", task.worker_id());
+}
+
+// The ids of the last `n` splits leased to `task`, comma-separated.
+std::string LastLeased(const TaskState& task, int64_t n) {
+  std::string ids;
+  for (int64_t i = task.leased_size() - n; i < task.leased_size(); ++i) {
+    absl::StrAppend(&ids, ids.empty() ? "" : ",", task.leased(i).id());
+  }
+  return ids;
+}
+
+}  // namespace
 
 absl::StatusOr<DispatcherState> DispatcherState::FromProto(const DispatcherStateProto& proto) {
   DispatcherState s;
@@ -341,6 +363,9 @@ absl::Status DispatcherState::ApplyLeaseSplits(const LeaseSplitsUpdate& u) {
                                     : std::min<int64_t>(std::max<int64_t>(u.max(), 0),
                                                         epoch->plan_size() - epoch->next_split());
   for (int64_t i = 0; i < n; ++i) *task.add_leased() = epoch->plan(epoch->next_split() + i);
+  if (n > 0) {
+    GRANARY_HISTORY_RECORD("lease", "ok", TaskFields(task), " splits=", LastLeased(task, n));
+  }
   epoch->set_next_split(epoch->next_split() + n);
   return absl::OkStatus();
 }
@@ -609,6 +634,7 @@ void DispatcherState::AddTask(EpochState& epoch, int32_t consumer, int32_t slot,
   if (!task.worker_id().empty()) ++loads[task.worker_id()];
   epoch.add_task_ids(task.task_id());
   IndexTask(task);
+  GRANARY_HISTORY_RECORD("assign", "ok", TaskFields(task));
   tasks_.emplace(task.task_id(), std::move(task));
 }
 
@@ -625,6 +651,7 @@ void DispatcherState::Reassign(TaskState& task, const std::string& worker_id) {
   task.set_worker_id(worker_id);
   task.set_generation(task.generation() + 1);
   IndexTask(task);
+  GRANARY_HISTORY_RECORD("assign", "ok", TaskFields(task));
 }
 
 void DispatcherState::IndexTask(const TaskState& task) {

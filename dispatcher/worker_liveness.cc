@@ -1,5 +1,6 @@
 #include "dispatcher/worker_liveness.h"
 
+#include "common/history_log.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 
@@ -72,6 +73,10 @@ absl::Status WorkerLiveness::CheckLiveness() {
     // A worker that re-registered meanwhile makes the state refuse the update (a stale
     // incarnation): nothing to do.
     const absl::Status proposed = core_->Propose(update);
+    if (proposed.ok()) {
+      GRANARY_HISTORY_RECORD("worker_lost", "ok", "worker=", update.worker_lost().worker_id(),
+                             " incarnation=", update.worker_lost().incarnation());
+    }
     if (absl::IsUnavailable(proposed)) return proposed;
   }
   return absl::OkStatus();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
@@ -27,6 +28,7 @@
 #include "common/subprocess.h"
 #include "faultinject/chaos_plan.h"
 #include "faultinject/chaos_processes.h"
+#include "faultinject/history_checker.h"
 #include "faultinject/hostile_traffic.h"
 #include "pipeline/digests/digest_file.h"
 #include "tools/synthetic_imagenet.h"
@@ -113,6 +115,9 @@ int64_t CountFailpointFirings(Env* env, const std::string& logs) {
   }
   return n;
 }
+
+// History lines shown on each side of a violation.
+constexpr int kHistoryContext = 8;
 
 // The job the chaos client reads (and scaling steps scale).
 constexpr char kChaosJobName[] = "chaos";
@@ -224,23 +229,60 @@ class ChaosRun {
     p.failpoint_process = options_.failpoint_process;
     p.failpoints = options_.failpoints;
     p.network_namespaces = IsNetworkScenario(plan_.scenario);
-    ChaosProcesses processes(p);
-    RETURN_IF_ERROR(processes.Start());
-    std::unique_ptr<HostileTraffic> hostile;
-    if (plan_.hostile_traffic) {
-      HostileTrafficOptions h;
-      h.dispatcher_address = processes.dispatcher_address();
-      h.worker_addresses = [&processes] { return processes.ServingWorkerAddresses(); };
-      h.credentials = processes.client_credentials();
-      h.job_name = kChaosJobName;
-      h.seed = plan_.seed;
-      hostile = std::make_unique<HostileTraffic>(std::move(h));
+    p.history_dir = history_dir();
+    std::error_code ignored;
+    std::filesystem::remove_all(p.history_dir, ignored);  // Of an earlier run in this directory.
+    absl::Status verified;
+    {
+      ChaosProcesses processes(p);
+      RETURN_IF_ERROR(processes.Start());
+      std::unique_ptr<HostileTraffic> hostile;
+      if (plan_.hostile_traffic) {
+        HostileTrafficOptions h;
+        h.dispatcher_address = processes.dispatcher_address();
+        h.worker_addresses = [&processes] { return processes.ServingWorkerAddresses(); };
+        h.credentials = processes.client_credentials();
+        h.job_name = kChaosJobName;
+        h.seed = plan_.seed;
+        hostile = std::make_unique<HostileTraffic>(std::move(h));
+      }
+      RETURN_IF_ERROR(Drive(processes));
+      verified = Verify();
+      if (hostile != nullptr) {
+        const absl::Status refused = CheckHostileTraffic(hostile->Stop());
+        if (verified.ok()) verified = refused;
+      }
+    }  // Every process stopped: their histories are complete.
+    const absl::Status checked = VerifyHistory();
+    if (verified.ok() || checked.ok()) return verified.ok() ? checked : verified;
+    return absl::DataLossError(absl::StrCat(verified.message(), "; ", checked.message()));
+  }
+
+  std::string history_dir() const { return options_.dir + "/history"; }
+
+  // The history checker's verdict (faultinject/history_checker.h): on a violation, prints the
+  // seed, the fault schedule, the command that replays the run and the first violation with
+  // the history's lines around it, and returns DataLoss naming it.
+  absl::Status VerifyHistory() {
+    ASSIGN_OR_RETURN(const History history, ReadHistory(history_dir()));
+    const std::vector<HistoryViolation> violations = CheckHistoryEvents(history);
+    if (violations.empty()) {
+      std::fprintf(out_, "history: %zu events, no violation\n", history.events.size());
+      return absl::OkStatus();
     }
-    RETURN_IF_ERROR(Drive(processes));
-    const absl::Status verified = Verify();
-    if (hostile == nullptr) return verified;
-    const absl::Status refused = CheckHostileTraffic(hostile->Stop());
-    return verified.ok() ? refused : verified;
+    std::fprintf(out_, "history: %zu violations in %zu events (%s); the first:\n  %s\n",
+                 violations.size(), history.events.size(), history_dir().c_str(),
+                 DescribeViolation(history, violations[0], kHistoryContext).c_str());
+    std::fprintf(out_, "  seed %llu, scenario %s, faults:\n",
+                 static_cast<unsigned long long>(plan_.seed), plan_.scenario.c_str());
+    for (const ChaosFault& fault : plan_.faults) {
+      std::fprintf(out_, "    %s\n", fault.Describe().c_str());
+    }
+    std::fprintf(out_, "  replay: %s\n", ChaosCommandLine(options_).c_str());
+    std::fflush(out_);
+    return absl::DataLossError(absl::StrCat("history: ", violations.size(),
+                                            " violations, the first: ", violations[0].rule, ": ",
+                                            violations[0].message));
   }
 
   // Reports the hostile traffic; an error if a server answered a request wrongly.
@@ -339,6 +381,7 @@ class ChaosRun {
                  strikes_leader ? absl::StrCat(": the leader is ", struck_leader_).c_str() : "");
     std::fflush(out_);
     if (fault.network.has_value()) RETURN_IF_ERROR(processes.InjectNetworkFault(*fault.network));
+    processes.RecordHistory("fault", absl::StrCat("number=", report_.faults_injected + 1));
     std::vector<std::string> killed;
     for (const std::string& victim : fault.victims) {
       // "client": every consumer's.

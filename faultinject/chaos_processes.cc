@@ -86,6 +86,12 @@ void ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
     environment.push_back(
         absl::StrCat(kFailpointsEnvironmentVariable, "=", absl::StrJoin(specs, ",")));
   }
+  if (history_ != nullptr) {
+    const std::string file = absl::StrCat(name, ".", incarnations_[name]++, ".tsv");
+    environment.push_back(
+        absl::StrCat(kHistoryEnvironmentVariable, "=", options_.history_dir, "/", file));
+    RecordHistory("launch", absl::StrCat("process=", name, " file=", file));
+  }
   const std::string network_namespace = network_ != nullptr ? network_->path(name) : "";
   p.subprocess = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log_path(name),
                                               environment, network_namespace);
@@ -170,6 +176,11 @@ absl::Status ChaosProcesses::StartEtcd(CertificateAuthority* ca) {
 absl::Status ChaosProcesses::Start() {
   const std::string& dir = options_.dir;
   if (absl::Status made = Env::Default()->CreateDirs(dir + "/logs"); !made.ok()) return made;
+  if (!options_.history_dir.empty()) {
+    RETURN_IF_ERROR(Env::Default()->CreateDirs(options_.history_dir));
+    ASSIGN_OR_RETURN(history_,
+                     HistoryLog::Open(options_.history_dir + "/harness.0.tsv", "harness"));
+  }
   std::unique_ptr<CertificateAuthority> ca;
   if (options_.tls) {
     ASSIGN_OR_RETURN(ca, CertificateAuthority::Create(dir + "/tls"));
@@ -318,6 +329,7 @@ void ChaosProcesses::Kill(const std::string& name) {
   Subprocess& s = *processes_.at(name).subprocess;
   s.Kill(SIGKILL);
   s.Wait();
+  RecordHistory("kill", "process=" + name);
 }
 
 void ChaosProcesses::Restart(const std::string& name) {
@@ -415,6 +427,10 @@ absl::Status ChaosProcesses::InjectNetworkFault(const NetworkFault& fault) {
     }
   }
   return absl::OkStatus();
+}
+
+void ChaosProcesses::RecordHistory(absl::string_view op, absl::string_view fields) {
+  if (history_ != nullptr) history_->Record(op, "info", fields);
 }
 
 int64_t ChaosProcesses::CheckpointsWritten(const std::string& worker) const {

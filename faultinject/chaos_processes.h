@@ -27,7 +27,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cache/local_redis_server.h"
+#include "common/history_log.h"
 #include "common/subprocess.h"
 #include "faultinject/chaos_plan.h"
 #include "faultinject/netns.h"
@@ -70,6 +72,10 @@ struct ChaosProcessesOptions {
   // Every process in a network namespace of its own, serving on its address there
   // (faultinject/netns.h; needs root): the network scenarios' faults (InjectNetworkFault).
   bool network_namespaces = false;
+  // Where each process incarnation writes its history (common/FORMAT.md): <name>.<n>.tsv for
+  // the n-th start of `name` from 0, and the harness's launches, kills and faults in
+  // harness.0.tsv; empty: no history.
+  std::string history_dir;
 };
 
 // The name of the one replica of `probes` (ChaosProcesses::ProbeReplicas) that leads; nullopt if
@@ -132,6 +138,9 @@ class ChaosProcesses {
   // without network namespaces; NetworkNamespaces's errors otherwise.
   absl::Status InjectNetworkFault(const NetworkFault& fault);
 
+  // Appends the harness's own event to the history (common/FORMAT.md); nothing without one.
+  void RecordHistory(absl::string_view op, absl::string_view fields);
+
   // The dispatcher's address (replicated: every replica's, comma-separated).
   const std::string& dispatcher_address() const { return dispatcher_address_; }
   std::string log_path(const std::string& name) const;
@@ -169,6 +178,10 @@ class ChaosProcesses {
   std::string dispatcher_address_;
   // Of the status calls to workers.
   std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  // The harness's history (null without options_.history_dir), and how often each process was
+  // started (its next incarnation).
+  std::unique_ptr<HistoryLog> history_;
+  std::map<std::string, int> incarnations_;
 };
 
 }  // namespace granary

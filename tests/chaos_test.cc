@@ -376,5 +376,39 @@ TEST(ChaosNetworkTest, WithoutRootTheyFailAtOnceAndTheSoakSkipsThem) {
       << mixed.output;
 }
 
+// The history checker (issue 33, faultinject/history_checker.h) runs after every run: a run
+// with faults has a history of every process incarnation, without a violation.
+TEST(ChaosHistoryTest, ARunWithFaultsHasAHistoryWithoutViolations) {
+  const std::string args = "--scenario killall --seed 5";
+  const CommandResult r = Chaos(args);
+  EXPECT_EQ(r.exit_code, 0) << "granary chaos " << args << ":\n" << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(history: (\d+) events, no violation)")))
+      << r.output;
+  // 3 epochs of 64 elements, each produced and delivered, and every lease journaled.
+  EXPECT_GT(std::stoll(m[1]), 500) << r.output;
+}
+
+// Workers that skip an element after a restore (--testonly_break_workers): the checker names
+// the element, shows the history around it and prints the seed, the faults and the replay.
+TEST(ChaosHistoryTest, TheCheckerFindsABrokenWorkersSkippedElement) {
+  const std::string args = "--scenario recover --seed 3 --testonly_break_workers";
+  const CommandResult r = Chaos(args);
+  EXPECT_EQ(r.exit_code, 1) << "granary chaos " << args << ":\n" << r.output;
+  EXPECT_THAT(r.output, ::testing::ContainsRegex(R"(history: [0-9]+ violations in [0-9]+ events)"))
+      << r.output;
+  EXPECT_THAT(
+      r.output,
+      ::testing::ContainsRegex(
+          R"(same_element: task [0-9]+ element [0-9]+ produced by worker-[0-9]\.[0-9]\.tsv)"))
+      << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\n  >> ")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("seed 3, scenario recover, faults:\n    ")) << r.output;
+  EXPECT_THAT(r.output,
+              HasSubstr("replay: granary chaos --scenario recover --seed 3 --workers 2 --epochs 3 "
+                        "--testonly_break_workers"))
+      << r.output;
+}
+
 }  // namespace
 }  // namespace granary

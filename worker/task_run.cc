@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/hash.h"
+#include "common/history_log.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "worker/leased_split_provider.h"
@@ -111,7 +112,10 @@ int64_t TaskRun::TakeCheckpoint(int64_t index) {
       // The next checkpoint, a restore or the run's end does it again.
       LOG(WARNING) << "task " << task << ": after checkpoint at " << index << ": " << after;
     }
-    const absl::Status gc = spec_.checkpoints->GarbageCollect(task, callbacks_.acknowledged());
+    const int64_t acknowledged = callbacks_.acknowledged();
+    GRANARY_HISTORY_RECORD("checkpoint_gc", "invoke", "task=", task,
+                           " acknowledged=", acknowledged);
+    const absl::Status gc = spec_.checkpoints->GarbageCollect(task, acknowledged);
     if (!gc.ok()) LOG(WARNING) << "task " << task << ": checkpoint cleanup: " << gc;
   });
   return stall_us;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/failpoints.h"
+#include "common/history_log.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "obs/structured_log.h"
@@ -69,6 +70,8 @@ void TaskRunner::Produce(int64_t run_id) {
       metrics_->checkpoint_bytes->Add(static_cast<double>(written.bytes));
     }
     last_checkpoint_index_ = written.index;
+    GRANARY_HISTORY_RECORD("checkpoint", "ok", "task=", def().task_id(),
+                           " gen=", def().generation(), " index=", written.index);
   };
   int64_t from;
   {
@@ -83,6 +86,9 @@ void TaskRunner::Produce(int64_t run_id) {
       error_ = Annotate(run.status(), absl::StrCat("task ", def().task_id()));
       return;
     }
+    GRANARY_HISTORY_RECORD("task_start", "ok", "task=", def().task_id(),
+                           " gen=", def().generation(), " from=", from,
+                           " restored=", (*run)->restored_index());
     produced_ = (*run)->restored_index();
     if ((*run)->restored_index() > 0) restored_from_ = (*run)->restored_index();
     LOG(INFO) << "generation " << def().generation() << " runs from element "
@@ -125,6 +131,11 @@ void TaskRunner::Produce(int64_t run_id) {
         error_ = Annotate(status, absl::StrCat("task ", def().task_id(), " element ", produced_));
         LOG(ERROR) << error_;
         return;
+      }
+      if (!end) {
+        GRANARY_HISTORY_RECORD("produce", "ok", "task=", def().task_id(),
+                               " gen=", def().generation(), " index=", produced_, " checksum=",
+                               element.hashed ? absl::StrCat(element.checksum) : "none");
       }
       if (end) {
         ended_ = true;

@@ -11,14 +11,15 @@
 #include "cache/cache_run_hooks.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoints.h"
+#include "common/history_log.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "pipeline/optimizer/auto_order.h"
+#include "transport/compression.h"
 #include "transport/grpc_transport.h"
+#include "transport/shm_backing.h"
 #include "transport/shm_transport.h"
 #include "transport/transport_registry.h"
-#include "transport/compression.h"
-#include "transport/shm_backing.h"
 
 namespace granary {
 
@@ -352,6 +353,7 @@ absl::Status WorkerImpl::Heartbeat() {
   // A task moved elsewhere keeps its checkpoints (its new worker may read this directory).
   for (int64_t task_id : done) {
     if (checkpoints == nullptr) break;
+    GRANARY_HISTORY_RECORD("checkpoint_delete_all", "invoke", "task=", task_id);
     const absl::Status deleted = checkpoints->DeleteAll(task_id);
     if (!deleted.ok()) LOG(WARNING) << "task " << task_id << " is done: " << deleted;
   }
