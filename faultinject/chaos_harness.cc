@@ -22,6 +22,7 @@
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "faultinject/chaos_disks.h"
 #include "faultinject/chaos_plan.h"
 #include "faultinject/chaos_processes.h"
 #include "pipeline/digests/digest_file.h"
@@ -210,6 +211,10 @@ class ChaosRun {
     }
     p.failpoint_process = options_.failpoint_process;
     p.failpoints = options_.failpoints;
+    if (IsDiskScenario(plan_.scenario)) {
+      ASSIGN_OR_RETURN(disks_, ChaosDisks::Prepare(options_.dir, plan_));
+      p.disk_faults_dir = disks_->control_dir();
+    }
     ChaosProcesses processes(p);
     RETURN_IF_ERROR(processes.Start());
     RETURN_IF_ERROR(Drive(processes));
@@ -266,6 +271,7 @@ class ChaosRun {
                  static_cast<long long>(position.ok() ? position->rows : 0),
                  strikes_leader ? absl::StrCat(": the leader is ", struck_leader_).c_str() : "");
     std::fflush(out_);
+    if (fault.disk.has_value()) RETURN_IF_ERROR(disks_->Apply(*fault.disk));
     std::vector<std::string> killed;
     for (const std::string& victim : fault.victims) {
       if (!processes.running(named(victim))) continue;  // Gone for good in an earlier fault.
@@ -470,6 +476,8 @@ class ChaosRun {
 
   const ChaosOptions& options_;
   const ChaosPlan plan_;
+  // The disk scenarios' disks; outlives the processes RunAndVerify starts.
+  std::unique_ptr<ChaosDisks> disks_;
   std::FILE* const out_;
   Env* const env_;
   ChaosReport report_;

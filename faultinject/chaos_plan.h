@@ -30,16 +30,28 @@
 //   leader_partition  the leader cut from every etcd member (not from workers and client) mid-
 //                     epoch (not in the last); once another replica leads, the cut heals after a
 //                     delay and the old leader must rejoin as a follower
+// The disk scenarios (issue 33) make one process's files fail or stall mid-epoch, then heal them
+// after a delay (a second fault, after_previous); the target is the dispatcher's journal, or a
+// worker's checkpoints or cache chunks (then under a Put/Get cache policy, in the epoch that
+// writes or reads them). Servers must stay up, work must resume after the heal:
+//   disk_full   the target's directory, a 64 MiB tmpfs, filled up for real (needs root)
+//   disk_eio    EIO on the target's writes, syncs (journal) or reads; a checkpoint read fault
+//               restarts the worker while it lasts (only a starting task reads checkpoints);
+//               the journal's heal restarts the dispatcher (a failed journal write stops it
+//               changing state until restarted)
+//   disk_stall  the target's fsyncs stall 1-5 s each
 // Where a scenario leaves a choice (which worker, which epoch, at what row, how long), the seed
 // decides.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PLAN_H_
 #define GRANARY_FAULTINJECT_CHAOS_PLAN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/disk_fault_control.h"
 #include "proto/cache.pb.h"
 
 namespace granary {
@@ -47,6 +59,18 @@ namespace granary {
 // Processes are named "dispatcher" (or "replica-<i>" in the replicated scenarios), "worker-<i>"
 // (standbys numbered after the workers) and "client".
 inline constexpr char kLeader[] = "leader";
+
+// A failing, full or slow disk (the disk scenarios), or its heal.
+struct ChaosDiskFault {
+  enum class Kind { kFull, kEio, kStall, kHeal };
+  Kind kind = Kind::kEio;
+  // Whose files: "journal" (the dispatcher's), "checkpoints" or "cache" (the workers').
+  std::string target;
+  // kEio and kStall: the process whose operations fail or stall, and which operations.
+  std::string process;
+  DiskOp op = DiskOp::kWrite;
+  int64_t stall_ms = 0;  // kStall.
+};
 
 struct ChaosFault {
   // When: the client reads epoch `epoch` (or a later one) and has delivered `rows` rows of it…
@@ -79,6 +103,8 @@ struct ChaosFault {
   // Or, when > 0: scale the job to this many tasks per consumer (ScaleJob) — tasks join its
   // running epoch or are shed (issue 17).
   int32_t scale_to = 0;
+  // Or: a disk fault, or its heal (then SIGKILL and restart `victims`, if any).
+  std::optional<ChaosDiskFault> disk;
 
   // One line, e.g. "epoch 1 row 240, after worker-0's 2nd checkpoint: kill worker-0, restart".
   std::string Describe() const;
@@ -106,8 +132,12 @@ absl::Status CheckChaosScenario(const std::string& scenario);
 // Whether `scenario` runs the replicated dispatcher (and needs Debian's etcd binary).
 bool IsReplicatedScenario(const std::string& scenario);
 
+// Whether `scenario` is one of the disk scenarios (which need 2 epochs: a cache target's Put
+// epoch, then Get).
+bool IsDiskScenario(const std::string& scenario);
+
 // InvalidArgument for an unknown scenario (naming the known ones) or a shape the scenario cannot
-// run: putfail and getfail need 2 epochs, every scenario at least 1 worker.
+// run: putfail, getfail and the disk scenarios need 2 epochs, every scenario at least 1 worker.
 absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t seed, int workers,
                                         int64_t epochs, int64_t rows_per_epoch);
 

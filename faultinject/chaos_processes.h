@@ -54,6 +54,10 @@ struct ChaosProcessesOptions {
   // GRANARY_FAILPOINTS for every start of every worker, restarts included (joined with
   // `failpoints` where those are armed too); empty: none.
   std::string every_worker_failpoints;
+  // The disk scenarios (faultinject/chaos_disks.h): every start of the dispatcher and of each
+  // worker follows the disk fault control file <disk_faults_dir>/<name> (GRANARY_DISK_FAULTS);
+  // empty: none.
+  std::string disk_faults_dir;
 };
 
 // The name of the one replica of `probes` (ChaosProcesses::ProbeReplicas) that leads; nullopt if
