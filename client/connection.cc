@@ -162,7 +162,12 @@ grpc::Status Connection::CallDispatcher(const DispatcherTargets::Rpc& call) cons
   while (true) {
     // Redirects to the leader are followed at once, within one Call.
     const grpc::Status status = dispatcher_->Call([this] { return DispatcherContext(); }, call);
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return status;
+    // Unavailable, or no answer within the deadline (a dispatcher slowed down by its disk: the
+    // call may or may not have been applied, as when it dies while handling it).
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      return status;
+    }
     if (env_->NowMicros() + backoff_us > give_up) return status;
     env_->SleepForMicros(backoff_us);
     backoff_us = std::min<uint64_t>(backoff_us * 2, max_backoff_us);

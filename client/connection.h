@@ -79,7 +79,8 @@ class Connection {
   // Runs a dispatcher call (`call` gets the current dispatcher's stub and a fresh
   // DispatcherContext per attempt) and repeats it while it fails Unavailable — the dispatcher
   // restarting, or dying while it handled the call (its RPCs are idempotent), or a replica that
-  // does not lead (its redirect is followed at once) — until options.stall_timeout_ms have
+  // does not lead (its redirect is followed at once) — or DeadlineExceeded (a dispatcher whose
+  // journal's disk stalls answers late; issue 33), until options.stall_timeout_ms have
   // passed, waiting 50 ms, then twice as long each time, up to 1 s (one dispatcher) or 200 ms
   // (replicas: a failover takes about the lease TTL). A retried anonymous GetOrCreateJob whose
   // first attempt was applied leaves that first job unused.

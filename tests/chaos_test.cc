@@ -300,7 +300,9 @@ TEST_P(ChaosDiskTest, ServersStayUpRecoverAfterTheHealAndEveryEpochIsExactlyOnce
 // disk_eio seed 2 is the reproducer of a bug the disk scenarios found: a cache write that
 // failed (EIO, or ENOSPC: disk_full seed 2) failed the task's run for good, so the trainer
 // stalled until its timeout although the disk was back (now the run starts again at the
-// reader's next request).
+// reader's next request). disk_stall seed 9 reproduces another: a journal fsync stalled longer
+// than the client's RPC deadline (3 s) made StartEpoch fail DeadlineExceeded, which the client
+// did not retry, so the trainer exited.
 INSTANTIATE_TEST_SUITE_P(
     Scenarios, ChaosDiskTest,
     ::testing::Values(DiskCase{"disk_full", 1, "fill the tmpfs of the journal up (ENOSPC)"},
@@ -311,7 +313,9 @@ INSTANTIATE_TEST_SUITE_P(
                                "EIO on every read of worker-1 in the checkpoints, then SIGKILL "
                                "worker-1, restart"},
                       DiskCase{"disk_stall", 1,
-                               "every sync of dispatcher in the journal stalls 1551 ms"}));
+                               "every sync of dispatcher in the journal stalls 1551 ms"},
+                      DiskCase{"disk_stall", 9,
+                               "every sync of dispatcher in the journal stalls 3013 ms"}));
 
 TEST(ChaosDiskControlTest, AnUnparsableDiskFaultControlFileStopsAServerAtStartNamingFileAndLine) {
   testing::ScopedTempDir dir;
