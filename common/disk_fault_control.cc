@@ -93,6 +93,12 @@ std::string DiskFaultLine(const DiskFault& fault) {
                       absl::ToInt64Milliseconds(fault.stall), "ms");
 }
 
+absl::Status ReplaceDiskFaultControlFile(const std::string& file, absl::string_view text) {
+  const std::string temporary = file + ".tmp";
+  RETURN_IF_ERROR(WriteStringToFile(Env::Default(), temporary, text, /*sync=*/false));
+  return Env::Default()->RenameFile(temporary, file);
+}
+
 absl::StatusOr<std::unique_ptr<DiskFaultControl>> DiskFaultControl::Open(std::string control_file) {
   std::unique_ptr<DiskFaultControl> control(new DiskFaultControl(std::move(control_file)));
   ASSIGN_OR_RETURN(std::vector<DiskFault> faults, control->Read());

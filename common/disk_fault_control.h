@@ -58,6 +58,10 @@ absl::StatusOr<std::vector<DiskFault>> ParseDiskFaults(absl::string_view text,
 // One control file's line, as written by a harness (the inverse of ParseDiskFaults).
 std::string DiskFaultLine(const DiskFault& fault);
 
+// Replaces the control file `file` with `text` atomically (a temporary file beside it, renamed
+// over it), as its writer must: a reader never sees half of it.
+absl::Status ReplaceDiskFaultControlFile(const std::string& file, absl::string_view text);
+
 class DiskFaultControl {
  public:
   // Follows `control_file`. Its parse error (ParseDiskFaults) if it exists and cannot be parsed

@@ -14,10 +14,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Replaces `file` atomically, as a harness must.
+// Replaces `file`, as a harness does.
 void WriteControl(const std::string& file, const std::string& text) {
-  ASSERT_TRUE(WriteStringToFile(Env::Default(), file + ".tmp", text, false).ok());
-  ASSERT_TRUE(Env::Default()->RenameFile(file + ".tmp", file).ok());
+  ASSERT_TRUE(ReplaceDiskFaultControlFile(file, text).ok());
 }
 
 // Long enough for the control file to be re-read (every 50 ms at most).

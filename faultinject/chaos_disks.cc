@@ -35,10 +35,8 @@ absl::StatusOr<std::unique_ptr<ChaosDisks>> ChaosDisks::Prepare(const std::strin
   return std::unique_ptr<ChaosDisks>(new ChaosDisks(run_dir, control_dir, std::move(tmpfs)));
 }
 
-absl::Status ChaosDisks::WriteControl(const std::string& process, const std::string& text) {
-  const std::string file = absl::StrCat(control_dir_, "/", process);
-  RETURN_IF_ERROR(WriteStringToFile(Env::Default(), file + ".tmp", text, /*sync=*/false));
-  return Env::Default()->RenameFile(file + ".tmp", file);
+std::string ChaosDisks::ControlFile(const std::string& process) const {
+  return absl::StrCat(control_dir_, "/", process);
 }
 
 absl::Status ChaosDisks::Apply(const ChaosDiskFault& fault) {
@@ -54,13 +52,15 @@ absl::Status ChaosDisks::Apply(const ChaosDiskFault& fault) {
       injected.op = fault.op;
       injected.path_prefix = dir;
       injected.stall = absl::Milliseconds(fault.stall_ms);
-      return WriteControl(fault.process, DiskFaultLine(injected) + "\n");
+      return ReplaceDiskFaultControlFile(ControlFile(fault.process),
+                                         DiskFaultLine(injected) + "\n");
     }
     case ChaosDiskFault::Kind::kHeal:
       if (tmpfs_ != nullptr && Env::Default()->FileExists(tmpfs_->Join(kFiller))) {
         RETURN_IF_ERROR(Env::Default()->DeleteFile(tmpfs_->Join(kFiller)));
       }
-      return fault.process.empty() ? absl::OkStatus() : WriteControl(fault.process, "");
+      return fault.process.empty() ? absl::OkStatus()
+                                   : ReplaceDiskFaultControlFile(ControlFile(fault.process), "");
   }
   return absl::OkStatus();
 }

@@ -44,8 +44,8 @@ class ChaosDisks {
       : run_dir_(std::move(run_dir)),
         control_dir_(std::move(control_dir)),
         tmpfs_(std::move(tmpfs)) {}
-  // Replaces `process`'s control file with `text`, atomically.
-  absl::Status WriteControl(const std::string& process, const std::string& text);
+  // The control file of `process`.
+  std::string ControlFile(const std::string& process) const;
 
   const std::string run_dir_;
   const std::string control_dir_;

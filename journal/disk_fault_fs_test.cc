@@ -32,9 +32,7 @@ class DiskFaultFileSystemTest : public ::testing::Test {
 
   // Sets the faults and waits until the control file was surely re-read.
   void SetFaults(const std::string& text) {
-    const std::string file = dir_.Join("faults");
-    ASSERT_TRUE(WriteStringToFile(Env::Default(), file + ".tmp", text, false).ok());
-    ASSERT_TRUE(Env::Default()->RenameFile(file + ".tmp", file).ok());
+    ASSERT_TRUE(ReplaceDiskFaultControlFile(dir_.Join("faults"), text).ok());
     std::this_thread::sleep_for(std::chrono::milliseconds(120));
   }
 
