@@ -80,10 +80,10 @@ class Connection {
   // DispatcherContext per attempt) and repeats it while it fails Unavailable — the dispatcher
   // restarting, or dying while it handled the call (its RPCs are idempotent), or a replica that
   // does not lead (its redirect is followed at once) — or DeadlineExceeded — the dispatcher
-  // paused, or cut off by a partition that drops packets — until options.stall_timeout_ms have
-  // passed, waiting 50 ms, then twice as long each time, up to 1 s (one dispatcher) or 200 ms
-  // (replicas: a failover takes about the lease TTL). A retried anonymous GetOrCreateJob whose
-  // first attempt was applied leaves that first job unused.
+  // paused, slowed by its journal's disk, or cut off by a partition that drops packets — until
+  // options.stall_timeout_ms have passed, waiting 50 ms, then twice as long each time, up to 1 s
+  // (one dispatcher) or 200 ms (replicas: a failover takes about the lease TTL). A retried
+  // anonymous GetOrCreateJob whose first attempt was applied leaves that first job unused.
   grpc::Status CallDispatcher(const DispatcherTargets::Rpc& call) const;
   // A context for a worker call: deadline rpc_timeout_ms, failing fast when the worker is down
   // (the reader then asks the dispatcher where the task runs now).

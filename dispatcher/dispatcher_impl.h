@@ -59,6 +59,10 @@
 #include "security/capability.h"
 #include "security/confined_env.h"
 
+namespace rocksdb {
+class FileSystem;
+}  // namespace rocksdb
+
 namespace granary {
 
 struct DispatcherOptions {
@@ -80,6 +84,10 @@ struct DispatcherOptions {
   // Where the journal counts its appends and commits (JournalOptions.metrics); nullptr:
   // nowhere. Must outlive the impl. (The dispatcher's own metrics are CollectMetrics'.)
   MetricRegistry* metrics = nullptr;
+  // The file system of the journal's RocksDB files (JournalOptions.file_system); nullptr: the
+  // default POSIX one. `granary dispatcher` gives a DiskFaultFileSystem when told to inject
+  // disk faults (journal/disk_fault_fs.h).
+  std::shared_ptr<rocksdb::FileSystem> journal_file_system;
   // Where caching jobs' caches live (DESIGN.md §5): <cache_root>/<cache key>/ holds a cache's
   // chunks. Workers write and read these paths, so in a cluster it must be a filesystem every
   // worker mounts at the same path. Empty: jobs with a cache policy are refused.

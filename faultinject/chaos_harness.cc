@@ -26,6 +26,7 @@
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "faultinject/chaos_disks.h"
 #include "faultinject/chaos_plan.h"
 #include "faultinject/chaos_processes.h"
 #include "faultinject/history_checker.h"
@@ -229,6 +230,10 @@ class ChaosRun {
     p.failpoint_process = options_.failpoint_process;
     p.failpoints = options_.failpoints;
     p.network_namespaces = IsNetworkScenario(plan_.scenario);
+    if (IsDiskScenario(plan_.scenario)) {
+      ASSIGN_OR_RETURN(disks_, ChaosDisks::Prepare(options_.dir, plan_));
+      p.disk_faults_dir = disks_->control_dir();
+    }
     p.history_dir = history_dir();
     std::error_code ignored;
     std::filesystem::remove_all(p.history_dir, ignored);  // Of an earlier run in this directory.
@@ -382,6 +387,7 @@ class ChaosRun {
     std::fflush(out_);
     if (fault.network.has_value()) RETURN_IF_ERROR(processes.InjectNetworkFault(*fault.network));
     processes.RecordHistory("fault", absl::StrCat("number=", report_.faults_injected + 1));
+    if (fault.disk.has_value()) RETURN_IF_ERROR(disks_->Apply(*fault.disk));
     std::vector<std::string> killed;
     for (const std::string& victim : fault.victims) {
       // "client": every consumer's.
@@ -615,6 +621,8 @@ class ChaosRun {
 
   const ChaosOptions& options_;
   const ChaosPlan plan_;
+  // The disk scenarios' disks; outlives the processes RunAndVerify starts.
+  std::unique_ptr<ChaosDisks> disks_;
   std::FILE* const out_;
   Env* const env_;
   ChaosReport report_;

@@ -160,6 +160,69 @@ std::string DescribeNetworkFault(const NetworkFault& net) {
                                  : ", refused at once (an unreachable route)");
 }
 
+// What a disk scenario's fault does (ChaosFault::Describe).
+std::string DescribeDisk(const ChaosDiskFault& disk) {
+  const std::string op(DiskOpName(disk.op));
+  switch (disk.kind) {
+    case ChaosDiskFault::Kind::kFull:
+      return absl::StrCat("fill the tmpfs of the ", disk.target, " up (ENOSPC)");
+    case ChaosDiskFault::Kind::kEio:
+      return absl::StrCat("EIO on every ", op, " of ", disk.process, " in the ", disk.target);
+    case ChaosDiskFault::Kind::kStall:
+      return absl::StrCat("every ", op, " of ", disk.process, " in the ", disk.target, " stalls ",
+                          disk.stall_ms, " ms");
+    case ChaosDiskFault::Kind::kHeal:
+      return absl::StrCat("heal the disk of the ", disk.target);
+  }
+  return "";
+}
+
+// The disk scenarios (chaos_plan.h): a fault mid-epoch on a seeded target, healed after a seeded
+// delay.
+void AddDiskFaults(Draws& draws, const std::string& scenario, int64_t rows_per_epoch,
+                   ChaosPlan& plan) {
+  static const char* const kTargets[] = {"journal", "checkpoints", "cache"};
+  ChaosDiskFault disk;
+  disk.target = kTargets[draws.Between(0, 2)];
+  disk.process =
+      disk.target == "journal" ? "dispatcher" : WorkerName(draws.Between(0, plan.workers - 1));
+  ChaosFault fault;
+  fault.epoch = draws.Between(0, plan.epochs - 1);
+  fault.rows = MidEpochRow(draws, rows_per_epoch);
+  ChaosFault heal;
+  heal.after_previous = true;
+  heal.after_ms = draws.Between(500, 3000);
+  if (scenario == "disk_full") {
+    disk.kind = ChaosDiskFault::Kind::kFull;  // Of every process using the target.
+    disk.process.clear();
+  } else if (scenario == "disk_eio") {
+    disk.kind = ChaosDiskFault::Kind::kEio;
+    if (disk.target == "journal") {
+      disk.op = draws.Chance(50) ? DiskOp::kWrite : DiskOp::kSync;
+      heal.victims = {"dispatcher"};
+    } else {
+      disk.op = draws.Chance(50) ? DiskOp::kWrite : DiskOp::kRead;
+      if (disk.target == "checkpoints" && disk.op == DiskOp::kRead) {
+        fault.victims = {disk.process};
+      }
+    }
+  } else {  // disk_stall
+    disk.kind = ChaosDiskFault::Kind::kStall;
+    disk.op = DiskOp::kSync;
+    disk.stall_ms = draws.Between(1000, 5000);
+    heal.after_ms = draws.Between(1000, 4000);
+  }
+  if (disk.target == "cache") {
+    // Epoch 0 writes the cache, the later ones read it.
+    plan.cache_policy = SomeCachePolicy(draws, /*compute_too=*/false);
+    fault.epoch = disk.op == DiskOp::kRead ? draws.Between(1, plan.epochs - 1) : 0;
+  }
+  heal.disk = ChaosDiskFault{ChaosDiskFault::Kind::kHeal, disk.target, disk.process};
+  fault.disk = std::move(disk);
+  plan.faults.push_back(std::move(fault));
+  plan.faults.push_back(std::move(heal));
+}
+
 }  // namespace
 
 std::string ChaosFault::Describe() const {
@@ -176,6 +239,13 @@ std::string ChaosFault::Describe() const {
       absl::StrAppend(&when, ", once ", checkpointer, " wrote ", checkpoints, " checkpoint",
                       checkpoints == 1 ? "" : "s");
     }
+  }
+  if (disk.has_value()) {
+    std::string what = absl::StrCat(when, ": ", DescribeDisk(*disk));
+    if (!victims.empty()) {
+      absl::StrAppend(&what, ", then SIGKILL ", absl::StrJoin(victims, " "), ", restart");
+    }
+    return what;
   }
   if (scale_to > 0) {
     return absl::StrCat(when, ": scale the job to ", scale_to, " task", scale_to == 1 ? "" : "s",
@@ -202,7 +272,7 @@ const std::vector<std::string>& ChaosScenarios() {
       "dispatcher",       "putfail",          "getfail",          "scale",
       "random",           "hostile",          "leader_failover",  "leader_partition",
       "partition_worker", "partition_client", "partition_oneway", "partition_dispatcher",
-      "bandwidth"};
+      "bandwidth",        "disk_full",        "disk_eio",         "disk_stall"};
   return *scenarios;
 }
 
@@ -221,6 +291,10 @@ bool IsNetworkScenario(const std::string& scenario) {
   return absl::StartsWith(scenario, "partition_") || scenario == "bandwidth";
 }
 
+bool IsDiskScenario(const std::string& scenario) {
+  return scenario == "disk_full" || scenario == "disk_eio" || scenario == "disk_stall";
+}
+
 absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t seed, int workers,
                                         int64_t epochs, int64_t rows_per_epoch) {
   RETURN_IF_ERROR(CheckChaosScenario(scenario));
@@ -228,7 +302,7 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
     return absl::InvalidArgumentError(
         absl::StrCat("chaos scenario ", scenario, ": needs at least 1 worker, 1 epoch and 1 row"));
   }
-  if ((scenario == "putfail" || scenario == "getfail") && epochs < 2) {
+  if ((scenario == "putfail" || scenario == "getfail" || IsDiskScenario(scenario)) && epochs < 2) {
     return absl::InvalidArgumentError(absl::StrCat(
         "chaos scenario ", scenario, ": needs at least 2 epochs (a Put epoch, then Get)"));
   }
@@ -310,6 +384,9 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
     return plan;
   } else if (IsNetworkScenario(scenario)) {
     AddNetworkFaults(draws, scenario, worker, std::move(f), plan);
+    return plan;
+  } else if (IsDiskScenario(scenario)) {
+    AddDiskFaults(draws, scenario, rows_per_epoch, plan);
     return plan;
   } else {  // random, hostile
     plan.hostile_traffic = scenario == "hostile";

@@ -46,6 +46,16 @@
 //   partition_dispatcher  the dispatcher cut from every worker and the client both ways,
 //                         silently or refused at once
 //   bandwidth             one process's link limited to 2-20 mbit/s each way
+// The disk scenarios (issue 33) make one process's files fail or stall mid-epoch, then heal them
+// after a delay (a second fault, after_previous); the target is the dispatcher's journal, or a
+// worker's checkpoints or cache chunks (then under a Put/Get cache policy, in the epoch that
+// writes or reads them). Servers must stay up, work must resume after the heal:
+//   disk_full   the target's directory, a 64 MiB tmpfs, filled up for real (needs root)
+//   disk_eio    EIO on the target's writes, syncs (journal) or reads; a checkpoint read fault
+//               restarts the worker while it lasts (only a starting task reads checkpoints);
+//               the journal's heal restarts the dispatcher (a failed journal write stops it
+//               changing state until restarted)
+//   disk_stall  the target's fsyncs stall 1-5 s each
 // Where a scenario leaves a choice (which worker, which epoch, at what row, how long), the seed
 // decides.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PLAN_H_
@@ -57,6 +67,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/disk_fault_control.h"
 #include "proto/cache.pb.h"
 
 namespace granary {
@@ -78,6 +89,18 @@ struct NetworkFault {
   bool one_way = false;
   bool silent = true;
   int64_t kbit_per_second = 0;
+};
+
+// A failing, full or slow disk (the disk scenarios), or its heal.
+struct ChaosDiskFault {
+  enum class Kind { kFull, kEio, kStall, kHeal };
+  Kind kind = Kind::kEio;
+  // Whose files: "journal" (the dispatcher's), "checkpoints" or "cache" (the workers').
+  std::string target;
+  // kEio and kStall: the process whose operations fail or stall, and which operations.
+  std::string process;
+  DiskOp op = DiskOp::kWrite;
+  int64_t stall_ms = 0;  // kStall.
 };
 
 struct ChaosFault {
@@ -113,6 +136,8 @@ struct ChaosFault {
   int32_t scale_to = 0;
   // Or: disrupt or heal the network.
   std::optional<NetworkFault> network;
+  // Or: a disk fault, or its heal (then SIGKILL and restart `victims`, if any).
+  std::optional<ChaosDiskFault> disk;
 
   // One line, e.g. "epoch 1 row 240, after worker-0's 2nd checkpoint: kill worker-0, restart".
   std::string Describe() const;
@@ -144,9 +169,12 @@ bool IsReplicatedScenario(const std::string& scenario);
 
 // Whether `scenario` runs every process in a network namespace of its own (and needs root).
 bool IsNetworkScenario(const std::string& scenario);
+// Whether `scenario` is one of the disk scenarios (which need 2 epochs: a cache target's Put
+// epoch, then Get).
+bool IsDiskScenario(const std::string& scenario);
 
 // InvalidArgument for an unknown scenario (naming the known ones) or a shape the scenario cannot
-// run: putfail and getfail need 2 epochs, every scenario at least 1 worker.
+// run: putfail, getfail and the disk scenarios need 2 epochs, every scenario at least 1 worker.
 absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t seed, int workers,
                                         int64_t epochs, int64_t rows_per_epoch);
 

@@ -3,6 +3,7 @@
 #include "faultinject/chaos_plan.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -190,6 +191,91 @@ TEST(ChaosPlanTest, TheNetworkScenariosDisruptMidEpochThenHealAfterASeededDelay)
     }
   }
   EXPECT_FALSE(IsNetworkScenario("random"));
+}
+
+// The disk scenarios (issue 33): one fault mid-epoch on a seeded target, then its heal after a
+// seeded delay; the seed covers every target, and each plan is a pure function of the seed.
+TEST(ChaosPlanTest, DiskScenariosStrikeASeededTargetMidEpochThenHealIt) {
+  for (const char* scenario : {"disk_full", "disk_eio", "disk_stall"}) {
+    std::set<std::string> targets;
+    for (uint64_t seed = 0; seed < 100; ++seed) {
+      const std::string context = absl::StrCat(scenario, " seed ", seed);
+      const ChaosPlan plan = Plan(scenario, seed);
+      EXPECT_EQ(Described(plan), Described(Plan(scenario, seed))) << context;
+      ASSERT_EQ(plan.faults.size(), 2u) << context;
+      const ChaosFault& fault = plan.faults[0];
+      ASSERT_TRUE(fault.disk.has_value()) << context;
+      EXPECT_FALSE(fault.after_previous) << context;
+      EXPECT_GE(fault.rows, kRows * 15 / 100) << context;
+      EXPECT_LE(fault.rows, kRows * 65 / 100) << context;
+      const ChaosDiskFault& disk = *fault.disk;
+      targets.insert(disk.target);
+      if (disk.target == "journal") {
+        EXPECT_EQ(disk.process, std::string(scenario) == "disk_full" ? "" : "dispatcher")
+            << context;
+      }
+      if (disk.target == "cache") {
+        EXPECT_NE(plan.cache_policy, CACHE_COMPUTE) << context;
+        // Epoch 0 writes the cache; only later epochs read it.
+        EXPECT_EQ(fault.epoch == 0, disk.op != DiskOp::kRead) << context;
+      }
+      const ChaosFault& heal = plan.faults[1];
+      EXPECT_TRUE(heal.after_previous) << context;
+      ASSERT_TRUE(heal.disk.has_value()) << context;
+      EXPECT_EQ(heal.disk->kind, ChaosDiskFault::Kind::kHeal) << context;
+      EXPECT_EQ(heal.disk->target, disk.target) << context;
+      EXPECT_EQ(heal.disk->process, disk.process) << context;
+      EXPECT_THAT(heal.Describe(), HasSubstr("heal the disk of the " + disk.target)) << context;
+    }
+    EXPECT_THAT(targets, ElementsAre("cache", "checkpoints", "journal")) << scenario;
+  }
+}
+
+TEST(ChaosPlanTest, DiskFaultsSayWhatTheyDo) {
+  for (uint64_t seed = 0; seed < 100; ++seed) {
+    const std::string context = absl::StrCat("seed ", seed);
+    const ChaosFault full = Plan("disk_full", seed).faults[0];
+    EXPECT_EQ(full.disk->kind, ChaosDiskFault::Kind::kFull) << context;
+    EXPECT_THAT(full.Describe(),
+                HasSubstr("fill the tmpfs of the " + full.disk->target + " up (ENOSPC)"))
+        << context;
+
+    const ChaosPlan eio = Plan("disk_eio", seed);
+    const ChaosDiskFault& disk = *eio.faults[0].disk;
+    EXPECT_EQ(disk.kind, ChaosDiskFault::Kind::kEio) << context;
+    EXPECT_THAT(eio.faults[0].Describe(),
+                HasSubstr(absl::StrCat("EIO on every ", DiskOpName(disk.op), " of ", disk.process,
+                                       " in the ", disk.target)))
+        << context;
+    if (disk.target == "journal") {
+      // A failed journal write stops the dispatcher changing state until it is restarted.
+      EXPECT_NE(disk.op, DiskOp::kRead) << context;
+      EXPECT_THAT(eio.faults[1].victims, ElementsAre("dispatcher")) << context;
+      EXPECT_THAT(eio.faults[1].Describe(), HasSubstr(", then SIGKILL dispatcher, restart"))
+          << context;
+    } else if (disk.target == "checkpoints" && disk.op == DiskOp::kRead) {
+      // Only a starting task reads checkpoints.
+      EXPECT_THAT(eio.faults[0].victims, ElementsAre(disk.process)) << context;
+    } else {
+      EXPECT_TRUE(eio.faults[0].victims.empty()) << context;
+      EXPECT_TRUE(eio.faults[1].victims.empty()) << context;
+    }
+
+    const ChaosPlan stall = Plan("disk_stall", seed);
+    EXPECT_EQ(stall.faults[0].disk->kind, ChaosDiskFault::Kind::kStall) << context;
+    EXPECT_EQ(stall.faults[0].disk->op, DiskOp::kSync) << context;
+    EXPECT_GE(stall.faults[0].disk->stall_ms, 1000) << context;
+    EXPECT_LE(stall.faults[0].disk->stall_ms, 5000) << context;
+    EXPECT_THAT(stall.faults[0].Describe(),
+                HasSubstr(absl::StrCat(" stalls ", stall.faults[0].disk->stall_ms, " ms")))
+        << context;
+  }
+}
+
+TEST(ChaosPlanTest, DiskScenariosNeedTwoEpochs) {
+  const absl::StatusOr<ChaosPlan> plan = MakeChaosPlan("disk_eio", 1, kWorkers, 1, kRows);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(), HasSubstr("chaos scenario disk_eio: needs at least 2"));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/disk_fault_control.h"
 #include "common/env.h"
 #include "common/failpoint.h"
 #include "common/grpc_status.h"
@@ -93,6 +94,10 @@ void ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
     RecordHistory("launch", absl::StrCat("process=", name, " file=", file));
   }
   const std::string network_namespace = network_ != nullptr ? network_->path(name) : "";
+  if (!options_.disk_faults_dir.empty() && p.server) {
+    environment.push_back(
+        absl::StrCat(kDiskFaultsEnvironmentVariable, "=", options_.disk_faults_dir, "/", name));
+  }
   p.subprocess = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log_path(name),
                                               environment, network_namespace);
   p.serving = false;

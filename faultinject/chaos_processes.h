@@ -76,6 +76,10 @@ struct ChaosProcessesOptions {
   // the n-th start of `name` from 0, and the harness's launches, kills and faults in
   // harness.0.tsv; empty: no history.
   std::string history_dir;
+  // The disk scenarios (faultinject/chaos_disks.h): every start of the dispatcher and of each
+  // worker follows the disk fault control file <disk_faults_dir>/<name> (GRANARY_DISK_FAULTS);
+  // empty: none.
+  std::string disk_faults_dir;
 };
 
 // The name of the one replica of `probes` (ChaosProcesses::ProbeReplicas) that leads; nullopt if

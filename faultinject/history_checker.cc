@@ -106,6 +106,7 @@ class Checker {
       if (e.op == "checkpoint" || e.op == "checkpoint_gc" || e.op == "checkpoint_delete_all") {
         checkpoint_events_[TaskOf(e)].push_back(i);
       }
+      if (e.op == "checkpoint_unusable") unusable_checkpoints_.insert({e.file, TaskOf(e)});
       if (e.op == "task_start") TaskStart(i);
       if (e.op == "lease") Lease(i);
       if (e.op == "assign") Assign(i);
@@ -142,6 +143,7 @@ class Checker {
         {"checkpoint", {"task", "index"}},
         {"checkpoint_gc", {"task", "acknowledged"}},
         {"checkpoint_delete_all", {"task"}},
+        {"checkpoint_unusable", {"task"}},
         {"task_start", {"task", "gen", "from", "restored"}},
         {"lease", {"job", "epoch", "task", "gen"}},
         {"assign", {"task", "gen"}},
@@ -331,7 +333,10 @@ class Checker {
       }
       if (!collectable) must_restore = x;
     }
-    if (restored < must_restore) {
+    // The worker found its checkpoints unreadable or one not restoring (its disk failing, not a
+    // checkpoint lost: a corrupt one is skipped for an older one, unreported): a recompute.
+    const bool excused = unusable_checkpoints_.erase({e.file, task}) > 0;
+    if (restored < must_restore && !excused) {
       Violation(
           kCheckpointLost, i,
           absl::StrCat("task ", task, " generation ", Field(e, "gen"), " restored at element ",
@@ -411,8 +416,10 @@ class Checker {
   int64_t max_committed_ = 0;
   size_t max_committed_event_ = 0;
   std::map<std::string, std::pair<int64_t, size_t>> recover_began_;
-  // checkpoint_lost: per task, its checkpoint and checkpoint_gc events so far.
+  // checkpoint_lost: per task, its checkpoint and checkpoint_gc events so far; (file, task) of
+  // the checkpoint_unusable events not yet followed by that task's start in that file.
   std::map<std::string, std::vector<size_t>> checkpoint_events_;
+  std::set<std::pair<std::string, std::string>> unusable_checkpoints_;
   // lease_exclusive: (task, gen) → worker process that started it / worker assigned (+ event);
   // (job, epoch, split) → task (+ event).
   std::map<std::pair<std::string, std::string>, std::string> started_by_;

@@ -16,7 +16,10 @@
 //                     `from` that nothing may have deleted: neither Write's pruning (it keeps
 //                     the newest CheckpointOptions::keep) nor GarbageCollect (it keeps the newest
 //                     at or below the client's acknowledged index) nor the deletion of a finished
-//                     task's checkpoints, as worker.proto promises.
+//                     task's checkpoints, as worker.proto promises — unless the worker said
+//                     right before that start that its checkpoints were unusable
+//                     (checkpoint_unusable: unreadable, or the newest did not restore, on a
+//                     failing disk), which costs a recompute; a corrupt one it skips silently.
 //   lease_exclusive   each split of a (job, epoch) leased to one task only; each generation of
 //                     a task assigned to one worker, and started by that worker only.
 //   same_element      a task's element at an index has one checksum whoever produces it, in

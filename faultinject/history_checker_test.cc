@@ -202,6 +202,19 @@ TEST_F(HistoryCheckerTest, AcknowledgedCheckpointLostIsFound) {
              "acknowledged before");
 }
 
+TEST_F(HistoryCheckerTest, CheckpointsTheWorkerFoundUnusableNeedNotRestoreThatStartOnly) {
+  // The worker could not read its checkpoints (its disk failing) right before its start at 6:
+  // a recompute from 0. Its next start at 8, with no such report, must restore the one at 4.
+  Write("worker-0.0.tsv", {{180, "task_start", "ok", "task=1 gen=1 from=0 restored=0"},
+                           {200, "checkpoint", "ok", "task=1 gen=1 index=4"},
+                           {440, "checkpoint_unusable", "info", "task=1 code=INTERNAL"},
+                           {450, "task_start", "ok", "task=1 gen=1 from=6 restored=0"},
+                           {550, "task_start", "ok", "task=1 gen=1 from=8 restored=0"}});
+  ExpectOnly("checkpoint_lost",
+             "task 1 generation 1 restored at element 0 (reader at 8), but a checkpoint at 4 was "
+             "acknowledged before");
+}
+
 TEST_F(HistoryCheckerTest, CheckpointGarbageCollectedNeedNotRestore) {
   // GarbageCollect may delete 2 (4 <= the acknowledged 5 is kept); the reader resumes at 3,
   // before 4 (it saved its position before acknowledging): restoring from 0 is allowed.

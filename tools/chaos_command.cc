@@ -41,7 +41,8 @@ ABSL_FLAG(std::string, scenario, "nofail",
           "(the replicated dispatcher over a local etcd; needs Debian's etcd binary) "
           "leader_failover or leader_partition, or (as root: every process in a network "
           "namespace of its own) partition_worker, partition_client, partition_oneway, "
-          "partition_dispatcher or bandwidth.");
+          "partition_dispatcher or bandwidth, or (failing, full and slow disks; disk_full "
+          "needs root) disk_full, disk_eio or disk_stall.");
 ABSL_FLAG(bool, failpoints, false, "List the failpoints and exit.");
 ABSL_FLAG(std::string, inject, "",
           "PROCESS:SPEC — arm GRANARY_FAILPOINTS=SPEC in one process's first start (dispatcher, "

@@ -22,16 +22,17 @@
 #include "dispatcher/policy/job_metrics.h"
 #include "dispatcher/provisioner.h"
 #include "dispatcher/request_limits.h"
+#include "etcd/etcd_client.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "obs/status_page.h"
-#include "etcd/etcd_client.h"
 #include "replication/dispatcher_replica.h"
 #include "replication/etcd_journal_url.h"
 #include "security/bearer_tokens.h"
 #include "security/capability.h"
 #include "tools/commands.h"
 #include "tools/obs_flags.h"
+#include "tools/server_disk_faults.h"
 #include "tools/server_flags.h"
 #include "tools/server_startup.h"
 #include "tools/status_json.h"
@@ -241,7 +242,11 @@ int DispatcherCommand(int argc, char** argv) {
   // impl's journal counts in outlive it.
   MetricRegistry metrics;
   // Files, and the cache tier --cache_root names (a directory or redis://HOST:PORT/PREFIX).
-  CacheTierEnv env(Env::Default(), *redis_credentials);
+  // Under GRANARY_DISK_FAULTS (the chaos harness), failing or slow disks beneath every file.
+  const absl::StatusOr<std::unique_ptr<ServerDiskFaults>> disk_faults =
+      ServerDiskFaults::FromEnvironment();
+  if (!disk_faults.ok()) return fail(disk_faults.status());
+  CacheTierEnv env((*disk_faults)->env(), *redis_credentials);
   // Which impl serves now: the one this process opened, or — replicated — the leader's while
   // this replica leads. Before either exists, every call is refused as "replaying".
   std::shared_ptr<DispatcherImpl> single;
@@ -286,6 +291,7 @@ int DispatcherCommand(int argc, char** argv) {
   if (!ops.ok()) return fail(ops.status());
   options.metrics = &metrics;
   options.env = &env;
+  options.journal_file_system = (*disk_faults)->journal_file_system();
   if (!etcd_journal.has_value()) {
     // Recover before listening: nothing is served until replay is complete.
     absl::StatusOr<std::unique_ptr<DispatcherImpl>> impl = DispatcherImpl::Open(options);

@@ -17,6 +17,7 @@
 #include "tools/command_flags.h"
 #include "tools/commands.h"
 #include "tools/obs_flags.h"
+#include "tools/server_disk_faults.h"
 #include "tools/server_flags.h"
 #include "tools/server_startup.h"
 #include "tools/tls_flags.h"
@@ -95,7 +96,11 @@ int WorkerCommand(int argc, char** argv) {
   // Files, and the cache tier a task's --cache_root names (a directory or redis://...).
   const absl::StatusOr<RedisCredentials> redis_credentials = RedisCredentialsFromFlags();
   if (!redis_credentials.ok()) return fail(redis_credentials.status());
-  CacheTierEnv env(Env::Default(), *redis_credentials);
+  // Under GRANARY_DISK_FAULTS (the chaos harness), failing or slow disks beneath every file.
+  const absl::StatusOr<std::unique_ptr<ServerDiskFaults>> disk_faults =
+      ServerDiskFaults::FromEnvironment();
+  if (!disk_faults.ok()) return fail(disk_faults.status());
+  CacheTierEnv env((*disk_faults)->env(), *redis_credentials);
   std::unique_ptr<WorkerImpl> impl;
   std::atomic<WorkerImpl*> started_impl{nullptr};
   metrics.AddCollector([&started_impl](MetricSamples& out) {

@@ -37,10 +37,10 @@ absl::Status TaskRun::Build() {
   ctx.cached_prefix_ops = spec_.def.cached_prefix_ops();
   hooks_->LendResources(&ctx.resources);
   ctx.pool = spec_.pool;
-  ASSIGN_OR_RETURN(it_, spec_.pipeline->MakeIterator(
-                            ctx, std::make_unique<LeasedSplitProvider>(
-                                     spec_.dispatcher, spec_.env, spec_.def.task_id(),
-                                     spec_.lease_size, callbacks_.cancelled)));
+  ASSIGN_OR_RETURN(
+      it_, spec_.pipeline->MakeIterator(ctx, std::make_unique<LeasedSplitProvider>(
+                                                 spec_.dispatcher, spec_.env, spec_.def.task_id(),
+                                                 spec_.lease_size, callbacks_.cancelled)));
   return absl::OkStatus();
 }
 
@@ -52,14 +52,27 @@ bool TaskRun::Restore(int64_t from) {
   for (const std::string& path : skipped) {
     LOG(WARNING) << "task " << task << ": skipped unreadable checkpoint " << path;
   }
-  if (!checkpoint.ok()) return true;
+  if (!checkpoint.ok()) {
+    // None at or before `from` (NotFound), or the store could not be read (a failing disk): the
+    // run starts from index 0 — a recompute.
+    if (!absl::IsNotFound(checkpoint.status())) {
+      LOG(WARNING) << "task " << task << ": cannot read its checkpoints (" << checkpoint.status()
+                   << "); recomputing from index 0";
+      GRANARY_HISTORY_RECORD("checkpoint_unusable", "info", "task=", task,
+                             " code=", absl::StatusCodeToString(checkpoint.status().code()));
+    }
+    return true;
+  }
   IteratorStateProto state;
   const absl::Status status = state.ParseFromString(checkpoint->state)
                                   ? it_->Restore(StateReader(&state))
                                   : absl::DataLossError("iterator state does not parse");
   if (!status.ok()) {
-    LOG(WARNING) << "task " << task << ": checkpoint " << checkpoint->path
-                 << " does not restore (" << status << "); recomputing from index 0";
+    LOG(WARNING) << "task " << task << ": checkpoint " << checkpoint->path << " does not restore ("
+                 << status << "); recomputing from index 0";
+    GRANARY_HISTORY_RECORD("checkpoint_unusable", "info", "task=", task,
+                           " index=", checkpoint->index,
+                           " code=", absl::StatusCodeToString(status.code()));
     return false;
   }
   LOG(INFO) << "task " << task << ": restored from checkpoint " << checkpoint->path

@@ -183,6 +183,7 @@ void TaskRunner::Finish(TaskRun& run, int64_t num_elements) {
   if (!chunks.ok()) {
     // Not reported finished: the cache's manifest would miss this task's elements.
     absl::MutexLock lock(&mu_);
+    finish_reported_ = false;  // A restarted run (GetElements) reports instead.
     error_ =
         Annotate(chunks.status(), absl::StrCat("task ", def().task_id(), ": finishing its run"));
     LOG(ERROR) << error_;
@@ -205,10 +206,22 @@ absl::Status TaskRunner::GetElements(const GetElementsRequest& request, Elements
     absl::MutexLock lock(&mu_);
     if (run_ == 0) StartProducer();
     const int64_t window_start = window_.empty() ? produced_ : window_.front_index();
-    if (from < window_start) {
-      // The client resumes from before what we still hold: recompute the task from its start.
-      LOG(INFO) << "task " << def().task_id() << ": request for element " << from
-                << " below the window (" << window_start << "): restarting the task";
+    // A run that failed on its storage (a disk failing or full under its cache or checkpoints,
+    // an unreachable cache tier) starts again at the reader's next request — the storage may be
+    // back — as deterministically as any restart. A failure that persists fails the new run
+    // too, and the reader sees it again.
+    const bool storage_failed = absl::IsInternal(error_) || absl::IsResourceExhausted(error_) ||
+                                absl::IsUnavailable(error_);
+    if (from < window_start || storage_failed) {
+      // The client resumes from before what we still hold, or the run failed: recompute the
+      // task from its start (or from its newest checkpoint at or before `from`).
+      if (storage_failed) {
+        LOG(WARNING) << "task " << def().task_id() << ": restarting the run that failed (" << error_
+                     << ") for element " << from;
+      } else {
+        LOG(INFO) << "task " << def().task_id() << ": request for element " << from
+                  << " below the window (" << window_start << "): restarting the task";
+      }
       ++run_;  // The running producer exits at its next check.
       mu_.Unlock();
       StopProducer();

@@ -19,6 +19,11 @@
 // sequence, so the recomputed elements are identical — and discards up to from_index. A run
 // starts from its newest checkpoint at or before the index it must reach (TaskRun).
 //
+// A run that failed with Internal, ResourceExhausted or Unavailable — what a failing or full disk
+// under its cache or checkpoints, or an unreachable cache tier, gives — is answered once with
+// its error and started again the same way at the next request (the storage may be back); a
+// failure that persists fails the new run too (issue 33).
+//
 // Every `checkpoint_interval_ms` (on the Env's clock) the producer has the run checkpoint
 // itself between two elements. When the iterator ends, the run's hooks finish (a cache-writing
 // task commits its chunks) and `on_finished(num_elements, cache_chunks)` is called once from
