@@ -41,6 +41,7 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Open(
   JournalOptions journal_options;
   journal_options.metrics = options.metrics;
   journal_options.accept_lost = options.new_cluster;
+  journal_options.sync_ledger = options.sync_ledger;
   ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal,
                    Journal::Open(options.journal_dir, journal_options));
   ASSIGN_OR_RETURN(

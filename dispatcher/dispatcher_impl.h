@@ -40,6 +40,7 @@
 #include "absl/synchronization/notification.h"
 #include "cache/cache_coordinator.h"
 #include "common/env.h"
+#include "common/sync_ledger.h"
 #include "dispatcher/caller.h"
 #include "dispatcher/dispatcher_core.h"
 #include "dispatcher/dispatcher_state.h"
@@ -80,6 +81,9 @@ struct DispatcherOptions {
   // Where the journal counts its appends and commits (JournalOptions.metrics); nullptr:
   // nowhere. Must outlive the impl. (The dispatcher's own metrics are CollectMetrics'.)
   MetricRegistry* metrics = nullptr;
+  // Power-loss tests (`granary chaos`): the journal records its durability events in this
+  // ledger (JournalOptions::sync_ledger). nullptr: none. Must outlive the impl.
+  SyncLedger* sync_ledger = nullptr;
   // Where caching jobs' caches live (DESIGN.md §5): <cache_root>/<cache key>/ holds a cache's
   // chunks. Workers write and read these paths, so in a cluster it must be a filesystem every
   // worker mounts at the same path. Empty: jobs with a cache policy are refused.

@@ -94,6 +94,25 @@ void AddRandomFaults(Draws& draws, int64_t rows_per_epoch, ChaosPlan& plan) {
   }
 }
 
+// Power loss of one server (the dispatcher or `worker`) or, in powerloss_all, of every one,
+// after `worker`'s k-th checkpoint, torn in half the seeds; `fault` holds the draws of the
+// epoch and row.
+void AddPowerLoss(Draws& draws, const std::string& worker, ChaosPlan& plan, ChaosFault& fault) {
+  plan.cache_policy = SomeCachePolicy(draws, /*compute_too=*/true);
+  fault.checkpointer = worker;
+  fault.checkpoints = draws.Between(1, 3);
+  if (plan.scenario == "powerloss_all") {
+    fault.victims = AllWorkers(plan.workers);
+    fault.victims.insert(fault.victims.begin(), "dispatcher");
+  } else {
+    fault.victims = {draws.Chance(50) ? "dispatcher" : worker};
+  }
+  PowerLossFault power_loss;
+  power_loss.torn = draws.Chance(50);
+  if (power_loss.torn) power_loss.torn_seed = static_cast<uint64_t>(draws.Between(1, 1 << 30));
+  fault.power_loss = power_loss;
+}
+
 }  // namespace
 
 std::string ChaosFault::Describe() const {
@@ -119,6 +138,13 @@ std::string ChaosFault::Describe() const {
   if (heal_cut) {
     return absl::StrCat(when, ": heal the cut; the old leader must rejoin as a follower");
   }
+  if (power_loss.has_value()) {
+    absl::StrAppend(&when, ": power loss of ", absl::StrJoin(victims, " "),
+                    " (SIGKILL, drop every write since its last fsync",
+                    power_loss->torn ? absl::StrCat(", torn with seed ", power_loss->torn_seed) : "",
+                    "), restart");
+    return when;
+  }
   const auto named = [](std::string* out, const std::string& name) {
     out->append(name == kLeader ? "the leader" : name);
   };
@@ -132,7 +158,8 @@ std::string ChaosFault::Describe() const {
 const std::vector<std::string>& ChaosScenarios() {
   static const auto* scenarios = new std::vector<std::string>{
       "nofail",  "recover", "failover", "killall",         "dispatcher",      "putfail",
-      "getfail", "scale",   "random",   "leader_failover", "leader_partition"};
+      "getfail", "scale",   "random",   "leader_failover", "leader_partition",
+      "powerloss", "powerloss_all"};
   return *scenarios;
 }
 
@@ -234,6 +261,8 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
     }
     plan.faults.push_back(std::move(after));
     return plan;
+  } else if (scenario == "powerloss" || scenario == "powerloss_all") {
+    AddPowerLoss(draws, worker, plan, f);
   } else {  // random
     plan.cache_policy = SomeCachePolicy(draws, /*compute_too=*/true);
     plan.standby = 1;

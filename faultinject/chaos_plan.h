@@ -30,12 +30,23 @@
 //   leader_partition  the leader cut from every etcd member (not from workers and client) mid-
 //                     epoch (not in the last); once another replica leads, the cut heals after a
 //                     delay and the old leader must rejoin as a follower
+// The power-loss scenarios (issue 33) run every server with a sync ledger
+// (common/sync_ledger.h); a power loss SIGKILLs its victims, drops every write each made since
+// its last fsync (truncates files to their synced length, reverts in-place writes, deletes files
+// and undoes renames whose directory was never synced), then restarts them:
+//   powerloss      the dispatcher or one worker (the seed picks) loses power mid-epoch, after
+//                  a worker's k-th checkpoint, under a random cache policy; torn (half the
+//                  seeds): a seeded random part of each file's unsynced tail survives instead,
+//                  its last block sometimes garbled
+//   powerloss_all  the dispatcher and every worker lose power at once (like killall), torn in
+//                  half the seeds
 // Where a scenario leaves a choice (which worker, which epoch, at what row, how long), the seed
 // decides.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PLAN_H_
 #define GRANARY_FAULTINJECT_CHAOS_PLAN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +58,15 @@ namespace granary {
 // Processes are named "dispatcher" (or "replica-<i>" in the replicated scenarios), "worker-<i>"
 // (standbys numbered after the workers) and "client".
 inline constexpr char kLeader[] = "leader";
+
+// A power loss of the fault's victims (instead of a plain SIGKILL): their unsynced writes are
+// dropped before they restart.
+struct PowerLossFault {
+  // Torn writes, drawn from `torn_seed`: part of each file's unsynced tail survives (common/
+  // durability_model.h). false: every unsynced byte is dropped.
+  bool torn = false;
+  uint64_t torn_seed = 0;
+};
 
 struct ChaosFault {
   // When: the client reads epoch `epoch` (or a later one) and has delivered `rows` rows of it…
@@ -79,6 +99,8 @@ struct ChaosFault {
   // Or, when > 0: scale the job to this many tasks per consumer (ScaleJob) — tasks join its
   // running epoch or are shed (issue 17).
   int32_t scale_to = 0;
+  // With a value: the victims lose power instead of only being SIGKILLed.
+  std::optional<PowerLossFault> power_loss;
 
   // One line, e.g. "epoch 1 row 240, after worker-0's 2nd checkpoint: kill worker-0, restart".
   std::string Describe() const;

@@ -1,8 +1,9 @@
-// MakeChaosPlan's replicated scenarios (issue 32): their shape, their seeded choices, and that a
+// MakeChaosPlan's replicated scenarios (issue 32) and power-loss scenarios (issue 33): their shape, their seeded choices, and that a
 // plan is a pure function of its inputs. Each expectation over many seeds names the seed.
 #include "faultinject/chaos_plan.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,47 @@ TEST(ChaosPlanTest, AnUnknownScenarioNamesTheReplicatedOnes) {
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(plan.status().message(), HasSubstr("unknown chaos scenario 'leader'"));
   EXPECT_THAT(plan.status().message(), HasSubstr("leader_failover, leader_partition"));
+}
+
+// The power-loss scenarios (issue 33): one fault, a power loss of the dispatcher or one
+// worker (powerloss) or of every server (powerloss_all), after a worker's checkpoints, torn in
+// some seeds; both victims and both kinds occur among 40 seeds.
+TEST(ChaosPlanTest, PowerLossPlansStrikeTheServersTornOrNot) {
+  std::map<std::string, std::vector<uint64_t>> seeds_of;  // by kind
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    for (const char* scenario : {"powerloss", "powerloss_all"}) {
+      SCOPED_TRACE(absl::StrCat(scenario, " seed ", seed));
+      const ChaosPlan plan = Plan(scenario, seed);
+      ASSERT_EQ(plan.faults.size(), 1u);
+      const ChaosFault& fault = plan.faults[0];
+      ASSERT_TRUE(fault.power_loss.has_value());
+      EXPECT_THAT(fault.checkpointer, ::testing::StartsWith("worker-"));
+      EXPECT_GE(fault.checkpoints, 1);
+      EXPECT_THAT(fault.Describe(), HasSubstr("power loss of "));
+      EXPECT_EQ(fault.power_loss->torn,
+                fault.Describe().find(absl::StrCat(", torn with seed ",
+                                                   fault.power_loss->torn_seed)) !=
+                    std::string::npos);
+      if (std::string(scenario) == "powerloss_all") {
+        EXPECT_THAT(fault.victims, ElementsAre("dispatcher", "worker-0", "worker-1"));
+        seeds_of[fault.power_loss->torn ? "all torn" : "all"].push_back(seed);
+      } else {
+        ASSERT_EQ(fault.victims.size(), 1u);
+        const bool dispatcher = fault.victims[0] == "dispatcher";
+        if (!dispatcher) {
+          EXPECT_EQ(fault.victims[0], fault.checkpointer);
+        }
+        seeds_of[absl::StrCat(dispatcher ? "dispatcher" : "worker",
+                              fault.power_loss->torn ? " torn" : "")]
+            .push_back(seed);
+      }
+    }
+  }
+  for (const char* kind : {"dispatcher", "dispatcher torn", "worker", "worker torn", "all",
+                           "all torn"}) {
+    EXPECT_FALSE(seeds_of[kind].empty()) << kind;
+  }
+  EXPECT_EQ(Described(Plan("powerloss", 5)), Described(Plan("powerloss", 5)));
 }
 
 }  // namespace

@@ -85,6 +85,10 @@ void ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
     environment.push_back(
         absl::StrCat(kFailpointsEnvironmentVariable, "=", absl::StrJoin(specs, ",")));
   }
+  if (options_.sync_ledgers && p.server) {
+    p.ledgers.push_back(absl::StrCat(options_.dir, "/ledgers/", name, ".", ++p.starts));
+    environment.push_back(absl::StrCat(kSyncLedgerEnvironmentVariable, "=", p.ledgers.back()));
+  }
   p.subprocess = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log_path(name),
                                               environment);
   p.serving = false;
@@ -168,6 +172,7 @@ absl::Status ChaosProcesses::StartEtcd(CertificateAuthority* ca) {
 absl::Status ChaosProcesses::Start() {
   const std::string& dir = options_.dir;
   if (absl::Status made = Env::Default()->CreateDirs(dir + "/logs"); !made.ok()) return made;
+  if (options_.sync_ledgers) RETURN_IF_ERROR(Env::Default()->CreateDirs(dir + "/ledgers"));
   std::unique_ptr<CertificateAuthority> ca;
   if (options_.tls) {
     ASSIGN_OR_RETURN(ca, CertificateAuthority::Create(dir + "/tls"));
@@ -245,6 +250,22 @@ absl::Status ChaosProcesses::Start() {
   client.argv.insert(client.argv.end(), options_.client_flags.begin(), options_.client_flags.end());
   Launch(kClient, true);
   return absl::OkStatus();
+}
+
+absl::StatusOr<PowerLossReport> ChaosProcesses::PowerLoss(const std::vector<std::string>& names,
+                                                          std::optional<uint64_t> torn_seed) {
+  for (const std::string& name : names) {
+    if (running(name)) Kill(name);
+  }
+  PowerLossReport dropped;
+  for (const std::string& name : names) {
+    Process& p = processes_.at(name);
+    const absl::StatusOr<PowerLossReport> report = ApplyPowerLoss(p.ledgers, torn_seed);
+    if (!report.ok()) return Annotate(report.status(), absl::StrCat("power loss of ", name));
+    dropped.Add(*report);
+    p.ledgers.clear();
+  }
+  return dropped;
 }
 
 bool ChaosProcesses::running(const std::string& name) const {

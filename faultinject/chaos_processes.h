@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/subprocess.h"
+#include "common/sync_ledger.h"
 #include "faultinject/tcp_proxy.h"
 #include "grpcpp/security/credentials.h"
 #include "security/certificate_authority.h"
@@ -54,6 +55,10 @@ struct ChaosProcessesOptions {
   // GRANARY_FAILPOINTS for every start of every worker, restarts included (joined with
   // `failpoints` where those are armed too); empty: none.
   std::string every_worker_failpoints;
+  // Power-loss scenarios: every start of the dispatcher and of every worker records its
+  // durability events in its own sync ledger, <dir>/ledgers/<name>.<start number>
+  // (GRANARY_SYNC_LEDGER), for PowerLoss.
+  bool sync_ledgers = false;
 };
 
 // The name of the one replica of `probes` (ChaosProcesses::ProbeReplicas) that leads; nullopt if
@@ -94,6 +99,13 @@ class ChaosProcesses {
   absl::Status ScaleJob(const std::string& job_name, int32_t num_worker_slots,
                         const std::string& reason) const;
 
+  // Power loss (REQUIRES options.sync_ledgers): SIGKILLs each of `names` that runs, then drops
+  // every write each made since its last fsync, as its sync ledgers since its last power loss
+  // record them (common/sync_ledger.h's ApplyPowerLoss; torn with `torn_seed` if set). The
+  // caller restarts them. Returns what was dropped, or the error of a ledger or a file.
+  absl::StatusOr<PowerLossReport> PowerLoss(const std::vector<std::string>& names,
+                                            std::optional<uint64_t> torn_seed);
+
   // Replicated: each replica that runs and announced its address since it last started, as it
   // answers GetStatus now (tools/replica_probe.h), by name.
   std::map<std::string, ReplicaProbe> ProbeReplicas() const;
@@ -116,6 +128,10 @@ class ChaosProcesses {
     std::string address;
     bool serving = false;
     std::chrono::steady_clock::time_point started;
+    // Sync ledgers (options.sync_ledgers): this process's starts so far, and the ledgers of the
+    // starts since its last power loss.
+    int starts = 0;
+    std::vector<std::string> ledgers;
   };
   void Launch(const std::string& name, bool with_failpoints);
   // Launches server `name` (its argv set) and waits until it serves; returns its address.

@@ -15,6 +15,7 @@
 #include "cache/cache_tier_env.h"
 #include "cache/redis_env.h"
 #include "common/env.h"
+#include "common/ledger_env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "dispatcher/caller.h"
@@ -241,7 +242,10 @@ int DispatcherCommand(int argc, char** argv) {
   // impl's journal counts in outlive it.
   MetricRegistry metrics;
   // Files, and the cache tier --cache_root names (a directory or redis://HOST:PORT/PREFIX).
-  CacheTierEnv env(Env::Default(), *redis_credentials);
+  // Through the sync ledger GRANARY_SYNC_LEDGER names, if set (power-loss chaos).
+  const absl::StatusOr<std::unique_ptr<ServerFileEnv>> files = ServerFileEnv::FromEnvironment();
+  if (!files.ok()) return fail(files.status());
+  CacheTierEnv env((*files)->env(), *redis_credentials);
   // Which impl serves now: the one this process opened, or — replicated — the leader's while
   // this replica leads. Before either exists, every call is refused as "replaying".
   std::shared_ptr<DispatcherImpl> single;
@@ -286,6 +290,7 @@ int DispatcherCommand(int argc, char** argv) {
   if (!ops.ok()) return fail(ops.status());
   options.metrics = &metrics;
   options.env = &env;
+  options.sync_ledger = (*files)->ledger();
   if (!etcd_journal.has_value()) {
     // Recover before listening: nothing is served until replay is complete.
     absl::StatusOr<std::unique_ptr<DispatcherImpl>> impl = DispatcherImpl::Open(options);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cache/cache_tier_env.h"
+#include "common/ledger_env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "grpcpp/server.h"
@@ -95,7 +96,10 @@ int WorkerCommand(int argc, char** argv) {
   // Files, and the cache tier a task's --cache_root names (a directory or redis://...).
   const absl::StatusOr<RedisCredentials> redis_credentials = RedisCredentialsFromFlags();
   if (!redis_credentials.ok()) return fail(redis_credentials.status());
-  CacheTierEnv env(Env::Default(), *redis_credentials);
+  // Through the sync ledger GRANARY_SYNC_LEDGER names, if set (power-loss chaos).
+  const absl::StatusOr<std::unique_ptr<ServerFileEnv>> files = ServerFileEnv::FromEnvironment();
+  if (!files.ok()) return fail(files.status());
+  CacheTierEnv env((*files)->env(), *redis_credentials);
   std::unique_ptr<WorkerImpl> impl;
   std::atomic<WorkerImpl*> started_impl{nullptr};
   metrics.AddCollector([&started_impl](MetricSamples& out) {
