@@ -171,11 +171,16 @@ int DispatcherCommand(int argc, char** argv) {
     if (!client.ok()) return fail(Annotate(client.status(), "--journal"));
     etcd_client = *std::move(client);
   }
+  // Through the sync ledger GRANARY_SYNC_LEDGER names, if set (power-loss chaos): the
+  // dispatcher's files (capability key, journal, cache manifests).
+  const absl::StatusOr<std::unique_ptr<ServerFileEnv>> files = ServerFileEnv::FromEnvironment();
+  if (!files.ok()) return fail(files.status());
   // Capabilities: a key kept beside the journal, so that a restart keeps issued ones valid (a
   // replica uses the key its journal's replicas share: DispatcherReplica::Start).
   if (!etcd_journal.has_value()) {
     if (absl::Status made = Env::Default()->CreateDirs(journal_dir); !made.ok()) return fail(made);
-    absl::StatusOr<CapabilityKey> key = CapabilityKey::LoadOrCreate(journal_dir + "/capability.key");
+    absl::StatusOr<CapabilityKey> key =
+        CapabilityKey::LoadOrCreate(journal_dir + "/capability.key", (*files)->env());
     if (!key.ok()) return fail(key.status());
     options.capability_key = *std::move(key);
   }
@@ -242,9 +247,6 @@ int DispatcherCommand(int argc, char** argv) {
   // impl's journal counts in outlive it.
   MetricRegistry metrics;
   // Files, and the cache tier --cache_root names (a directory or redis://HOST:PORT/PREFIX).
-  // Through the sync ledger GRANARY_SYNC_LEDGER names, if set (power-loss chaos).
-  const absl::StatusOr<std::unique_ptr<ServerFileEnv>> files = ServerFileEnv::FromEnvironment();
-  if (!files.ok()) return fail(files.status());
   CacheTierEnv env((*files)->env(), *redis_credentials);
   // Which impl serves now: the one this process opened, or — replicated — the leader's while
   // this replica leads. Before either exists, every call is refused as "replaying".
