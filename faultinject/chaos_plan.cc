@@ -96,8 +96,9 @@ void AddRandomFaults(Draws& draws, int64_t rows_per_epoch, ChaosPlan& plan) {
 
 // Power loss of one server (the dispatcher or `worker`) or, in powerloss_all, of every one,
 // after `worker`'s k-th checkpoint, torn in half the seeds; `fault` holds the draws of the
-// epoch and row.
-void AddPowerLoss(Draws& draws, const std::string& worker, ChaosPlan& plan, ChaosFault& fault) {
+// epoch and row. In 30% of the seeds the same servers lose power again while they recover
+// (their ledgers since the first power loss), torn or not.
+void AddPowerLosses(Draws& draws, const std::string& worker, ChaosFault fault, ChaosPlan& plan) {
   plan.cache_policy = SomeCachePolicy(draws, /*compute_too=*/true);
   fault.checkpointer = worker;
   fault.checkpoints = draws.Between(1, 3);
@@ -107,10 +108,21 @@ void AddPowerLoss(Draws& draws, const std::string& worker, ChaosPlan& plan, Chao
   } else {
     fault.victims = {draws.Chance(50) ? "dispatcher" : worker};
   }
-  PowerLossFault power_loss;
-  power_loss.torn = draws.Chance(50);
-  if (power_loss.torn) power_loss.torn_seed = static_cast<uint64_t>(draws.Between(1, 1 << 30));
-  fault.power_loss = power_loss;
+  const auto power_loss = [&draws] {
+    PowerLossFault power;
+    power.torn = draws.Chance(50);
+    if (power.torn) power.torn_seed = static_cast<uint64_t>(draws.Between(1, 1 << 30));
+    return power;
+  };
+  fault.power_loss = power_loss();
+  plan.faults.push_back(fault);
+  if (draws.Chance(30)) {
+    ChaosFault again;
+    again.during_recovery = true;
+    again.victims = fault.victims;
+    again.power_loss = power_loss();
+    plan.faults.push_back(std::move(again));
+  }
 }
 
 }  // namespace
@@ -262,7 +274,8 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
     plan.faults.push_back(std::move(after));
     return plan;
   } else if (scenario == "powerloss" || scenario == "powerloss_all") {
-    AddPowerLoss(draws, worker, plan, f);
+    AddPowerLosses(draws, worker, std::move(f), plan);
+    return plan;
   } else {  // random
     plan.cache_policy = SomeCachePolicy(draws, /*compute_too=*/true);
     plan.standby = 1;

@@ -40,6 +40,8 @@
 //                  its last block sometimes garbled
 //   powerloss_all  the dispatcher and every worker lose power at once (like killall), torn in
 //                  half the seeds
+// In 30% of the seeds of either, the same servers lose power again as soon as they serve again
+// (during recovery), dropping what the recovery wrote unsynced too.
 // Where a scenario leaves a choice (which worker, which epoch, at what row, how long), the seed
 // decides.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PLAN_H_

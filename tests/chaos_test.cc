@@ -272,7 +272,8 @@ TEST(ChaosHarnessTest, SoakLoopsRandomRunsAndSummarizes) {
 // Power loss (issue 33): the victims are SIGKILLed and lose every write since their last fsync
 // (torn in some seeds), then restart. Acknowledged journal records, reported checkpoints and
 // manifest-recorded cache chunks must survive: every epoch exactly once. The seeds cover the
-// dispatcher and a worker as the victim of `powerloss`, torn and not, and `powerloss_all`.
+// dispatcher and a worker as the victim of `powerloss`, torn and not, and `powerloss_all`; some
+// lose power a second time during recovery.
 struct PowerLossCase {
   const char* scenario;
   int seed;
@@ -293,8 +294,8 @@ TEST_P(ChaosPowerLossTest, EveryEpochExactlyOnceAfterThePowerLoss) {
       << r.output;
   EXPECT_THAT(r.output, HasSubstr("3 epochs, 1536 rows verified")) << r.output;
   const Counts counts = ParseCounts(r.output);
-  EXPECT_EQ(counts.injected, 1) << "granary chaos " << args << ":\n" << r.output;
-  EXPECT_EQ(counts.planned, 1) << "granary chaos " << args << ":\n" << r.output;
+  EXPECT_GE(counts.planned, 1) << "granary chaos " << args << ":\n" << r.output;
+  EXPECT_EQ(counts.injected, counts.planned) << "granary chaos " << args << ":\n" << r.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(
