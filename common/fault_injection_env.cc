@@ -7,27 +7,6 @@
 
 namespace granary {
 
-class FaultInjectionEnv::File : public WritableFile {
- public:
-  File(FaultInjectionEnv* env, std::unique_ptr<WritableFile> base)
-      : env_(env), base_(std::move(base)) {}
-
-  absl::Status Append(absl::string_view data) override {
-    RETURN_IF_ERROR(base_->Append(data));
-    appended_ += data.size();
-    return absl::OkStatus();
-  }
-  absl::Status Flush() override { return base_->Flush(); }
-  absl::Status Sync() override { return env_->SyncFile(base_.get(), appended_); }
-  absl::Status Close() override { return base_->Close(); }
-  const std::string& path() const override { return base_->path(); }
-
- private:
-  FaultInjectionEnv* const env_;
-  const std::unique_ptr<WritableFile> base_;
-  uint64_t appended_ = 0;  // WritableFile is thread-compatible: no lock.
-};
-
 void FaultInjectionEnv::FailNextSyncs(int n) {
   absl::MutexLock lock(&mu_);
   fail_syncs_ = n;
@@ -48,7 +27,9 @@ absl::StatusOr<std::unique_ptr<WritableFile>> FaultInjectionEnv::NewWritableFile
   } else {
     model_.Created(path);
   }
-  return std::make_unique<File>(this, std::move(file));
+  return std::make_unique<SyncWatchingFile>(
+      std::move(file),
+      [this](WritableFile* base, uint64_t appended) { return SyncFile(base, appended); });
 }
 
 absl::Status FaultInjectionEnv::SyncFile(WritableFile* base_file, uint64_t appended) {

@@ -50,9 +50,7 @@ class FaultInjectionEnv : public EnvWrapper {
   absl::Status SyncDir(const std::string& dir) override;
 
  private:
-  class File;
-
-  // Called by File: syncs `base_file`, `appended` bytes long.
+  // Syncs `base_file`, `appended` bytes long (a SyncWatchingFile's sync).
   absl::Status SyncFile(WritableFile* base_file, uint64_t appended);
 
   mutable absl::Mutex mu_;

@@ -30,7 +30,6 @@ class LedgerEnv : public EnvWrapper {
   absl::Status SyncDir(const std::string& dir) override;
 
  private:
-  class File;
   SyncLedger* const ledger_;
 };
 
