@@ -3,8 +3,11 @@
 #ifndef GRANARY_COMMON_ENV_WRAPPER_H_
 #define GRANARY_COMMON_ENV_WRAPPER_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/env.h"
@@ -47,6 +50,31 @@ class EnvWrapper : public Env {
 
  private:
   Env* const base_;
+};
+
+// A WritableFile that forwards to a base file, counting the bytes appended, and hands each
+// Sync() to `sync` with the base file and that count (for Envs that watch syncs: the durable
+// length is the count when the sync began). Thread-compatible, like every WritableFile.
+class SyncWatchingFile : public WritableFile {
+ public:
+  using SyncFunction = std::function<absl::Status(WritableFile* base, uint64_t appended)>;
+  SyncWatchingFile(std::unique_ptr<WritableFile> base, SyncFunction sync)
+      : base_(std::move(base)), sync_(std::move(sync)) {}
+
+  absl::Status Append(absl::string_view data) override {
+    absl::Status status = base_->Append(data);
+    if (status.ok()) appended_ += data.size();
+    return status;
+  }
+  absl::Status Flush() override { return base_->Flush(); }
+  absl::Status Sync() override { return sync_(base_.get(), appended_); }
+  absl::Status Close() override { return base_->Close(); }
+  const std::string& path() const override { return base_->path(); }
+
+ private:
+  const std::unique_ptr<WritableFile> base_;
+  const SyncFunction sync_;
+  uint64_t appended_ = 0;
 };
 
 }  // namespace granary

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "cache/cache_gc.h"
+#include "cache/cache_policy.h"
 #include "common/failpoints.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
@@ -20,7 +21,6 @@
 #include "dispatcher/request_limits.h"
 #include "glog/logging.h"
 #include "journal/journal.h"
-#include "cache/cache_policy.h"
 #include "pipeline/spec/pipeline_spec.h"
 
 namespace granary {
@@ -37,11 +37,13 @@ void StripManifest(CacheState* cache) {
 
 absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Open(
     const DispatcherOptions& options) {
-  if (options.registries == nullptr) return absl::InvalidArgumentError("DispatcherOptions.registries unset");
+  if (options.registries == nullptr)
+    return absl::InvalidArgumentError("DispatcherOptions.registries unset");
   JournalOptions journal_options;
   journal_options.metrics = options.metrics;
   journal_options.accept_lost = options.new_cluster;
   journal_options.file_system = options.journal_file_system;
+  journal_options.sync_ledger = options.sync_ledger;
   ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal,
                    Journal::Open(options.journal_dir, journal_options));
   ASSIGN_OR_RETURN(
@@ -61,7 +63,8 @@ DispatcherCoreOptions DispatcherImpl::CoreOptions(const DispatcherOptions& optio
 
 absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Serve(
     const DispatcherOptions& options, std::unique_ptr<DispatcherCore> core) {
-  if (options.registries == nullptr) return absl::InvalidArgumentError("DispatcherOptions.registries unset");
+  if (options.registries == nullptr)
+    return absl::InvalidArgumentError("DispatcherOptions.registries unset");
   std::unique_ptr<DispatcherImpl> impl(new DispatcherImpl(options, std::move(core)));
   impl->StartFromRecoveredState();
   const bool new_journal =
@@ -440,8 +443,8 @@ absl::StatusOr<DispatcherImpl::SplitPlan> DispatcherImpl::PlanEpochSplits(
   const bool pinned =
       !to_start.foreseen.cache_key().empty() || to_start.foreseen.cached_prefix_ops() > 0;
   SplitPlan plan;
-  for (Split& split : pipeline.PlanEpoch(std::move(splits).value(), to_start.seed,
-                                         pinned ? 0 : request.epoch())) {
+  for (Split& split :
+       pipeline.PlanEpoch(std::move(splits).value(), to_start.seed, pinned ? 0 : request.epoch())) {
     *plan.Add() = std::move(split);
   }
   return plan;

@@ -40,6 +40,7 @@
 #include "absl/synchronization/notification.h"
 #include "cache/cache_coordinator.h"
 #include "common/env.h"
+#include "common/sync_ledger.h"
 #include "dispatcher/caller.h"
 #include "dispatcher/dispatcher_core.h"
 #include "dispatcher/dispatcher_state.h"
@@ -88,6 +89,9 @@ struct DispatcherOptions {
   // default POSIX one. `granary dispatcher` gives a DiskFaultFileSystem when told to inject
   // disk faults (journal/disk_fault_fs.h).
   std::shared_ptr<rocksdb::FileSystem> journal_file_system;
+  // Power-loss tests (`granary chaos`): the journal records its durability events in this
+  // ledger (JournalOptions::sync_ledger). nullptr: none. Must outlive the impl.
+  SyncLedger* sync_ledger = nullptr;
   // Where caching jobs' caches live (DESIGN.md §5): <cache_root>/<cache key>/ holds a cache's
   // chunks. Workers write and read these paths, so in a cluster it must be a filesystem every
   // worker mounts at the same path. Empty: jobs with a cache policy are refused.
@@ -145,8 +149,8 @@ class DispatcherImpl {
   // applying as a follower (replication/dispatcher_replica.h). Every worker the state knows is
   // given a full worker_timeout_ms from now before it may be declared lost, so a new leader
   // never moves healthy tasks. Errors as Open's, after the journal opened.
-  static absl::StatusOr<std::unique_ptr<DispatcherImpl>> Serve(const DispatcherOptions& options,
-                                                               std::unique_ptr<DispatcherCore> core);
+  static absl::StatusOr<std::unique_ptr<DispatcherImpl>> Serve(
+      const DispatcherOptions& options, std::unique_ptr<DispatcherCore> core);
   // The core options `options` ask for.
   static DispatcherCoreOptions CoreOptions(const DispatcherOptions& options);
   ~DispatcherImpl();

@@ -227,6 +227,8 @@ class ChaosRun {
       p.extra_worker_flags.push_back("--local_transport=tcp");
       p.client_flags.push_back("--noshared_memory");
     }
+    p.sync_ledgers = std::any_of(plan_.faults.begin(), plan_.faults.end(),
+                                 [](const ChaosFault& f) { return f.power_loss.has_value(); });
     p.failpoint_process = options_.failpoint_process;
     p.failpoints = options_.failpoints;
     p.network_namespaces = IsNetworkScenario(plan_.scenario);
@@ -389,6 +391,16 @@ class ChaosRun {
     processes.RecordHistory("fault", absl::StrCat("number=", report_.faults_injected + 1));
     if (fault.disk.has_value()) RETURN_IF_ERROR(disks_->Apply(*fault.disk));
     std::vector<std::string> killed;
+    if (fault.power_loss.has_value()) {
+      // SIGKILLed, and their unsynced writes dropped, here; restarted below like any victim.
+      const PowerLossFault& power = *fault.power_loss;
+      ASSIGN_OR_RETURN(
+          const PowerLossReport dropped,
+          processes.PowerLoss(fault.victims,
+                              power.torn ? std::optional(power.torn_seed) : std::nullopt));
+      std::fprintf(out_, "  power loss: %s\n", dropped.Describe().c_str());
+      killed = fault.victims;
+    }
     for (const std::string& victim : fault.victims) {
       // "client": every consumer's.
       const std::vector<std::string> struck =

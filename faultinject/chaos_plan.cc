@@ -223,6 +223,37 @@ void AddDiskFaults(Draws& draws, const std::string& scenario, int64_t rows_per_e
   plan.faults.push_back(std::move(heal));
 }
 
+// Power loss of one server (the dispatcher or `worker`) or, in powerloss_all, of every one,
+// after `worker`'s k-th checkpoint, torn in half the seeds; `fault` holds the draws of the
+// epoch and row. In 30% of the seeds the same servers lose power again while they recover
+// (their ledgers since the first power loss), torn or not.
+void AddPowerLosses(Draws& draws, const std::string& worker, ChaosFault fault, ChaosPlan& plan) {
+  plan.cache_policy = SomeCachePolicy(draws, /*compute_too=*/true);
+  fault.checkpointer = worker;
+  fault.checkpoints = draws.Between(1, 3);
+  if (plan.scenario == "powerloss_all") {
+    fault.victims = AllWorkers(plan.workers);
+    fault.victims.insert(fault.victims.begin(), "dispatcher");
+  } else {
+    fault.victims = {draws.Chance(50) ? "dispatcher" : worker};
+  }
+  const auto power_loss = [&draws] {
+    PowerLossFault power;
+    power.torn = draws.Chance(50);
+    if (power.torn) power.torn_seed = static_cast<uint64_t>(draws.Between(1, 1 << 30));
+    return power;
+  };
+  fault.power_loss = power_loss();
+  plan.faults.push_back(fault);
+  if (draws.Chance(30)) {
+    ChaosFault again;
+    again.during_recovery = true;
+    again.victims = fault.victims;
+    again.power_loss = power_loss();
+    plan.faults.push_back(std::move(again));
+  }
+}
+
 }  // namespace
 
 std::string ChaosFault::Describe() const {
@@ -256,6 +287,14 @@ std::string ChaosFault::Describe() const {
   if (heal_cut) {
     return absl::StrCat(when, ": heal the cut; the old leader must rejoin as a follower");
   }
+  if (power_loss.has_value()) {
+    absl::StrAppend(
+        &when, ": power loss of ", absl::StrJoin(victims, " "),
+        " (SIGKILL, drop every write since its last fsync",
+        power_loss->torn ? absl::StrCat(", torn with seed ", power_loss->torn_seed) : "",
+        "), restart");
+    return when;
+  }
   const auto named = [](std::string* out, const std::string& name) {
     out->append(name == kLeader ? "the leader" : name);
   };
@@ -272,7 +311,8 @@ const std::vector<std::string>& ChaosScenarios() {
       "dispatcher",       "putfail",          "getfail",          "scale",
       "random",           "hostile",          "leader_failover",  "leader_partition",
       "partition_worker", "partition_client", "partition_oneway", "partition_dispatcher",
-      "bandwidth",        "disk_full",        "disk_eio",         "disk_stall"};
+      "bandwidth",        "disk_full",        "disk_eio",         "disk_stall",
+      "powerloss",        "powerloss_all"};
   return *scenarios;
 }
 
@@ -387,6 +427,9 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
     return plan;
   } else if (IsDiskScenario(scenario)) {
     AddDiskFaults(draws, scenario, rows_per_epoch, plan);
+    return plan;
+  } else if (scenario == "powerloss" || scenario == "powerloss_all") {
+    AddPowerLosses(draws, worker, std::move(f), plan);
     return plan;
   } else {  // random, hostile
     plan.hostile_traffic = scenario == "hostile";

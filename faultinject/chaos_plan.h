@@ -56,6 +56,18 @@
 //               the journal's heal restarts the dispatcher (a failed journal write stops it
 //               changing state until restarted)
 //   disk_stall  the target's fsyncs stall 1-5 s each
+// The power-loss scenarios (issue 33) run every server with a sync ledger
+// (common/sync_ledger.h); a power loss SIGKILLs its victims, drops every write each made since
+// its last fsync (truncates files to their synced length, reverts in-place writes, deletes files
+// and undoes renames whose directory was never synced), then restarts them:
+//   powerloss      the dispatcher or one worker (the seed picks) loses power mid-epoch, after
+//                  a worker's k-th checkpoint, under a random cache policy; torn (half the
+//                  seeds): a seeded random part of each file's unsynced tail survives instead,
+//                  its last block sometimes garbled
+//   powerloss_all  the dispatcher and every worker lose power at once (like killall), torn in
+//                  half the seeds
+// In 30% of the seeds of either, the same servers lose power again as soon as they serve again
+// (during recovery), dropping what the recovery wrote unsynced too.
 // Where a scenario leaves a choice (which worker, which epoch, at what row, how long), the seed
 // decides.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PLAN_H_
@@ -103,6 +115,15 @@ struct ChaosDiskFault {
   int64_t stall_ms = 0;  // kStall.
 };
 
+// A power loss of the fault's victims (instead of a plain SIGKILL): their unsynced writes are
+// dropped before they restart.
+struct PowerLossFault {
+  // Torn writes, drawn from `torn_seed`: part of each file's unsynced tail survives (common/
+  // durability_model.h). false: every unsynced byte is dropped.
+  bool torn = false;
+  uint64_t torn_seed = 0;
+};
+
 struct ChaosFault {
   // When: the client reads epoch `epoch` (or a later one) and has delivered `rows` rows of it…
   int64_t epoch = 0;
@@ -138,6 +159,8 @@ struct ChaosFault {
   std::optional<NetworkFault> network;
   // Or: a disk fault, or its heal (then SIGKILL and restart `victims`, if any).
   std::optional<ChaosDiskFault> disk;
+  // With a value: the victims lose power instead of only being SIGKILLed.
+  std::optional<PowerLossFault> power_loss;
 
   // One line, e.g. "epoch 1 row 240, after worker-0's 2nd checkpoint: kill worker-0, restart".
   std::string Describe() const;

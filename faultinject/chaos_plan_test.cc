@@ -1,8 +1,10 @@
-// MakeChaosPlan's replicated scenarios (issue 32): their shape, their seeded choices, and that a
-// plan is a pure function of its inputs. Each expectation over many seeds names the seed.
+// MakeChaosPlan's replicated scenarios (issue 32) and those of issue 33: their shape, their seeded
+// choices, and that a plan is a pure function of its inputs. Each expectation over many seeds names
+// the seed.
 #include "faultinject/chaos_plan.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -276,6 +278,54 @@ TEST(ChaosPlanTest, DiskScenariosNeedTwoEpochs) {
   const absl::StatusOr<ChaosPlan> plan = MakeChaosPlan("disk_eio", 1, kWorkers, 1, kRows);
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(plan.status().message(), HasSubstr("chaos scenario disk_eio: needs at least 2"));
+}
+
+// The power-loss scenarios (issue 33): one fault, a power loss of the dispatcher or one
+// worker (powerloss) or of every server (powerloss_all), after a worker's checkpoints, torn in
+// some seeds, sometimes again during recovery; each kind occurs among 40 seeds.
+TEST(ChaosPlanTest, PowerLossPlansStrikeTheServersTornOrNot) {
+  std::map<std::string, std::vector<uint64_t>> seeds_of;  // by kind
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    for (const char* scenario : {"powerloss", "powerloss_all"}) {
+      SCOPED_TRACE(absl::StrCat(scenario, " seed ", seed));
+      const ChaosPlan plan = Plan(scenario, seed);
+      ASSERT_GE(plan.faults.size(), 1u);
+      ASSERT_LE(plan.faults.size(), 2u);
+      const ChaosFault& fault = plan.faults[0];
+      if (plan.faults.size() == 2) {
+        const ChaosFault& again = plan.faults[1];
+        EXPECT_TRUE(again.during_recovery);
+        EXPECT_EQ(again.victims, fault.victims);
+        EXPECT_TRUE(again.power_loss.has_value());
+        seeds_of["again"].push_back(seed);
+      }
+      ASSERT_TRUE(fault.power_loss.has_value());
+      EXPECT_THAT(fault.checkpointer, ::testing::StartsWith("worker-"));
+      EXPECT_GE(fault.checkpoints, 1);
+      EXPECT_THAT(fault.Describe(), HasSubstr("power loss of "));
+      EXPECT_EQ(fault.power_loss->torn,
+                fault.Describe().find(absl::StrCat(
+                    ", torn with seed ", fault.power_loss->torn_seed)) != std::string::npos);
+      if (std::string(scenario) == "powerloss_all") {
+        EXPECT_THAT(fault.victims, ElementsAre("dispatcher", "worker-0", "worker-1"));
+        seeds_of[fault.power_loss->torn ? "all torn" : "all"].push_back(seed);
+      } else {
+        ASSERT_EQ(fault.victims.size(), 1u);
+        const bool dispatcher = fault.victims[0] == "dispatcher";
+        if (!dispatcher) {
+          EXPECT_EQ(fault.victims[0], fault.checkpointer);
+        }
+        seeds_of[absl::StrCat(dispatcher ? "dispatcher" : "worker",
+                              fault.power_loss->torn ? " torn" : "")]
+            .push_back(seed);
+      }
+    }
+  }
+  for (const char* kind :
+       {"dispatcher", "dispatcher torn", "worker", "worker torn", "all", "all torn", "again"}) {
+    EXPECT_FALSE(seeds_of[kind].empty()) << kind;
+  }
+  EXPECT_EQ(Described(Plan("powerloss", 5)), Described(Plan("powerloss", 5)));
 }
 
 }  // namespace

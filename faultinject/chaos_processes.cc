@@ -98,6 +98,10 @@ void ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
     environment.push_back(
         absl::StrCat(kDiskFaultsEnvironmentVariable, "=", options_.disk_faults_dir, "/", name));
   }
+  if (options_.sync_ledgers && p.server) {
+    p.ledgers.push_back(absl::StrCat(options_.dir, "/ledgers/", name, ".", ++p.starts));
+    environment.push_back(absl::StrCat(kSyncLedgerEnvironmentVariable, "=", p.ledgers.back()));
+  }
   p.subprocess = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log_path(name),
                                               environment, network_namespace);
   p.serving = false;
@@ -186,6 +190,7 @@ absl::Status ChaosProcesses::Start() {
     ASSIGN_OR_RETURN(history_,
                      HistoryLog::Open(options_.history_dir + "/harness.0.tsv", "harness"));
   }
+  if (options_.sync_ledgers) RETURN_IF_ERROR(Env::Default()->CreateDirs(dir + "/ledgers"));
   std::unique_ptr<CertificateAuthority> ca;
   if (options_.tls) {
     ASSIGN_OR_RETURN(ca, CertificateAuthority::Create(dir + "/tls"));
@@ -323,6 +328,22 @@ bool ChaosProcesses::IsClient(const std::string& name) {
 }
 
 std::vector<std::string> ChaosProcesses::clients() const { return ClientNames(); }
+
+absl::StatusOr<PowerLossReport> ChaosProcesses::PowerLoss(const std::vector<std::string>& names,
+                                                          std::optional<uint64_t> torn_seed) {
+  for (const std::string& name : names) {
+    if (running(name)) Kill(name);
+  }
+  PowerLossReport dropped;
+  for (const std::string& name : names) {
+    Process& p = processes_.at(name);
+    const absl::StatusOr<PowerLossReport> report = ApplyPowerLoss(p.ledgers, torn_seed);
+    if (!report.ok()) return Annotate(report.status(), absl::StrCat("power loss of ", name));
+    dropped.Add(*report);
+    p.ledgers.clear();
+  }
+  return dropped;
+}
 
 bool ChaosProcesses::running(const std::string& name) const {
   auto it = processes_.find(name);

@@ -31,6 +31,7 @@
 #include "cache/local_redis_server.h"
 #include "common/history_log.h"
 #include "common/subprocess.h"
+#include "common/sync_ledger.h"
 #include "faultinject/chaos_plan.h"
 #include "faultinject/netns.h"
 #include "faultinject/tcp_proxy.h"
@@ -80,6 +81,10 @@ struct ChaosProcessesOptions {
   // worker follows the disk fault control file <disk_faults_dir>/<name> (GRANARY_DISK_FAULTS);
   // empty: none.
   std::string disk_faults_dir;
+  // Power-loss scenarios: every start of the dispatcher and of every worker records its
+  // durability events in its own sync ledger, <dir>/ledgers/<name>.<start number>
+  // (GRANARY_SYNC_LEDGER), for PowerLoss.
+  bool sync_ledgers = false;
 };
 
 // The name of the one replica of `probes` (ChaosProcesses::ProbeReplicas) that leads; nullopt if
@@ -124,6 +129,13 @@ class ChaosProcesses {
   absl::Status ScaleJob(const std::string& job_name, int32_t num_worker_slots,
                         const std::string& reason) const;
 
+  // Power loss (REQUIRES options.sync_ledgers): SIGKILLs each of `names` that runs, then drops
+  // every write each made since its last fsync, as its sync ledgers since its last power loss
+  // record them (common/sync_ledger.h's ApplyPowerLoss; torn with `torn_seed` if set). The
+  // caller restarts them. Returns what was dropped, or the error of a ledger or a file.
+  absl::StatusOr<PowerLossReport> PowerLoss(const std::vector<std::string>& names,
+                                            std::optional<uint64_t> torn_seed);
+
   // Replicated: each replica that runs and announced its address since it last started, as it
   // answers GetStatus now (tools/replica_probe.h), by name.
   std::map<std::string, ReplicaProbe> ProbeReplicas() const;
@@ -159,6 +171,10 @@ class ChaosProcesses {
     std::string address;
     bool serving = false;
     std::chrono::steady_clock::time_point started;
+    // Sync ledgers (options.sync_ledgers): this process's starts so far, and the ledgers of the
+    // starts since its last power loss.
+    int starts = 0;
+    std::vector<std::string> ledgers;
   };
   // "client", or "client-<i>" for each of options_.consumer_flags.
   std::vector<std::string> ClientNames() const;

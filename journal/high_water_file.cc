@@ -57,9 +57,14 @@ absl::Status PWriteAll(int fd, absl::string_view bytes, off_t offset, const std:
   return absl::OkStatus();
 }
 
-absl::Status FsyncDir(const std::string& path) {
+// The directory of `path` ("." for a bare name).
+std::string ParentDir(const std::string& path) {
   const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  return slash == std::string::npos ? "." : path.substr(0, slash + 1);
+}
+
+absl::Status FsyncDir(const std::string& path) {
+  const std::string dir = ParentDir(path);
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Errno("open directory", dir);
   const int rc = ::fsync(fd);
@@ -101,45 +106,63 @@ absl::StatusOr<std::optional<HighWater>> HighWaterFile::Read(const std::string& 
 }
 
 absl::StatusOr<std::unique_ptr<HighWaterFile>> HighWaterFile::Anchor(const std::string& path,
-                                                                     const HighWater& mark) {
+                                                                     const HighWater& mark,
+                                                                     SyncLedger* ledger) {
   const std::string both = EncodeSlot(mark) + EncodeSlot(mark);
+  // Records an event in `ledger`, if any.
+  const auto record = [ledger](const auto& event) {
+    return ledger == nullptr ? absl::OkStatus() : event(*ledger);
+  };
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && st.st_size == kFileSize) {
     // In place: the blocks exist, so this needs no free space.
     const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) return Errno("open", path);
-    std::unique_ptr<HighWaterFile> file(new HighWaterFile(path, fd));
+    std::unique_ptr<HighWaterFile> file(new HighWaterFile(path, fd, both, ledger));
     if (absl::Status s = PWriteAll(fd, both, 0, path); !s.ok()) return s;
     if (::fdatasync(fd) != 0) return Errno("fdatasync", path);
+    if (absl::Status s = record([&](SyncLedger& l) { return l.SyncedContent(path, both); });
+        !s.ok()) {
+      return s;
+    }
     return file;
   }
   const std::string tmp = path + ".tmp";
+  absl::Status status = record([&](SyncLedger& l) { return l.Created(tmp); });
+  if (!status.ok()) return status;
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Errno("create", tmp);
-  absl::Status status = PWriteAll(fd, both, 0, tmp);
+  status = PWriteAll(fd, both, 0, tmp);
   if (status.ok() && ::fsync(fd) != 0) status = Errno("fsync", tmp);
+  if (status.ok()) status = record([&](SyncLedger& l) { return l.SyncedContent(tmp, both); });
   ::close(fd);
   if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) status = Errno("rename to", path);
+  if (status.ok()) status = record([&](SyncLedger& l) { return l.Renamed(tmp, path); });
   if (!status.ok()) {
     ::unlink(tmp.c_str());
     return status;
   }
   if (absl::Status s = FsyncDir(path); !s.ok()) return s;
+  if (absl::Status s = record([&](SyncLedger& l) { return l.DirSynced(ParentDir(path)); });
+      !s.ok()) {
+    return s;
+  }
   fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return Errno("open", path);
-  return std::unique_ptr<HighWaterFile>(new HighWaterFile(path, fd));
+  return std::unique_ptr<HighWaterFile>(new HighWaterFile(path, fd, both, ledger));
 }
 
 HighWaterFile::~HighWaterFile() { ::close(fd_); }
 
 absl::Status HighWaterFile::Update(const HighWater& mark, bool sync) {
   // The slot written last holds the newest mark; overwrite the other one.
-  if (absl::Status s = PWriteAll(fd_, EncodeSlot(mark), next_slot_ * kSlotSize, path_); !s.ok()) {
-    return s;
-  }
+  const std::string slot = EncodeSlot(mark);
+  if (absl::Status s = PWriteAll(fd_, slot, next_slot_ * kSlotSize, path_); !s.ok()) return s;
+  content_.replace(next_slot_ * kSlotSize, kSlotSize, slot);
   next_slot_ = 1 - next_slot_;
-  if (sync && ::fdatasync(fd_) != 0) return Errno("fdatasync", path_);
-  return absl::OkStatus();
+  if (!sync) return absl::OkStatus();
+  if (::fdatasync(fd_) != 0) return Errno("fdatasync", path_);
+  return ledger_ == nullptr ? absl::OkStatus() : ledger_->SyncedContent(path_, content_);
 }
 
 bool HighWaterFile::Unlinked() const {

@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/sync_ledger.h"
 
 namespace granary {
 
@@ -47,8 +48,12 @@ class HighWaterFile {
   // Makes `path` hold `mark` in both slots, durably (fsynced; a new file is written beside it
   // and renamed into place, then the directory is fsynced), and opens it for Update. An
   // existing file of the right size is rewritten in place (so this works on a full disk).
+  // With `ledger` (power-loss tests, common/sync_ledger.h), this file and Update record their
+  // creations, renames and syncs in it (a synced in-place write as its whole content); an
+  // error appending to it fails the call. `ledger` must outlive the file.
   static absl::StatusOr<std::unique_ptr<HighWaterFile>> Anchor(const std::string& path,
-                                                               const HighWater& mark);
+                                                               const HighWater& mark,
+                                                               SyncLedger* ledger = nullptr);
 
   ~HighWaterFile();
   HighWaterFile(const HighWaterFile&) = delete;
@@ -66,10 +71,13 @@ class HighWaterFile {
   const std::string& path() const { return path_; }
 
  private:
-  HighWaterFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  HighWaterFile(std::string path, int fd, std::string content, SyncLedger* ledger)
+      : path_(std::move(path)), fd_(fd), content_(std::move(content)), ledger_(ledger) {}
 
   const std::string path_;
   const int fd_;
+  std::string content_;  // what the file holds (both slots), for the ledger
+  SyncLedger* const ledger_;
   int next_slot_ = 0;
 };
 

@@ -21,6 +21,7 @@
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "journal/format.h"
+#include "journal/ledger_fs.h"
 #include "journal/rocksdb_logger.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
@@ -320,8 +321,13 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir,
     return absl::InvalidArgumentError(absl::StrCat(
         "journal ", dir, ": max_batch_records must be >= 1, got ", options.max_batch_records));
   }
+  std::shared_ptr<rocksdb::FileSystem> file_system = options.file_system;
+  if (options.sync_ledger != nullptr) {
+    file_system = std::make_shared<LedgerFileSystem>(
+        file_system != nullptr ? file_system : rocksdb::FileSystem::Default(), options.sync_ledger);
+  }
   std::unique_ptr<rocksdb::Env> env;
-  if (options.file_system != nullptr) env = rocksdb::NewCompositeEnv(options.file_system);
+  if (file_system != nullptr) env = rocksdb::NewCompositeEnv(file_system);
 
   // Created here rather than by RocksDB, which logs an error when it finds no directory.
   std::error_code mkdir_error;
@@ -365,7 +371,8 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir,
 
 absl::Status Journal::AnchorHighWater(uint64_t seq) {
   absl::StatusOr<std::unique_ptr<HighWaterFile>> file = HighWaterFile::Anchor(
-      absl::StrCat(dir_, "/", jf::kHighWaterFileName), {seq, CurrentWalNumber(db_.get())});
+      absl::StrCat(dir_, "/", jf::kHighWaterFileName), {seq, CurrentWalNumber(db_.get())},
+      options_.sync_ledger);
   if (!file.ok()) return Annotate(file.status(), absl::StrCat("journal ", dir_));
   high_water_file_ = std::move(file).value();
   return absl::OkStatus();

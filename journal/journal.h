@@ -94,6 +94,8 @@ class FileSystem;
 
 namespace granary {
 
+class SyncLedger;
+
 struct JournalOptions {
   // WriteOptions.sync for every batch. Keep true wherever durability matters; false only for
   // tests and benchmarks that measure something else.
@@ -104,6 +106,10 @@ struct JournalOptions {
   // For fault-injection tests only: RocksDB performs all file I/O through this file system
   // (see journal/fault_injection_fs.h). nullptr = the default POSIX file system.
   std::shared_ptr<rocksdb::FileSystem> file_system;
+  // For power-loss tests and `granary chaos`: RocksDB's files (through a LedgerFileSystem over
+  // file_system, journal/ledger_fs.h) and the high-water file record their durability events
+  // in this ledger (common/sync_ledger.h). nullptr = none. Must outlive the journal.
+  SyncLedger* sync_ledger = nullptr;
   // Open a directory holding the lost-journal marker (see "Deleted under it") anyway: the
   // marker is deleted and the directory opened as it is — empty, a new journal. Only for an
   // operator who means to start over (`granary dispatcher --new_cluster`).

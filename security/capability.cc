@@ -29,8 +29,7 @@ std::string Message(const CapabilityScope& scope) {
 
 }  // namespace
 
-absl::StatusOr<CapabilityKey> CapabilityKey::LoadOrCreate(const std::string& path) {
-  Env* env = Env::Default();
+absl::StatusOr<CapabilityKey> CapabilityKey::LoadOrCreate(const std::string& path, Env* env) {
   if (env->FileExists(path)) {
     ASSIGN_OR_RETURN(std::string key, ReadFileToString(env, path));
     if (key.size() != kKeyBytes) {
@@ -47,6 +46,10 @@ absl::StatusOr<CapabilityKey> CapabilityKey::LoadOrCreate(const std::string& pat
     return absl::InternalError(absl::StrCat("chmod ", temporary));
   }
   RETURN_IF_ERROR(env->RenameFile(temporary, path));
+  // Without this, a power loss could undo the rename: a new key at the next start would reject
+  // every capability the old one minted.
+  const size_t slash = path.rfind('/');
+  RETURN_IF_ERROR(env->SyncDir(slash == std::string::npos ? "." : path.substr(0, slash)));
   return CapabilityKey(std::move(key));
 }
 

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/env.h"
 
 namespace granary {
 
@@ -35,9 +36,11 @@ class CapabilityKey {
  public:
   static constexpr size_t kKeyBytes = 32;
 
-  // The key in `path`, or a new random one written there (mode 0600) if the file does not
-  // exist. DataLoss naming the file if it holds anything but kKeyBytes bytes.
-  static absl::StatusOr<CapabilityKey> LoadOrCreate(const std::string& path);
+  // The key in `path`, or a new random one written there (mode 0600) durably (the file and its
+  // directory fsynced) if the file does not exist, through `env`. DataLoss naming the file if it
+  // holds anything but kKeyBytes bytes.
+  static absl::StatusOr<CapabilityKey> LoadOrCreate(const std::string& path,
+                                                    Env* env = Env::Default());
   // A new random key (OpenSSL's RAND_bytes).
   static absl::StatusOr<CapabilityKey> Generate();
   // A key from its bytes (as a worker receives it). InvalidArgument unless kKeyBytes long.

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "common/env.h"
+#include "common/fault_injection_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/scoped_temp_dir.h"
@@ -47,6 +48,18 @@ TEST(CapabilityTest, TheKeyFileIsKeptAcrossRestartsAndPrivate) {
   EXPECT_FALSE(other.Verify(scope, first.Mint(scope)));
   // A worker gets the same key from its bytes.
   EXPECT_TRUE(CapabilityKey::FromBytes(first.bytes()).value().Verify(scope, first.Mint(scope)));
+}
+
+// Issue 33's power loss: the new key file's rename must be durable (its directory synced), or
+// the next start makes another key and rejects every capability minted before.
+TEST(CapabilityTest, ANewKeySurvivesAPowerLoss) {
+  testing::ScopedTempDir dir;
+  const std::string path = dir.Join("capability.key");
+  FaultInjectionEnv env(Env::Default());
+  const CapabilityKey first = CapabilityKey::LoadOrCreate(path, &env).value();
+  ASSERT_TRUE(env.DropUnsyncedData().ok());
+  const CapabilityKey again = CapabilityKey::LoadOrCreate(path).value();
+  EXPECT_EQ(first.bytes(), again.bytes());
 }
 
 TEST(CapabilityTest, ADamagedKeyFileIsDataLossNamingIt) {

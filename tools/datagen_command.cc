@@ -6,8 +6,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "obs/progress_line.h"
-#include "tools/synthetic_imagenet.h"
 #include "tools/commands.h"
+#include "tools/synthetic_imagenet.h"
 
 ABSL_FLAG(std::string, out, "", "Directory to write the dataset into.");
 ABSL_FLAG(int64_t, images, 1000, "Number of images.");

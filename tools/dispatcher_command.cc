@@ -15,6 +15,7 @@
 #include "cache/cache_tier_env.h"
 #include "cache/redis_env.h"
 #include "common/env.h"
+#include "common/ledger_env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "dispatcher/caller.h"
@@ -171,11 +172,21 @@ int DispatcherCommand(int argc, char** argv) {
     if (!client.ok()) return fail(Annotate(client.status(), "--journal"));
     etcd_client = *std::move(client);
   }
+  // Under GRANARY_DISK_FAULTS (the chaos harness), failing or slow disks beneath every file…
+  const absl::StatusOr<std::unique_ptr<ServerDiskFaults>> disk_faults =
+      ServerDiskFaults::FromEnvironment();
+  if (!disk_faults.ok()) return fail(disk_faults.status());
+  // …and above them the sync ledger GRANARY_SYNC_LEDGER names, if set (power-loss chaos): the
+  // dispatcher's files (capability key, journal, cache manifests).
+  const absl::StatusOr<std::unique_ptr<ServerFileEnv>> files =
+      ServerFileEnv::FromEnvironment((*disk_faults)->env());
+  if (!files.ok()) return fail(files.status());
   // Capabilities: a key kept beside the journal, so that a restart keeps issued ones valid (a
   // replica uses the key its journal's replicas share: DispatcherReplica::Start).
   if (!etcd_journal.has_value()) {
     if (absl::Status made = Env::Default()->CreateDirs(journal_dir); !made.ok()) return fail(made);
-    absl::StatusOr<CapabilityKey> key = CapabilityKey::LoadOrCreate(journal_dir + "/capability.key");
+    absl::StatusOr<CapabilityKey> key =
+        CapabilityKey::LoadOrCreate(journal_dir + "/capability.key", (*files)->env());
     if (!key.ok()) return fail(key.status());
     options.capability_key = *std::move(key);
   }
@@ -242,18 +253,13 @@ int DispatcherCommand(int argc, char** argv) {
   // impl's journal counts in outlive it.
   MetricRegistry metrics;
   // Files, and the cache tier --cache_root names (a directory or redis://HOST:PORT/PREFIX).
-  // Under GRANARY_DISK_FAULTS (the chaos harness), failing or slow disks beneath every file.
-  const absl::StatusOr<std::unique_ptr<ServerDiskFaults>> disk_faults =
-      ServerDiskFaults::FromEnvironment();
-  if (!disk_faults.ok()) return fail(disk_faults.status());
-  CacheTierEnv env((*disk_faults)->env(), *redis_credentials);
+  CacheTierEnv env((*files)->env(), *redis_credentials);
   // Which impl serves now: the one this process opened, or — replicated — the leader's while
   // this replica leads. Before either exists, every call is refused as "replaying".
   std::shared_ptr<DispatcherImpl> single;
   std::unique_ptr<DispatcherReplica> replica;
   std::atomic<bool> opened{false};
-  const DispatcherImplSource current =
-      [&]() -> absl::StatusOr<std::shared_ptr<DispatcherImpl>> {
+  const DispatcherImplSource current = [&]() -> absl::StatusOr<std::shared_ptr<DispatcherImpl>> {
     if (!opened.load()) return absl::UnavailableError("the dispatcher is replaying its journal");
     if (replica != nullptr) return replica->Leader();
     return single;
@@ -276,8 +282,9 @@ int DispatcherCommand(int argc, char** argv) {
        {"/status.json", [&current, page_caller](const std::string&) {
           const absl::StatusOr<std::shared_ptr<DispatcherImpl>> d = current();
           if (!d.ok()) {
-            return HttpResponse{503, "application/json",
-                                absl::StrCat(R"({"error":")", absl::CEscape(d.status().message()), "\"}")};
+            return HttpResponse{
+                503, "application/json",
+                absl::StrCat(R"({"error":")", absl::CEscape(d.status().message()), "\"}")};
           }
           GetStatusRequest request;
           request.set_summary(true);
@@ -292,6 +299,7 @@ int DispatcherCommand(int argc, char** argv) {
   options.metrics = &metrics;
   options.env = &env;
   options.journal_file_system = (*disk_faults)->journal_file_system();
+  options.sync_ledger = (*files)->ledger();
   if (!etcd_journal.has_value()) {
     // Recover before listening: nothing is served until replay is complete.
     absl::StatusOr<std::unique_ptr<DispatcherImpl>> impl = DispatcherImpl::Open(options);

@@ -63,8 +63,9 @@ absl::Status RunLocal() {
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     progress.Update(absl::StrCat("running epoch ", epoch, " of ", epochs, "..."));
     const absl::StatusOr<EpochResult> result =
-        pinned.ok() ? RunEpochInProcess(**pipeline, absl::GetFlag(FLAGS_seed), epoch, env, run_options)
-                    : absl::StatusOr<EpochResult>(pinned.status());
+        pinned.ok()
+            ? RunEpochInProcess(**pipeline, absl::GetFlag(FLAGS_seed), epoch, env, run_options)
+            : absl::StatusOr<EpochResult>(pinned.status());
     progress.Clear();
     if (!result.ok()) {
       return Annotate(result.status(), absl::StrCat("pipeline ", path, ": epoch ", epoch));

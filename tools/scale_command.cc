@@ -16,11 +16,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/dispatcher_targets.h"
 #include "common/grpc_status.h"
 #include "grpcpp/create_channel.h"
 #include "proto/dispatcher.grpc.pb.h"
 #include "tools/command_flags.h"
-#include "common/dispatcher_targets.h"
 #include "tools/commands.h"
 #include "tools/tls_flags.h"
 
@@ -73,20 +73,21 @@ int ScaleCommand(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<DispatcherTargets>> dispatcher =
       DispatcherTargets::Create(address, "--dispatcher", *credentials, {});
   if (!dispatcher.ok()) {
-    std::fprintf(stderr, "granary scale: %s\n",
-                 std::string(dispatcher.status().message()).c_str());
+    std::fprintf(stderr, "granary scale: %s\n", std::string(dispatcher.status().message()).c_str());
     return 2;
   }
   ScaleJobResponse response;
-  const grpc::Status rpc = (*dispatcher)->Call(
-      [] {
-        auto context = std::make_unique<grpc::ClientContext>();
-        context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-        return context;
-      },
-      [&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
-        return stub.ScaleJob(context, request, &response);
-      });
+  const grpc::Status rpc =
+      (*dispatcher)
+          ->Call(
+              [] {
+                auto context = std::make_unique<grpc::ClientContext>();
+                context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+                return context;
+              },
+              [&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+                return stub.ScaleJob(context, request, &response);
+              });
   if (!rpc.ok()) {
     std::fprintf(stderr, "granary scale: dispatcher %s: %s\n", address.c_str(),
                  rpc.error_message().c_str());

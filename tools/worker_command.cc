@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cache/cache_tier_env.h"
+#include "common/ledger_env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "grpcpp/server.h"
@@ -96,11 +97,15 @@ int WorkerCommand(int argc, char** argv) {
   // Files, and the cache tier a task's --cache_root names (a directory or redis://...).
   const absl::StatusOr<RedisCredentials> redis_credentials = RedisCredentialsFromFlags();
   if (!redis_credentials.ok()) return fail(redis_credentials.status());
-  // Under GRANARY_DISK_FAULTS (the chaos harness), failing or slow disks beneath every file.
+  // Under GRANARY_DISK_FAULTS (the chaos harness), failing or slow disks beneath every file…
   const absl::StatusOr<std::unique_ptr<ServerDiskFaults>> disk_faults =
       ServerDiskFaults::FromEnvironment();
   if (!disk_faults.ok()) return fail(disk_faults.status());
-  CacheTierEnv env((*disk_faults)->env(), *redis_credentials);
+  // …and above them the sync ledger GRANARY_SYNC_LEDGER names, if set (power-loss chaos).
+  const absl::StatusOr<std::unique_ptr<ServerFileEnv>> files =
+      ServerFileEnv::FromEnvironment((*disk_faults)->env());
+  if (!files.ok()) return fail(files.status());
+  CacheTierEnv env((*files)->env(), *redis_credentials);
   std::unique_ptr<WorkerImpl> impl;
   std::atomic<WorkerImpl*> started_impl{nullptr};
   metrics.AddCollector([&started_impl](MetricSamples& out) {
@@ -144,8 +149,8 @@ int WorkerCommand(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<DispatcherConnection>> dispatcher =
       NewGrpcDispatcherConnection(absl::GetFlag(FLAGS_dispatcher), *channel_credentials, 10000);
   if (!dispatcher.ok()) return fail(dispatcher.status());
-  auto started = WorkerImpl::Start(options, *std::move(dispatcher),
-                                   absl::GetFlag(FLAGS_register_timeout_ms));
+  auto started =
+      WorkerImpl::Start(options, *std::move(dispatcher), absl::GetFlag(FLAGS_register_timeout_ms));
   if (!started.ok()) return fail(started.status());
   impl = std::move(started).value();
   service.set_impl(impl.get());
