@@ -210,6 +210,7 @@ class ChaosRun {
     }
     p.failpoint_process = options_.failpoint_process;
     p.failpoints = options_.failpoints;
+    if (plan_.proxies) p.proxy_seed = plan_.seed;
     ChaosProcesses processes(p);
     RETURN_IF_ERROR(processes.Start());
     RETURN_IF_ERROR(Drive(processes));
@@ -272,6 +273,7 @@ class ChaosRun {
       processes.Kill(named(victim));
       killed.push_back(named(victim));
     }
+    if (fault.proxy.has_value()) RETURN_IF_ERROR(processes.InjectProxyFault(*fault.proxy));
     if (fault.cut_leader) processes.CutFromEtcd(struck_leader_);
     if (fault.heal_cut) {
       processes.HealFromEtcd(struck_leader_);

@@ -10,6 +10,12 @@
 // replicas "replica-<i>" journaling to it (prefix /granary), each reaching each member through
 // its own TcpProxy, so that one replica alone can be cut from etcd (CutFromEtcd). Workers and
 // the client are given every replica's address.
+//
+// With proxies (options.proxy_seed; not replicated): a TcpProxy on every link, named as in
+// chaos_plan.h — the client's and each worker's --dispatcher is a proxy's address, and each worker
+// listens on a port picked here and advertises (--advertise_address) a proxy to it, which the
+// dispatcher hands to the client. TLS passes through unchanged (the proxies copy bytes; the
+// certificates name 127.0.0.1). The harness's own status and scaling calls bypass the proxies.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PROCESSES_H_
 #define GRANARY_FAULTINJECT_CHAOS_PROCESSES_H_
 
@@ -24,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/subprocess.h"
+#include "faultinject/chaos_plan.h"
 #include "faultinject/tcp_proxy.h"
 #include "grpcpp/security/credentials.h"
 #include "security/certificate_authority.h"
@@ -54,6 +61,9 @@ struct ChaosProcessesOptions {
   // GRANARY_FAILPOINTS for every start of every worker, restarts included (joined with
   // `failpoints` where those are armed too); empty: none.
   std::string every_worker_failpoints;
+  // A TcpProxy on every link (above), the jitter of the i-th link's seeded by proxy_seed + i;
+  // nullopt: none, every process dials the others directly.
+  std::optional<uint64_t> proxy_seed;
 };
 
 // The name of the one replica of `probes` (ChaosProcesses::ProbeReplicas) that leads; nullopt if
@@ -102,6 +112,10 @@ class ChaosProcesses {
   void CutFromEtcd(const std::string& replica);
   void HealFromEtcd(const std::string& replica);
 
+  // With proxies: applies `fault` to the proxies of its links. InvalidArgument naming a link
+  // this run has no proxy on.
+  absl::Status InjectProxyFault(const ProxyFault& fault);
+
   // The dispatcher's address (replicated: every replica's, comma-separated).
   const std::string& dispatcher_address() const { return dispatcher_address_; }
   std::string log_path(const std::string& name) const;
@@ -122,6 +136,11 @@ class ChaosProcesses {
   absl::StatusOr<std::string> LaunchAndAwait(const std::string& name);
   // Starts the etcd members and waits until they are ready, then a proxy per replica and member.
   absl::Status StartEtcd(CertificateAuthority* ca);
+  // With proxies: the proxies of the links to the dispatcher, and those to the workers, each
+  // worker's listening port picked (`worker_ports`).
+  absl::Status StartProxies(std::map<std::string, int>& worker_ports);
+  // Where `from` dials the dispatcher: a proxy's address, or the dispatcher's.
+  std::string DispatcherAddressFor(const std::string& from) const;
 
   const ChaosProcessesOptions options_;
   // Replicated: the etcd members, and the proxies to them (etcd_proxies_[replica][member]).
@@ -129,6 +148,8 @@ class ChaosProcesses {
   std::vector<std::unique_ptr<Subprocess>> etcd_members_;
   std::vector<std::vector<std::unique_ptr<TcpProxy>>> etcd_proxies_;
   std::map<std::string, Process> processes_;
+  // With proxies: by link name.
+  std::map<std::string, std::unique_ptr<TcpProxy>> proxies_;
   std::string dispatcher_address_;
   // Of the status calls to workers.
   std::shared_ptr<grpc::ChannelCredentials> credentials_;

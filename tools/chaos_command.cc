@@ -36,7 +36,9 @@ GRANARY_COMMAND_BORROWS_FLAG(int32_t, step_ms);
 ABSL_FLAG(std::string, scenario, "nofail",
           "nofail, recover, failover, killall, dispatcher, putfail, getfail, scale, random, or "
           "(the replicated dispatcher over a local etcd; needs Debian's etcd binary) "
-          "leader_failover or leader_partition.");
+          "leader_failover or leader_partition, or (a fault-injecting TCP proxy on every link; "
+          "no root needed) proxy_latency, proxy_reset, proxy_halfopen, proxy_truncate or "
+          "proxy_bandwidth.");
 ABSL_FLAG(bool, failpoints, false, "List the failpoints and exit.");
 ABSL_FLAG(std::string, inject, "",
           "PROCESS:SPEC — arm GRANARY_FAILPOINTS=SPEC in one process's first start (dispatcher, "
