@@ -153,17 +153,24 @@ std::unique_ptr<grpc::ClientContext> Connection::DispatcherContext() const {
 }
 
 grpc::Status Connection::CallDispatcher(const DispatcherTargets::Rpc& call) const {
+  grpc::Status status;
+  RepeatWhileUnavailable([&] {
+    // Redirects to the leader are followed at once, within one Call.
+    status = dispatcher_->Call([this] { return DispatcherContext(); }, call);
+    return status.error_code() == grpc::StatusCode::UNAVAILABLE;
+  });
+  return status;
+}
+
+void Connection::RepeatWhileUnavailable(const std::function<bool()>& attempt) const {
   const uint64_t give_up =
       env_->NowMicros() + static_cast<uint64_t>(options_.stall_timeout_ms) * 1000;
   // A single dispatcher that is down is restarting (seconds); a replicated one is electing a
   // standby that serves at once (about the lease TTL), so a leaderless moment is polled closely.
   const uint64_t max_backoff_us = dispatcher_->addresses().size() == 1 ? 1'000'000 : 200'000;
   uint64_t backoff_us = 50'000;
-  while (true) {
-    // Redirects to the leader are followed at once, within one Call.
-    const grpc::Status status = dispatcher_->Call([this] { return DispatcherContext(); }, call);
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return status;
-    if (env_->NowMicros() + backoff_us > give_up) return status;
+  while (attempt()) {
+    if (env_->NowMicros() + backoff_us > give_up) return;
     env_->SleepForMicros(backoff_us);
     backoff_us = std::min<uint64_t>(backoff_us * 2, max_backoff_us);
   }
