@@ -56,11 +56,11 @@ absl::StatusOr<std::shared_ptr<Connection>> Connection::Open(const ClientOptions
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
                    ClientChannelCredentials(options));
   std::shared_ptr<Connection> connection(new Connection(options, env, std::move(credentials)));
-  ASSIGN_OR_RETURN(connection->dispatcher_,
-                   DispatcherTargets::Create(
-                       options.dispatcher_address,
-                       ClientOptionNamesFor(options.option_naming).dispatcher_address,
-                       connection->credentials_, ClientChannelArguments()));
+  ASSIGN_OR_RETURN(
+      connection->dispatcher_,
+      DispatcherTargets::Create(options.dispatcher_address,
+                                ClientOptionNamesFor(options.option_naming).dispatcher_address,
+                                connection->credentials_, ClientChannelArguments()));
   // One reachable dispatcher (of the replicas given) is enough to start.
   absl::Status reached;
   for (size_t i = 0; i < connection->dispatcher_->addresses().size(); ++i) {
@@ -153,21 +153,27 @@ std::unique_ptr<grpc::ClientContext> Connection::DispatcherContext() const {
 }
 
 grpc::Status Connection::CallDispatcher(const DispatcherTargets::Rpc& call) const {
+  grpc::Status status;
+  RepeatWhileUnreachable([&] {
+    // Redirects to the leader are followed at once, within one Call.
+    status = dispatcher_->Call([this] { return DispatcherContext(); }, call);
+    // A deadline passes when the dispatcher is paused, slowed by its journal's disk, or its
+    // packets are lost (a partition).
+    return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+           status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+  });
+  return status;
+}
+
+void Connection::RepeatWhileUnreachable(const std::function<bool()>& attempt) const {
   const uint64_t give_up =
       env_->NowMicros() + static_cast<uint64_t>(options_.stall_timeout_ms) * 1000;
   // A single dispatcher that is down is restarting (seconds); a replicated one is electing a
   // standby that serves at once (about the lease TTL), so a leaderless moment is polled closely.
   const uint64_t max_backoff_us = dispatcher_->addresses().size() == 1 ? 1'000'000 : 200'000;
   uint64_t backoff_us = 50'000;
-  while (true) {
-    // Redirects to the leader are followed at once, within one Call.
-    const grpc::Status status = dispatcher_->Call([this] { return DispatcherContext(); }, call);
-    // A deadline passes when the dispatcher is paused or its packets are lost (a partition).
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
-        status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
-      return status;
-    }
-    if (env_->NowMicros() + backoff_us > give_up) return status;
+  while (attempt()) {
+    if (env_->NowMicros() + backoff_us > give_up) return;
     env_->SleepForMicros(backoff_us);
     backoff_us = std::min<uint64_t>(backoff_us * 2, max_backoff_us);
   }

@@ -85,6 +85,10 @@ class Connection {
   // (one dispatcher) or 200 ms (replicas: a failover takes about the lease TTL). A retried
   // anonymous GetOrCreateJob whose first attempt was applied leaves that first job unused.
   grpc::Status CallDispatcher(const DispatcherTargets::Rpc& call) const;
+  // CallDispatcher's repetition, for a dispatcher call made otherwise: calls `attempt` again
+  // while it returns true (its call failed Unavailable or DeadlineExceeded), with the same waits
+  // and bound.
+  void RepeatWhileUnreachable(const std::function<bool()>& attempt) const;
   // A context for a worker call: deadline rpc_timeout_ms, failing fast when the worker is down
   // (the reader then asks the dispatcher where the task runs now).
   std::unique_ptr<grpc::ClientContext> WorkerContext() const;

@@ -62,7 +62,14 @@ absl::StatusOr<std::unique_ptr<GrpcEpochReader>> GrpcEpochReader::Start(
     const ClientPosition* position, Compression compression) {
   std::unique_ptr<GrpcEpochReader> reader(
       new GrpcEpochReader(std::move(connection), job_id, epoch, consumer, compression));
-  RETURN_IF_ERROR(reader->Heartbeat());
+  // Like every dispatcher call, asked again while Unavailable (the dispatcher restarting, or the
+  // connection lost under the call) or DeadlineExceeded (the dispatcher silent or slow).
+  absl::Status first;
+  reader->connection_->RepeatWhileUnreachable([&] {
+    first = reader->Heartbeat();
+    return absl::IsUnavailable(first) || absl::IsDeadlineExceeded(first);
+  });
+  RETURN_IF_ERROR(first);
   {
     absl::MutexLock lock(&reader->mu_);
     if (position != nullptr) {

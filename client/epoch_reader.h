@@ -76,9 +76,10 @@ class GrpcEpochReader final : public EpochReader {
   // Reads (job_id, epoch) as `consumer`, resuming from `position` if not null (already
   // decoded and checked against job, epoch and consumer). The epoch must exist (StartEpoch
   // done). Errors: those of the first ClientHeartbeat (e.g. InvalidArgument for a consumer the
-  // job does not have), and InvalidArgument when `position` names a task this consumer does
-  // not read in this epoch, or an index past a finished task's end.
-  // Elements sent by bytes come compressed with `compression` (transport/compression.h).
+  // job does not have; Unavailable only once Connection::RepeatWhileUnreachable gave up), and
+  // InvalidArgument when `position` names a task this consumer does not read in this epoch, or an
+  // index past a finished task's end. Elements sent by bytes come compressed with `compression`
+  // (transport/compression.h).
   static absl::StatusOr<std::unique_ptr<GrpcEpochReader>> Start(
       std::shared_ptr<Connection> connection, int64_t job_id, int64_t epoch, int32_t consumer,
       const ClientPosition* position, Compression compression = COMPRESSION_NONE);

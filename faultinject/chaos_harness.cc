@@ -232,6 +232,7 @@ class ChaosRun {
     p.failpoint_process = options_.failpoint_process;
     p.failpoints = options_.failpoints;
     p.network_namespaces = IsNetworkScenario(plan_.scenario);
+    if (plan_.proxies) p.proxy_seed = plan_.seed;
     if (IsDiskScenario(plan_.scenario)) {
       ASSIGN_OR_RETURN(disks_, ChaosDisks::Prepare(options_.dir, plan_));
       p.disk_faults_dir = disks_->control_dir();
@@ -412,6 +413,7 @@ class ChaosRun {
         killed.push_back(name);
       }
     }
+    if (fault.proxy.has_value()) RETURN_IF_ERROR(processes.InjectProxyFault(*fault.proxy));
     if (fault.cut_leader) processes.CutFromEtcd(struck_leader_);
     if (fault.heal_cut) {
       processes.HealFromEtcd(struck_leader_);

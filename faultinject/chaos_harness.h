@@ -1,6 +1,7 @@
 // The chaos harness (DESIGN.md §6, `granary chaos`): runs one scenario of chaos_plan.h against a
 // real dispatcher, workers and client (`granary run`) as processes on 127.0.0.1, injects its
-// faults (SIGKILL and restart at the planned moments, and failpoints armed in one process),
+// faults (SIGKILL and restart at the planned moments, failpoints armed in one process, and the
+// proxy scenarios' toxics on the links' TcpProxies),
 // restarts any process that crashed at a failpoint, waits for the client to finish, and
 // compares each epoch's digest with the in-process reference (`granary local`): the same rows,
 // the same multiset digest — every element exactly once.

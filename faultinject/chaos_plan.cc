@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
 
 namespace granary {
@@ -254,7 +255,88 @@ void AddPowerLosses(Draws& draws, const std::string& worker, ChaosFault fault, C
   }
 }
 
+// Every link of a run with proxies (chaos_plan.h), in a fixed order.
+std::vector<std::string> ProxyLinks(int workers) {
+  std::vector<std::string> links = {"client>dispatcher"};
+  for (const std::string& w : AllWorkers(workers)) links.push_back(w + ">dispatcher");
+  for (const std::string& w : AllWorkers(workers)) links.push_back("client>" + w);
+  return links;
+}
+
+absl::Duration SomeMillis(Draws& draws, int64_t lo, int64_t hi) {
+  return absl::Milliseconds(draws.Between(lo, hi));
+}
+
+// The proxy scenarios' faults: `poison` (timed like the other scenarios' first fault) with its
+// toxics drawn, then its heal (or the further resets).
+void AddProxyFaults(Draws& draws, const std::string& scenario, ChaosFault poison, ChaosPlan& plan) {
+  plan.proxies = true;
+  if (scenario == "proxy_halfopen") plan.standby = 1;
+  const std::vector<std::string> links = ProxyLinks(plan.workers + plan.standby);
+  ProxyFault fault;
+  fault.links = {links[draws.Between(0, links.size() - 1)]};
+  ChaosFault heal;
+  heal.after_previous = true;
+  if (scenario == "proxy_latency") {
+    fault.links.clear();
+    for (const std::string& link : links) {
+      if (draws.Chance(40)) fault.links.push_back(link);
+    }
+    if (fault.links.empty()) fault.links.push_back(links[draws.Between(0, links.size() - 1)]);
+    for (ProxyToxics* toxics : {&fault.to_server, &fault.to_client}) {
+      if (toxics == &fault.to_client && draws.Chance(30)) continue;
+      toxics->latency = SomeMillis(draws, 20, 150);
+      toxics->jitter = SomeMillis(draws, 0, 100);
+      if (draws.Chance(30)) toxics->slow_close = SomeMillis(draws, 100, 1000);
+    }
+    heal.after_ms = draws.Between(1000, 4000);
+  } else if (scenario == "proxy_reset") {
+    fault.reset = true;
+    poison.proxy = fault;
+    plan.faults.push_back(std::move(poison));
+    for (int64_t again = draws.Between(0, 2); again > 0; --again) {
+      ChaosFault reset;
+      reset.after_previous = true;
+      reset.after_ms = draws.Between(200, 1500);
+      reset.proxy = fault;
+      plan.faults.push_back(std::move(reset));
+    }
+    return;
+  } else if (scenario == "proxy_halfopen") {
+    const int64_t mode = draws.Between(0, 3);
+    fault.to_server.half_open = mode == 0 || mode == 2;
+    fault.to_client.half_open = mode == 1 || mode == 2;
+    fault.timeout = mode == 3;
+    heal.after_ms = draws.Between(1500, 3500);
+  } else if (scenario == "proxy_truncate") {
+    (draws.Chance(50) ? fault.to_server : fault.to_client).limit_bytes = draws.Between(50, 3000);
+    heal.after_ms = draws.Between(500, 3000);
+  } else {  // proxy_bandwidth
+    const int64_t directions = draws.Between(0, 2);
+    const int64_t rate = draws.Between(50000, 500000);
+    if (directions != 1) fault.to_server.bytes_per_second = rate;
+    if (directions != 0) fault.to_client.bytes_per_second = rate;
+    heal.after_ms = draws.Between(1000, 4000);
+  }
+  poison.proxy = fault;
+  heal.proxy = ProxyFault{.links = fault.links};
+  plan.faults.push_back(std::move(poison));
+  plan.faults.push_back(std::move(heal));
+}
+
 }  // namespace
+
+std::string ProxyFault::Describe() const {
+  const std::string named = absl::StrJoin(links, " ");
+  if (reset) return absl::StrCat("reset every connection of ", named);
+  const std::string none = ProxyToxics().Describe();
+  if (!timeout && to_server.Describe() == none && to_client.Describe() == none) {
+    return absl::StrCat("heal ", named, " (no toxics)");
+  }
+  return absl::StrCat(named, ": toward the server ", to_server.Describe(), "; back ",
+                      to_client.Describe(),
+                      timeout ? "; timeout: nothing forwarded, new connections held" : "");
+}
 
 std::string ChaosFault::Describe() const {
   std::string when;
@@ -283,6 +365,7 @@ std::string ChaosFault::Describe() const {
                         " per consumer");
   }
   if (network.has_value()) return absl::StrCat(when, ": ", DescribeNetworkFault(*network));
+  if (proxy.has_value()) return absl::StrCat(when, ": proxy: ", proxy->Describe());
   if (cut_leader) return absl::StrCat(when, ": cut the leader from every etcd member");
   if (heal_cut) {
     return absl::StrCat(when, ": heal the cut; the old leader must rejoin as a follower");
@@ -312,7 +395,8 @@ const std::vector<std::string>& ChaosScenarios() {
       "random",           "hostile",          "leader_failover",  "leader_partition",
       "partition_worker", "partition_client", "partition_oneway", "partition_dispatcher",
       "bandwidth",        "disk_full",        "disk_eio",         "disk_stall",
-      "powerloss",        "powerloss_all"};
+      "powerloss",        "powerloss_all",    "proxy_latency",    "proxy_reset",
+      "proxy_halfopen",   "proxy_truncate",   "proxy_bandwidth"};
   return *scenarios;
 }
 
@@ -430,6 +514,9 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
     return plan;
   } else if (scenario == "powerloss" || scenario == "powerloss_all") {
     AddPowerLosses(draws, worker, std::move(f), plan);
+    return plan;
+  } else if (absl::StartsWith(scenario, "proxy_")) {
+    AddProxyFaults(draws, scenario, std::move(f), plan);
     return plan;
   } else {  // random, hostile
     plan.hostile_traffic = scenario == "hostile";

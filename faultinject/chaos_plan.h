@@ -68,6 +68,20 @@
 //                  half the seeds
 // In 30% of the seeds of either, the same servers lose power again as soon as they serve again
 // (during recovery), dropping what the recovery wrote unsynced too.
+// The proxy scenarios (issue 33) put a TcpProxy (tcp_proxy.h) on every link of the run — the
+// client's and each worker's to the dispatcher ("client>dispatcher", "worker-<i>>dispatcher")
+// and the client's to each worker ("client>worker-<i>", the address the worker advertises) —
+// and poison the bytes of some links mid-epoch, healing them after a seeded delay. They need no
+// root. A process on a poisoned link stays up; the bytes it loses are an RPC's failure:
+//   proxy_latency    latency (+ jitter, seeded), and at times a delayed FIN, on a seeded set of
+//                    links, each direction drawn on its own, for 1-4 s
+//   proxy_reset      every open connection of one link reset (RST), 1-3 times, 0.2-1.5 s apart
+//   proxy_halfopen   one link half-open (one direction or both forward nothing, silently; or the
+//                    timeout toxic: nothing forwarded, new connections held) for longer than the
+//                    dispatcher's worker timeout (1 s), with a standby worker
+//   proxy_truncate   each connection of one link closed after N bytes (50-3000) of one direction
+//                    since the fault — a message cut in the middle — for 0.5-3 s
+//   proxy_bandwidth  one link slowed to 50-500 kB/s, one direction or both, for 1-4 s
 // Where a scenario leaves a choice (which worker, which epoch, at what row, how long), the seed
 // decides.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PLAN_H_
@@ -80,6 +94,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/disk_fault_control.h"
+#include "faultinject/tcp_proxy.h"
 #include "proto/cache.pb.h"
 
 namespace granary {
@@ -124,6 +139,23 @@ struct PowerLossFault {
   uint64_t torn_seed = 0;
 };
 
+// The proxy scenarios' fault: the toxics of some links' proxies replaced (the default toxics, none:
+// a heal), or their open connections reset.
+struct ProxyFault {
+  // "client>dispatcher", "worker-<i>>dispatcher", "client>worker-<i>".
+  std::vector<std::string> links;
+  // Toward the server the link leads to (the dispatcher, the worker), and back.
+  ProxyToxics to_server;
+  ProxyToxics to_client;
+  // The timeout toxic (TcpProxy::SetTimeout).
+  bool timeout = false;
+  // Instead of the above: reset every open connection of the links (their toxics unchanged).
+  bool reset = false;
+
+  // E.g. "reset every connection of client>worker-1", "heal worker-0>dispatcher".
+  std::string Describe() const;
+};
+
 struct ChaosFault {
   // When: the client reads epoch `epoch` (or a later one) and has delivered `rows` rows of it…
   int64_t epoch = 0;
@@ -161,6 +193,8 @@ struct ChaosFault {
   std::optional<ChaosDiskFault> disk;
   // With a value: the victims lose power instead of only being SIGKILLed.
   std::optional<PowerLossFault> power_loss;
+  // Or: poison or heal links of the proxy scenarios.
+  std::optional<ProxyFault> proxy;
 
   // One line, e.g. "epoch 1 row 240, after worker-0's 2nd checkpoint: kill worker-0, restart".
   std::string Describe() const;
@@ -179,6 +213,8 @@ struct ChaosPlan {
   // Hostile and misbehaving clients alongside the run (hostile_traffic.h).
   bool hostile_traffic = false;
   std::vector<ChaosFault> faults;
+  // A TcpProxy on every link (the proxy scenarios).
+  bool proxies = false;
 };
 
 // The scenarios, in the order of the list above.

@@ -328,5 +328,76 @@ TEST(ChaosPlanTest, PowerLossPlansStrikeTheServersTornOrNot) {
   EXPECT_EQ(Described(Plan("powerloss", 5)), Described(Plan("powerloss", 5)));
 }
 
+constexpr const char* kProxyScenarios[] = {"proxy_latency", "proxy_reset", "proxy_halfopen",
+                                           "proxy_truncate", "proxy_bandwidth"};
+
+// Each proxy scenario: proxies on, its first fault poisons links mid-epoch, every later fault
+// follows the previous one after a delay, and (but for resets) the last heals the same links.
+TEST(ChaosPlanTest, AProxyScenarioPoisonsLinksMidEpochThenHealsThemAfterASeededDelay) {
+  const std::vector<std::string>& scenarios = ChaosScenarios();
+  for (const char* scenario : kProxyScenarios) {
+    EXPECT_NE(std::find(scenarios.begin(), scenarios.end(), scenario), scenarios.end()) << scenario;
+    for (uint64_t seed = 0; seed < 50; ++seed) {
+      const std::string context = absl::StrCat(scenario, " seed ", seed);
+      const ChaosPlan plan = Plan(scenario, seed);
+      EXPECT_EQ(Described(plan), Described(Plan(scenario, seed))) << context;
+      EXPECT_TRUE(plan.proxies) << context;
+      EXPECT_EQ(plan.replicas, 0) << context;
+      ASSERT_GE(plan.faults.size(), 1u) << context;
+      const ChaosFault& first = plan.faults.front();
+      EXPECT_FALSE(first.after_previous) << context;
+      EXPECT_GE(first.rows, kRows * 15 / 100) << context;
+      EXPECT_LE(first.rows, kRows * 65 / 100) << context;
+      for (const ChaosFault& fault : plan.faults) {
+        ASSERT_TRUE(fault.proxy.has_value()) << context;
+        EXPECT_TRUE(fault.victims.empty()) << context;
+        EXPECT_FALSE(fault.proxy->links.empty()) << context;
+        for (const std::string& link : fault.proxy->links) {
+          EXPECT_THAT(link, ::testing::MatchesRegex(
+                                "client>dispatcher|worker-[0-9]>dispatcher|client>worker-[0-9]"))
+              << context;
+        }
+        EXPECT_EQ(fault.proxy->links, first.proxy->links) << context;
+      }
+      for (size_t i = 1; i < plan.faults.size(); ++i) {
+        EXPECT_TRUE(plan.faults[i].after_previous) << context;
+      }
+      if (std::string(scenario) == "proxy_reset") {
+        EXPECT_LE(plan.faults.size(), 3u) << context;
+        for (const ChaosFault& fault : plan.faults) {
+          EXPECT_TRUE(fault.proxy->reset) << context;
+          EXPECT_THAT(fault.Describe(), HasSubstr("proxy: reset every connection of ")) << context;
+        }
+        continue;
+      }
+      ASSERT_EQ(plan.faults.size(), 2u) << context;
+      const ChaosFault& heal = plan.faults[1];
+      EXPECT_THAT(heal.Describe(), ::testing::EndsWith("(no toxics)")) << context;
+      EXPECT_THAT(first.Describe(), ::testing::Not(HasSubstr("no toxics"))) << context;
+      const ProxyFault& poison = *first.proxy;
+      if (std::string(scenario) == "proxy_halfopen") {
+        // Longer than the dispatcher's worker timeout (1 s), with a standby to fail over to.
+        EXPECT_GT(heal.after_ms, 1000) << context;
+        EXPECT_EQ(plan.standby, 1) << context;
+        EXPECT_TRUE(poison.timeout || poison.to_server.half_open || poison.to_client.half_open)
+            << context;
+      } else if (std::string(scenario) == "proxy_truncate") {
+        const int64_t limit = std::max(poison.to_server.limit_bytes, poison.to_client.limit_bytes);
+        EXPECT_GE(limit, 50) << context;
+        EXPECT_LE(limit, 3000) << context;
+        EXPECT_THAT(first.Describe(), HasSubstr(absl::StrCat("closed after ", limit, " bytes")))
+            << context;
+      } else if (std::string(scenario) == "proxy_bandwidth") {
+        EXPECT_GE(std::max(poison.to_server.bytes_per_second, poison.to_client.bytes_per_second),
+                  50000)
+            << context;
+      } else {
+        EXPECT_GE(poison.to_server.latency, absl::Milliseconds(20)) << context;
+        EXPECT_THAT(first.Describe(), HasSubstr("latency ")) << context;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace granary

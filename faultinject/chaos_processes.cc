@@ -15,6 +15,7 @@
 #include "common/env.h"
 #include "common/failpoint.h"
 #include "common/grpc_status.h"
+#include "common/loopback_port.h"
 #include "common/status_macros.h"
 #include "etcd/etcd_client.h"
 #include "etcd/local_etcd_cluster.h"
@@ -182,6 +183,54 @@ absl::Status ChaosProcesses::StartEtcd(CertificateAuthority* ca) {
   return absl::OkStatus();
 }
 
+absl::Status ChaosProcesses::StartProxies(std::map<std::string, int>& worker_ports) {
+  if (options_.replicas > 0) {
+    return absl::InvalidArgumentError("chaos: proxies on the links of a replicated dispatcher");
+  }
+  uint64_t seed = *options_.proxy_seed;
+  const auto start = [&](const std::string& link, const std::string& upstream) -> absl::Status {
+    ASSIGN_OR_RETURN(proxies_[link], TcpProxy::Start(upstream, seed++));
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(start(absl::StrCat(kClient, ">", kDispatcher), dispatcher_address_));
+  const int workers = options_.workers + options_.standby;
+  for (int i = 0; i < workers; ++i) {
+    RETURN_IF_ERROR(start(absl::StrCat("worker-", i, ">", kDispatcher), dispatcher_address_));
+  }
+  for (int i = 0; i < workers; ++i) {
+    const std::string name = absl::StrCat("worker-", i);
+    const int port = BindLoopbackPort(0);
+    if (port == 0) return absl::UnavailableError("chaos: no free loopback port for " + name);
+    worker_ports[name] = port;
+    RETURN_IF_ERROR(start(absl::StrCat(kClient, ">", name), absl::StrCat("127.0.0.1:", port)));
+  }
+  return absl::OkStatus();
+}
+
+std::string ChaosProcesses::DispatcherAddressFor(const std::string& from) const {
+  const auto proxy = proxies_.find(absl::StrCat(from, ">", kDispatcher));
+  return proxy == proxies_.end() ? dispatcher_address_ : proxy->second->address();
+}
+
+absl::Status ChaosProcesses::InjectProxyFault(const ProxyFault& fault) {
+  for (const std::string& link : fault.links) {
+    if (proxies_.find(link) == proxies_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("chaos: no proxy on link '", link, "'"));
+    }
+  }
+  for (const std::string& link : fault.links) {
+    TcpProxy& proxy = *proxies_.at(link);
+    if (fault.reset) {
+      proxy.ResetConnections();
+      continue;
+    }
+    proxy.SetToxics(ProxyDirection::kToUpstream, fault.to_server);
+    proxy.SetToxics(ProxyDirection::kToClient, fault.to_client);
+    proxy.SetTimeout(fault.timeout);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ChaosProcesses::Start() {
   const std::string& dir = options_.dir;
   if (absl::Status made = Env::Default()->CreateDirs(dir + "/logs"); !made.ok()) return made;
@@ -273,14 +322,16 @@ absl::Status ChaosProcesses::Start() {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
+  std::map<std::string, int> worker_ports;  // 0 (any free port) unless proxied
+  if (options_.proxy_seed.has_value()) RETURN_IF_ERROR(StartProxies(worker_ports));
   for (int i = 0; i < options_.workers + options_.standby; ++i) {
     const std::string name = absl::StrCat("worker-", i);
     Process& w = processes_[name];
     w.argv = {options_.binary,
               "worker",
-              "--dispatcher=" + dispatcher_address_,
+              "--dispatcher=" + DispatcherAddressFor(name),
               "--worker_id=" + name,
-              "--port=0",
+              absl::StrCat("--port=", worker_ports[name]),
               "--checkpoint_dir=" + dir + "/checkpoints",
               "--checkpoint_interval_ms=100",
               "--heartbeat_interval_ms=100",
@@ -291,6 +342,10 @@ absl::Status ChaosProcesses::Start() {
     for (const std::string& flag : TransportSecurityFlags(s)) w.argv.push_back(flag);
     for (const std::string& flag : host_flags(name)) w.argv.push_back(flag);
     if (i >= options_.workers) w.argv.push_back("--standby");
+    if (const auto proxy = proxies_.find(absl::StrCat(kClient, ">", name));
+        proxy != proxies_.end()) {
+      w.argv.push_back("--advertise_address=" + proxy->second->address());
+    }
     w.argv.insert(w.argv.end(), options_.extra_worker_flags.begin(),
                   options_.extra_worker_flags.end());
     Launch(name, true);
@@ -302,7 +357,7 @@ absl::Status ChaosProcesses::Start() {
     const std::string& name = client_names[i];
     Process& client = processes_[name];
     client.server = false;
-    client.argv = {options_.binary, "run", "--dispatcher=" + dispatcher_address_};
+    client.argv = {options_.binary, "run", "--dispatcher=" + DispatcherAddressFor(kClient)};
     for (const std::string& flag : TransportSecurityFlags(client_security)) {
       client.argv.push_back(flag);
     }

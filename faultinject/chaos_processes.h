@@ -14,6 +14,12 @@
 // replicas "replica-<i>" journaling to it (prefix /granary), each reaching each member through
 // its own TcpProxy, so that one replica alone can be cut from etcd (CutFromEtcd). Workers and
 // the client are given every replica's address.
+//
+// With proxies (options.proxy_seed; not replicated): a TcpProxy on every link, named as in
+// chaos_plan.h — the client's and each worker's --dispatcher is a proxy's address, and each worker
+// listens on a port picked here and advertises (--advertise_address) a proxy to it, which the
+// dispatcher hands to the client. TLS passes through unchanged (the proxies copy bytes; the
+// certificates name 127.0.0.1). The harness's own status and scaling calls bypass the proxies.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PROCESSES_H_
 #define GRANARY_FAULTINJECT_CHAOS_PROCESSES_H_
 
@@ -85,6 +91,9 @@ struct ChaosProcessesOptions {
   // durability events in its own sync ledger, <dir>/ledgers/<name>.<start number>
   // (GRANARY_SYNC_LEDGER), for PowerLoss.
   bool sync_ledgers = false;
+  // A TcpProxy on every link (above), the jitter of the i-th link's seeded by proxy_seed + i;
+  // nullopt: none, every process dials the others directly.
+  std::optional<uint64_t> proxy_seed;
 };
 
 // The name of the one replica of `probes` (ChaosProcesses::ProbeReplicas) that leads; nullopt if
@@ -156,6 +165,9 @@ class ChaosProcesses {
 
   // Appends the harness's own event to the history (common/FORMAT.md); nothing without one.
   void RecordHistory(absl::string_view op, absl::string_view fields);
+  // With proxies: applies `fault` to the proxies of its links. InvalidArgument naming a link
+  // this run has no proxy on.
+  absl::Status InjectProxyFault(const ProxyFault& fault);
 
   // The dispatcher's address (replicated: every replica's, comma-separated).
   const std::string& dispatcher_address() const { return dispatcher_address_; }
@@ -183,6 +195,11 @@ class ChaosProcesses {
   absl::StatusOr<std::string> LaunchAndAwait(const std::string& name);
   // Starts the etcd members and waits until they are ready, then a proxy per replica and member.
   absl::Status StartEtcd(CertificateAuthority* ca);
+  // With proxies: the proxies of the links to the dispatcher, and those to the workers, each
+  // worker's listening port picked (`worker_ports`).
+  absl::Status StartProxies(std::map<std::string, int>& worker_ports);
+  // Where `from` dials the dispatcher: a proxy's address, or the dispatcher's.
+  std::string DispatcherAddressFor(const std::string& from) const;
 
   const ChaosProcessesOptions options_;
   // With options_.network_namespaces: every process's namespace. Declared first: removed after
@@ -195,6 +212,8 @@ class ChaosProcesses {
   // The Redis cache tier, when options_.redis_cache; destroyed after the servers using it.
   std::unique_ptr<LocalRedisServer> redis_;
   std::map<std::string, Process> processes_;
+  // With proxies: by link name.
+  std::map<std::string, std::unique_ptr<TcpProxy>> proxies_;
   std::string dispatcher_address_;
   // Of the status calls to workers.
   std::shared_ptr<grpc::ChannelCredentials> credentials_;

@@ -509,5 +509,13 @@ INSTANTIATE_TEST_SUITE_P(
             "power loss of worker-1 (SIGKILL, drop every write since its last fsync, torn"},
         PowerLossCase{"powerloss_all", 4, "power loss of dispatcher worker-0 worker-1"}));
 
+// The proxy scenarios (issue 33), one seed each: a TcpProxy on every link (the workers advertise
+// theirs), TLS through them; latency, resets, a half-open link longer than the worker timeout,
+// truncated streams and a slowed link mid-epoch, each healed — every epoch exactly once, every
+// planned fault injected, no process lost. No root needed.
+INSTANTIATE_TEST_SUITE_P(ProxyScenarios, ChaosScenarioTest,
+                         ::testing::Values("proxy_latency", "proxy_reset", "proxy_halfopen",
+                                           "proxy_truncate", "proxy_bandwidth"));
+
 }  // namespace
 }  // namespace granary

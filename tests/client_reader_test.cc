@@ -28,6 +28,7 @@
 #include "common/failpoint.h"
 #include "common/hash.h"
 #include "common/subprocess.h"
+#include "faultinject/tcp_proxy.h"
 #include "gmock/gmock.h"
 #include "granary/client.h"
 #include "grpcpp/create_channel.h"
@@ -593,6 +594,39 @@ TEST_F(ClientReaderTest, StallTimeoutRunsOnTheEnvClock) {
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   EXPECT_THAT(status.message(), HasSubstr("no worker answered for 3600000 ms"));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// The first ClientHeartbeat of an epoch (GrpcEpochReader::Start) failing mid-call — the
+// connection to the dispatcher reset after the request went out, Unavailable — is asked again,
+// as every dispatcher call is; `granary run` exited on it (found by `granary chaos --scenario
+// proxy_truncate --seed 111`: the client's link to the dispatcher cut mid-message).
+TEST_F(ClientReaderTest, AnEpochsFirstHeartbeatFailingMidCallIsAskedAgain) {
+  FakeWorker a(dispatcher_.address(), "a");
+  auto client = Connect();
+  auto job = OpenJob(*client);
+  ASSERT_TRUE(job->ReadEpoch(0).ok());  // Starts the epoch.
+
+  auto proxy = TcpProxy::Start(dispatcher_.address());
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  ClientOptions options;
+  options.dispatcher_address = (*proxy)->address();
+  options.insecure = true;
+  auto connection = Connection::Open(options);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  ProxyToxics silent;
+  silent.half_open = true;
+  (*proxy)->SetToxics(ProxyDirection::kToClient, silent);  // The heartbeat's answer is held…
+  std::thread resetter([&proxy] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    (*proxy)->ResetConnections();  // …and the connection reset under the call.
+    (*proxy)->ClearToxics();
+  });
+  auto reader = GrpcEpochReader::Start(*connection, job->job_id(), 0, 0, nullptr);
+  resetter.join();
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  Delivered delivered;
+  ASSERT_TRUE(Read(**reader, &delivered).ok());
+  ExpectExactlyOnce(delivered, 1);
 }
 
 // The connection a Client, its Jobs and readers share, with shared memory on, on `clock`.

@@ -143,17 +143,23 @@ TEST(WorkerProcessTest, SlowClientKeepsBufferedBytesWithinTheWindow) {
   EXPECT_LT(max_element, 1024);
 }
 
-// `granary worker` with the id `id` (the cluster's flags otherwise): its log in stdout when
-// `log` is empty, else in that file.
+// `granary worker` with the id `id` (the cluster's flags otherwise, and `extra_flags`): its log
+// in stdout when `log` is empty, else in that file.
 std::unique_ptr<Subprocess> StartWorker(const testing::LocalCluster& cluster,
                                         const std::string& data_root, const std::string& id,
-                                        int64_t register_timeout_ms, const std::string& log = "") {
+                                        int64_t register_timeout_ms, const std::string& log = "",
+                                        const std::vector<std::string>& extra_flags = {}) {
+  std::vector<std::string> argv = {GRANARY_BINARY,
+                                   "worker",
+                                   "--dispatcher=" + cluster.dispatcher_address(),
+                                   "--worker_id=" + id,
+                                   "--port=0",
+                                   "--insecure",
+                                   "--data_roots=" + data_root,
+                                   absl::StrCat("--register_timeout_ms=", register_timeout_ms)};
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   return std::make_unique<Subprocess>(
-      std::vector<std::string>{GRANARY_BINARY, "worker",
-                               "--dispatcher=" + cluster.dispatcher_address(), "--worker_id=" + id,
-                               "--port=0", "--insecure", "--data_roots=" + data_root,
-                               absl::StrCat("--register_timeout_ms=", register_timeout_ms)},
-      log.empty() ? Subprocess::Stderr::kMergeIntoStdout : Subprocess::Stderr::kToFile, log);
+      argv, log.empty() ? Subprocess::Stderr::kMergeIntoStdout : Subprocess::Stderr::kToFile, log);
 }
 
 // worker-0's registration in the dispatcher's state.
@@ -213,6 +219,46 @@ TEST(WorkerProcessTest, ASecondWorkerWithALiveWorkersIdIsRefusedARestartedOneIsN
   EXPECT_EQ(registered.incarnation(), 2);
   restarted->Kill(SIGTERM);
   restarted->Wait();
+}
+
+// --advertise_address: the worker registers with the dispatcher at that address (where a proxy in
+// front of it is reached), not at the one it listens on; a malformed value is refused at start,
+// naming the flag and the value.
+TEST(WorkerProcessTest, AdvertiseAddressIsWhatTheDispatcherHandsOutAndIsChecked) {
+  testing::ScopedTempDir dir;
+  testing::LocalCluster cluster(dir.Join("cluster"), {});
+  ASSERT_TRUE(cluster.ok());
+
+  for (const std::string bad : {"no-port", "127.0.0.1:", ":7000", "127.0.0.1:0",
+                                "127.0.0.1:65536", "127.0.0.1:http"}) {
+    std::unique_ptr<Subprocess> worker =
+        StartWorker(cluster, dir.path(), "worker-9", 5000, "", {"--advertise_address=" + bad});
+    const std::string output = worker->ReadAll(std::chrono::seconds(30));
+    EXPECT_EQ(worker->WaitFor(std::chrono::seconds(5)), 1) << bad << ": " << output;
+    if (worker->running()) worker->Kill(SIGKILL);
+    EXPECT_THAT(output, HasSubstr("--advertise_address=" + bad + ": expected HOST:PORT")) << bad;
+  }
+
+  const std::string advertised = "127.0.0.1:61234";
+  const std::string log = dir.Join("advertised.log");
+  std::unique_ptr<Subprocess> worker = StartWorker(cluster, dir.path(), "worker-9", 20000, log,
+                                                   {"--advertise_address=" + advertised});
+  const std::string listening = worker->ReadListenAddress(std::chrono::seconds(30));
+  ASSERT_FALSE(listening.empty()) << ReadFileToString(Env::Default(), log).value_or("");
+  EXPECT_NE(listening, advertised);
+  // Registered once it logged so; poll the dispatcher's state for it.
+  WorkerState registered;
+  for (int i = 0; i < 100 && registered.address().empty(); ++i) {
+    GetStatusResponse status;
+    ASSERT_TRUE(cluster.dispatcher().GetStatus(RpcContext().get(), {}, &status).ok());
+    for (const WorkerState& w : status.state().workers()) {
+      if (w.worker_id() == "worker-9") registered = w;
+    }
+    if (registered.address().empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(registered.address(), advertised);
+  worker->Kill(SIGTERM);
+  worker->Wait();
 }
 
 }  // namespace

@@ -41,8 +41,11 @@ ABSL_FLAG(std::string, scenario, "nofail",
           "(the replicated dispatcher over a local etcd; needs Debian's etcd binary) "
           "leader_failover or leader_partition, or (as root: every process in a network "
           "namespace of its own) partition_worker, partition_client, partition_oneway, "
-          "partition_dispatcher or bandwidth, or (failing, full and slow disks; disk_full "
-          "needs root) disk_full, disk_eio or disk_stall.");
+          "partition_dispatcher or bandwidth, or (a fault-injecting TCP proxy on every link; no "
+          "root needed) proxy_latency, proxy_reset, proxy_halfopen, proxy_truncate or "
+          "proxy_bandwidth, or (failing, full and slow disks; disk_full needs root) disk_full, "
+          "disk_eio or disk_stall, or (power loss: unsynced writes dropped) powerloss or "
+          "powerloss_all.");
 ABSL_FLAG(bool, failpoints, false, "List the failpoints and exit.");
 ABSL_FLAG(std::string, inject, "",
           "PROCESS:SPEC — arm GRANARY_FAILPOINTS=SPEC in one process's first start (dispatcher, "

@@ -50,8 +50,11 @@ ABSL_FLAG(std::string, journal, "",
 ABSL_FLAG(std::string, replica_id, "",
           "With --journal etcd://...: this replica's id, unique among the live replicas.");
 ABSL_FLAG(std::string, advertise_address, "",
-          "With --journal etcd://...: the host:port where clients and workers reach this "
-          "replica (what the other replicas redirect them to); default --host:--port.");
+          "HOST:PORT where callers reach this server when it is not --host:--port (a proxy or a "
+          "NAT in front of it); default --host:--port. A dispatcher, with --journal etcd://...: "
+          "where clients and workers reach this replica (what the other replicas redirect them "
+          "to). A worker: the address it registers with the dispatcher, which hands it to "
+          "clients (`granary chaos` puts a fault-injecting proxy there).");
 ABSL_FLAG(int64_t, lease_ttl, 1,
           "With --journal etcd://...: seconds without a keep-alive after which etcd ends a "
           "replica's term, so a crashed leader is replaced this long after it died (etcd raises "

@@ -26,6 +26,7 @@
 #include "worker/grpc_worker_service.h"
 
 GRANARY_COMMAND_BORROWS_FLAG(std::string, dispatcher);
+GRANARY_COMMAND_BORROWS_FLAG(std::string, advertise_address);
 ABSL_FLAG(std::string, worker_id, "", "Stable identity of this worker (kept across restarts).");
 ABSL_FLAG(bool, standby, false,
           "Hold no tasks until the dispatcher fails one over to this worker.");
@@ -60,12 +61,30 @@ ABSL_FLAG(int64_t, shm_min_bytes, 256 << 10,
           "bytes (each pooled segment is a file descriptor).");
 
 namespace granary {
+namespace {
+
+// InvalidArgument naming --advertise_address unless it is empty or HOST:PORT with a port in
+// 1-65535.
+absl::Status CheckAdvertiseAddress(const std::string& advertised) {
+  if (advertised.empty()) return absl::OkStatus();
+  const size_t colon = advertised.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(advertised.substr(colon + 1), &port) || port < 1 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--advertise_address=", advertised,
+                                                   ": expected HOST:PORT with a port in 1-65535"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 int WorkerCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary worker --dispatcher HOST:PORT --worker_id ID [--port P] [--host H] [--standby] "
       "[--window_bytes B] [--threads N] [--checkpoint_dir D] [--checkpoint_interval_ms T] "
-      "[--register_timeout_ms T] [--local_transport auto|shm|tcp] [--local_to JOB/CONSUMER] "
+      "[--register_timeout_ms T] [--advertise_address HOST:PORT] [--local_transport auto|shm|tcp] "
+      "[--local_to JOB/CONSUMER] "
       "[--data_roots DIRS] [--redis_user U] [--redis_password_file F] [--plugin "
       "lib.so] "
       "(--tls_cert C --tls_key K --tls_ca CA | --insecure)");
@@ -89,6 +108,10 @@ int WorkerCommand(int argc, char** argv) {
   const absl::StatusOr<LocalTransport> local_transport =
       ParseLocalTransport(absl::GetFlag(FLAGS_local_transport));
   if (!local_transport.ok()) return fail(Annotate(local_transport.status(), "--local_transport"));
+  const std::string advertised_address = absl::GetFlag(FLAGS_advertise_address);
+  if (absl::Status checked = CheckAdvertiseAddress(advertised_address); !checked.ok()) {
+    return fail(checked);
+  }
 
   // The operators' endpoint: ready once registered with the dispatcher. Declared after the
   // impl it reads, so destroyed before it; the metrics the impl counts in outlive it.
@@ -120,7 +143,7 @@ int WorkerCommand(int argc, char** argv) {
   if (!server.ok()) return fail(server.status());
   WorkerOptions options;
   options.worker_id = absl::GetFlag(FLAGS_worker_id);
-  options.address = startup.address();
+  options.address = advertised_address.empty() ? startup.address() : advertised_address;
   options.standby = absl::GetFlag(FLAGS_standby);
   options.take_over_load = absl::GetFlag(FLAGS_take_over_load);
   if (const std::string local_to = absl::GetFlag(FLAGS_local_to); !local_to.empty()) {
