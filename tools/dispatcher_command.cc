@@ -15,6 +15,7 @@
 #include "cache/cache_tier_env.h"
 #include "cache/redis_env.h"
 #include "common/env.h"
+#include "faultinject/skewed_clock_env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "dispatcher/caller.h"
@@ -240,8 +241,9 @@ int DispatcherCommand(int argc, char** argv) {
   // ready after it. Declared after the impl it reads, so destroyed before it; the metrics the
   // impl's journal counts in outlive it.
   MetricRegistry metrics;
-  // Files, and the cache tier --cache_root names (a directory or redis://HOST:PORT/PREFIX).
-  CacheTierEnv env(Env::Default(), *redis_credentials);
+  // Files, and the cache tier --cache_root names (a directory or redis://HOST:PORT/PREFIX). The
+  // clock is the chaos harness's skewed one when GRANARY_CHAOS_CLOCK is set (clock_skew).
+  CacheTierEnv env(DefaultEnvOrSkewedClock(), *redis_credentials);
   // Which impl serves now: the one this process opened, or — replicated — the leader's while
   // this replica leads. Before either exists, every call is refused as "replaying".
   std::shared_ptr<DispatcherImpl> single;

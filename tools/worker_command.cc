@@ -13,6 +13,7 @@
 #include "cache/cache_tier_env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "faultinject/skewed_clock_env.h"
 #include "grpcpp/server.h"
 #include "tools/command_flags.h"
 #include "tools/commands.h"
@@ -92,10 +93,11 @@ int WorkerCommand(int argc, char** argv) {
   // impl it reads, so destroyed before it; the metrics the impl counts in outlive it.
   MetricRegistry metrics;
   WorkerMetrics worker_metrics(&metrics);
-  // Files, and the cache tier a task's --cache_root names (a directory or redis://...).
+  // Files, and the cache tier a task's --cache_root names (a directory or redis://...). The clock
+  // is the chaos harness's skewed one when GRANARY_CHAOS_CLOCK is set (clock_skew).
   const absl::StatusOr<RedisCredentials> redis_credentials = RedisCredentialsFromFlags();
   if (!redis_credentials.ok()) return fail(redis_credentials.status());
-  CacheTierEnv env(Env::Default(), *redis_credentials);
+  CacheTierEnv env(DefaultEnvOrSkewedClock(), *redis_credentials);
   std::unique_ptr<WorkerImpl> impl;
   std::atomic<WorkerImpl*> started_impl{nullptr};
   metrics.AddCollector([&started_impl](MetricSamples& out) {
