@@ -210,6 +210,8 @@ class ChaosRun {
     }
     p.failpoint_process = options_.failpoint_process;
     p.failpoints = options_.failpoints;
+    p.clocks.fake_wall = StepsWallClocks(plan_.scenario);
+    p.clocks.skew_env = SkewsEnvClocks(plan_.scenario);
     ChaosProcesses processes(p);
     RETURN_IF_ERROR(processes.Start());
     RETURN_IF_ERROR(Drive(processes));
@@ -271,6 +273,12 @@ class ChaosRun {
       if (!processes.running(named(victim))) continue;  // Gone for good in an earlier fault.
       processes.Kill(named(victim));
       killed.push_back(named(victim));
+    }
+    if (fault.clock.has_value()) {
+      const std::string whose = named(fault.clock->process);
+      RETURN_IF_ERROR(fault.clock->skew.has_value()
+                          ? processes.SkewEnvClock(whose, *fault.clock->skew)
+                          : processes.StepWallClock(whose, fault.clock->wall_offset_seconds));
     }
     if (fault.cut_leader) processes.CutFromEtcd(struck_leader_);
     if (fault.heal_cut) {

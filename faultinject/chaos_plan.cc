@@ -94,6 +94,77 @@ void AddRandomFaults(Draws& draws, int64_t rows_per_epoch, ChaosPlan& plan) {
   }
 }
 
+// The clock scenarios' steps (chaos_plan.h): back 1-10 minutes.
+int64_t BackwardStepSeconds(Draws& draws) { return -draws.Between(60, 600); }
+
+ClockFault StepOf(const std::string& process, int64_t offset_seconds) {
+  ClockFault step;
+  step.process = process;
+  step.wall_offset_seconds = offset_seconds;
+  return step;
+}
+
+ClockFault SkewOf(const std::string& process, double rate, double jump_seconds) {
+  ClockFault skew;
+  skew.process = process;
+  skew.skew = ClockSkew{.rate = rate, .jump_seconds = jump_seconds};
+  return skew;
+}
+
+// clock_skew: `f` (timed mid-epoch) skews the dispatcher's or a worker's Env clock; a second
+// fault sets its rate back to 1.
+void AddClockSkew(Draws& draws, ChaosFault f, ChaosPlan& plan) {
+  std::vector<std::string> members = {"dispatcher"};
+  for (const std::string& w : AllWorkers(plan.workers)) members.push_back(w);
+  const std::string process = members[draws.Between(0, members.size() - 1)];
+  static constexpr double kRates[] = {0.5, 0.75, 1.5, 2};
+  const double rate = kRates[draws.Between(0, std::size(kRates) - 1)];
+  const double jump = draws.Chance(50) ? static_cast<double>(draws.Between(60, 600)) : 0;
+  f.clock = SkewOf(process, rate, jump);
+  plan.faults.push_back(std::move(f));
+  ChaosFault heal;
+  heal.after_previous = true;
+  heal.after_ms = draws.Between(2000, 5000);
+  heal.clock = SkewOf(process, 1, jump);
+  plan.faults.push_back(std::move(heal));
+}
+
+// clock_step: `f` (timed mid-epoch) steps one process's wall clock back; a second fault heals it.
+void AddClockStep(Draws& draws, ChaosFault f, ChaosPlan& plan) {
+  std::vector<std::string> members = {"dispatcher", "client"};
+  for (const std::string& w : AllWorkers(plan.workers)) members.push_back(w);
+  const std::string process = members[draws.Between(0, members.size() - 1)];
+  f.clock = StepOf(process, BackwardStepSeconds(draws));
+  plan.faults.push_back(std::move(f));
+  ChaosFault heal;
+  heal.after_previous = true;
+  heal.after_ms = draws.Between(1000, 4000);
+  heal.clock = StepOf(process, 0);
+  plan.faults.push_back(std::move(heal));
+}
+
+// leader_clock_step: `cut` (timed mid-epoch) cuts the leader from etcd, its wall clock steps back
+// right after; once another replica leads the cut heals, then the clock.
+void AddLeaderClockStep(Draws& draws, ChaosFault cut, ChaosPlan& plan) {
+  cut.cut_leader = true;
+  plan.faults.push_back(std::move(cut));
+  ChaosFault step;
+  step.after_previous = true;
+  step.after_ms = draws.Between(0, 300);
+  step.clock = StepOf(kLeader, BackwardStepSeconds(draws));
+  plan.faults.push_back(std::move(step));
+  ChaosFault heal_cut;
+  heal_cut.after_new_leader = true;
+  heal_cut.after_ms = draws.Between(1000, 3000);
+  heal_cut.heal_cut = true;
+  plan.faults.push_back(std::move(heal_cut));
+  ChaosFault heal_clock;
+  heal_clock.after_previous = true;
+  heal_clock.after_ms = draws.Between(0, 2000);
+  heal_clock.clock = StepOf(kLeader, 0);
+  plan.faults.push_back(std::move(heal_clock));
+}
+
 }  // namespace
 
 std::string ChaosFault::Describe() const {
@@ -122,6 +193,20 @@ std::string ChaosFault::Describe() const {
   const auto named = [](std::string* out, const std::string& name) {
     out->append(name == kLeader ? "the leader" : name);
   };
+  if (clock.has_value()) {
+    std::string whose;
+    named(&whose, clock->process);
+    if (clock->skew.has_value()) {
+      return absl::StrCat(when, ": run ", whose, "'s Env (steady) clock at ", clock->skew->rate,
+                          "x, jumped ", clock->skew->jump_seconds, " s forward in all",
+                          clock->skew->rate == 1 ? " (the skew healed)" : "");
+    }
+    if (clock->wall_offset_seconds == 0) {
+      return absl::StrCat(when, ": heal ", whose, "'s wall clock (back to the true time)");
+    }
+    return absl::StrCat(when, ": step ", whose, "'s wall clock to ", clock->wall_offset_seconds,
+                        " s off the true time (its steady clock keeps running)");
+  }
   if (!revive.empty()) {
     return absl::StrCat(when, ": start ", absl::StrJoin(revive, " ", named), " again");
   }
@@ -130,9 +215,20 @@ std::string ChaosFault::Describe() const {
 }
 
 const std::vector<std::string>& ChaosScenarios() {
-  static const auto* scenarios = new std::vector<std::string>{
-      "nofail",  "recover", "failover", "killall",         "dispatcher",      "putfail",
-      "getfail", "scale",   "random",   "leader_failover", "leader_partition"};
+  static const auto* scenarios = new std::vector<std::string>{"nofail",
+                                                              "recover",
+                                                              "failover",
+                                                              "killall",
+                                                              "dispatcher",
+                                                              "putfail",
+                                                              "getfail",
+                                                              "scale",
+                                                              "random",
+                                                              "leader_failover",
+                                                              "leader_partition",
+                                                              "clock_step",
+                                                              "leader_clock_step",
+                                                              "clock_skew"};
   return *scenarios;
 }
 
@@ -144,8 +240,15 @@ absl::Status CheckChaosScenario(const std::string& scenario) {
 }
 
 bool IsReplicatedScenario(const std::string& scenario) {
-  return scenario == "leader_failover" || scenario == "leader_partition";
+  return scenario == "leader_failover" || scenario == "leader_partition" ||
+         scenario == "leader_clock_step";
 }
+
+bool StepsWallClocks(const std::string& scenario) {
+  return scenario == "clock_step" || scenario == "leader_clock_step";
+}
+
+bool SkewsEnvClocks(const std::string& scenario) { return scenario == "clock_skew"; }
 
 absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t seed, int workers,
                                         int64_t epochs, int64_t rows_per_epoch) {
@@ -219,6 +322,10 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
     f.epoch = draws.Between(0, std::max<int64_t>(0, epochs - 2));
     ChaosFault after;  // the kill's restart, or the cut's heal
     after.after_new_leader = true;
+    if (scenario == "leader_clock_step") {
+      AddLeaderClockStep(draws, std::move(f), plan);
+      return plan;
+    }
     if (scenario == "leader_failover") {
       f.victims = {kLeader};
       f.for_good = true;
@@ -233,6 +340,12 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
       after.heal_cut = true;
     }
     plan.faults.push_back(std::move(after));
+    return plan;
+  } else if (scenario == "clock_step") {
+    AddClockStep(draws, std::move(f), plan);
+    return plan;
+  } else if (scenario == "clock_skew") {
+    AddClockSkew(draws, std::move(f), plan);
     return plan;
   } else {  // random
     plan.cache_policy = SomeCachePolicy(draws, /*compute_too=*/true);

@@ -30,16 +30,33 @@
 //   leader_partition  the leader cut from every etcd member (not from workers and client) mid-
 //                     epoch (not in the last); once another replica leads, the cut heals after a
 //                     delay and the old leader must rejoin as a follower
+// The clock scenarios (issue 33, fault class 4) run every process with its wall clock
+// (CLOCK_REALTIME) read through libfaketime (Debian's faketime package), its steady clock
+// untouched — as an NTP step moves a real machine's. Only backward steps are drawn: under
+// libfaketime a forward step stretches every Abseil timed wait of the process by the step (its
+// futex deadline is on the kernel's true wall clock), a stall no real step causes:
+//   clock_step        the wall clock of the dispatcher, a worker or the client steps back 1-10
+//                     minutes mid-epoch, and forward again (healed) 1-4 s later
+//   leader_clock_step (replicated) the leader is cut from every etcd member mid-epoch (not in
+//                     the last), and its wall clock steps back 1-10 minutes right after; it must
+//                     still stop leading when its lease runs out. Once another replica leads,
+//                     the cut heals, then the clock
+//   clock_skew        the Env clock (steady; every Granary timer's) of the dispatcher or a worker
+//                     runs at 0.5x-2x mid-epoch — half the time after jumping 1-10 minutes
+//                     forward — for 2-5 s, then at 1x again (the jump stays: a steady clock
+//                     never goes back). The client's clock is not skewed
 // Where a scenario leaves a choice (which worker, which epoch, at what row, how long), the seed
 // decides.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PLAN_H_
 #define GRANARY_FAULTINJECT_CHAOS_PLAN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "faultinject/skewed_clock_env.h"
 #include "proto/cache.pb.h"
 
 namespace granary {
@@ -47,6 +64,17 @@ namespace granary {
 // Processes are named "dispatcher" (or "replica-<i>" in the replicated scenarios), "worker-<i>"
 // (standbys numbered after the workers) and "client".
 inline constexpr char kLeader[] = "leader";
+
+// A clock fault of one process (the clock scenarios). Without `skew`: from now on it reads its
+// wall clock (CLOCK_REALTIME, through libfaketime) `wall_offset_seconds` off the true time (0:
+// the step is healed); its steady clock does not move. With `skew`: its Env clock (steady, the
+// clock of every Granary timer: faultinject/skewed_clock_env.h) runs at skew->rate from now on,
+// having jumped forward skew->jump_seconds in all (rate 1: healed; a jump is never undone).
+struct ClockFault {
+  std::string process;  // or kLeader: the replica the last leader fault struck
+  int64_t wall_offset_seconds = 0;
+  std::optional<ClockSkew> skew;
+};
 
 struct ChaosFault {
   // When: the client reads epoch `epoch` (or a later one) and has delivered `rows` rows of it…
@@ -79,6 +107,8 @@ struct ChaosFault {
   // Or, when > 0: scale the job to this many tasks per consumer (ScaleJob) — tasks join its
   // running epoch or are shed (issue 17).
   int32_t scale_to = 0;
+  // Or: step a process's wall clock, or skew its Env clock.
+  std::optional<ClockFault> clock;
 
   // One line, e.g. "epoch 1 row 240, after worker-0's 2nd checkpoint: kill worker-0, restart".
   std::string Describe() const;
@@ -105,6 +135,10 @@ absl::Status CheckChaosScenario(const std::string& scenario);
 
 // Whether `scenario` runs the replicated dispatcher (and needs Debian's etcd binary).
 bool IsReplicatedScenario(const std::string& scenario);
+
+// Whether `scenario` steps wall clocks (and needs Debian's libfaketime), or skews Env clocks.
+bool StepsWallClocks(const std::string& scenario);
+bool SkewsEnvClocks(const std::string& scenario);
 
 // InvalidArgument for an unknown scenario (naming the known ones) or a shape the scenario cannot
 // run: putfail and getfail need 2 epochs, every scenario at least 1 worker.

@@ -85,6 +85,21 @@ void ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
     environment.push_back(
         absl::StrCat(kFailpointsEnvironmentVariable, "=", absl::StrJoin(specs, ",")));
   }
+  if (options_.clocks.skew_env && name != kClient) {
+    environment.push_back(
+        absl::StrCat(kSkewedClockEnvironmentVariable, "=", clock_path(name), ".skew"));
+  }
+  if (options_.clocks.fake_wall) {
+    // DONT_FAKE_MONOTONIC: a real step moves CLOCK_REALTIME only. The offset file is re-read on
+    // every clock call, so that a step lands when the harness makes it (a lease of 1 s would
+    // otherwise expire before a cached offset is re-read).
+    for (const std::string& variable :
+         {absl::StrCat("LD_PRELOAD=", kLibfaketimePath), std::string("DONT_FAKE_MONOTONIC=1"),
+          absl::StrCat("FAKETIME_TIMESTAMP_FILE=", clock_path(name)),
+          std::string("FAKETIME_NO_CACHE=1")}) {
+      environment.push_back(variable);
+    }
+  }
   p.subprocess = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log_path(name),
                                               environment);
   p.serving = false;
@@ -165,9 +180,47 @@ absl::Status ChaosProcesses::StartEtcd(CertificateAuthority* ca) {
   return absl::OkStatus();
 }
 
+std::string ChaosProcesses::clock_path(const std::string& name) const {
+  return absl::StrCat(options_.dir, "/clock/", name);
+}
+
+absl::Status ChaosProcesses::WriteClockControl(const std::string& name, bool enabled,
+                                               const std::string& path, const std::string& text) {
+  if (!enabled) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot change ", name, "'s clock: the processes run without that fault"));
+  }
+  if (processes_.count(name) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no process '", name, "' to change the clock of"));
+  }
+  // Written whole and renamed over: the reader never sees a partial control.
+  RETURN_IF_ERROR(WriteStringToFile(Env::Default(), path + ".tmp", text, /*sync=*/false));
+  return Env::Default()->RenameFile(path + ".tmp", path);
+}
+
+absl::Status ChaosProcesses::StepWallClock(const std::string& name, int64_t offset_seconds) {
+  return WriteClockControl(name, options_.clocks.fake_wall, clock_path(name),
+                           absl::StrCat(offset_seconds >= 0 ? "+" : "", offset_seconds));
+}
+
+absl::Status ChaosProcesses::SkewEnvClock(const std::string& name, const ClockSkew& skew) {
+  return WriteClockControl(name, options_.clocks.skew_env && name != kClient,
+                           clock_path(name) + ".skew",
+                           absl::StrCat(skew.rate, " ", skew.jump_seconds));
+}
+
 absl::Status ChaosProcesses::Start() {
   const std::string& dir = options_.dir;
   if (absl::Status made = Env::Default()->CreateDirs(dir + "/logs"); !made.ok()) return made;
+  if (options_.clocks.fake_wall && !Env::Default()->FileExists(kLibfaketimePath)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the clock scenarios need libfaketime (", kLibfaketimePath,
+                     "): install Debian's faketime package (scripts/setup_deps.sh does)"));
+  }
+  if (options_.clocks.fake_wall || options_.clocks.skew_env) {
+    RETURN_IF_ERROR(Env::Default()->CreateDirs(dir + "/clock"));
+  }
   std::unique_ptr<CertificateAuthority> ca;
   if (options_.tls) {
     ASSIGN_OR_RETURN(ca, CertificateAuthority::Create(dir + "/tls"));

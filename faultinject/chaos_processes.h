@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/subprocess.h"
+#include "faultinject/skewed_clock_env.h"
 #include "faultinject/tcp_proxy.h"
 #include "grpcpp/security/credentials.h"
 #include "security/certificate_authority.h"
@@ -54,7 +55,19 @@ struct ChaosProcessesOptions {
   // GRANARY_FAILPOINTS for every start of every worker, restarts included (joined with
   // `failpoints` where those are armed too); empty: none.
   std::string every_worker_failpoints;
+  // The clock scenarios' faults, in every plan process (not etcd), restarts included:
+  struct Clocks {
+    // It reads its wall clock through libfaketime at the offset in <dir>/clock/<name> (0 until
+    // StepWallClock); its steady clock is untouched.
+    bool fake_wall = false;
+    // The dispatcher's and the workers' Env clock is a SkewedClockEnv over
+    // <dir>/clock/<name>.skew (the true rate until SkewEnvClock).
+    bool skew_env = false;
+  } clocks;
 };
+
+// Debian's libfaketime (package faketime), thread-safe build, which the clock scenarios preload.
+inline constexpr char kLibfaketimePath[] = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
 
 // The name of the one replica of `probes` (ChaosProcesses::ProbeReplicas) that leads; nullopt if
 // none does, or if several answer as leader (a deposed one has not noticed yet).
@@ -102,6 +115,15 @@ class ChaosProcesses {
   void CutFromEtcd(const std::string& replica);
   void HealFromEtcd(const std::string& replica);
 
+  // Clock scenarios (options.clocks.fake_wall): from its next clock reading on, `name` (and its
+  // restarts) reads its wall clock `offset_seconds` off the true time (0: the true time again).
+  // FailedPrecondition without fake_wall; InvalidArgument for an unknown process.
+  absl::Status StepWallClock(const std::string& name, int64_t offset_seconds);
+  // Clock scenarios (options.clocks.skew_env): within 100 ms, `name`'s Env clock (a server's)
+  // runs as `skew` says (faultinject/skewed_clock_env.h). FailedPrecondition without skew_env;
+  // InvalidArgument for an unknown process.
+  absl::Status SkewEnvClock(const std::string& name, const ClockSkew& skew);
+
   // The dispatcher's address (replicated: every replica's, comma-separated).
   const std::string& dispatcher_address() const { return dispatcher_address_; }
   std::string log_path(const std::string& name) const;
@@ -122,6 +144,12 @@ class ChaosProcesses {
   absl::StatusOr<std::string> LaunchAndAwait(const std::string& name);
   // Starts the etcd members and waits until they are ready, then a proxy per replica and member.
   absl::Status StartEtcd(CertificateAuthority* ca);
+  // Clock scenarios: the file holding `name`'s wall-clock offset (libfaketime's format).
+  std::string clock_path(const std::string& name) const;
+  // Clock scenarios: writes `text` to `path` whole (renamed over it), for a clock fault of
+  // process `name`; the errors of StepWallClock and SkewEnvClock.
+  absl::Status WriteClockControl(const std::string& name, bool enabled, const std::string& path,
+                                 const std::string& text);
 
   const ChaosProcessesOptions options_;
   // Replicated: the etcd members, and the proxies to them (etcd_proxies_[replica][member]).

@@ -36,7 +36,8 @@ GRANARY_COMMAND_BORROWS_FLAG(int32_t, step_ms);
 ABSL_FLAG(std::string, scenario, "nofail",
           "nofail, recover, failover, killall, dispatcher, putfail, getfail, scale, random, or "
           "(the replicated dispatcher over a local etcd; needs Debian's etcd binary) "
-          "leader_failover or leader_partition.");
+          "leader_failover or leader_partition; or (wall-clock steps through Debian's "
+          "libfaketime) clock_step or leader_clock_step (replicated).");
 ABSL_FLAG(bool, failpoints, false, "List the failpoints and exit.");
 ABSL_FLAG(std::string, inject, "",
           "PROCESS:SPEC — arm GRANARY_FAILPOINTS=SPEC in one process's first start (dispatcher, "
