@@ -66,8 +66,11 @@ void SkewedClockEnv::MaybeReread(uint64_t base_now) {
     last_warning_ = warning;
     return;
   }
+  if (skew->rate == skew_.rate && skew->jump_seconds <= skew_.jump_seconds) return;
   const uint64_t now = SkewedAt(base_now);
   const double jump = std::max(0.0, skew->jump_seconds - skew_.jump_seconds);
+  LOG(WARNING) << "chaos clock (" << control_path_ << "): the Env clock runs at " << skew->rate
+               << "x from now on, jumping " << jump << " s forward";
   anchor_base_ = base_now;
   anchor_skewed_ = now + static_cast<uint64_t>(jump * 1e6);
   skew_.rate = skew->rate;

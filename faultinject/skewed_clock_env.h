@@ -9,7 +9,8 @@
 // lowering it never moves the clock back). The clock never goes backward and never skips at a
 // rate change. The file is re-read at most every 100 ms of the base clock; while it is absent the
 // clock keeps its last rate (1 at first); a malformed one is ignored with a warning naming it.
-// SleepForMicros(m) sleeps m / RATE of the base clock. Thread-safe.
+// Each change is logged (a warning). SleepForMicros(m) sleeps m / RATE of the base clock.
+// Thread-safe.
 #ifndef GRANARY_FAULTINJECT_SKEWED_CLOCK_ENV_H_
 #define GRANARY_FAULTINJECT_SKEWED_CLOCK_ENV_H_
 
