@@ -111,36 +111,42 @@ ClockFault SkewOf(const std::string& process, double rate, double jump_seconds) 
   return skew;
 }
 
+// The dispatcher, a worker or (with `client`) the client, as the seed picks.
+std::string SomeProcess(Draws& draws, const ChaosPlan& plan, bool client) {
+  std::vector<std::string> members = {"dispatcher"};
+  if (client) members.push_back("client");
+  for (const std::string& w : AllWorkers(plan.workers)) members.push_back(w);
+  return members[draws.Between(0, members.size() - 1)];
+}
+
+// A fault `after_ms` after the previous one that changes a clock.
+ChaosFault ClockFaultAfterPrevious(int64_t after_ms, ClockFault clock) {
+  ChaosFault f;
+  f.after_previous = true;
+  f.after_ms = after_ms;
+  f.clock = std::move(clock);
+  return f;
+}
+
 // clock_skew: `f` (timed mid-epoch) skews the dispatcher's or a worker's Env clock; a second
 // fault sets its rate back to 1.
 void AddClockSkew(Draws& draws, ChaosFault f, ChaosPlan& plan) {
-  std::vector<std::string> members = {"dispatcher"};
-  for (const std::string& w : AllWorkers(plan.workers)) members.push_back(w);
-  const std::string process = members[draws.Between(0, members.size() - 1)];
+  const std::string process = SomeProcess(draws, plan, /*client=*/false);
   static constexpr double kRates[] = {0.5, 0.75, 1.5, 2};
   const double rate = kRates[draws.Between(0, std::size(kRates) - 1)];
   const double jump = draws.Chance(50) ? static_cast<double>(draws.Between(60, 600)) : 0;
   f.clock = SkewOf(process, rate, jump);
   plan.faults.push_back(std::move(f));
-  ChaosFault heal;
-  heal.after_previous = true;
-  heal.after_ms = draws.Between(2000, 5000);
-  heal.clock = SkewOf(process, 1, jump);
-  plan.faults.push_back(std::move(heal));
+  plan.faults.push_back(
+      ClockFaultAfterPrevious(draws.Between(2000, 5000), SkewOf(process, 1, jump)));
 }
 
 // clock_step: `f` (timed mid-epoch) steps one process's wall clock back; a second fault heals it.
 void AddClockStep(Draws& draws, ChaosFault f, ChaosPlan& plan) {
-  std::vector<std::string> members = {"dispatcher", "client"};
-  for (const std::string& w : AllWorkers(plan.workers)) members.push_back(w);
-  const std::string process = members[draws.Between(0, members.size() - 1)];
+  const std::string process = SomeProcess(draws, plan, /*client=*/true);
   f.clock = StepOf(process, BackwardStepSeconds(draws));
   plan.faults.push_back(std::move(f));
-  ChaosFault heal;
-  heal.after_previous = true;
-  heal.after_ms = draws.Between(1000, 4000);
-  heal.clock = StepOf(process, 0);
-  plan.faults.push_back(std::move(heal));
+  plan.faults.push_back(ClockFaultAfterPrevious(draws.Between(1000, 4000), StepOf(process, 0)));
 }
 
 // leader_clock_step: `cut` (timed mid-epoch) cuts the leader from etcd, its wall clock steps back
@@ -148,21 +154,15 @@ void AddClockStep(Draws& draws, ChaosFault f, ChaosPlan& plan) {
 void AddLeaderClockStep(Draws& draws, ChaosFault cut, ChaosPlan& plan) {
   cut.cut_leader = true;
   plan.faults.push_back(std::move(cut));
-  ChaosFault step;
-  step.after_previous = true;
-  step.after_ms = draws.Between(0, 300);
-  step.clock = StepOf(kLeader, BackwardStepSeconds(draws));
-  plan.faults.push_back(std::move(step));
+  const int64_t step_after_ms = draws.Between(0, 300);  // drawn in this order: plans are fixed
+  plan.faults.push_back(
+      ClockFaultAfterPrevious(step_after_ms, StepOf(kLeader, BackwardStepSeconds(draws))));
   ChaosFault heal_cut;
   heal_cut.after_new_leader = true;
   heal_cut.after_ms = draws.Between(1000, 3000);
   heal_cut.heal_cut = true;
   plan.faults.push_back(std::move(heal_cut));
-  ChaosFault heal_clock;
-  heal_clock.after_previous = true;
-  heal_clock.after_ms = draws.Between(0, 2000);
-  heal_clock.clock = StepOf(kLeader, 0);
-  plan.faults.push_back(std::move(heal_clock));
+  plan.faults.push_back(ClockFaultAfterPrevious(draws.Between(0, 2000), StepOf(kLeader, 0)));
 }
 
 }  // namespace

@@ -272,12 +272,14 @@ TEST(ChaosHarnessTest, SoakLoopsRandomRunsAndSummarizes) {
 }
 
 // The clock scenarios (issue 33, fault class 4). Wall clocks stepped back minutes through
-// libfaketime: clock_step seeds 1 and 2 step a worker's and the client's back mid-epoch;
+// libfaketime: clock_step seeds 1 and 3 step a worker's (8 min) and the client's (6 min) back
+// mid-epoch;
 // leader_clock_step seed 1 cuts the leader from etcd and steps its clock back 9 minutes — it
 // must stop leading once its lease runs out by its steady clock (measured on the wall clock, it
 // led on for minutes and no replica led alone), another replica must lead and the healed one
-// rejoin as a follower. Env (steady) clocks skewed: clock_skew seeds 1 and 4 run a server's
-// clock fast or slow, with and without a jump forward. Every epoch must be exactly once.
+// rejoin as a follower. Env (steady) clocks skewed: clock_skew seed 1 runs the dispatcher's at
+// 0.5x after a jump of 84 s forward, seed 3 a worker's at 0.75x. Every epoch must be exactly
+// once.
 struct ClockCase {
   const char* scenario;
   int seed;
@@ -322,9 +324,9 @@ TEST_P(ChaosClockTest, EveryEpochExactlyOnceAcrossClockFaults) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, ChaosClockTest,
-                         ::testing::Values(ClockCase{"clock_step", 1}, ClockCase{"clock_step", 2},
+                         ::testing::Values(ClockCase{"clock_step", 1}, ClockCase{"clock_step", 3},
                                            ClockCase{"leader_clock_step", 1},
-                                           ClockCase{"clock_skew", 1}, ClockCase{"clock_skew", 4}),
+                                           ClockCase{"clock_skew", 1}, ClockCase{"clock_skew", 3}),
                          [](const ::testing::TestParamInfo<ClockCase>& info) {
                            return absl::StrCat(info.param.scenario, "_seed", info.param.seed);
                          });
