@@ -22,6 +22,7 @@
 #include "security/peer_identity.h"
 #include "security/transport_security.h"
 #include "testing/etcd_test_cluster.h"
+#include "testing/manual_clock_env.h"
 #include "testing/scoped_temp_dir.h"
 #include "testing/test_certificates.h"
 
@@ -348,7 +349,7 @@ TEST_F(EtcdSingleMemberTest, LeaseKeepAliveKeepsTheLeaseAndReportsItsRevocation)
   EXPECT_EQ(range->kvs_size(), 1);
   EXPECT_TRUE((*keep_alive)->alive());
   EXPECT_GE((*keep_alive)->refreshes(), 4);
-  EXPECT_GT((*keep_alive)->valid_until(), absl::Now());
+  EXPECT_GT((*keep_alive)->valid_for(), absl::ZeroDuration());
 
   ASSERT_TRUE(client_->LeaseRevoke(lease->id()).ok());
   ASSERT_TRUE(
@@ -699,14 +700,41 @@ TEST_F(EtcdOwnMemberTest, LeaseKeepAliveReportsLossWhenNoMemberAnswersWithinTheT
   ASSERT_TRUE(keep_alive.ok()) << keep_alive.status();
 
   cluster_->KillMember(0);
-  const absl::Time valid_until = (*keep_alive)->valid_until();
+  const uint64_t valid_until =
+      Env::Default()->NowMicros() + absl::ToInt64Microseconds((*keep_alive)->valid_for());
   ASSERT_TRUE(
       loss.lost.WaitForNotificationWithTimeout(absl::Seconds(lease->ttl()) + absl::Seconds(2)));
   // Not before the lease may have expired, and not much after.
-  EXPECT_GE(absl::Now(), valid_until);
+  EXPECT_GE(Env::Default()->NowMicros(), valid_until);
   EXPECT_EQ(loss.why.code(), absl::StatusCode::kDeadlineExceeded) << loss.why;
   EXPECT_THAT(loss.why.message(), HasSubstr("not refreshed before"));
   EXPECT_THAT(loss.why.message(), HasSubstr(cluster_->endpoint(0)));
+  EXPECT_FALSE((*keep_alive)->alive());
+}
+
+// Validity follows the keep-alive's Env clock (steady in production), not the wall clock: while
+// that clock stands still, wall time passing (as after a backward wall-clock step) does not
+// expire the lease; once it passes the TTL, the loss is reported at once.
+TEST_F(EtcdOwnMemberTest, LeaseKeepAliveMeasuresValidityOnItsEnvClockNotTheWallClock) {
+  std::unique_ptr<EtcdClient> client = ClientWithCallTimeout(absl::Milliseconds(300));
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<etcdserverpb::LeaseGrantResponse> lease = client->LeaseGrant(1);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ManualClockEnv clock(Env::Default());
+  LossLog loss;
+  absl::StatusOr<std::unique_ptr<LeaseKeepAlive>> keep_alive =
+      LeaseKeepAlive::Start(client.get(), lease->id(), lease->ttl(), loss.Callback(), &clock);
+  ASSERT_TRUE(keep_alive.ok()) << keep_alive.status();
+  EXPECT_EQ((*keep_alive)->valid_for(), absl::Seconds(lease->ttl()));
+
+  cluster_->KillMember(0);
+  EXPECT_FALSE(loss.lost.WaitForNotificationWithTimeout(absl::Seconds(lease->ttl()) * 2));
+  EXPECT_TRUE((*keep_alive)->alive());
+
+  clock.AdvanceMicros(lease->ttl() * 1'000'000);
+  EXPECT_EQ((*keep_alive)->valid_for(), absl::ZeroDuration());
+  ASSERT_TRUE(loss.lost.WaitForNotificationWithTimeout(absl::Seconds(2)));
+  EXPECT_EQ(loss.why.code(), absl::StatusCode::kDeadlineExceeded) << loss.why;
   EXPECT_FALSE((*keep_alive)->alive());
 }
 

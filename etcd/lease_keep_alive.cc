@@ -18,10 +18,8 @@ std::string LeaseName(int64_t id) { return absl::StrCat("lease ", absl::Hex(id))
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LeaseKeepAlive>> LeaseKeepAlive::Start(EtcdClient* client,
-                                                                      int64_t id,
-                                                                      int64_t ttl_seconds,
-                                                                      LostCallback on_lost) {
+absl::StatusOr<std::unique_ptr<LeaseKeepAlive>> LeaseKeepAlive::Start(
+    EtcdClient* client, int64_t id, int64_t ttl_seconds, LostCallback on_lost, Env* clock) {
   if (ttl_seconds < 1) {
     return absl::InvalidArgumentError(absl::StrCat("etcd keep-alive of ", LeaseName(id),
                                                    ": ttl_seconds must be >= 1, is ", ttl_seconds));
@@ -31,18 +29,19 @@ absl::StatusOr<std::unique_ptr<LeaseKeepAlive>> LeaseKeepAlive::Start(EtcdClient
         absl::StrCat("etcd keep-alive of ", LeaseName(id), ": on_lost is empty"));
   }
   std::unique_ptr<LeaseKeepAlive> keep_alive(
-      new LeaseKeepAlive(client, id, ttl_seconds, std::move(on_lost)));
+      new LeaseKeepAlive(client, id, ttl_seconds, std::move(on_lost), clock));
   RETURN_IF_ERROR(keep_alive->Refresh());
   keep_alive->thread_ = std::thread([raw = keep_alive.get()] { raw->Run(); });
   return keep_alive;
 }
 
 LeaseKeepAlive::LeaseKeepAlive(EtcdClient* client, int64_t id, int64_t ttl_seconds,
-                               LostCallback on_lost)
+                               LostCallback on_lost, Env* clock)
     : client_(client),
       id_(id),
       interval_(absl::Seconds(ttl_seconds) / 3),
-      on_lost_(std::move(on_lost)) {}
+      on_lost_(std::move(on_lost)),
+      clock_(clock) {}
 
 LeaseKeepAlive::~LeaseKeepAlive() {
   {
@@ -63,9 +62,12 @@ absl::Status LeaseKeepAlive::status() const {
   return status_;
 }
 
-absl::Time LeaseKeepAlive::valid_until() const {
+absl::Duration LeaseKeepAlive::valid_for() const {
+  const uint64_t now = clock_->NowMicros();
   absl::MutexLock lock(&mu_);
-  return valid_until_;
+  return valid_until_micros_ > now
+             ? absl::Microseconds(static_cast<int64_t>(valid_until_micros_ - now))
+             : absl::ZeroDuration();
 }
 
 int64_t LeaseKeepAlive::refreshes() const {
@@ -108,7 +110,7 @@ absl::Status LeaseKeepAlive::Refresh() {
   std::vector<std::string> tried;
   std::vector<std::string> failures;
   for (size_t attempt = 0; attempt < count; ++attempt) {
-    const absl::Time sent = absl::Now();
+    const uint64_t sent = clock_->NowMicros();
     tried.push_back(client_->endpoints()[index]);
     const absl::StatusOr<int64_t> ttl = RefreshOn(index);
     if (ttl.ok()) {
@@ -118,7 +120,8 @@ absl::Status LeaseKeepAlive::Refresh() {
                          " expired or was revoked (keep-alive answered TTL ", *ttl, ")"));
       }
       absl::MutexLock lock(&mu_);
-      valid_until_ = std::max(valid_until_, sent + absl::Seconds(*ttl));
+      valid_until_micros_ =
+          std::max(valid_until_micros_, sent + static_cast<uint64_t>(*ttl) * 1'000'000);
       ++refreshes_;
       return absl::OkStatus();
     }
@@ -144,14 +147,16 @@ void LeaseKeepAlive::Run() {
     }
     if (absl::IsCancelled(refreshed)) return;
     if (!absl::IsNotFound(refreshed)) {
-      const absl::Time valid_until = this->valid_until();
-      if (absl::Now() < valid_until) {
-        pause = std::min(kRetryPause, valid_until - absl::Now());
+      const absl::Duration valid_for = this->valid_for();
+      if (valid_for > absl::ZeroDuration()) {
+        pause = std::min(kRetryPause, valid_for);
         continue;
       }
       refreshed = absl::DeadlineExceededError(absl::StrCat(
-          "etcd keep-alive of ", LeaseName(id_), ": not refreshed before ",
-          absl::FormatTime(valid_until), ", when it may have expired: ", refreshed.message()));
+          "etcd keep-alive of ", LeaseName(id_),
+          ": not refreshed before its TTL since the last refresh ran out, when it may have "
+          "expired: ",
+          refreshed.message()));
     }
     {
       absl::MutexLock lock(&mu_);

@@ -4,14 +4,17 @@
 // Protocol. Every ttl/3 the thread sends one LeaseKeepAlive request for the lease on a fresh
 // stream to the client's current endpoint, with the client's call deadline and "hasleader"
 // metadata; a failure there moves it to the next endpoint at once (a keep-alive is idempotent).
-// Each answer with a positive TTL extends valid_until() to the time the request was SENT plus
-// that TTL: a conservative local bound, since etcd counts the TTL from when it received the
-// request. The lease is lost — for good: the class never revives it — when
+// Each answer with a positive TTL extends the lease's validity to the time the request was SENT
+// plus that TTL: a conservative local bound, since etcd counts the TTL from when it received the
+// request. Validity is measured on the Env's clock (steady: PosixEnv's never steps), never on the
+// wall clock: a wall-clock step backward must not make an expired lease look valid, nor a step
+// forward lose it early. The lease is lost — for good: the class never revives it — when
 //   - etcd answers TTL <= 0 (the lease expired or was revoked): NotFound; or
-//   - valid_until() passes without a successful refresh (no member reachable long enough):
+//   - its validity runs out without a successful refresh (no member reachable long enough):
 //     DeadlineExceeded, naming the endpoints and the last failure.
 // Then `on_lost` runs once (on the thread) and the thread ends. A holder of leadership must stop
-// acting as leader before valid_until(), whatever it has heard: etcd may expire the lease then.
+// acting as leader before valid_for() runs out, whatever it has heard: etcd may expire the lease
+// then.
 //
 // Thread-safety: the methods are thread-safe. `on_lost` must not destroy the LeaseKeepAlive.
 // The destructor stops refreshing (it does NOT revoke the lease, which then expires unless
@@ -29,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/env.h"
 #include "etcd/etcd_client.h"
 
 namespace granary::etcd {
@@ -37,14 +41,15 @@ class LeaseKeepAlive {
  public:
   using LostCallback = std::function<void(const absl::Status& why)>;
 
-  // Refreshes lease `id` once (so valid_until() is set and the lease known to exist), then keeps
+  // Refreshes lease `id` once (so valid_for() is positive and the lease known to exist), then keeps
   // it alive as the file comment says. `ttl_seconds` is the lease's granted TTL
-  // (LeaseGrantResponse::ttl). `client` must outlive this. InvalidArgument for ttl_seconds < 1
-  // or an empty callback; NotFound when the lease does not exist; the client's errors when no
-  // member could refresh it.
+  // (LeaseGrantResponse::ttl). `client` and `clock` (whose NowMicros measures the validity)
+  // must outlive this. InvalidArgument for ttl_seconds < 1 or an empty callback; NotFound when
+  // the lease does not exist; the client's errors when no member could refresh it.
   static absl::StatusOr<std::unique_ptr<LeaseKeepAlive>> Start(EtcdClient* client, int64_t id,
                                                                int64_t ttl_seconds,
-                                                               LostCallback on_lost);
+                                                               LostCallback on_lost,
+                                                               Env* clock = Env::Default());
   ~LeaseKeepAlive();
   LeaseKeepAlive(const LeaseKeepAlive&) = delete;
   LeaseKeepAlive& operator=(const LeaseKeepAlive&) = delete;
@@ -54,19 +59,21 @@ class LeaseKeepAlive {
   bool alive() const;
   // OK while alive; why it was lost (NotFound, DeadlineExceeded) after.
   absl::Status status() const;
-  // Until when the lease surely exists (by this process's clock): see the file comment.
-  absl::Time valid_until() const;
+  // How much longer the lease surely exists, by the Env's clock (zero once that is past): see
+  // the file comment.
+  absl::Duration valid_for() const;
   // How many refreshes succeeded (the first, in Start, included).
   int64_t refreshes() const;
 
  private:
-  LeaseKeepAlive(EtcdClient* client, int64_t id, int64_t ttl_seconds, LostCallback on_lost);
+  LeaseKeepAlive(EtcdClient* client, int64_t id, int64_t ttl_seconds, LostCallback on_lost,
+                 Env* clock);
 
   // One keep-alive round trip to endpoint `index`: the TTL etcd answered (<= 0: the lease is
   // gone), or the failure.
   absl::StatusOr<int64_t> RefreshOn(size_t index);
   // Refreshes on the current endpoint, failing over through every endpoint once: OK (and
-  // valid_until extended), NotFound when the lease is gone, else the failures.
+  // its validity extended), NotFound when the lease is gone, else the failures.
   absl::Status Refresh();
   void Run();
 
@@ -74,9 +81,11 @@ class LeaseKeepAlive {
   const int64_t id_;
   const absl::Duration interval_;
   const LostCallback on_lost_;
+  Env* const clock_;
 
   mutable absl::Mutex mu_;
-  absl::Time valid_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // On clock_'s NowMicros.
+  uint64_t valid_until_micros_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   int64_t refreshes_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

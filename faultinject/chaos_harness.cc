@@ -233,6 +233,8 @@ class ChaosRun {
     p.failpoints = options_.failpoints;
     p.network_namespaces = IsNetworkScenario(plan_.scenario);
     if (plan_.proxies) p.proxy_seed = plan_.seed;
+    p.clocks.fake_wall = StepsWallClocks(plan_.scenario);
+    p.clocks.skew_env = SkewsEnvClocks(plan_.scenario);
     if (IsDiskScenario(plan_.scenario)) {
       ASSIGN_OR_RETURN(disks_, ChaosDisks::Prepare(options_.dir, plan_));
       p.disk_faults_dir = disks_->control_dir();
@@ -414,6 +416,12 @@ class ChaosRun {
       }
     }
     if (fault.proxy.has_value()) RETURN_IF_ERROR(processes.InjectProxyFault(*fault.proxy));
+    if (fault.clock.has_value()) {
+      const std::string whose = named(fault.clock->process);
+      RETURN_IF_ERROR(fault.clock->skew.has_value()
+                          ? processes.SkewEnvClock(whose, *fault.clock->skew)
+                          : processes.StepWallClock(whose, fault.clock->wall_offset_seconds));
+    }
     if (fault.cut_leader) processes.CutFromEtcd(struck_leader_);
     if (fault.heal_cut) {
       processes.HealFromEtcd(struck_leader_);

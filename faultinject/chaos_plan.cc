@@ -324,6 +324,77 @@ void AddProxyFaults(Draws& draws, const std::string& scenario, ChaosFault poison
   plan.faults.push_back(std::move(heal));
 }
 
+// The clock scenarios' steps (chaos_plan.h): back 1-10 minutes.
+int64_t BackwardStepSeconds(Draws& draws) { return -draws.Between(60, 600); }
+
+ClockFault StepOf(const std::string& process, int64_t offset_seconds) {
+  ClockFault step;
+  step.process = process;
+  step.wall_offset_seconds = offset_seconds;
+  return step;
+}
+
+ClockFault SkewOf(const std::string& process, double rate, double jump_seconds) {
+  ClockFault skew;
+  skew.process = process;
+  skew.skew = ClockSkew{.rate = rate, .jump_seconds = jump_seconds};
+  return skew;
+}
+
+// The dispatcher, a worker or (with `client`) the client, as the seed picks.
+std::string SomeProcess(Draws& draws, const ChaosPlan& plan, bool client) {
+  std::vector<std::string> members = {"dispatcher"};
+  if (client) members.push_back("client");
+  for (const std::string& w : AllWorkers(plan.workers)) members.push_back(w);
+  return members[draws.Between(0, members.size() - 1)];
+}
+
+// A fault `after_ms` after the previous one that changes a clock.
+ChaosFault ClockFaultAfterPrevious(int64_t after_ms, ClockFault clock) {
+  ChaosFault f;
+  f.after_previous = true;
+  f.after_ms = after_ms;
+  f.clock = std::move(clock);
+  return f;
+}
+
+// clock_skew: `f` (timed mid-epoch) skews the dispatcher's or a worker's Env clock; a second
+// fault sets its rate back to 1.
+void AddClockSkew(Draws& draws, ChaosFault f, ChaosPlan& plan) {
+  const std::string process = SomeProcess(draws, plan, /*client=*/false);
+  static constexpr double kRates[] = {0.5, 0.75, 1.5, 2};
+  const double rate = kRates[draws.Between(0, std::size(kRates) - 1)];
+  const double jump = draws.Chance(50) ? static_cast<double>(draws.Between(60, 600)) : 0;
+  f.clock = SkewOf(process, rate, jump);
+  plan.faults.push_back(std::move(f));
+  plan.faults.push_back(
+      ClockFaultAfterPrevious(draws.Between(2000, 5000), SkewOf(process, 1, jump)));
+}
+
+// clock_step: `f` (timed mid-epoch) steps one process's wall clock back; a second fault heals it.
+void AddClockStep(Draws& draws, ChaosFault f, ChaosPlan& plan) {
+  const std::string process = SomeProcess(draws, plan, /*client=*/true);
+  f.clock = StepOf(process, BackwardStepSeconds(draws));
+  plan.faults.push_back(std::move(f));
+  plan.faults.push_back(ClockFaultAfterPrevious(draws.Between(1000, 4000), StepOf(process, 0)));
+}
+
+// leader_clock_step: `cut` (timed mid-epoch) cuts the leader from etcd, its wall clock steps back
+// right after; once another replica leads the cut heals, then the clock.
+void AddLeaderClockStep(Draws& draws, ChaosFault cut, ChaosPlan& plan) {
+  cut.cut_leader = true;
+  plan.faults.push_back(std::move(cut));
+  const int64_t step_after_ms = draws.Between(0, 300);  // drawn in this order: plans are fixed
+  plan.faults.push_back(
+      ClockFaultAfterPrevious(step_after_ms, StepOf(kLeader, BackwardStepSeconds(draws))));
+  ChaosFault heal_cut;
+  heal_cut.after_new_leader = true;
+  heal_cut.after_ms = draws.Between(1000, 3000);
+  heal_cut.heal_cut = true;
+  plan.faults.push_back(std::move(heal_cut));
+  plan.faults.push_back(ClockFaultAfterPrevious(draws.Between(0, 2000), StepOf(kLeader, 0)));
+}
+
 }  // namespace
 
 std::string ProxyFault::Describe() const {
@@ -381,6 +452,20 @@ std::string ChaosFault::Describe() const {
   const auto named = [](std::string* out, const std::string& name) {
     out->append(name == kLeader ? "the leader" : name);
   };
+  if (clock.has_value()) {
+    std::string whose;
+    named(&whose, clock->process);
+    if (clock->skew.has_value()) {
+      return absl::StrCat(when, ": run ", whose, "'s Env (steady) clock at ", clock->skew->rate,
+                          "x, jumped ", clock->skew->jump_seconds, " s forward in all",
+                          clock->skew->rate == 1 ? " (the skew healed)" : "");
+    }
+    if (clock->wall_offset_seconds == 0) {
+      return absl::StrCat(when, ": heal ", whose, "'s wall clock (back to the true time)");
+    }
+    return absl::StrCat(when, ": step ", whose, "'s wall clock to ", clock->wall_offset_seconds,
+                        " s off the true time (its steady clock keeps running)");
+  }
   if (!revive.empty()) {
     return absl::StrCat(when, ": start ", absl::StrJoin(revive, " ", named), " again");
   }
@@ -389,14 +474,36 @@ std::string ChaosFault::Describe() const {
 }
 
 const std::vector<std::string>& ChaosScenarios() {
-  static const auto* scenarios = new std::vector<std::string>{
-      "nofail",           "recover",          "failover",         "killall",
-      "dispatcher",       "putfail",          "getfail",          "scale",
-      "random",           "hostile",          "leader_failover",  "leader_partition",
-      "partition_worker", "partition_client", "partition_oneway", "partition_dispatcher",
-      "bandwidth",        "disk_full",        "disk_eio",         "disk_stall",
-      "powerloss",        "powerloss_all",    "proxy_latency",    "proxy_reset",
-      "proxy_halfopen",   "proxy_truncate",   "proxy_bandwidth"};
+  static const auto* scenarios = new std::vector<std::string>{"nofail",
+                                                              "recover",
+                                                              "failover",
+                                                              "killall",
+                                                              "dispatcher",
+                                                              "putfail",
+                                                              "getfail",
+                                                              "scale",
+                                                              "random",
+                                                              "hostile",
+                                                              "leader_failover",
+                                                              "leader_partition",
+                                                              "partition_worker",
+                                                              "partition_client",
+                                                              "partition_oneway",
+                                                              "partition_dispatcher",
+                                                              "bandwidth",
+                                                              "disk_full",
+                                                              "disk_eio",
+                                                              "disk_stall",
+                                                              "powerloss",
+                                                              "powerloss_all",
+                                                              "proxy_latency",
+                                                              "proxy_reset",
+                                                              "proxy_halfopen",
+                                                              "proxy_truncate",
+                                                              "proxy_bandwidth",
+                                                              "clock_step",
+                                                              "leader_clock_step",
+                                                              "clock_skew"};
   return *scenarios;
 }
 
@@ -408,7 +515,8 @@ absl::Status CheckChaosScenario(const std::string& scenario) {
 }
 
 bool IsReplicatedScenario(const std::string& scenario) {
-  return scenario == "leader_failover" || scenario == "leader_partition";
+  return scenario == "leader_failover" || scenario == "leader_partition" ||
+         scenario == "leader_clock_step";
 }
 
 bool IsNetworkScenario(const std::string& scenario) {
@@ -418,6 +526,11 @@ bool IsNetworkScenario(const std::string& scenario) {
 bool IsDiskScenario(const std::string& scenario) {
   return scenario == "disk_full" || scenario == "disk_eio" || scenario == "disk_stall";
 }
+bool StepsWallClocks(const std::string& scenario) {
+  return scenario == "clock_step" || scenario == "leader_clock_step";
+}
+
+bool SkewsEnvClocks(const std::string& scenario) { return scenario == "clock_skew"; }
 
 absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t seed, int workers,
                                         int64_t epochs, int64_t rows_per_epoch) {
@@ -491,6 +604,10 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
     f.epoch = draws.Between(0, std::max<int64_t>(0, epochs - 2));
     ChaosFault after;  // the kill's restart, or the cut's heal
     after.after_new_leader = true;
+    if (scenario == "leader_clock_step") {
+      AddLeaderClockStep(draws, std::move(f), plan);
+      return plan;
+    }
     if (scenario == "leader_failover") {
       f.victims = {kLeader};
       f.for_good = true;
@@ -517,6 +634,12 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
     return plan;
   } else if (absl::StartsWith(scenario, "proxy_")) {
     AddProxyFaults(draws, scenario, std::move(f), plan);
+    return plan;
+  } else if (scenario == "clock_step") {
+    AddClockStep(draws, std::move(f), plan);
+    return plan;
+  } else if (scenario == "clock_skew") {
+    AddClockSkew(draws, std::move(f), plan);
     return plan;
   } else {  // random, hostile
     plan.hostile_traffic = scenario == "hostile";

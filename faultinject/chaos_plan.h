@@ -82,6 +82,21 @@
 //   proxy_truncate   each connection of one link closed after N bytes (50-3000) of one direction
 //                    since the fault — a message cut in the middle — for 0.5-3 s
 //   proxy_bandwidth  one link slowed to 50-500 kB/s, one direction or both, for 1-4 s
+// The clock scenarios (issue 33, fault class 4) run every process with its wall clock
+// (CLOCK_REALTIME) read through libfaketime (Debian's faketime package), its steady clock
+// untouched — as an NTP step moves a real machine's. Only backward steps are drawn: under
+// libfaketime a forward step stretches every Abseil timed wait of the process by the step (its
+// futex deadline is on the kernel's true wall clock), a stall no real step causes:
+//   clock_step        the wall clock of the dispatcher, a worker or the client steps back 1-10
+//                     minutes mid-epoch, and forward again (healed) 1-4 s later
+//   leader_clock_step (replicated) the leader is cut from every etcd member mid-epoch (not in
+//                     the last), and its wall clock steps back 1-10 minutes right after; it must
+//                     still stop leading when its lease runs out. Once another replica leads,
+//                     the cut heals, then the clock
+//   clock_skew        the Env clock (steady; every Granary timer's) of the dispatcher or a worker
+//                     runs at 0.5x-2x mid-epoch — half the time after jumping 1-10 minutes
+//                     forward — for 2-5 s, then at 1x again (the jump stays: a steady clock
+//                     never goes back). The client's clock is not skewed
 // Where a scenario leaves a choice (which worker, which epoch, at what row, how long), the seed
 // decides.
 #ifndef GRANARY_FAULTINJECT_CHAOS_PLAN_H_
@@ -94,6 +109,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/disk_fault_control.h"
+#include "faultinject/skewed_clock_env.h"
 #include "faultinject/tcp_proxy.h"
 #include "proto/cache.pb.h"
 
@@ -156,6 +172,17 @@ struct ProxyFault {
   std::string Describe() const;
 };
 
+// A clock fault of one process (the clock scenarios). Without `skew`: from now on it reads its
+// wall clock (CLOCK_REALTIME, through libfaketime) `wall_offset_seconds` off the true time (0:
+// the step is healed); its steady clock does not move. With `skew`: its Env clock (steady, the
+// clock of every Granary timer: faultinject/skewed_clock_env.h) runs at skew->rate from now on,
+// having jumped forward skew->jump_seconds in all (rate 1: healed; a jump is never undone).
+struct ClockFault {
+  std::string process;  // or kLeader: the replica the last leader fault struck
+  int64_t wall_offset_seconds = 0;
+  std::optional<ClockSkew> skew;
+};
+
 struct ChaosFault {
   // When: the client reads epoch `epoch` (or a later one) and has delivered `rows` rows of it…
   int64_t epoch = 0;
@@ -195,6 +222,8 @@ struct ChaosFault {
   std::optional<PowerLossFault> power_loss;
   // Or: poison or heal links of the proxy scenarios.
   std::optional<ProxyFault> proxy;
+  // Or: step a process's wall clock, or skew its Env clock.
+  std::optional<ClockFault> clock;
 
   // One line, e.g. "epoch 1 row 240, after worker-0's 2nd checkpoint: kill worker-0, restart".
   std::string Describe() const;
@@ -231,6 +260,9 @@ bool IsNetworkScenario(const std::string& scenario);
 // Whether `scenario` is one of the disk scenarios (which need 2 epochs: a cache target's Put
 // epoch, then Get).
 bool IsDiskScenario(const std::string& scenario);
+// Whether `scenario` steps wall clocks (and needs Debian's libfaketime), or skews Env clocks.
+bool StepsWallClocks(const std::string& scenario);
+bool SkewsEnvClocks(const std::string& scenario);
 
 // InvalidArgument for an unknown scenario (naming the known ones) or a shape the scenario cannot
 // run: putfail, getfail and the disk scenarios need 2 epochs, every scenario at least 1 worker.

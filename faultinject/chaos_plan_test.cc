@@ -399,5 +399,65 @@ TEST(ChaosPlanTest, AProxyScenarioPoisonsLinksMidEpochThenHealsThemAfterASeededD
   }
 }
 
+TEST(ChaosPlanTest, ClockStepStepsOneProcessesWallClockBackMidEpochAndHealsIt) {
+  std::set<std::string> stepped;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const std::string context = absl::StrCat("clock_step seed ", seed);
+    const ChaosPlan plan = Plan("clock_step", seed);
+    EXPECT_EQ(plan.replicas, 0) << context;
+    ASSERT_EQ(plan.faults.size(), 2u) << context;
+    const ChaosFault& step = plan.faults[0];
+    ASSERT_TRUE(step.clock.has_value()) << context;
+    EXPECT_FALSE(step.after_previous) << context;
+    EXPECT_GE(step.rows, kRows * 15 / 100) << context;
+    EXPECT_LE(step.rows, kRows * 65 / 100) << context;
+    EXPECT_TRUE(step.victims.empty()) << context;
+    EXPECT_GE(step.clock->wall_offset_seconds, -600) << context;
+    EXPECT_LE(step.clock->wall_offset_seconds, -60) << context;
+    EXPECT_THAT(step.Describe(),
+                HasSubstr(absl::StrCat(step.clock->process, "'s wall clock to ",
+                                       step.clock->wall_offset_seconds, " s off the true time")))
+        << context;
+    stepped.insert(step.clock->process);
+    const ChaosFault& heal = plan.faults[1];
+    ASSERT_TRUE(heal.clock.has_value()) << context;
+    EXPECT_TRUE(heal.after_previous) << context;
+    EXPECT_GE(heal.after_ms, 1000) << context;
+    EXPECT_LE(heal.after_ms, 4000) << context;
+    EXPECT_EQ(heal.clock->process, step.clock->process) << context;
+    EXPECT_EQ(heal.clock->wall_offset_seconds, 0) << context;
+    EXPECT_THAT(heal.Describe(), HasSubstr("heal " + step.clock->process + "'s wall clock"))
+        << context;
+  }
+  // The seed picks the dispatcher, the client or any worker.
+  EXPECT_THAT(stepped, ElementsAre("client", "dispatcher", "worker-0", "worker-1"));
+}
+
+TEST(ChaosPlanTest, LeaderClockStepCutsTheLeaderStepsItsClockBackThenHealsBoth) {
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const std::string context = absl::StrCat("leader_clock_step seed ", seed);
+    const ChaosPlan plan = Plan("leader_clock_step", seed);
+    EXPECT_EQ(plan.replicas, 3) << context;
+    EXPECT_TRUE(StepsWallClocks(plan.scenario)) << context;
+    ASSERT_EQ(plan.faults.size(), 4u) << context;
+    ExpectMidEpochBeforeTheLast(plan.faults[0], context);
+    EXPECT_TRUE(plan.faults[0].cut_leader) << context;
+    const ChaosFault& step = plan.faults[1];
+    EXPECT_TRUE(step.after_previous) << context;
+    EXPECT_LE(step.after_ms, 300) << context;
+    ASSERT_TRUE(step.clock.has_value()) << context;
+    EXPECT_EQ(step.clock->process, kLeader) << context;
+    EXPECT_LE(step.clock->wall_offset_seconds, -60) << context;
+    EXPECT_THAT(step.Describe(), HasSubstr("step the leader's wall clock to -")) << context;
+    EXPECT_TRUE(plan.faults[2].after_new_leader) << context;
+    EXPECT_TRUE(plan.faults[2].heal_cut) << context;
+    const ChaosFault& heal = plan.faults[3];
+    EXPECT_TRUE(heal.after_previous) << context;
+    ASSERT_TRUE(heal.clock.has_value()) << context;
+    EXPECT_EQ(heal.clock->process, kLeader) << context;
+    EXPECT_EQ(heal.clock->wall_offset_seconds, 0) << context;
+  }
+}
+
 }  // namespace
 }  // namespace granary

@@ -103,6 +103,21 @@ void ChaosProcesses::Launch(const std::string& name, bool with_failpoints) {
     p.ledgers.push_back(absl::StrCat(options_.dir, "/ledgers/", name, ".", ++p.starts));
     environment.push_back(absl::StrCat(kSyncLedgerEnvironmentVariable, "=", p.ledgers.back()));
   }
+  if (options_.clocks.skew_env && !IsClient(name)) {
+    environment.push_back(
+        absl::StrCat(kSkewedClockEnvironmentVariable, "=", clock_path(name), ".skew"));
+  }
+  if (options_.clocks.fake_wall) {
+    // DONT_FAKE_MONOTONIC: a real step moves CLOCK_REALTIME only. The offset file is re-read on
+    // every clock call, so that a step lands when the harness makes it (a lease of 1 s would
+    // otherwise expire before a cached offset is re-read).
+    for (const std::string& variable :
+         {absl::StrCat("LD_PRELOAD=", kLibfaketimePath), std::string("DONT_FAKE_MONOTONIC=1"),
+          absl::StrCat("FAKETIME_TIMESTAMP_FILE=", clock_path(name)),
+          std::string("FAKETIME_NO_CACHE=1")}) {
+      environment.push_back(variable);
+    }
+  }
   p.subprocess = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log_path(name),
                                               environment, network_namespace);
   p.serving = false;
@@ -231,6 +246,41 @@ absl::Status ChaosProcesses::InjectProxyFault(const ProxyFault& fault) {
   return absl::OkStatus();
 }
 
+std::string ChaosProcesses::clock_path(const std::string& name) const {
+  return absl::StrCat(options_.dir, "/clock/", name);
+}
+
+absl::Status ChaosProcesses::WriteClockControl(const std::string& name, bool enabled,
+                                               const std::string& path, const std::string& text) {
+  if (!enabled) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot change ", name, "'s clock: the processes run without that fault"));
+  }
+  if (processes_.count(name) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no process '", name, "' to change the clock of"));
+  }
+  // Written whole and renamed over: the reader never sees a partial control.
+  RETURN_IF_ERROR(WriteStringToFile(Env::Default(), path + ".tmp", text, /*sync=*/false));
+  return Env::Default()->RenameFile(path + ".tmp", path);
+}
+
+absl::Status ChaosProcesses::StepWallClock(const std::string& name, int64_t offset_seconds) {
+  // "client": every consumer's.
+  for (const std::string& each : name == kClient ? ClientNames() : std::vector<std::string>{name}) {
+    RETURN_IF_ERROR(
+        WriteClockControl(each, options_.clocks.fake_wall, clock_path(each),
+                          absl::StrCat(offset_seconds >= 0 ? "+" : "", offset_seconds)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ChaosProcesses::SkewEnvClock(const std::string& name, const ClockSkew& skew) {
+  return WriteClockControl(name, options_.clocks.skew_env && !IsClient(name),
+                           clock_path(name) + ".skew",
+                           absl::StrCat(skew.rate, " ", skew.jump_seconds));
+}
+
 absl::Status ChaosProcesses::Start() {
   const std::string& dir = options_.dir;
   if (absl::Status made = Env::Default()->CreateDirs(dir + "/logs"); !made.ok()) return made;
@@ -240,6 +290,14 @@ absl::Status ChaosProcesses::Start() {
                      HistoryLog::Open(options_.history_dir + "/harness.0.tsv", "harness"));
   }
   if (options_.sync_ledgers) RETURN_IF_ERROR(Env::Default()->CreateDirs(dir + "/ledgers"));
+  if (options_.clocks.fake_wall && !Env::Default()->FileExists(kLibfaketimePath)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the clock scenarios need libfaketime (", kLibfaketimePath,
+                     "): install Debian's faketime package (scripts/setup_deps.sh does)"));
+  }
+  if (options_.clocks.fake_wall || options_.clocks.skew_env) {
+    RETURN_IF_ERROR(Env::Default()->CreateDirs(dir + "/clock"));
+  }
   std::unique_ptr<CertificateAuthority> ca;
   if (options_.tls) {
     ASSIGN_OR_RETURN(ca, CertificateAuthority::Create(dir + "/tls"));

@@ -40,6 +40,7 @@
 #include "common/sync_ledger.h"
 #include "faultinject/chaos_plan.h"
 #include "faultinject/netns.h"
+#include "faultinject/skewed_clock_env.h"
 #include "faultinject/tcp_proxy.h"
 #include "grpcpp/security/credentials.h"
 #include "security/certificate_authority.h"
@@ -94,7 +95,19 @@ struct ChaosProcessesOptions {
   // A TcpProxy on every link (above), the jitter of the i-th link's seeded by proxy_seed + i;
   // nullopt: none, every process dials the others directly.
   std::optional<uint64_t> proxy_seed;
+  // The clock scenarios' faults, in every plan process (not etcd), restarts included:
+  struct Clocks {
+    // It reads its wall clock through libfaketime at the offset in <dir>/clock/<name> (0 until
+    // StepWallClock); its steady clock is untouched.
+    bool fake_wall = false;
+    // The dispatcher's and the workers' Env clock is a SkewedClockEnv over
+    // <dir>/clock/<name>.skew (the true rate until SkewEnvClock).
+    bool skew_env = false;
+  } clocks;
 };
+
+// Debian's libfaketime (package faketime), thread-safe build, which the clock scenarios preload.
+inline constexpr char kLibfaketimePath[] = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
 
 // The name of the one replica of `probes` (ChaosProcesses::ProbeReplicas) that leads; nullopt if
 // none does, or if several answer as leader (a deposed one has not noticed yet).
@@ -168,6 +181,14 @@ class ChaosProcesses {
   // With proxies: applies `fault` to the proxies of its links. InvalidArgument naming a link
   // this run has no proxy on.
   absl::Status InjectProxyFault(const ProxyFault& fault);
+  // Clock scenarios (options.clocks.fake_wall): from its next clock reading on, `name` (and its
+  // restarts) reads its wall clock `offset_seconds` off the true time (0: the true time again).
+  // FailedPrecondition without fake_wall; InvalidArgument for an unknown process.
+  absl::Status StepWallClock(const std::string& name, int64_t offset_seconds);
+  // Clock scenarios (options.clocks.skew_env): within 100 ms, `name`'s Env clock (a server's)
+  // runs as `skew` says (faultinject/skewed_clock_env.h). FailedPrecondition without skew_env;
+  // InvalidArgument for an unknown process.
+  absl::Status SkewEnvClock(const std::string& name, const ClockSkew& skew);
 
   // The dispatcher's address (replicated: every replica's, comma-separated).
   const std::string& dispatcher_address() const { return dispatcher_address_; }
@@ -200,6 +221,12 @@ class ChaosProcesses {
   absl::Status StartProxies(std::map<std::string, int>& worker_ports);
   // Where `from` dials the dispatcher: a proxy's address, or the dispatcher's.
   std::string DispatcherAddressFor(const std::string& from) const;
+  // Clock scenarios: the file holding `name`'s wall-clock offset (libfaketime's format).
+  std::string clock_path(const std::string& name) const;
+  // Clock scenarios: writes `text` to `path` whole (renamed over it), for a clock fault of
+  // process `name`; the errors of StepWallClock and SkewEnvClock.
+  absl::Status WriteClockControl(const std::string& name, bool enabled, const std::string& path,
+                                 const std::string& text);
 
   const ChaosProcessesOptions options_;
   // With options_.network_namespaces: every process's namespace. Declared first: removed after

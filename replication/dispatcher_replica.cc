@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/env.h"
 #include "common/leader_redirect.h"
 #include "common/status_macros.h"
 #include "etcd/lease_keep_alive.h"
@@ -25,6 +26,13 @@ constexpr absl::Duration kBetweenTerms = absl::Milliseconds(100);
 absl::Duration PredecessorKeyLifetime(int64_t ttl_seconds) {
   return absl::Seconds(3 * ttl_seconds + 1);
 }
+
+// Deadlines are kept on the Env's steady clock: a wall-clock step must neither end a wait early
+// nor stretch it.
+uint64_t SteadyDeadline(absl::Duration timeout) {
+  return Env::Default()->NowMicros() + absl::ToInt64Microseconds(timeout);
+}
+bool Passed(uint64_t steady_deadline) { return Env::Default()->NowMicros() >= steady_deadline; }
 
 }  // namespace
 
@@ -86,7 +94,7 @@ absl::Status DispatcherReplica::NextTerm() {
 
 absl::StatusOr<etcdserverpb::LeaseGrantResponse> DispatcherReplica::ClaimTerm() {
   const std::string key = ReplicaKey(options_.journal.prefix, options_.me.replica_id());
-  const absl::Time deadline = absl::Now() + PredecessorKeyLifetime(options_.lease_ttl_seconds);
+  const uint64_t deadline = SteadyDeadline(PredecessorKeyLifetime(options_.lease_ttl_seconds));
   for (;;) {
     // Wait for the id to be free first: a lease granted now would expire, unrefreshed, while
     // a crashed predecessor's key outlives it.
@@ -104,7 +112,7 @@ absl::StatusOr<etcdserverpb::LeaseGrantResponse> DispatcherReplica::ClaimTerm() 
       RETURN_IF_ERROR(claimed.status());
       *holder.mutable_kvs() = claimed->responses(0).response_range().kvs();
     }
-    if (absl::Now() >= deadline) {
+    if (Passed(deadline)) {
       ReplicaCampaign campaign;
       if (holder.kvs_size() > 0) campaign.ParseFromString(holder.kvs(0).value());
       return absl::AlreadyExistsError(absl::StrCat(
@@ -194,14 +202,14 @@ absl::Status DispatcherReplica::RunTerm(int64_t lease, int64_t ttl_seconds) {
 
     // 2. Lead: catch up on what the previous leaders committed, stop following, fence, serve.
     ASSIGN_OR_RETURN(const uint64_t last, journal_->LastSeq());
-    const absl::Time give_up = absl::Now() + kCatchUpTimeout;
+    const uint64_t give_up = SteadyDeadline(kCatchUpTimeout);
     while (!core->Await([last](const DispatcherState& state) { return state.applied_seq() >= last; },
                         absl::Milliseconds(100))) {
       {
         absl::MutexLock lock(&mu_);
         RETURN_IF_ERROR(term_end_);
       }
-      if (absl::Now() > give_up) {
+      if (Passed(give_up)) {
         return absl::DeadlineExceededError(absl::StrCat(
             "elected, but the state did not catch up with record ", last, " in ",
             absl::FormatDuration(kCatchUpTimeout), " (applied ", core->applied_seq(), ")"));

@@ -45,7 +45,8 @@ ABSL_FLAG(std::string, scenario, "nofail",
           "root needed) proxy_latency, proxy_reset, proxy_halfopen, proxy_truncate or "
           "proxy_bandwidth, or (failing, full and slow disks; disk_full needs root) disk_full, "
           "disk_eio or disk_stall, or (power loss: unsynced writes dropped) powerloss or "
-          "powerloss_all.");
+          "powerloss_all, or (clocks: wall-clock steps through Debian's libfaketime, a skewed "
+          "Env clock) clock_step, leader_clock_step (replicated) or clock_skew.");
 ABSL_FLAG(bool, failpoints, false, "List the failpoints and exit.");
 ABSL_FLAG(std::string, inject, "",
           "PROCESS:SPEC — arm GRANARY_FAILPOINTS=SPEC in one process's first start (dispatcher, "

@@ -24,6 +24,7 @@
 #include "dispatcher/provisioner.h"
 #include "dispatcher/request_limits.h"
 #include "etcd/etcd_client.h"
+#include "faultinject/skewed_clock_env.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "obs/status_page.h"
@@ -176,8 +177,9 @@ int DispatcherCommand(int argc, char** argv) {
     etcd_client = *std::move(client);
   }
   // Under GRANARY_DISK_FAULTS (the chaos harness), failing or slow disks beneath every file…
+  // (over the chaos harness's skewed clock when GRANARY_CHAOS_CLOCK is set: clock_skew)
   const absl::StatusOr<std::unique_ptr<ServerDiskFaults>> disk_faults =
-      ServerDiskFaults::FromEnvironment();
+      ServerDiskFaults::FromEnvironment(DefaultEnvOrSkewedClock());
   if (!disk_faults.ok()) return fail(disk_faults.status());
   // …and above them the sync ledger GRANARY_SYNC_LEDGER names, if set (power-loss chaos): the
   // dispatcher's files (capability key, journal, cache manifests).

@@ -6,13 +6,14 @@
 
 namespace granary {
 
-absl::StatusOr<std::unique_ptr<ServerDiskFaults>> ServerDiskFaults::FromEnvironment() {
+absl::StatusOr<std::unique_ptr<ServerDiskFaults>> ServerDiskFaults::FromEnvironment(Env* base) {
   std::unique_ptr<ServerDiskFaults> faults(new ServerDiskFaults());
+  faults->base_ = base;
   ASSIGN_OR_RETURN(faults->control_, DiskFaultControl::FromEnvironment());
   if (faults->control_ != nullptr) {
     LOG(WARNING) << "injecting the disk faults " << faults->control_->control_file() << " names ("
                  << kDiskFaultsEnvironmentVariable << ")";
-    faults->env_ = std::make_unique<DiskFaultEnv>(Env::Default(), faults->control_.get());
+    faults->env_ = std::make_unique<DiskFaultEnv>(base, faults->control_.get());
     faults->journal_fs_ = std::make_shared<DiskFaultFileSystem>(rocksdb::FileSystem::Default(),
                                                                 faults->control_.get());
   }

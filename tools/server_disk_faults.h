@@ -17,12 +17,14 @@ namespace granary {
 
 class ServerDiskFaults {
  public:
-  // The control file's parse error (naming it and the line) if it cannot be parsed now.
-  static absl::StatusOr<std::unique_ptr<ServerDiskFaults>> FromEnvironment();
+  // The control file's parse error (naming it and the line) if it cannot be parsed now. The
+  // DiskFaultEnv wraps `base`, which must outlive this object.
+  static absl::StatusOr<std::unique_ptr<ServerDiskFaults>> FromEnvironment(
+      Env* base = Env::Default());
 
-  // The Env of the process's files (checkpoints, cache): Env::Default(), behind a DiskFaultEnv
-  // while injecting. Lives as long as this object.
-  Env* env() { return env_ != nullptr ? env_.get() : Env::Default(); }
+  // The Env of the process's files (checkpoints, cache): `base`, behind a DiskFaultEnv while
+  // injecting. Lives as long as this object.
+  Env* env() { return env_ != nullptr ? env_.get() : base_; }
   // The journal's file system (DispatcherOptions::journal_file_system): a DiskFaultFileSystem
   // while injecting, else nullptr (the default one).
   std::shared_ptr<rocksdb::FileSystem> journal_file_system() const { return journal_fs_; }
@@ -30,6 +32,7 @@ class ServerDiskFaults {
  private:
   ServerDiskFaults() = default;
 
+  Env* base_ = nullptr;
   std::unique_ptr<DiskFaultControl> control_;
   std::unique_ptr<DiskFaultEnv> env_;
   std::shared_ptr<rocksdb::FileSystem> journal_fs_;
