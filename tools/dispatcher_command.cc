@@ -15,7 +15,6 @@
 #include "cache/cache_tier_env.h"
 #include "cache/redis_env.h"
 #include "common/env.h"
-#include "common/ledger_env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "dispatcher/caller.h"
@@ -24,7 +23,6 @@
 #include "dispatcher/provisioner.h"
 #include "dispatcher/request_limits.h"
 #include "etcd/etcd_client.h"
-#include "faultinject/skewed_clock_env.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "obs/status_page.h"
@@ -34,7 +32,7 @@
 #include "security/capability.h"
 #include "tools/commands.h"
 #include "tools/obs_flags.h"
-#include "tools/server_disk_faults.h"
+#include "tools/server_files.h"
 #include "tools/server_flags.h"
 #include "tools/server_startup.h"
 #include "tools/status_json.h"
@@ -176,15 +174,9 @@ int DispatcherCommand(int argc, char** argv) {
     if (!client.ok()) return fail(Annotate(client.status(), "--journal"));
     etcd_client = *std::move(client);
   }
-  // Under GRANARY_DISK_FAULTS (the chaos harness), failing or slow disks beneath every file…
-  // (over the chaos harness's skewed clock when GRANARY_CHAOS_CLOCK is set: clock_skew)
-  const absl::StatusOr<std::unique_ptr<ServerDiskFaults>> disk_faults =
-      ServerDiskFaults::FromEnvironment(DefaultEnvOrSkewedClock());
-  if (!disk_faults.ok()) return fail(disk_faults.status());
-  // …and above them the sync ledger GRANARY_SYNC_LEDGER names, if set (power-loss chaos): the
-  // dispatcher's files (capability key, journal, cache manifests).
-  const absl::StatusOr<std::unique_ptr<ServerFileEnv>> files =
-      ServerFileEnv::FromEnvironment((*disk_faults)->env());
+  // The dispatcher's files (capability key, journal, cache manifests), under the chaos
+  // harness's faults when its variables are set (server_files.h).
+  const absl::StatusOr<std::unique_ptr<ServerFiles>> files = ServerFiles::FromEnvironment();
   if (!files.ok()) return fail(files.status());
   // Capabilities: a key kept beside the journal, so that a restart keeps issued ones valid (a
   // replica uses the key its journal's replicas share: DispatcherReplica::Start).
@@ -303,7 +295,7 @@ int DispatcherCommand(int argc, char** argv) {
   if (!ops.ok()) return fail(ops.status());
   options.metrics = &metrics;
   options.env = &env;
-  options.journal_file_system = (*disk_faults)->journal_file_system();
+  options.journal_file_system = (*files)->journal_file_system();
   options.sync_ledger = (*files)->ledger();
   if (!etcd_journal.has_value()) {
     // Recover before listening: nothing is served until replay is complete.

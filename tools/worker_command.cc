@@ -11,15 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cache/cache_tier_env.h"
-#include "common/ledger_env.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
-#include "faultinject/skewed_clock_env.h"
 #include "grpcpp/server.h"
 #include "tools/command_flags.h"
 #include "tools/commands.h"
 #include "tools/obs_flags.h"
-#include "tools/server_disk_faults.h"
+#include "tools/server_files.h"
 #include "tools/server_flags.h"
 #include "tools/server_startup.h"
 #include "tools/tls_flags.h"
@@ -118,18 +116,11 @@ int WorkerCommand(int argc, char** argv) {
   // impl it reads, so destroyed before it; the metrics the impl counts in outlive it.
   MetricRegistry metrics;
   WorkerMetrics worker_metrics(&metrics);
-  // Files, and the cache tier a task's --cache_root names (a directory or redis://...). The clock
-  // is the chaos harness's skewed one when GRANARY_CHAOS_CLOCK is set (clock_skew).
+  // Files, and the cache tier a task's --cache_root names (a directory or redis://...).
   const absl::StatusOr<RedisCredentials> redis_credentials = RedisCredentialsFromFlags();
   if (!redis_credentials.ok()) return fail(redis_credentials.status());
-  // Under GRANARY_DISK_FAULTS (the chaos harness), failing or slow disks beneath every file…
-  // (over the chaos harness's skewed clock when GRANARY_CHAOS_CLOCK is set: clock_skew)
-  const absl::StatusOr<std::unique_ptr<ServerDiskFaults>> disk_faults =
-      ServerDiskFaults::FromEnvironment(DefaultEnvOrSkewedClock());
-  if (!disk_faults.ok()) return fail(disk_faults.status());
-  // …and above them the sync ledger GRANARY_SYNC_LEDGER names, if set (power-loss chaos).
-  const absl::StatusOr<std::unique_ptr<ServerFileEnv>> files =
-      ServerFileEnv::FromEnvironment((*disk_faults)->env());
+  // Under the chaos harness's faults when its variables are set (server_files.h).
+  const absl::StatusOr<std::unique_ptr<ServerFiles>> files = ServerFiles::FromEnvironment();
   if (!files.ok()) return fail(files.status());
   CacheTierEnv env((*files)->env(), *redis_credentials);
   std::unique_ptr<WorkerImpl> impl;
