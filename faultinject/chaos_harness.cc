@@ -704,6 +704,12 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
     plan = absl::InvalidArgumentError(
         absl::StrCat("--cache_tier '", options.cache_tier, "': expected files or redis"));
   }
+  if (plan.ok() && options.cache_tier == "redis" && IsNetworkScenario(options.scenario)) {
+    // The redis-server listens on the host's loopback, which no network namespace reaches.
+    plan = absl::InvalidArgumentError(absl::StrCat(
+        "--cache_tier redis: not with the network scenario ", options.scenario,
+        " (its processes run in network namespaces that do not reach the host's loopback)"));
+  }
   if (plan.ok() && (options.consumers < 1 || options.consumers > 16)) {
     plan = absl::InvalidArgumentError(
         absl::StrCat("--consumers ", options.consumers, ": expected 1 to 16"));

@@ -250,6 +250,8 @@ TEST(ChaosHarnessTest, BadArgumentsAreNamed) {
       {"--scenario leader_partition --hostile", "--hostile: not with the replicated"},
       {"--consumers 0", "--consumers 0: expected 1 to 16"},
       {"--cache_tier tape", "--cache_tier 'tape': expected files or redis"},
+      {"--scenario bandwidth --cache_tier redis",
+       "--cache_tier redis: not with the network scenario bandwidth"},
       // The replicated scenarios have replicas, no "dispatcher".
       {"--scenario leader_failover --inject 'dispatcher:journal.mid_group_commit=crash'",
        "no process 'dispatcher' to arm (replica-0 to replica-2, client"},

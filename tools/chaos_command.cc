@@ -150,7 +150,7 @@ int Soak(ChaosOptions base, const std::vector<std::string>& scenarios, const std
     options.transport = draws() % 2 == 0 ? "tcp" : "shm";
     MaybeArmRandomFailpoint(draws, options);
     options.hostile = !IsReplicatedScenario(options.scenario) && draws() % 4 == 0;
-    if (draws() % 4 == 0) options.cache_tier = "redis";
+    if (draws() % 4 == 0 && !IsNetworkScenario(options.scenario)) options.cache_tier = "redis";
     if (draws() % 4 == 0) {  // A bigger shape.
       options.workers = 4;
       options.consumers = 2;
