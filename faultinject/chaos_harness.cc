@@ -406,8 +406,7 @@ class ChaosRun {
     }
     for (const std::string& victim : fault.victims) {
       // "client": every consumer's.
-      const std::vector<std::string> struck =
-          victim == "client" ? processes.clients() : std::vector<std::string>{named(victim)};
+      const std::vector<std::string> struck = processes.Expand(named(victim));
       for (const std::string& name : struck) {
         // Gone for good in an earlier fault, or a client that finished.
         if (!processes.running(name)) continue;

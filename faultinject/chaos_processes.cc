@@ -267,7 +267,7 @@ absl::Status ChaosProcesses::WriteClockControl(const std::string& name, bool ena
 
 absl::Status ChaosProcesses::StepWallClock(const std::string& name, int64_t offset_seconds) {
   // "client": every consumer's.
-  for (const std::string& each : name == kClient ? ClientNames() : std::vector<std::string>{name}) {
+  for (const std::string& each : Expand(name)) {
     RETURN_IF_ERROR(
         WriteClockControl(each, options_.clocks.fake_wall, clock_path(each),
                           absl::StrCat(offset_seconds >= 0 ? "+" : "", offset_seconds)));
@@ -318,7 +318,7 @@ absl::Status ChaosProcesses::Start() {
     if (options_.replicas > 0) {
       return absl::InvalidArgumentError("network namespaces for the replicated dispatcher");
     }
-    std::vector<std::string> members = ClientNames();
+    std::vector<std::string> members = clients();
     members.push_back(kDispatcher);
     for (int i = 0; i < options_.workers + options_.standby; ++i) {
       members.push_back(absl::StrCat("worker-", i));
@@ -410,7 +410,7 @@ absl::Status ChaosProcesses::Start() {
   }
   std::vector<std::vector<std::string>> consumers = options_.consumer_flags;
   if (consumers.empty()) consumers.emplace_back();
-  const std::vector<std::string> client_names = ClientNames();
+  const std::vector<std::string> client_names = clients();
   for (size_t i = 0; i < consumers.size(); ++i) {
     const std::string& name = client_names[i];
     Process& client = processes_[name];
@@ -427,7 +427,7 @@ absl::Status ChaosProcesses::Start() {
   return absl::OkStatus();
 }
 
-std::vector<std::string> ChaosProcesses::ClientNames() const {
+std::vector<std::string> ChaosProcesses::clients() const {
   if (options_.consumer_flags.empty()) return {kClient};
   std::vector<std::string> names;
   for (size_t i = 0; i < options_.consumer_flags.size(); ++i) {
@@ -440,7 +440,9 @@ bool ChaosProcesses::IsClient(const std::string& name) {
   return name == kClient || absl::StartsWith(name, absl::StrCat(kClient, "-"));
 }
 
-std::vector<std::string> ChaosProcesses::clients() const { return ClientNames(); }
+std::vector<std::string> ChaosProcesses::Expand(const std::string& name) const {
+  return name == kClient ? clients() : std::vector<std::string>{name};
+}
 
 absl::StatusOr<PowerLossReport> ChaosProcesses::PowerLoss(const std::vector<std::string>& names,
                                                           std::optional<uint64_t> torn_seed) {
@@ -539,24 +541,21 @@ absl::Status ChaosProcesses::InjectNetworkFault(const NetworkFault& fault) {
   if (network_ == nullptr) {
     return absl::FailedPreconditionError("a network fault without network namespaces");
   }
-  // "client": every consumer's.
-  const auto members = [this](const std::string& name) {
-    return name == kClient ? ClientNames() : std::vector<std::string>{name};
-  };
+  // "client": every consumer's (Expand).
   switch (fault.kind) {
     case NetworkFault::Kind::kHeal:
       return network_->HealAll();
     case NetworkFault::Kind::kLimit:
-      for (const std::string& from : members(fault.from)) {
+      for (const std::string& from : Expand(fault.from)) {
         RETURN_IF_ERROR(network_->Limit(from, fault.kbit_per_second));
       }
       return absl::OkStatus();
     case NetworkFault::Kind::kCut:
       break;
   }
-  for (const std::string& from : members(fault.from)) {
+  for (const std::string& from : Expand(fault.from)) {
     for (const std::string& to_name : fault.to) {
-      for (const std::string& to : members(to_name)) {
+      for (const std::string& to : Expand(to_name)) {
         RETURN_IF_ERROR(network_->Cut(from, to,
                                       fault.one_way ? NetworkNamespaces::Direction::kOneWay
                                                     : NetworkNamespaces::Direction::kBothWays,

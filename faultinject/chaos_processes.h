@@ -128,6 +128,9 @@ class ChaosProcesses {
   std::vector<std::string> names() const;
   // The clients' names: {"client"}, or one "client-<i>" per consumer.
   std::vector<std::string> clients() const;
+  // The processes `name` stands for in a plan: every consumer's client for "client", else
+  // `name` itself.
+  std::vector<std::string> Expand(const std::string& name) const;
   // Whether `name` is a client's ("client", "client-<i>").
   static bool IsClient(const std::string& name);
   bool running(const std::string& name) const;
@@ -209,8 +212,6 @@ class ChaosProcesses {
     int starts = 0;
     std::vector<std::string> ledgers;
   };
-  // "client", or "client-<i>" for each of options_.consumer_flags.
-  std::vector<std::string> ClientNames() const;
   void Launch(const std::string& name, bool with_failpoints);
   // Launches server `name` (its argv set) and waits until it serves; returns its address.
   absl::StatusOr<std::string> LaunchAndAwait(const std::string& name);
