@@ -32,9 +32,10 @@ absl::StatusOr<PipelineDef> ImagenetPipeline(Env* env, const std::string& root, 
   return LoadPipelineFile(env, pipeline_path);
 }
 
-absl::StatusOr<ServiceEpoch> ReadServiceEpoch(Job& job, int64_t epoch) {
+absl::StatusOr<ServiceEpoch> ReadServiceEpoch(Job& job, int64_t epoch, int32_t consumer,
+                                              EpochDigest* digest) {
   const absl::Time start = absl::Now();
-  ASSIGN_OR_RETURN(std::unique_ptr<EpochReader> reader, job.ReadEpoch(epoch));
+  ASSIGN_OR_RETURN(std::unique_ptr<EpochReader> reader, job.ReadEpoch(epoch, consumer));
   ServiceEpoch read;
   ReceivedElement element;
   bool end = false;
@@ -42,7 +43,16 @@ absl::StatusOr<ServiceEpoch> ReadServiceEpoch(Job& job, int64_t epoch) {
     RETURN_IF_ERROR(reader->Next(&element, &end));
     if (end) break;
     const std::vector<int64_t>& shape = element.tensor(0).shape;
-    read.rows += shape.empty() ? 1 : shape[0];
+    const int64_t rows = shape.empty() ? 1 : shape[0];
+    if (element.padding()) {
+      ++read.padding_elements;
+      read.padding_rows += rows;
+      continue;
+    }
+    ++read.elements;
+    read.rows += rows;
+    read.seconds_to_last_element = absl::ToDoubleSeconds(absl::Now() - start);
+    if (digest != nullptr) digest->Add(element.tensors());
   }
   read.bytes = reader->stats().payload_bytes;
   read.seconds = absl::ToDoubleSeconds(absl::Now() - start);

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "common/env.h"
 #include "granary/client.h"
+#include "pipeline/digests/epoch_digest.h"
 #include "pipeline/pipeline.h"
 #include "proto/pipeline.pb.h"
 
@@ -27,14 +28,23 @@ absl::StatusOr<PipelineDef> ImagenetPipeline(Env* env, const std::string& root, 
                                              int64_t size, const std::string& pipeline_path);
 
 struct ServiceEpoch {
-  // Rows (a batch counts its rows), payload bytes and wall time.
+  // Rows (a batch counts its rows) and elements the reader delivered, padding not counted,
+  // payload bytes and wall time (from ReadEpoch to the end).
   int64_t rows = 0;
+  int64_t elements = 0;
   int64_t bytes = 0;
   double seconds = 0;
+  // Equal shares under remainder pad: the padding elements delivered, and their rows.
+  int64_t padding_elements = 0;
+  int64_t padding_rows = 0;
+  // From ReadEpoch to the last element delivered that was not padding (0: none).
+  double seconds_to_last_element = 0;
 };
 
-// Reads epoch `epoch` of `job` (consumer 0) to its end.
-absl::StatusOr<ServiceEpoch> ReadServiceEpoch(Job& job, int64_t epoch);
+// Reads epoch `epoch` of `job` as `consumer` to its end, adding every element but padding to
+// `digest` when it is not null.
+absl::StatusOr<ServiceEpoch> ReadServiceEpoch(Job& job, int64_t epoch, int32_t consumer = 0,
+                                              EpochDigest* digest = nullptr);
 
 // `def` without its ops from the first one named `name` on: its op ("batch") or its UDF
 // ("random_resized_crop").

@@ -307,24 +307,26 @@ class TfRecordImageDataset(torch.utils.data.Dataset):
             image = decode_jpeg(jpeg)
         except ValueError as e:
             raise RecordError(f"{path}: record {record}: {e}") from None
-        return torch.from_numpy(self.augment(image)), label
+        return torch.from_numpy(augment(image, self.rng, self.crop_fraction)), label
 
-    def augment(self, image):
-        """random_crop, random_flip and normalize of a uint8 [h, w, 3] image."""
-        h, w = image.shape[:2]
-        crop_h = crop_side(h, self.crop_fraction)
-        crop_w = crop_side(w, self.crop_fraction)
-        y = self.rng.integers(0, h - crop_h + 1)
-        x = self.rng.integers(0, w - crop_w + 1)
-        crop = image[y:y + crop_h, x:x + crop_w]
-        if self.rng.random() < FLIP_PROBABILITY:
-            crop = crop[:, ::-1]
-        out = crop.astype(np.float32).reshape(crop_h, crop_w * 3)  # A contiguous copy.
-        mean_row, std_row = normalize_rows(crop_w)
-        out *= SCALE
-        out -= mean_row
-        out /= std_row
-        return out.reshape(crop_h, crop_w, 3)
+
+def augment(image, rng, crop_fraction):
+    """random_crop, random_flip and normalize of a uint8 [h, w, 3] image, drawing from `rng`
+    (also what bench/python_udf_bench.py runs as a Granary Python UDF)."""
+    h, w = image.shape[:2]
+    crop_h = crop_side(h, crop_fraction)
+    crop_w = crop_side(w, crop_fraction)
+    y = rng.integers(0, h - crop_h + 1)
+    x = rng.integers(0, w - crop_w + 1)
+    crop = image[y:y + crop_h, x:x + crop_w]
+    if rng.random() < FLIP_PROBABILITY:
+        crop = crop[:, ::-1]
+    out = crop.astype(np.float32).reshape(crop_h, crop_w * 3)  # A contiguous copy.
+    mean_row, std_row = normalize_rows(crop_w)
+    out *= SCALE
+    out -= mean_row
+    out /= std_row
+    return out.reshape(crop_h, crop_w, 3)
 
 
 def seed_worker(worker_id):

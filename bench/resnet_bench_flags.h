@@ -1,6 +1,6 @@
-// What the ResNet-style service benchmarks (cache, checkpoint, peer, recovery, scaling, service)
-// share: their flags — --images, --size, --repetitions, --dir, --pipeline — the dataset and
-// pipeline those name (and variants of it), and their main().
+// What the ResNet-style service benchmarks (cache, checkpoint, peer, recovery, scaling, service,
+// sharding) share: their flags — --images, --size, --repetitions, --dir, --pipeline — the dataset
+// and pipeline those name (and variants of it), and their main().
 #ifndef GRANARY_BENCH_RESNET_BENCH_FLAGS_H_
 #define GRANARY_BENCH_RESNET_BENCH_FLAGS_H_
 

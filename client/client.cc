@@ -14,6 +14,7 @@
 #include "client/local_workers.h"
 #include "client/position.h"
 #include "client/precache.h"
+#include "client/reader_lease.h"
 #include "common/grpc_status.h"
 #include "common/param_nesting.h"
 #include "common/status_macros.h"
@@ -25,11 +26,13 @@ namespace {
 class JobImpl final : public Job {
  public:
   JobImpl(std::shared_ptr<Connection> connection, int64_t job_id, Compression compression,
-          int32_t local_workers)
+          int32_t local_workers, bool takeover)
       : connection_(std::move(connection)),
         job_id_(job_id),
         compression_(compression),
-        local_workers_(local_workers) {}
+        local_workers_(local_workers),
+        takeover_(takeover),
+        reader_(ReaderIdentity::New()) {}
 
   int64_t job_id() const override { return job_id_; }
 
@@ -44,22 +47,25 @@ class JobImpl final : public Job {
     if (!position.empty()) {
       ASSIGN_OR_RETURN(start, DecodePosition(position, job_id_, epoch, consumer));
     }
+    ASSIGN_OR_RETURN(std::shared_ptr<const ReaderLease> lease, ClaimConsumer(consumer));
     // Local workers register before the epoch starts, so that its local tasks start on them.
     RETURN_IF_ERROR(StartLocalWorkers(consumer));
     StartEpochRequest request;
     request.set_job_id(job_id_);
     request.set_epoch(epoch);
     StartEpochResponse response;
-    const grpc::Status rpc = connection_->CallDispatcher([&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
-      return stub.StartEpoch(context, request, &response);
-    });
+    const grpc::Status rpc =
+        connection_->CallDispatcher([&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+          return stub.StartEpoch(context, request, &response);
+        });
     if (!rpc.ok()) {
       return Annotate(FromGrpcStatus(rpc),
                       absl::StrCat("starting epoch ", epoch, " of job ", job_id_));
     }
     ASSIGN_OR_RETURN(std::unique_ptr<GrpcEpochReader> reader,
                      GrpcEpochReader::Start(connection_, job_id_, epoch, consumer,
-                                            start.has_value() ? &*start : nullptr, compression_));
+                                            start.has_value() ? &*start : nullptr, compression_,
+                                            std::move(lease)));
     return std::unique_ptr<EpochReader>(std::move(reader));
   }
 
@@ -71,9 +77,10 @@ class JobImpl final : public Job {
     if (num_local_slots >= 0) request.set_num_local_slots(num_local_slots);
     request.set_reason(reason);
     ScaleJobResponse response;
-    const grpc::Status rpc = connection_->CallDispatcher([&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
-      return stub.ScaleJob(context, request, &response);
-    });
+    const grpc::Status rpc =
+        connection_->CallDispatcher([&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+          return stub.ScaleJob(context, request, &response);
+        });
     if (!rpc.ok()) {
       return Annotate(FromGrpcStatus(rpc), absl::StrCat("scaling job ", job_id_, " to ",
                                                         num_worker_slots, " tasks per consumer"));
@@ -82,6 +89,22 @@ class JobImpl final : public Job {
   }
 
  private:
+  // Claims `consumer`, as a takeover if asked; a consumer this Job claimed before is claimed
+  // again (granted as it stands while the Job holds it; refused if another reader took it).
+  absl::StatusOr<std::shared_ptr<const ReaderLease>> ClaimConsumer(int32_t consumer) {
+    // One claim at a time: a second lease object of the same reader would release the consumer
+    // when it goes.
+    absl::MutexLock lock(&leases_mu_);
+    const auto it = leases_.find(consumer);
+    if (it != leases_.end()) {
+      RETURN_IF_ERROR(it->second->Reclaim());
+      return it->second;
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<ReaderLease> lease,
+                     ReaderLease::Claim(connection_, job_id_, consumer, reader_, takeover_));
+    return leases_.emplace(consumer, std::move(lease)).first->second;
+  }
+
   // Starts this job's local workers for `consumer`, once.
   absl::Status StartLocalWorkers(int32_t consumer) {
     if (local_workers_ <= 0) return absl::OkStatus();
@@ -110,7 +133,13 @@ class JobImpl final : public Job {
   const int64_t job_id_;
   const Compression compression_;
   const int32_t local_workers_;
+  const bool takeover_;
+  const ReaderIdentity reader_;
   absl::Mutex mu_;
+  // Held through each claim (RPCs included).
+  absl::Mutex leases_mu_;
+  // By consumer: the lease of each consumer this Job read (its readers share it).
+  std::map<int32_t, std::shared_ptr<ReaderLease>> leases_ ABSL_GUARDED_BY(leases_mu_);
   // By consumer: the local workers this Job started; they stop with it.
   std::map<int32_t, std::unique_ptr<LocalWorkers>> local_ ABSL_GUARDED_BY(mu_);
 };
@@ -127,9 +156,10 @@ class ClientImpl final : public Client {
     RegisterDatasetRequest request;
     *request.mutable_pipeline() = pipeline;
     RegisterDatasetResponse response;
-    const grpc::Status rpc = connection_->CallDispatcher([&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
-      return stub.RegisterDataset(context, request, &response);
-    });
+    const grpc::Status rpc =
+        connection_->CallDispatcher([&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+          return stub.RegisterDataset(context, request, &response);
+        });
     if (!rpc.ok()) return Annotate(FromGrpcStatus(rpc), "registering the pipeline");
     return response.dataset_id();
   }
@@ -147,8 +177,8 @@ class ClientImpl final : public Client {
     const Compression compression = spec.compression == JobCompression::kLz4    ? COMPRESSION_LZ4
                                     : spec.compression == JobCompression::kZstd ? COMPRESSION_ZSTD
                                                                                 : COMPRESSION_NONE;
-    return std::unique_ptr<Job>(
-        new JobImpl(connection_, response.job_id(), compression, spec.local_workers));
+    return std::unique_ptr<Job>(new JobImpl(connection_, response.job_id(), compression,
+                                            spec.local_workers, spec.takeover));
   }
 
   absl::StatusOr<PrecacheResult> Precache(const std::string& dataset_id,
@@ -167,7 +197,8 @@ class ClientImpl final : public Client {
     calls.look = [&] { return GetOrCreateJob(dataset_id, job); };
     calls.read_epoch = [&](int64_t job_id,
                            int64_t epoch) -> absl::StatusOr<std::unique_ptr<EpochReader>> {
-      JobImpl reading(connection_, job_id, COMPRESSION_NONE, /*local_workers=*/0);
+      JobImpl reading(connection_, job_id, COMPRESSION_NONE, /*local_workers=*/0,
+                      /*takeover=*/false);
       return reading.ReadEpoch(epoch, /*consumer=*/0, /*position=*/"");
     };
     return RunPrecache(calls, absl::Milliseconds(spec.timeout_ms));
@@ -200,15 +231,44 @@ class ClientImpl final : public Client {
         spec.autoscale == JobAutoscale::kCachew  ? AUTOSCALE_CACHEW
         : spec.autoscale == JobAutoscale::kModel ? AUTOSCALE_MODEL
                                                  : AUTOSCALE_NONE);
+    request.mutable_options()->set_sharding(spec.sharding == JobSharding::kEqual ? SHARDING_EQUAL
+                                            : spec.sharding == JobSharding::kDynamic
+                                                ? SHARDING_DYNAMIC
+                                                : SHARDING_AUTO);
+    request.mutable_options()->set_remainder(spec.remainder == JobRemainder::kDrop ? REMAINDER_DROP
+                                             : spec.remainder == JobRemainder::kUneven
+                                                 ? REMAINDER_UNEVEN
+                                                 : REMAINDER_PAD);
     request.mutable_options()->set_cache_policy(
         spec.cache_policy == JobCachePolicy::kFull     ? CACHE_FULL
         : spec.cache_policy == JobCachePolicy::kAtMark ? CACHE_AT_MARK
         : spec.cache_policy == JobCachePolicy::kAuto   ? CACHE_AUTO
                                                        : CACHE_COMPUTE);
+    request.set_resume_epoch(spec.resume_epoch);
+    for (size_t c = 0; c < spec.resume_positions.size(); ++c) {
+      ClientPosition* position = request.add_resume_positions();
+      if (spec.resume_positions[c].empty()) {
+        // Nothing delivered: the job is the one named, whatever its id.
+        position->set_epoch(spec.resume_epoch);
+        position->set_consumer(static_cast<int32_t>(c));
+        continue;
+      }
+      absl::StatusOr<ClientPosition> parsed = ParsePosition(spec.resume_positions[c]);
+      if (!parsed.ok()) {
+        return Annotate(parsed.status(), absl::StrCat("resume position ", c));
+      }
+      if (parsed->consumer() != static_cast<int32_t>(c) || parsed->epoch() != spec.resume_epoch) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("resume position ", c, " is consumer ", parsed->consumer(), "'s in epoch ",
+                         parsed->epoch(), ", not consumer ", c, "'s in epoch ", spec.resume_epoch));
+      }
+      *position = *std::move(parsed);
+    }
     GetOrCreateJobResponse response;
-    const grpc::Status rpc = connection_->CallDispatcher([&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
-      return stub.GetOrCreateJob(context, request, &response);
-    });
+    const grpc::Status rpc =
+        connection_->CallDispatcher([&](Dispatcher::Stub& stub, grpc::ClientContext* context) {
+          return stub.GetOrCreateJob(context, request, &response);
+        });
     if (!rpc.ok()) {
       return Annotate(FromGrpcStatus(rpc), spec.name.empty() ? std::string("opening a job")
                                            : spec.owner.empty()

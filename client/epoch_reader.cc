@@ -48,20 +48,23 @@ bool IsPermanent(absl::StatusCode code) {
 }  // namespace
 
 GrpcEpochReader::GrpcEpochReader(std::shared_ptr<Connection> connection, int64_t job_id,
-                                 int64_t epoch, int32_t consumer, Compression compression)
+                                 int64_t epoch, int32_t consumer, Compression compression,
+                                 std::shared_ptr<const ReaderLease> lease)
     : connection_(std::move(connection)),
       options_(connection_->options()),
       job_id_(job_id),
       epoch_(epoch),
       consumer_(consumer),
       compression_(compression),
+      lease_(std::move(lease)),
       queue_bound_(2 * options_.max_bytes_per_request) {}
 
 absl::StatusOr<std::unique_ptr<GrpcEpochReader>> GrpcEpochReader::Start(
     std::shared_ptr<Connection> connection, int64_t job_id, int64_t epoch, int32_t consumer,
-    const ClientPosition* position, Compression compression) {
-  std::unique_ptr<GrpcEpochReader> reader(
-      new GrpcEpochReader(std::move(connection), job_id, epoch, consumer, compression));
+    const ClientPosition* position, Compression compression,
+    std::shared_ptr<const ReaderLease> lease) {
+  std::unique_ptr<GrpcEpochReader> reader(new GrpcEpochReader(
+      std::move(connection), job_id, epoch, consumer, compression, std::move(lease)));
   // Like every dispatcher call, asked again while Unavailable (the dispatcher restarting, or the
   // connection lost under the call) or DeadlineExceeded (the dispatcher silent or slow).
   absl::Status first;
@@ -84,6 +87,11 @@ absl::StatusOr<std::unique_ptr<GrpcEpochReader>> GrpcEpochReader::Start(
                            " (its tasks: ", absl::StrJoin(ids, ", "), ")"));
         }
         Task& task = *it->second;
+        if (index < task.start_index) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("position: task ", task_id, " is read by consumer ", consumer,
+                           " from index ", task.start_index, "; cannot resume it at ", index));
+        }
         if (task.finished && index > task.num_elements) {
           return absl::InvalidArgumentError(
               absl::StrCat("position: task ", task_id, " has ", task.num_elements,
@@ -91,6 +99,22 @@ absl::StatusOr<std::unique_ptr<GrpcEpochReader>> GrpcEpochReader::Start(
         }
         task.next_fetch = task.next_deliver = index;
       }
+      int64_t read = 0;
+      for (const auto& [id, task] : reader->tasks_) {
+        read += task->stride.CountIn(task->start_index, task->next_deliver);
+      }
+      if (position->dropped() < 0 || position->padded() < 0 || position->dropped() > read) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "position: ", position->dropped(), " elements dropped and ", position->padded(),
+            " padded of the ", read, " it read: not a position a reader saved"));
+      }
+      // Not a new gate: the first heartbeat's news of the other consumers stays. Without it
+      // the gate would let a resumed consumer end (pad) or deliver (drop) as if it were alone
+      // until the next heartbeat (granary chaos --scenario equal_shares --seed 2).
+      reader->gate_.Resume(read - position->dropped(), position->dropped(), position->padded());
+      reader->stats_.remainder_dropped = position->dropped();
+      reader->stats_.padding = position->padded();
+      reader->SeedPadding();
     }
     GRANARY_HISTORY_RECORD("read_epoch", "info", "job=", job_id, " epoch=", epoch,
                            " consumer=", consumer, " restored=", RestoredIndices(position));
@@ -101,6 +125,27 @@ absl::StatusOr<std::unique_ptr<GrpcEpochReader>> GrpcEpochReader::Start(
   GrpcEpochReader* r = reader.get();
   reader->heartbeat_thread_ = std::thread([r] { r->HeartbeatLoop(); });
   return reader;
+}
+
+void GrpcEpochReader::SeedPadding() {
+  if (gate_.delivered() == 0) return;
+  if (gate_.remainder() != REMAINDER_PAD) return;
+  // The task this consumer had delivered the most of (ties: the lowest id): its last delivered
+  // element.
+  Task* seed = nullptr;
+  for (auto& [id, task] : tasks_) {
+    const int64_t own = task->stride.CountIn(task->start_index, task->next_deliver);
+    if (own > 0 &&
+        (seed == nullptr || own > seed->stride.CountIn(seed->start_index, seed->next_deliver))) {
+      seed = task.get();
+    }
+  }
+  if (seed == nullptr) return;
+  // Its last delivered element: the last index below next_deliver it reads.
+  int64_t last = seed->next_deliver - 1;
+  while (!seed->stride.Reads(last)) --last;
+  seed->pad_seed_index = last;
+  seed->next_fetch = last;
 }
 
 void GrpcEpochReader::StartFetching(Task* task) {
@@ -155,31 +200,83 @@ absl::Status GrpcEpochReader::Next(ReceivedElement* element, bool* end) {
   // The trainer's step: from the last element handed out to this call.
   if (last_delivered_us_ > 0) step_us_ += start - last_delivered_us_;
   const uint64_t stall_us = static_cast<uint64_t>(options_.stall_timeout_ms) * 1000;
+  if (HeartbeatOverdue()) {
+    // Frozen for a while: find out whether another reader took over before handing anything out.
+    heartbeat_wanted_ = true;
+    const int64_t before = heartbeats_completed_;
+    const auto heard = [this, before]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stop_ || heartbeats_completed_ > before;
+    };
+    AwaitUntil(absl::Condition(&heard),
+               start + 1000 * static_cast<uint64_t>(options_.rpc_timeout_ms +
+                                                    options_.heartbeat_interval_ms));
+  }
   const absl::Condition ready(this, &GrpcEpochReader::ReadyToDeliver);
-  // A worker's answer moves the deadline on: wait again until then.
-  while (!AwaitUntil(ready, std::max(start, last_answer_us_) + stall_us)) {
-    if (connection_->env()->NowMicros() >= std::max(start, last_answer_us_) + stall_us) {
-      return absl::UnavailableError(StallMessage());
+  // Held back for the others' news: ask for it now (then every kOthersPollMicros).
+  if (WaitingForOthers()) heartbeat_wanted_ = true;
+  while (true) {
+    // A worker's answer moves the deadline on: wait again until then.
+    while (!AwaitUntil(ready, std::max(start, last_answer_us_) + stall_us)) {
+      if (connection_->env()->NowMicros() >= std::max(start, last_answer_us_) + stall_us) {
+        return absl::UnavailableError(StallMessage());
+      }
     }
+    if (!fenced_.ok()) return fenced_;
+    switch (GateAction()) {
+      case EqualShareGate::Action::kDrop: {
+        // REMAINDER_DROP: read, counted and shown to the observer, not delivered.
+        Queued dropped = PopFront("dropped");
+        gate_.Dropped();
+        ++stats_.remainder_dropped;
+        if (drop_observer_) {
+          const std::function<void(const ReceivedElement&)> observer = drop_observer_;
+          mu_.Unlock();
+          observer(dropped.element);
+          mu_.Lock();
+        }
+        continue;
+      }
+      case EqualShareGate::Action::kDeliver: {
+        Queued front = PopFront("ok");
+        gate_.Delivered();
+        ++stats_.elements;
+        stats_.payload_bytes += front.bytes;
+        if (front.shared_memory) ++stats_.shared_memory_elements;
+        // Kept only when it may be padded with: it holds its receive buffer or segment.
+        if (gate_.remainder() == REMAINDER_PAD) last_delivered_ = front.element;
+        *element = std::move(front.element);
+        last_delivered_us_ = connection_->env()->NowMicros();
+        stats_.wait_us += static_cast<int64_t>(last_delivered_us_ - start);
+        return absl::OkStatus();
+      }
+      case EqualShareGate::Action::kPad: {
+        // A copy of its own last element; one that had none (a share left empty by an elastic
+        // resume) pads with an element of a task it shares with other consumers.
+        const std::optional<ReceivedElement>& model =
+            last_delivered_.has_value() ? last_delivered_ : passed_over_sample_;
+        if (!model.has_value()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "job ", job_id_, " epoch ", epoch_, " consumer ", consumer_,
+              ": remainder pad needs an element to pad with, and this consumer's share gave "
+              "none"));
+        }
+        GRANARY_HISTORY_RECORD("pad", "info", "job=", job_id_, " epoch=", epoch_,
+                               " consumer=", consumer_, " padded=", gate_.padded() + 1);
+        gate_.Padded();
+        ++stats_.padding;
+        *element = model->AsPadding();
+        last_delivered_us_ = connection_->env()->NowMicros();
+        stats_.wait_us += static_cast<int64_t>(last_delivered_us_ - start);
+        return absl::OkStatus();
+      }
+      case EqualShareGate::Action::kWait:
+      case EqualShareGate::Action::kEnd:
+        break;
+    }
+    // A permanent error is returned once the elements queued before it are out.
+    if (!error_.ok()) return error_;
+    if (GateAction() == EqualShareGate::Action::kEnd) break;
   }
-  if (!queue_.empty()) {
-    Queued& front = queue_.front();
-    Task& delivered = *tasks_.at(front.task_id);
-    delivered.next_deliver = front.index + 1;
-    GRANARY_HISTORY_RECORD("deliver", "ok",
-                           TaskOfEpochFields(job_id_, epoch_, consumer_, front.task_id),
-                           " index=", front.index, " gen=", delivered.generation);
-    ++stats_.elements;
-    stats_.payload_bytes += front.bytes;
-    if (front.shared_memory) ++stats_.shared_memory_elements;
-    queued_bytes_ -= front.bytes;
-    *element = std::move(front.element);
-    queue_.pop_front();
-    last_delivered_us_ = connection_->env()->NowMicros();
-    wait_us_ += last_delivered_us_ - start;
-    return absl::OkStatus();
-  }
-  if (!error_.ok()) return error_;
   *end = true;
   if (!end_reported_) {
     // The dispatcher learns at once that this consumer read its tasks to their end (their
@@ -193,6 +290,24 @@ absl::Status GrpcEpochReader::Next(ReceivedElement* element, bool* end) {
   return absl::OkStatus();
 }
 
+GrpcEpochReader::Queued GrpcEpochReader::PopFront(const char* outcome) {
+  Queued front = std::move(queue_.front());
+  queue_.pop_front();
+  Task& task = *tasks_.at(front.task_id);
+  task.next_deliver = front.index + 1;
+  PassOver(task);
+  GRANARY_HISTORY_RECORD("deliver", outcome,
+                         TaskOfEpochFields(job_id_, epoch_, consumer_, front.task_id),
+                         " index=", front.index, " gen=", task.generation);
+  queued_bytes_ -= front.bytes;
+  return front;
+}
+
+void GrpcEpochReader::SetDropObserver(std::function<void(const ReceivedElement&)> observer) {
+  absl::MutexLock lock(&mu_);
+  drop_observer_ = std::move(observer);
+}
+
 std::string GrpcEpochReader::SavePosition() const {
   ClientPosition position;
   position.set_job_id(job_id_);
@@ -200,6 +315,8 @@ std::string GrpcEpochReader::SavePosition() const {
   position.set_consumer(consumer_);
   absl::MutexLock lock(&mu_);
   for (const auto& [id, task] : tasks_) (*position.mutable_next_index())[id] = task->next_deliver;
+  position.set_dropped(gate_.dropped());
+  position.set_padded(gate_.padded());
   return EncodePosition(position);
 }
 
@@ -229,6 +346,10 @@ std::string GrpcEpochReader::StallMessage() const {
   std::string message = absl::StrCat("job ", job_id_, " epoch ", epoch_, " consumer ", consumer_,
                                      ": no worker answered for ", options_.stall_timeout_ms,
                                      " ms; ", absl::StrJoin(waiting, "; "));
+  if (!queue_.empty() || AllDone()) {
+    // Its own elements are there: it waits for the other consumers' (equal shares).
+    absl::StrAppend(&message, "; waiting for the other consumers: ", gate_.Describe());
+  }
   if (!heartbeat_error_.empty()) absl::StrAppend(&message, "; dispatcher: ", heartbeat_error_);
   return message;
 }
@@ -237,11 +358,27 @@ void GrpcEpochReader::SetPermanentError(absl::Status status) {
   if (error_.ok()) error_ = std::move(status);
 }
 
+void GrpcEpochReader::Fence(absl::Status status) {
+  if (!fenced_.ok()) return;
+  GRANARY_HISTORY_RECORD("fenced", "info", "job=", job_id_, " epoch=", epoch_,
+                         " consumer=", consumer_);
+  fenced_ = status;
+  // The fetch threads stop as for a permanent error.
+  SetPermanentError(std::move(status));
+}
+
+bool GrpcEpochReader::HeartbeatOverdue() const {
+  if (lease_ == nullptr || heartbeat_call_ != nullptr || end_reported_) return false;
+  const uint64_t interval_us = static_cast<uint64_t>(options_.heartbeat_interval_ms) * 1000;
+  return connection_->env()->NowMicros() > heartbeat_completed_us_ + 3 * interval_us;
+}
+
 absl::Status GrpcEpochReader::Heartbeat(bool final_report) {
   ClientHeartbeatRequest request;
   request.set_job_id(job_id_);
   request.set_epoch(epoch_);
   request.set_consumer(consumer_);
+  if (lease_ != nullptr) request.set_reader_id(lease_->reader_id());
   std::unique_ptr<grpc::ClientContext> context = connection_->DispatcherContext();
   if (final_report) {
     // Best effort, and quick: a dispatcher that is down does not hold up the epoch's end.
@@ -251,9 +388,15 @@ absl::Status GrpcEpochReader::Heartbeat(bool final_report) {
   {
     absl::MutexLock lock(&mu_);
     if (stop_) return absl::CancelledError("reader stopped");
-    for (const auto& [id, task] : tasks_) (*request.mutable_next_index())[id] = task->next_deliver;
+    // A task being fetched again to pad with (Task::pad_seed_index) counts as unread until then,
+    // so that its worker keeps serving it.
+    for (const auto& [id, task] : tasks_) {
+      (*request.mutable_next_index())[id] = std::min(task->next_deliver, task->next_fetch);
+      (*request.mutable_received())[id] = std::max(task->next_deliver, task->next_fetch);
+      if (task->done) (*request.mutable_ended())[id] = task->next_fetch;
+    }
     request.set_delivered(stats_.elements);
-    request.set_wait_us(static_cast<int64_t>(wait_us_));
+    request.set_wait_us(stats_.wait_us);
     request.set_step_us(static_cast<int64_t>(step_us_));
     heartbeat_call_ = context.get();
   }
@@ -264,10 +407,13 @@ absl::Status GrpcEpochReader::Heartbeat(bool final_report) {
   if (!rpc.ok()) connection_->dispatcher().AfterFailure(dispatcher.address, *context, rpc);
   absl::MutexLock lock(&mu_);
   heartbeat_call_ = nullptr;
+  ++heartbeats_completed_;
+  heartbeat_completed_us_ = connection_->env()->NowMicros();
   if (!rpc.ok()) {
     const absl::Status status = Annotate(
         FromGrpcStatus(rpc), absl::StrCat("ClientHeartbeat to ", options_.dispatcher_address));
     heartbeat_error_ = status.ToString();
+    if (absl::IsAborted(status)) Fence(status);
     return status;
   }
   heartbeat_error_.clear();
@@ -277,9 +423,11 @@ absl::Status GrpcEpochReader::Heartbeat(bool final_report) {
     if (added) {
       auto task = std::make_unique<Task>();
       task->id = info.task_id();
+      task->start_index = task->next_fetch = task->next_deliver = info.start_index();
       it = tasks_.emplace(info.task_id(), std::move(task)).first;
     }
     Task& task = *it->second;
+    task.stride = ReadStride(info.read_stride(), info.read_offset());
     task.address = info.worker_address();
     task.shm_nonce = info.worker_shm_nonce();
     task.generation = info.generation();
@@ -289,6 +437,7 @@ absl::Status GrpcEpochReader::Heartbeat(bool final_report) {
     if (added && fetching_ && !stop_) StartFetching(&task);
   }
   tasks_final_ = response.tasks_final();
+  if (response.has_others()) gate_.Learn(response.others());
   return absl::OkStatus();
 }
 
@@ -297,9 +446,11 @@ void GrpcEpochReader::HeartbeatLoop() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
+      const uint64_t wait_us =
+          WaitingForOthers() ? std::min(interval_us, kOthersPollMicros) : interval_us;
       AwaitUntil(absl::Condition(this, &GrpcEpochReader::HeartbeatDue),
-                 connection_->env()->NowMicros() + interval_us);
-      if (stop_) return;
+                 connection_->env()->NowMicros() + wait_us);
+      if (stop_ || !fenced_.ok()) return;
       heartbeat_wanted_ = false;
     }
     // A failure is recorded in heartbeat_error_; the fetch threads keep using the addresses
@@ -308,7 +459,14 @@ void GrpcEpochReader::HeartbeatLoop() {
   }
 }
 
+void GrpcEpochReader::PassOver(Task& task) {
+  while (task.next_deliver < task.next_fetch && !task.stride.Reads(task.next_deliver)) {
+    ++task.next_deliver;
+  }
+}
+
 GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t from_index,
+                                                      const ReadStride& stride, bool want_sample,
                                                       const std::string& address,
                                                       const ReceivedReply& reply,
                                                       ElementChannel& channel) {
@@ -348,6 +506,15 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
           what, "payload of ", e.payload.size(),
           " bytes matches its checksum but is not an element: ", element.status().message()));
       break;
+    }
+    ++checked.taken;
+    if (!stride.Reads(next)) {
+      // Another consumer's index of a shared task: checked, not kept (but for a sample).
+      if (want_sample && !checked.passed_over_sample.has_value()) {
+        checked.passed_over_sample = *std::move(element);
+      }
+      ++next;
+      continue;
     }
     Queued queued;
     queued.task_id = task_id;
@@ -456,6 +623,7 @@ void GrpcEpochReader::FetchLoop(Task* task) {
       ++in_flight_;
       call->request.set_task_id(task->id);
       call->request.set_generation(task->generation);
+      if (lease_ != nullptr) call->request.set_reader_generation(lease_->generation());
       call->request.set_capability(task->capability);
       call->request.set_from_index(task->next_fetch);
       call->request.set_max_bytes(options_.max_bytes_per_request);
@@ -480,13 +648,25 @@ void GrpcEpochReader::FetchLoop(Task* task) {
     if (rpc.ok()) ahead = MaybeCallAhead(task, request, address, reply);
     Checked checked;
     if (rpc.ok()) {
-      checked = CheckAnswer(task->id, request.from_index(), address, reply, *call->channel);
+      ReadStride stride;
+      bool want_sample;
+      {
+        absl::MutexLock lock(&mu_);
+        stride = task->stride;
+        want_sample = !passed_over_sample_.has_value();
+      }
+      checked = CheckAnswer(task->id, request.from_index(), stride, want_sample, address, reply,
+                            *call->channel);
     }
 
     absl::MutexLock lock(&mu_);
     if (stop_) return;
     bool retry = false;
     if (!rpc.ok()) {
+      if (rpc.code() == absl::StatusCode::kAborted) {
+        Fence(Annotate(rpc, absl::StrCat("task ", task->id, ": worker ", address)));
+        return;
+      }
       if (IsPermanent(rpc.code())) {
         SetPermanentError(Annotate(
             rpc, absl::StrCat("task ", task->id, " at index ", request.from_index(), ": worker ",
@@ -506,8 +686,17 @@ void GrpcEpochReader::FetchLoop(Task* task) {
                                TaskOfEpochFields(job_id_, epoch_, consumer_, task->id),
                                " count=", checked.duplicates, " below=", request.from_index());
       }
-      task->next_fetch += static_cast<int64_t>(checked.accepted.size());
+      task->next_fetch += checked.taken;
+      PassOver(*task);
+      if (!passed_over_sample_.has_value() && checked.passed_over_sample.has_value()) {
+        passed_over_sample_ = std::move(checked.passed_over_sample);
+      }
       for (Queued& queued : checked.accepted) {
+        if (queued.index == task->pad_seed_index) {
+          last_delivered_ = std::move(queued.element);
+          task->pad_seed_index = -1;
+          continue;
+        }
         queued_bytes_ += queued.bytes;
         queue_.push_back(std::move(queued));
       }

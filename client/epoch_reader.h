@@ -37,6 +37,24 @@
 //  * A task is done when a worker answers end_of_task with num_elements == next, or the
 //    dispatcher reports it finished with num_elements == next. Next() returns end when every
 //    task is done and the queue is empty.
+//  * Equal shares (client/equal_share_gate.h): in an epoch of equal shares the heartbeat answers
+//    say what the other consumers are known to have (polled every 20 ms while the gate holds
+//    Next() back for them, e.g. at the epoch's end), and Next() asks the gate before it hands an
+//    element out: deliver it, drop it (REMAINDER_DROP: read, counted, shown to the drop
+//    observer, not delivered), hand out padding (REMAINDER_PAD: a copy of the last element
+//    delivered, marked padding()), wait, or end. A reader resumed under REMAINDER_PAD fetches
+//    the last element its position delivered once more (not delivered again) to pad with, and
+//    its heartbeats keep that task unread until then, so its worker still serves it.
+//  * One reader per consumer (client/reader_lease.h): the reader sends its lease's reader id
+//    with its heartbeats and the lease's generation with its GetElements calls. The dispatcher
+//    answering a heartbeat with Aborted (another reader holds the consumer now) or a worker
+//    answering a call so (it served a newer generation of reader) fences the reader: Next()
+//    returns that error from then on, queued elements or not, and the reader stops moving
+//    positions (the dispatcher refuses its acknowledgements from the takeover on).
+//    A process that was frozen (SIGSTOP, a VM paused) may have been taken over meanwhile: Next()
+//    called when no heartbeat is in flight and none completed for three intervals first waits
+//    for one to complete (a dispatcher that does not answer holds it up at most rpc_timeout_ms,
+//    once: while it is down a heartbeat is nearly always in flight).
 //  * Exactly once: `next` only moves past an element once that element is in the queue, so no
 //    element is skipped; an element is queued only at index == next, so none is queued twice.
 //    SavePosition() reports, per task, one past the last element Next() returned — not what is
@@ -52,8 +70,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +83,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "client/connection.h"
+#include "client/equal_share_gate.h"
+#include "client/reader_lease.h"
+#include "common/read_stride.h"
 #include "granary/client.h"
 #include "proto/client.pb.h"
 #include "transport/elements_reply.h"
@@ -79,10 +102,12 @@ class GrpcEpochReader final : public EpochReader {
   // job does not have; Unavailable only once Connection::RepeatWhileUnreachable gave up), and
   // InvalidArgument when `position` names a task this consumer does not read in this epoch, or an
   // index past a finished task's end. Elements sent by bytes come compressed with `compression`
-  // (transport/compression.h).
+  // (transport/compression.h). `lease`: the consumer's lease the reader reads under (null: a
+  // reader that holds none, refused once the consumer is claimed).
   static absl::StatusOr<std::unique_ptr<GrpcEpochReader>> Start(
       std::shared_ptr<Connection> connection, int64_t job_id, int64_t epoch, int32_t consumer,
-      const ClientPosition* position, Compression compression = COMPRESSION_NONE);
+      const ClientPosition* position, Compression compression = COMPRESSION_NONE,
+      std::shared_ptr<const ReaderLease> lease = nullptr);
 
   ~GrpcEpochReader() override;
   GrpcEpochReader(const GrpcEpochReader&) = delete;
@@ -92,6 +117,7 @@ class GrpcEpochReader final : public EpochReader {
   absl::Status Next(ReceivedElement* element, bool* end) override;
   std::string SavePosition() const override;
   EpochStats stats() const override;
+  void SetDropObserver(std::function<void(const ReceivedElement&)> observer) override;
 
  private:
   struct Task {
@@ -104,9 +130,15 @@ class GrpcEpochReader final : public EpochReader {
     std::string capability;
     bool finished = false;
     int64_t num_elements = 0;
+    // Elastic resume: where this consumer's part of the task starts (TaskInfo.start_index),
+    // and which of its indices it reads when several consumers share it (TaskInfo.read_stride):
+    // the others are fetched and passed over.
+    int64_t start_index = 0;
+    ReadStride stride;
     // Next index to fetch; only the task's fetch thread advances it.
     int64_t next_fetch = 0;
-    // Next index to deliver: one past the last element Next() returned.
+    // Next index to deliver: one past the last element Next() returned, and past the indices
+    // after it that were passed over (not read by this consumer, see `stride`).
     int64_t next_deliver = 0;
     bool done = false;
     // Consecutive checksum mismatches at index checksum_index.
@@ -114,6 +146,9 @@ class GrpcEpochReader final : public EpochReader {
     int64_t checksum_index = -1;
     // The last failure, for the Unavailable message of a stalled Next().
     std::string last_error;
+    // A resumed reader under REMAINDER_PAD fetches this index (its position's last delivered
+    // element of the task) again, to pad with: kept aside, never queued. -1: none.
+    int64_t pad_seed_index = -1;
     // The calls in flight, so that the destructor can cancel them.
     grpc::ClientContext* call = nullptr;
     grpc::ClientContext* ahead_call = nullptr;
@@ -147,6 +182,10 @@ class GrpcEpochReader final : public EpochReader {
   // The outcome of one GetElements answer, checked outside the lock.
   struct Checked {
     std::vector<Queued> accepted;
+    // The indices of the answer taken in order: the accepted ones and those passed over.
+    int64_t taken = 0;
+    // The first element passed over, when asked for (to pad with).
+    std::optional<ReceivedElement> passed_over_sample;
     int64_t duplicates = 0;
     bool checksum_mismatch = false;
     // Set when the rest of the answer was dropped (protocol error or checksum mismatch).
@@ -156,7 +195,8 @@ class GrpcEpochReader final : public EpochReader {
   };
 
   GrpcEpochReader(std::shared_ptr<Connection> connection, int64_t job_id, int64_t epoch,
-                  int32_t consumer, Compression compression);
+                  int32_t consumer, Compression compression,
+                  std::shared_ptr<const ReaderLease> lease);
 
   // One ClientHeartbeat; on success updates the tasks, adding those the reader does not know
   // (a scaling step adds tasks to a running epoch) — with their fetch threads once fetching
@@ -185,22 +225,48 @@ class GrpcEpochReader final : public EpochReader {
                                        const std::string& address, const ReceivedReply& reply)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Checks an answer to GetElements(task_id, from_index) from the worker at `address` and makes
-  // the accepted payloads elements, received through `channel` (the one that fetched it).
-  // Needs no lock.
-  static Checked CheckAnswer(int64_t task_id, int64_t from_index, const std::string& address,
+  // the accepted payloads elements, received through `channel` (the one that fetched it); the
+  // indices `stride` does not read are checked and passed over (the first kept as
+  // passed_over_sample with `want_sample`). Needs no lock.
+  static Checked CheckAnswer(int64_t task_id, int64_t from_index, const ReadStride& stride,
+                             bool want_sample, const std::string& address,
                              const ReceivedReply& reply, ElementChannel& channel);
+  // Moves `task`'s next_deliver past the indices fetched and passed over right after it.
+  static void PassOver(Task& task);
   // Waits until `condition` holds or the Env clock reaches `deadline_us`; whether it holds.
   bool AwaitUntil(const absl::Condition& condition, uint64_t deadline_us)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Every task of the final task set has delivered its last element.
   bool AllDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What Next() waits for: an element, an error, or the end.
-  bool ReadyToDeliver() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !queue_.empty() || !error_.ok() || AllDone();
+  // What the equal-share gate says Next() is to do now.
+  EqualShareGate::Action GateAction() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return gate_.Next(!queue_.empty(), AllDone());
   }
+  // The gate holds Next() back for news of the other consumers (not for this reader's own
+  // elements): heartbeats then come every kOthersPollMicros, not every interval.
+  bool WaitingForOthers() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return GateAction() == EqualShareGate::Action::kWait && (!queue_.empty() || AllDone());
+  }
+  static constexpr uint64_t kOthersPollMicros = 20'000;
+  // What Next() waits for: something the gate lets it do, or an error.
+  bool ReadyToDeliver() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !error_.ok() || GateAction() != EqualShareGate::Action::kWait;
+  }
+  // Resumed under REMAINDER_PAD: picks the task whose last delivered element is fetched again
+  // to pad with (Task::pad_seed_index).
+  void SeedPadding() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pops the queue's front element, whose turn it is, for Next(): the history records it
+  // (`outcome` "ok" when delivered, "dropped" when the remainder rule drops it) and its task's
+  // position moves past it.
+  Queued PopFront(const char* outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string StallMessage() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetPermanentError(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Another reader took the consumer over (`status`, Aborted): Next() returns it at once.
+  void Fence(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // No heartbeat is in flight and none completed for three intervals (the process was frozen):
+  // Next() first waits for one to complete.
+  bool HeartbeatOverdue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<Connection> connection_;
   const ClientOptions& options_;
@@ -208,6 +274,7 @@ class GrpcEpochReader final : public EpochReader {
   const int64_t epoch_;
   const int32_t consumer_;
   const Compression compression_;
+  const std::shared_ptr<const ReaderLease> lease_;
   const int64_t queue_bound_;
 
   mutable absl::Mutex mu_;
@@ -228,13 +295,25 @@ class GrpcEpochReader final : public EpochReader {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   // A permanent error: Next() returns it once the queue is drained.
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  // This reader was taken over (Aborted): Next() returns it at once.
+  absl::Status fenced_ ABSL_GUARDED_BY(mu_);
+  // Heartbeats: when the last one completed (either way), and how many did.
+  uint64_t heartbeat_completed_us_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t heartbeats_completed_ ABSL_GUARDED_BY(mu_) = 0;
   EpochStats stats_ ABSL_GUARDED_BY(mu_);
+  // Equal shares: what the others are known to have, and this consumer's counts.
+  EqualShareGate gate_ ABSL_GUARDED_BY(mu_);
+  // The last element delivered, under REMAINDER_PAD (which pads with copies of it).
+  std::optional<ReceivedElement> last_delivered_ ABSL_GUARDED_BY(mu_);
+  // The first element passed over (another consumer's index of a shared task): what a consumer
+  // that delivered none of its own pads with.
+  std::optional<ReceivedElement> passed_over_sample_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const ReceivedElement&)> drop_observer_ ABSL_GUARDED_BY(mu_);
   // When a worker last answered a GetElements call (Env clock).
   uint64_t last_answer_us_ ABSL_GUARDED_BY(mu_) = 0;
   // The trainer's time per element, for the dispatcher's resource policies: in Next() waiting
-  // for elements delivered, and between Next() calls (its steps); when the last one was handed
-  // out (0: none yet).
-  uint64_t wait_us_ ABSL_GUARDED_BY(mu_) = 0;
+  // for elements delivered (stats_.wait_us), and between Next() calls (its steps); when the
+  // last one was handed out (0: none yet).
   uint64_t step_us_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t last_delivered_us_ ABSL_GUARDED_BY(mu_) = 0;
   std::string heartbeat_error_ ABSL_GUARDED_BY(mu_);

@@ -15,6 +15,9 @@ namespace granary {
 
 std::string EncodePosition(const ClientPosition& position);
 
+// Decodes `blob`: InvalidArgument for a malformed blob or a negative index.
+absl::StatusOr<ClientPosition> ParsePosition(const std::string& blob);
+
 // Decodes `blob` and checks that it is a position of (job_id, epoch, consumer) with no
 // negative index. InvalidArgument naming what is wrong: a malformed blob, or each field that
 // does not match ("position does not match this reader: its epoch is 1, not 2").

@@ -22,6 +22,7 @@ class CountingReader : public EpochReader {
   }
   std::string SavePosition() const override { return ""; }
   EpochStats stats() const override { return {}; }
+  void SetDropObserver(std::function<void(const ReceivedElement&)>) override {}
 
  private:
   int64_t left_;

@@ -150,15 +150,19 @@ void Subprocess::Pause() {
 
 void Subprocess::Reaped(int status) {
   reaped_ = true;
-  term_signal_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  wait_status_ = status;
   exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 std::string Subprocess::ExitDescription() const {
-  if (!reaped_) return "is running";
-  if (term_signal_ == 0) return "exited with code " + std::to_string(exit_code_);
-  const char* name = ::sigabbrev_np(term_signal_);
-  return "was killed by signal " + std::to_string(term_signal_) +
+  return reaped_ ? DescribeWaitStatus(wait_status_) : "is running";
+}
+
+std::string DescribeWaitStatus(int status) {
+  if (!WIFSIGNALED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  const int signal = WTERMSIG(status);
+  const char* name = ::sigabbrev_np(signal);
+  return "was killed by signal " + std::to_string(signal) +
          (name != nullptr ? std::string(" (SIG") + name + ")" : std::string());
 }
 

@@ -70,9 +70,13 @@ class Subprocess {
   int stdout_fd_ = -1;
   bool reaped_ = false;
   int exit_code_ = -1;
-  int term_signal_ = 0;  // the signal that ended the child, or 0
+  int wait_status_ = 0;  // waitpid's, once reaped
   std::string buffered_;
 };
+
+// How a child ended, from its waitpid status: "exited with code N" or "was killed by signal N
+// (SIGNAME)".
+std::string DescribeWaitStatus(int status);
 
 // The path of the running executable (/proc/self/exe resolved).
 std::string SelfExecutablePath();

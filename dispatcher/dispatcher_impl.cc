@@ -13,11 +13,15 @@
 #include "cache/cache_policy.h"
 #include "common/failpoints.h"
 #include "common/hash.h"
+#include "common/read_stride.h"
 #include "common/status_macros.h"
 #include "dispatcher/assignment_policy.h"
+#include "dispatcher/consumer_shares.h"
 #include "dispatcher/durable_log.h"
+#include "dispatcher/job_options_match.h"
 #include "dispatcher/policy/autoscaler.h"
 #include "dispatcher/policy/placement.h"
+#include "dispatcher/python_function_grant.h"
 #include "dispatcher/request_limits.h"
 #include "glog/logging.h"
 #include "journal/journal.h"
@@ -87,6 +91,7 @@ DispatcherImpl::DispatcherImpl(const DispatcherOptions& options,
       cache_(std::make_unique<CacheCoordinator>(core_.get(), CacheOptions(options),
                                                 [this] { return UnreadFinishedTasks(); })),
       liveness_(core_.get(), options.env, options.worker_timeout_ms),
+      leases_(core_.get(), options.env, options.worker_timeout_ms),
       retention_(core_.get(), options.env, options.job_retention_ms,
                  [this](int64_t job, const std::vector<int64_t>& tasks) { ForgetJob(job, tasks); }),
       provisioning_(core_.get(), options.env, options.policy_period_ms,
@@ -121,6 +126,7 @@ void DispatcherImpl::StartFromRecoveredState() {
   WithState([&](const DispatcherState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     counters_.task_moves_at_open = state.task_moves();
     liveness_.SeeAll(state);
+    leases_.SeeAll(state);
     retention_.MarkAllActive(state);
     for (const auto& [id, task] : state.tasks()) {
       if (task.finished()) unread_finished_.insert(id);
@@ -135,13 +141,51 @@ std::set<int64_t> DispatcherImpl::UnreadFinishedTasks() const {
 
 void DispatcherImpl::ForgetJob(int64_t job, const std::vector<int64_t>& tasks) {
   policy_runner_.Forget(job);
+  leases_.Forget(job);
   absl::MutexLock lock(&mu_);
   activity_.Forget(job);
   for (int64_t id : tasks) {
     consumed_.erase(id);
+    at_least_.erase(id);
+    read_to_end_.erase(id);
     unread_finished_.erase(id);
     activity_.ForgetTask(id);
   }
+}
+
+void DispatcherImpl::KnowAtLeast(int64_t task_id, int64_t count) {
+  int64_t& known = at_least_[task_id];
+  known = std::max(known, count);
+}
+
+OtherShares DispatcherImpl::OthersOf(const DispatcherState& state, const JobState& job,
+                                     const EpochState& epoch, int32_t consumer) const {
+  std::vector<ConsumerCount> counts(std::max(job.options().num_consumers(), 1));
+  std::vector<bool> all_finished(counts.size(), true);
+  for (int64_t id : epoch.task_ids()) {
+    const TaskState* task = state.FindTask(id);
+    if (task == nullptr || task->consumer() < 0 ||
+        task->consumer() >= static_cast<int32_t>(counts.size())) {
+      continue;
+    }
+    int64_t known = 0;
+    if (task->finished()) {
+      known = task->num_elements();
+    } else if (auto it = at_least_.find(id); it != at_least_.end()) {
+      known = it->second;
+    }
+    // Elements before start_index went to a consumer of the job at its earlier count; a task
+    // several consumers share counts the indices its reader reads.
+    counts[task->consumer()].at_least +=
+        ReadStride(task->read_stride(), task->read_offset()).CountIn(task->start_index(), known);
+    // A task its reader read to its end is final too (its count is exact: at_least_ has it).
+    all_finished[task->consumer()] =
+        all_finished[task->consumer()] && (task->finished() || read_to_end_.count(id) > 0);
+  }
+  for (size_t c = 0; c < counts.size(); ++c) {
+    counts[c].final = all_finished[c] && !HandsOutSplitsTo(epoch, static_cast<int32_t>(c));
+  }
+  return granary::OthersOf(consumer, counts, job.options().remainder());
 }
 
 void DispatcherImpl::TrackUnread(const TaskState& task) {
@@ -168,7 +212,8 @@ absl::Status DispatcherImpl::NameCluster() {
 }
 
 absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& request,
-                                             RegisterDatasetResponse* response) {
+                                             RegisterDatasetResponse* response,
+                                             const Caller& caller) {
   // The cache's ops and fields are the dispatcher's to insert (cache/cache_policy.h).
   RETURN_IF_ERROR(CacheCoordinator::CheckNoCacheOps(request.pipeline()));
   if (const int64_t bytes = static_cast<int64_t>(request.pipeline().ByteSizeLong());
@@ -184,6 +229,8 @@ absl::Status DispatcherImpl::RegisterDataset(const RegisterDatasetRequest& reque
   }
   auto pipeline = PipelineSpec::Create(request.pipeline(), *options_.registries);
   if (!pipeline.ok()) return Annotate(pipeline.status(), "invalid pipeline");
+  RETURN_IF_ERROR(
+      CheckPythonFunctionGrant(request.pipeline(), caller, options_.python_udf_clients));
   const std::string dataset_id = HashToHex(pipeline->Fingerprint());
   response->set_dataset_id(dataset_id);
   Update update;
@@ -211,6 +258,7 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
                                                         "' exists for dataset ", job.dataset_id(),
                                                         ", not ", request.dataset_id()));
     }
+    RETURN_IF_ERROR(CheckJobOptionsMatch(job, request.options()));
     response->set_job_id(job.job_id());
     *response->mutable_options() = job.options();
     response->set_epochs_started(job.epochs_started());
@@ -251,6 +299,17 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
   }
   RETURN_IF_ERROR(ValidateName("dataset id", request.dataset_id()));
   RETURN_IF_ERROR(core_->CheckUsable());
+  if (!request.resume_positions().empty()) {
+    // Elastic resume: the job goes on at the request's number of consumers first.
+    ASSIGN_OR_RETURN(const std::optional<Update> resume,
+                     WithState([&](const DispatcherState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                                   mu_) { return ResumeUpdate(state, request, caller); }));
+    if (resume.has_value()) {
+      const absl::Status resumed = core_->Propose(*resume);
+      // AlreadyExists: another consumer's request resumed it first.
+      if (!resumed.ok() && !absl::IsAlreadyExists(resumed)) return resumed;
+    }
+  }
   const std::optional<absl::Status> answered =
       WithState([&](const DispatcherState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                     mu_) -> std::optional<absl::Status> {
@@ -292,6 +351,62 @@ absl::Status DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request
   }
   RETURN_IF_ERROR(proposed);
   return answer;
+}
+
+absl::StatusOr<std::optional<Update>> DispatcherImpl::ResumeUpdate(
+    const DispatcherState& state, const GetOrCreateJobRequest& request, const Caller& caller) {
+  if (request.name().empty()) {
+    return absl::InvalidArgumentError("resume positions need a job name (the job to resume)");
+  }
+  ASSIGN_OR_RETURN(const JobState* job,
+                   FindNamedJob(state, request.name(), request.owner(), caller));
+  if (job == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("job '", request.name(), "' to resume from positions does not exist"));
+  }
+  RETURN_IF_ERROR(CheckJobAccess(*job, caller));
+  const int32_t from = job->options().num_consumers();
+  const int32_t to = request.options().num_consumers();
+  if (from == to) return std::nullopt;  // resumed already, or at the same count
+  const std::string name = absl::StrCat("job '", request.name(), "'");
+  if (request.resume_positions_size() != from) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " has ", from, " consumers; resuming it at ", to, " needs the positions of all ",
+        from, ", not ", request.resume_positions_size()));
+  }
+  Update update;
+  ResumeAtConsumersUpdate& u = *update.mutable_resume_at_consumers();
+  u.set_job_id(job->job_id());
+  u.set_epoch(request.resume_epoch());
+  u.set_from_consumers(from);
+  u.set_num_consumers(to);
+  std::vector<bool> seen(from, false);
+  for (const ClientPosition& position : request.resume_positions()) {
+    const int32_t c = position.consumer();
+    if (c < 0 || c >= from || seen[c]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": the resume positions must be one per consumer 0 to ", from - 1,
+                       "; consumer ", c, " is out of range or given twice"));
+    }
+    seen[c] = true;
+    // A consumer that delivered nothing of the epoch sends an empty position of no job.
+    const bool empty = position.job_id() == 0 && position.next_index().empty();
+    if ((position.job_id() != job->job_id() && !empty) ||
+        position.epoch() != request.resume_epoch()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": consumer ", c, "'s position is of job ", position.job_id(), " epoch ",
+          position.epoch(), ", not job ", job->job_id(), " epoch ", request.resume_epoch()));
+    }
+    for (const auto& [task_id, next] : position.next_index()) {
+      const TaskState* task = state.FindTask(task_id);
+      if (task == nullptr || task->consumer() != c) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ": consumer ", c, "'s position names task ", task_id, ", not one of its own"));
+      }
+      (*u.mutable_next_index())[task_id] = next;
+    }
+  }
+  return update;
 }
 
 absl::StatusOr<const JobState*> DispatcherImpl::FindNamedJob(const DispatcherState& state,
@@ -483,6 +598,28 @@ absl::Status DispatcherImpl::ProposeEpochStart(const StartEpochRequest& request,
       });
 }
 
+absl::Status DispatcherImpl::ClaimConsumer(const ClaimConsumerRequest& request,
+                                           ClaimConsumerResponse* response, const Caller& caller) {
+  RETURN_IF_ERROR(core_->CheckUsable());
+  RETURN_IF_ERROR(CheckCallerMayRead(request.job_id(), caller));
+  return leases_.Claim(request, response);
+}
+
+absl::Status DispatcherImpl::ReleaseConsumer(const ReleaseConsumerRequest& request,
+                                             const Caller& caller) {
+  RETURN_IF_ERROR(core_->CheckUsable());
+  RETURN_IF_ERROR(CheckCallerMayRead(request.job_id(), caller));
+  return leases_.Release(request);
+}
+
+absl::Status DispatcherImpl::CheckCallerMayRead(int64_t job_id, const Caller& caller) const {
+  return WithState([&](const DispatcherState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const JobState* job = state.FindJob(job_id);
+    if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+    return CheckJobAccess(*job, caller);
+  });
+}
+
 absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& request,
                                              ClientHeartbeatResponse* response,
                                              const Caller& caller) {
@@ -522,9 +659,32 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
                 "client heartbeat: task ", task_id, " next index ", next_index, " is negative"));
           }
         }
+        for (const auto& [task_id, received] : request.received()) {
+          if (request.next_index().count(task_id) == 0 || received < 0) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("client heartbeat: task ", task_id, " received ", received,
+                             ": not one of the tasks it reports, or negative"));
+          }
+        }
+        for (const auto& [task_id, num_elements] : request.ended()) {
+          if (request.next_index().count(task_id) == 0 || num_elements < 0) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("client heartbeat: task ", task_id, " ended with ", num_elements,
+                             " elements: not one of the tasks it reports, or negative"));
+          }
+        }
+        // A well-formed report moves positions only if its reader holds the consumer.
+        RETURN_IF_ERROR(leases_.CheckHolder(*job, request.consumer(), request.reader_id()));
         retention_.MarkActive(request.job_id());
-        for (const auto& [task_id, next_index] : request.next_index())
+        for (const auto& [task_id, next_index] : request.next_index()) {
           consumed_[task_id] = next_index;
+          KnowAtLeast(task_id, next_index);
+        }
+        for (const auto& [task_id, received] : request.received()) KnowAtLeast(task_id, received);
+        for (const auto& [task_id, num_elements] : request.ended()) {
+          KnowAtLeast(task_id, num_elements);
+          read_to_end_.insert(task_id);
+        }
         if (request.delivered() >= 0 && request.wait_us() >= 0 && request.step_us() >= 0) {
           const JobMetricsCollector::ReaderIncrease added =
               policy_runner_.ReaderTotals(request.job_id(), request.consumer(), request.delivered(),
@@ -545,13 +705,21 @@ absl::Status DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& reque
           info->set_generation(task->generation());
           info->set_finished(task->finished());
           info->set_num_elements(task->num_elements());
+          info->set_start_index(task->start_index());
+          info->set_read_stride(task->read_stride());
+          info->set_read_offset(task->read_offset());
           if (options_.capability_key.has_value()) {
             info->set_capability(options_.capability_key->Mint(
                 {task->job_id(), task->task_id(), task->consumer(), task->generation()}));
           }
         }
-        // ScaleJob adds tasks only while the plan has splits to lease.
-        response->set_tasks_final(!HandsOutSplits(*epoch));
+        // ScaleJob adds tasks to a consumer only while it has splits to lease.
+        response->set_tasks_final(!HandsOutSplitsTo(*epoch, request.consumer()));
+        // Also once the epoch has finished: then every count is final.
+        if (EffectiveSharding(job->options()) == SHARDING_EQUAL &&
+            job->options().remainder() != REMAINDER_UNEVEN) {
+          *response->mutable_others() = OthersOf(state, *job, *epoch, request.consumer());
+        }
         return absl::OkStatus();
       });
 }

@@ -50,6 +50,7 @@
 #include "dispatcher/policy/resource_policy.h"
 #include "dispatcher/policy_runner.h"
 #include "dispatcher/provisioner.h"
+#include "dispatcher/reader_leases.h"
 #include "dispatcher/request_limits.h"
 #include "dispatcher/worker_liveness.h"
 #include "dispatcher/worker_provisioning.h"
@@ -120,6 +121,9 @@ struct DispatcherOptions {
   // The operators' clients (`--admin_clients`): GetStatus shows them the whole state, and
   // workers (told at registration and heartbeat) every task in GetWorkerStatus.
   std::vector<std::string> admin_clients;
+  // The clients that may register pipelines running Python functions on the workers
+  // (`--python_udf_clients`; "*": every client); dispatcher/python_function_grant.h.
+  std::vector<std::string> python_udf_clients;
   ClientLimits limits;
   // Checks the state invariants (state_invariants.h) after every applied record and aborts the
   // process on a violation. For tests: the check walks the whole state.
@@ -155,8 +159,10 @@ class DispatcherImpl {
   static DispatcherCoreOptions CoreOptions(const DispatcherOptions& options);
   ~DispatcherImpl();
 
+  // `caller` must be granted Python functions if the pipeline runs any
+  // (dispatcher/python_function_grant.h).
   absl::Status RegisterDataset(const RegisterDatasetRequest& request,
-                               RegisterDatasetResponse* response);
+                               RegisterDatasetResponse* response, const Caller& caller = {});
   // The job-facing client RPCs check CheckJobAccess (caller.h) for `caller`; a job created by
   // GetOrCreateJob is owned by caller.owner().
   absl::Status GetOrCreateJob(const GetOrCreateJobRequest& request,
@@ -173,6 +179,12 @@ class DispatcherImpl {
                               RegisterWorkerResponse* response);
   absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& request,
                                WorkerHeartbeatResponse* response);
+  // One reader per consumer (reader_leases.h), after checking `caller` may access the job.
+  absl::Status ClaimConsumer(const ClaimConsumerRequest& request, ClaimConsumerResponse* response,
+                             const Caller& caller = {});
+  absl::Status ReleaseConsumer(const ReleaseConsumerRequest& request, const Caller& caller = {});
+  // FailedPrecondition, before any position moves, for a reader that does not hold a claimed
+  // consumer (ReaderLeases::CheckHolder).
   absl::Status ClientHeartbeat(const ClientHeartbeatRequest& request,
                                ClientHeartbeatResponse* response, const Caller& caller = {});
   absl::Status GetSplits(const GetSplitsRequest& request, GetSplitsResponse* response);
@@ -253,6 +265,9 @@ class DispatcherImpl {
       return fn(state);
     });
   }
+  // NotFound for no job `job_id`; CheckJobAccess's refusal when `caller` may not read it.
+  absl::Status CheckCallerMayRead(int64_t job_id, const Caller& caller) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Journals a random cluster id if the recovered state has none (a new journal).
   absl::Status NameCluster();
   // Whether `job`'s work is over at `now`: every epoch it started is finished and read to its
@@ -272,6 +287,14 @@ class DispatcherImpl {
   // job of that name — NotFound naming name and owner when it has none, PermissionDenied
   // (CheckJobAccess) unless its ACL names the caller. A name never resolves to another owner's
   // job unless the caller names that owner, so no ACL can put a job in another's namespace.
+  // Elastic resume: the update that makes the job `request` names go on at
+  // request.options().num_consumers from request.resume_positions (nullopt when it has that
+  // many consumers already). InvalidArgument naming what does not fit: positions that are not
+  // one per consumer of the job, of its job and resume_epoch, naming only their own tasks.
+  absl::StatusOr<std::optional<Update>> ResumeUpdate(const DispatcherState& state,
+                                                     const GetOrCreateJobRequest& request,
+                                                     const Caller& caller)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static absl::StatusOr<const JobState*> FindNamedJob(const DispatcherState& state,
                                                       const std::string& name,
                                                       const std::string& owner,
@@ -282,6 +305,12 @@ class DispatcherImpl {
   void ForgetJob(int64_t job, const std::vector<int64_t>& tasks) ABSL_LOCKS_EXCLUDED(mu_);
   // Lists or unlists the finished `task` in unread_finished_, by consumed_.
   void TrackUnread(const TaskState& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Raises at_least_[task_id] to `count`.
+  void KnowAtLeast(int64_t task_id, int64_t count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What `consumer` of `epoch` (of `job`, SHARDING_EQUAL) learns of the other consumers'
+  // element counts (dispatcher/consumer_shares.h).
+  OtherShares OthersOf(const DispatcherState& state, const JobState& job, const EpochState& epoch,
+                       int32_t consumer) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills `def` but for its pipeline, which it returns (def->pipeline_key names it).
   const PipelineDef& FillTaskDef(const DispatcherState& state, const TaskState& task,
                                  TaskDef* def) const;
@@ -330,6 +359,7 @@ class DispatcherImpl {
   const std::unique_ptr<CacheCoordinator> cache_;
   // The failure detector: when each worker was last heard from.
   WorkerLiveness liveness_;
+  ReaderLeases leases_;
   // When each job was last asked about; retires idle ones.
   JobRetention retention_;
   // The provisioner, if any, and what it was asked for.
@@ -349,6 +379,12 @@ class DispatcherImpl {
   // Task id -> the next index its consumer needs, from its latest client heartbeat (lower than
   // before when the consumer resumed from an older saved position).
   std::map<int64_t, int64_t> consumed_ ABSL_GUARDED_BY(mu_);
+  // Task id -> elements the task is known to have (the most any worker reported producing or
+  // its consumer acknowledged): lower bounds that only grow, for equal shares.
+  std::map<int64_t, int64_t> at_least_ ABSL_GUARDED_BY(mu_);
+  // Tasks their reader read to their end (ClientHeartbeatRequest.ended; at_least_ holds their
+  // exact count): final for equal shares even when no worker could report them finished.
+  std::set<int64_t> read_to_end_ ABSL_GUARDED_BY(mu_);
   // The same heartbeats as the status page and /metrics show them.
   JobActivityTracker activity_ ABSL_GUARDED_BY(mu_);
   // Counted for /metrics since this process started (not journaled).

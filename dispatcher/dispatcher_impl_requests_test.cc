@@ -13,19 +13,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/cache_gc.h"
+#include "cache/cache_policy.h"
 #include "common/deterministic_serialization.h"
 #include "common/failpoint.h"
-#include "testing/manual_clock_env.h"
-#include "testing/scoped_temp_dir.h"
 #include "common/status_macros.h"
 #include "dispatcher/dispatcher_impl.h"
 #include "dispatcher/dispatcher_impl_test_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "testing/exposition_parser.h"
-#include "cache/cache_policy.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
+#include "testing/exposition_parser.h"
+#include "testing/manual_clock_env.h"
+#include "testing/scoped_temp_dir.h"
 
 namespace granary {
 namespace {
@@ -108,6 +108,19 @@ TEST_F(DispatcherImplTest, BadRequestsGetClearErrors) {
   bad.mutable_pipeline()->mutable_source()->set_type("cache_read");
   EXPECT_THAT(std::string(impl_->RegisterDataset(bad, &bad_response).message()),
               HasSubstr("source cache_read (and cached_ops) are inserted by the dispatcher"));
+  // A client heartbeat's `ended` counts only for tasks it reports, and never negative.
+  ClientHeartbeatRequest ended;
+  ended.set_job_id(job);
+  ended.set_epoch(0);
+  (*ended.mutable_ended())[1] = 4;
+  ClientHeartbeatResponse ended_response;
+  const absl::Status unreported = impl_->ClientHeartbeat(ended, &ended_response);
+  EXPECT_TRUE(absl::IsInvalidArgument(unreported)) << unreported;
+  EXPECT_THAT(std::string(unreported.message()),
+              HasSubstr("task 1 ended with 4 elements: not one of the tasks it reports"));
+  (*ended.mutable_next_index())[1] = 0;
+  (*ended.mutable_ended())[1] = -1;
+  EXPECT_TRUE(absl::IsInvalidArgument(impl_->ClientHeartbeat(ended, &ended_response)));
   WorkerHeartbeatRequest stale;
   stale.set_worker_id("a");
   stale.set_incarnation(7);
@@ -350,11 +363,12 @@ TEST_F(DispatcherImplTest, HeartbeatsSendEachPipelineOnceAndOnlyNewTaskDefinitio
   // Two datasets whose pipelines (a mark with a long name) are 10 MB each, two epochs each.
   std::vector<int64_t> jobs;
   for (char c : {'x', 'y'}) {
-    auto def = ParsePipelineJson(
-        absl::StrCat(R"({"source": {"type": "range", "params": {"stop": 10}}, "ops": [)",
-                     R"({"op": "mark", "params": {"name": ")", std::string(10 << 20, c),
-                     R"("}}]})"),
-        "big.json");
+    auto def =
+        ParsePipelineJson(absl::StrCat(R"({"source": {"type": "range", "params": {"stop": 10, )",
+                                       R"("elements_per_split": 5}}, "ops": [)",
+                                       R"({"op": "mark", "params": {"name": ")",
+                                       std::string(10 << 20, c), R"("}}]})"),
+                          "big.json");
     ASSERT_TRUE(def.ok()) << def.status();
     RegisterDatasetRequest request;
     *request.mutable_pipeline() = *def;
@@ -398,6 +412,44 @@ TEST_F(DispatcherImplTest, HeartbeatsSendEachPipelineOnceAndOnlyNewTaskDefinitio
   EXPECT_EQ(steady.tasks_size(), 0);
   EXPECT_EQ(steady.assigned_task_ids_size(), 4);
   EXPECT_LT(steady.ByteSizeLong(), 64u) << "the steady state costs a few bytes per task";
+}
+
+TEST_F(DispatcherImplTest, AWorkerHoldingAPipelineAsWrittenIsSentItForAJobWithAutoOrder) {
+  // The worker runs an auto_order job's pipeline reordered: the key names that, so a worker
+  // holding the dataset's pipeline for a job without auto_order still gets it (it had no
+  // pipeline to reorder, and its heartbeats failed: every task it was given stalled).
+  Open();
+  RegisterWorker("a");
+  const std::string dataset = RegisterRangeDataset(10, 5);
+  const int64_t as_written = CreateJob(dataset, "as-written");
+  ASSERT_TRUE(StartEpoch(as_written, 0).ok());
+  WorkerHeartbeatRequest request;
+  request.set_worker_id("a");
+  request.set_incarnation(1);
+  const auto heartbeat = [this, &request] {
+    WorkerHeartbeatResponse response;
+    EXPECT_TRUE(impl_->WorkerHeartbeat(request, &response).ok());
+    return response;
+  };
+  const WorkerHeartbeatResponse first = heartbeat();
+  ASSERT_GT(first.tasks_size(), 0);
+  ASSERT_TRUE(first.tasks(0).has_pipeline());
+  request.add_pipeline_keys(first.tasks(0).pipeline_key());
+
+  const int64_t reordered = CreateJob(dataset, "reordered", 1, 0,
+                                      [](JobOptions* options) { options->set_auto_order(true); });
+  ASSERT_TRUE(StartEpoch(reordered, 0).ok());
+  const WorkerHeartbeatResponse second = heartbeat();
+  int reordered_tasks = 0;
+  for (const TaskDef& def : second.tasks()) {
+    if (def.job_id() != reordered) continue;
+    EXPECT_TRUE(def.auto_order()) << "task " << def.task_id();
+    EXPECT_NE(def.pipeline_key(), first.tasks(0).pipeline_key()) << "task " << def.task_id();
+    // Sent once per answer, with its first task.
+    EXPECT_EQ(def.has_pipeline(), reordered_tasks == 0) << "task " << def.task_id();
+    ++reordered_tasks;
+  }
+  EXPECT_GT(reordered_tasks, 0);
 }
 
 // Parameter ranges and file patterns are checked at registration, with PipelineSpec::Create's

@@ -56,8 +56,13 @@ TEST_P(ReplayEquivalenceTest, RecoveredStateEqualsStateBeforeTheCrash) {
         RegisterWorker(absl::StrCat("w", rng() % 5), rng() % 4 == 0);
         break;
       case 1:
-        jobs.push_back(
-            CreateJob(dataset, rng() % 2 ? absl::StrCat("job", rng() % 3) : "", 1 + rng() % 2));
+        if (rng() % 2) {
+          // Every open of a named job gives the job's options (others are refused).
+          const int name = rng() % 3;
+          jobs.push_back(CreateJob(dataset, absl::StrCat("job", name), 1 + name % 2));
+        } else {
+          jobs.push_back(CreateJob(dataset, "", 1 + rng() % 2));
+        }
         break;
       case 2:
         if (!jobs.empty()) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <random>
@@ -89,14 +90,16 @@ class DispatcherImplTest : public ::testing::Test {
     return response.dataset_id();
   }
 
+  // `more_options`, if given, sets options besides these.
   int64_t CreateJob(const std::string& dataset, const std::string& name, int consumers = 1,
-                    int slots = 0) {
+                    int slots = 0, const std::function<void(JobOptions*)>& more_options = nullptr) {
     GetOrCreateJobRequest request;
     request.set_dataset_id(dataset);
     request.set_name(name);
     request.mutable_options()->set_seed(3);
     request.mutable_options()->set_num_consumers(consumers);
     request.mutable_options()->set_num_worker_slots(slots);
+    if (more_options) more_options(request.mutable_options());
     GetOrCreateJobResponse response;
     const absl::Status status = impl_->GetOrCreateJob(request, &response);
     EXPECT_TRUE(status.ok()) << status;

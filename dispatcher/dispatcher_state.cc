@@ -5,9 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/cache_policy.h"
+#include "common/deterministic_serialization.h"
 #include "common/history_log.h"
+#include "common/read_stride.h"
 #include "common/status_macros.h"
 #include "dispatcher/assignment_policy.h"
+#include "dispatcher/consumer_shares.h"
 #include "dispatcher/request_limits.h"
 
 namespace granary {
@@ -121,6 +124,12 @@ absl::Status DispatcherState::Apply(uint64_t seq, const Update& update) {
       return ApplyDecideCache(update.decide_cache());
     case Update::kEvictCache:
       return ApplyEvictCache(update.evict_cache());
+    case Update::kResumeAtConsumers:
+      return ApplyResumeAtConsumers(update.resume_at_consumers());
+    case Update::kClaimConsumer:
+      return ApplyClaimConsumer(update.claim_consumer());
+    case Update::kReleaseConsumer:
+      return ApplyReleaseConsumer(update.release_consumer());
     case Update::KIND_NOT_SET:
       break;
   }
@@ -155,6 +164,12 @@ absl::Status DispatcherState::Validate(const Update& update) const {
       return ValidateDecideCache(update.decide_cache());
     case Update::kEvictCache:
       return ValidateEvictCache(update.evict_cache());
+    case Update::kResumeAtConsumers:
+      return ValidateResumeAtConsumers(update.resume_at_consumers());
+    case Update::kClaimConsumer:
+      return ValidateClaimConsumer(update.claim_consumer());
+    case Update::kReleaseConsumer:
+      return ValidateReleaseConsumer(update.release_consumer());
     case Update::KIND_NOT_SET:
       break;
   }
@@ -200,6 +215,8 @@ absl::Status DispatcherState::ApplyCreateJob(const CreateJobUpdate& u) {
   job.set_dataset_id(u.dataset_id());
   *job.mutable_options() = u.options();
   if (job.options().num_consumers() < 1) job.mutable_options()->set_num_consumers(1);
+  job.set_created_num_worker_slots(u.options().num_worker_slots());
+  job.set_created_num_local_slots(u.options().num_local_slots());
   if (!job.name().empty()) job_ids_by_name_[{job.name(), job.owner()}] = job.job_id();
   jobs_.emplace(job.job_id(), std::move(job));
   return absl::OkStatus();
@@ -230,6 +247,15 @@ absl::Status DispatcherState::ValidateStartEpoch(const StartEpochUpdate& u) cons
   if (u.cache().mode() == EpochCache::GET && (cache == nullptr || !cache->complete())) {
     return absl::AbortedError(absl::StrCat("cache ", u.cache().cache_key(), " is not complete"));
   }
+  const int32_t consumers = std::max(job.options().num_consumers(), 1);
+  if (EffectiveSharding(job.options()) == SHARDING_EQUAL &&
+      job.options().remainder() != REMAINDER_UNEVEN && u.plan_size() > 0 &&
+      u.plan_size() < consumers) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", u.job_id(), " epoch ", u.epoch(), " has ", u.plan_size(), " splits for ", consumers,
+        " consumers: equal shares need at least one split per consumer (split the "
+        "files finer, e.g. tfrecord records_per_split, or use remainder uneven)"));
+  }
   return absl::OkStatus();
 }
 
@@ -249,17 +275,16 @@ absl::Status DispatcherState::ApplyStartEpoch(const StartEpochUpdate& u, uint64_
   epoch.set_epoch(u.epoch());
   *epoch.mutable_plan() = u.plan();
   *epoch.mutable_cache() = u.cache();
-
-  // Remote tasks per consumer: as the job says, or (0, and no local ones) one per live remote
-  // worker; then its local ones.
-  int64_t remote = job.options().num_worker_slots();
-  int64_t local = std::max(job.options().num_local_slots(), 0);
-  if (remote <= 0 && local == 0) {
-    remote = std::count_if(workers_.begin(), workers_.end(), [](const auto& w) {
-      return !w.second.lost() && !w.second.standby() && !IsLocalWorker(w.second);
-    });
-  }
   const int32_t consumers = std::max(job.options().num_consumers(), 1);
+  if (EffectiveSharding(job.options()) == SHARDING_EQUAL) {
+    for (ConsumerShare& share : DealShares(u.plan(), consumers)) {
+      *epoch.add_shares() = std::move(share);
+    }
+  }
+
+  // Remote tasks per consumer, then its local ones.
+  int64_t remote = RemoteSlots(job);
+  int64_t local = std::max(job.options().num_local_slots(), 0);
   const int64_t max_slots = kMaxTasksPerEpoch / consumers;
   remote = std::clamp<int64_t>(remote, local > 0 ? 0 : 1, max_slots);
   local = std::min(local, max_slots - remote);
@@ -339,7 +364,10 @@ void DispatcherState::TakeOverLoad(const std::string& worker_id,
   for (int64_t id : unfinished_tasks_by_worker_[busiest]) {
     TaskState& task = tasks_.find(id)->second;
     const EpochState* epoch = FindEpoch(task.job_id(), task.epoch());
-    if (task.local() || task.draining() || epoch == nullptr || !HandsOutSplits(*epoch)) continue;
+    if (task.local() || task.draining() || epoch == nullptr ||
+        !HandsOutSplitsTo(*epoch, task.consumer())) {
+      continue;
+    }
     if (moved == nullptr || task.leased_size() <= moved->leased_size()) moved = &task;
   }
   if (moved != nullptr) Reassign(*moved, worker_id);
@@ -359,14 +387,15 @@ absl::Status DispatcherState::ApplyLeaseSplits(const LeaseSplitsUpdate& u) {
   TaskState& task = tasks_.find(u.task_id())->second;
   ASSIGN_OR_RETURN(EpochState * epoch, EpochOf(task));
   // A shed task leases nothing more (a lease journaled before the shed was applied first).
-  const int64_t n = task.draining() ? 0
-                                    : std::min<int64_t>(std::max<int64_t>(u.max(), 0),
-                                                        epoch->plan_size() - epoch->next_split());
-  for (int64_t i = 0; i < n; ++i) *task.add_leased() = epoch->plan(epoch->next_split() + i);
+  const std::vector<int64_t> next =
+      task.draining() ? std::vector<int64_t>()
+                      : NextPlanIndices(*epoch, task.consumer(), std::max<int64_t>(u.max(), 0));
+  const int64_t n = static_cast<int64_t>(next.size());
+  for (int64_t i : next) *task.add_leased() = epoch->plan(i);
   if (n > 0) {
     GRANARY_HISTORY_RECORD("lease", "ok", TaskFields(task), " splits=", LastLeased(task, n));
   }
-  epoch->set_next_split(epoch->next_split() + n);
+  MarkLeased(*epoch, task.consumer(), n);
   return absl::OkStatus();
 }
 
@@ -562,6 +591,8 @@ absl::Status DispatcherState::ApplyScaleJob(const ScaleJobUpdate& u) {
     EpochState& epoch = epoch_it->second;
     if (!HandsOutSplits(epoch)) continue;
     for (int32_t c = 0; c < consumers; ++c) {
+      // Tasks join only consumers that still have splits to lease.
+      if (!HandsOutSplitsTo(epoch, c)) continue;
       // The consumer's tasks still leasing splits, remote and local, by slot.
       std::vector<TaskState*> leasing[2];
       int32_t next_slot = 0;
@@ -619,9 +650,247 @@ absl::Status DispatcherState::ApplyRetireJob(const RetireJobUpdate& u) {
   return absl::OkStatus();
 }
 
-void DispatcherState::AddTask(EpochState& epoch, int32_t consumer, int32_t slot, bool local,
-                              const std::optional<std::string>& worker_id,
-                              std::map<std::string, int64_t>& loads) {
+int64_t DispatcherState::RemoteSlots(const JobState& job) const {
+  const int64_t remote = job.options().num_worker_slots();
+  if (remote > 0 || job.options().num_local_slots() > 0) return remote;
+  return std::count_if(workers_.begin(), workers_.end(), [](const auto& w) {
+    return !w.second.lost() && !w.second.standby() && !IsLocalWorker(w.second);
+  });
+}
+
+absl::Status DispatcherState::ValidateResumeAtConsumers(const ResumeAtConsumersUpdate& u) const {
+  const JobState* job = FindJob(u.job_id());
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
+  const std::string name = absl::StrCat("job ", u.job_id());
+  if (job->options().num_consumers() == u.num_consumers()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(name, " already has ", u.num_consumers(), " consumers"));
+  }
+  if (job->options().num_consumers() != u.from_consumers()) {
+    return absl::FailedPreconditionError(absl::StrCat(name, " has ", job->options().num_consumers(),
+                                                      " consumers, not ", u.from_consumers(),
+                                                      ": the positions are not of its consumers"));
+  }
+  JobOptions resumed = job->options();
+  resumed.set_num_consumers(u.num_consumers());
+  if (u.num_consumers() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": cannot resume at ", u.num_consumers(), " consumers"));
+  }
+  RETURN_IF_ERROR(ValidateJobOptions(resumed));
+  if (job->options().num_local_slots() > 0 || job->options().placement() != PLACEMENT_STATIC) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        name,
+        " has local workers, which serve one consumer each: it cannot resume at another "
+        "number of consumers"));
+  }
+  if (u.epoch() < 0 || u.epoch() + 1 < job->epochs_started()) {
+    return absl::FailedPreconditionError(absl::StrCat(name, " has started ", job->epochs_started(),
+                                                      " epochs: the positions of epoch ", u.epoch(),
+                                                      " are not of its last"));
+  }
+  const EpochState* epoch = FindEpoch(u.job_id(), u.epoch());
+  for (const auto& [task_id, next] : u.next_index()) {
+    const TaskState* task = FindTask(task_id);
+    if (epoch == nullptr || task == nullptr || task->job_id() != u.job_id() ||
+        task->epoch() != u.epoch()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": the positions name task ", task_id,
+                                                     ", not one of epoch ", u.epoch(), "'s"));
+    }
+    if (next < task->start_index() || (task->finished() && next > task->num_elements())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": the positions resume task ", task_id, " at index ", next, ", outside [",
+          task->start_index(), ", ", task->finished() ? task->num_elements() : next, "]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyResumeAtConsumers(const ResumeAtConsumersUpdate& u) {
+  JobState& job = jobs_.find(u.job_id())->second;
+  job.mutable_options()->set_num_consumers(u.num_consumers());
+  auto* leases = job.mutable_leases();
+  leases->erase(std::remove_if(leases->begin(), leases->end(),
+                               [&](const ConsumerLease& lease) {
+                                 return lease.consumer() >= u.num_consumers();
+                               }),
+                leases->end());
+  auto epoch_it = epochs_.find({u.job_id(), u.epoch()});
+  // An epoch whose tasks have all finished producing is dealt too: its consumers may not have
+  // read it all yet.
+  if (epoch_it == epochs_.end()) return absl::OkStatus();
+  EpochState& epoch = epoch_it->second;
+  const int32_t consumers = u.num_consumers();
+  // The epoch's tasks, by old consumer and slot, dealt round robin to the new consumers.
+  std::vector<TaskState*> old;
+  for (int64_t id : epoch.task_ids()) old.push_back(&tasks_.find(id)->second);
+  std::sort(old.begin(), old.end(), [](const TaskState* a, const TaskState* b) {
+    return std::make_pair(a->consumer(), a->slot()) < std::make_pair(b->consumer(), b->slot());
+  });
+  std::map<std::string, int64_t> plan_index;
+  for (int i = 0; i < epoch.plan_size(); ++i) {
+    plan_index[SerializeDeterministically(epoch.plan(i))] = i;
+  }
+  std::vector<std::vector<int64_t>> leased(consumers);
+  std::vector<int32_t> next_slot(consumers, 0);
+  std::vector<bool> can_lease(consumers, false);
+  for (size_t i = 0; i < old.size(); ++i) {
+    TaskState& task = *old[i];
+    const int32_t c = static_cast<int32_t>(i % consumers);
+    task.set_consumer(c);
+    task.set_slot(next_slot[c]++);
+    const auto next = u.next_index().find(task.task_id());
+    task.set_start_index(next == u.next_index().end() ? 0 : next->second);
+    // A copy's splits are its original's: the plan leased them once.
+    if (task.copy_of() == 0) {
+      for (const Split& split : task.leased()) {
+        leased[c].push_back(plan_index.at(SerializeDeterministically(split)));
+      }
+    }
+    // Read by another consumer now: a new generation (its definition and grants name it).
+    Reassign(task, task.worker_id());
+  }
+  std::vector<ConsumerShare> shares = RedealShares(epoch, leased, consumers);
+  epoch.clear_shares();
+  for (ConsumerShare& share : shares) *epoch.add_shares() = std::move(share);
+  std::map<std::string, int64_t> loads = LiveWorkerLoads();
+  ShareOldTasks(epoch, old, consumers > u.from_consumers(), next_slot, loads);
+  for (const TaskState* task : old) {
+    can_lease[task->consumer()] =
+        can_lease[task->consumer()] || (!task->finished() && !task->draining());
+  }
+  const int64_t remote = std::max<int64_t>(RemoteSlots(job), 1);
+  for (int32_t c = 0; c < consumers; ++c) {
+    if (can_lease[c] || !HandsOutSplitsTo(epoch, c)) continue;
+    for (int64_t s = 0; s < remote && epoch.task_ids_size() < kMaxTasksPerEpoch; ++s) {
+      AddTask(epoch, c, next_slot[c]++, /*local=*/false, std::nullopt, loads);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void DispatcherState::ShareOldTasks(EpochState& epoch, const std::vector<TaskState*>& old,
+                                    bool growing, std::vector<int32_t>& next_slot,
+                                    std::map<std::string, int64_t>& loads) {
+  const int32_t consumers = epoch.shares_size();
+  // A PUT epoch's tasks write cache chunks: a copy would write them twice.
+  if (consumers < 2 || epoch.cache().mode() == EpochCache::PUT) return;
+  // The old tasks that may hold elements nobody has read — finished with some past their start,
+  // or still holding splits to produce — and the consumers that have something to read: such a
+  // task, or splits of their share to lease.
+  std::vector<TaskState*> unread;
+  std::vector<bool> has_work(consumers, false);
+  for (TaskState* task : old) {
+    const ReadStride stride(task->read_stride(), task->read_offset());
+    if (task->finished() ? stride.CountIn(task->start_index(), task->num_elements()) > 0
+                         : task->leased_size() > 0) {
+      unread.push_back(task);
+      has_work[task->consumer()] = true;
+    }
+  }
+  for (int32_t c = 0; c < consumers; ++c) has_work[c] = has_work[c] || HandsOutSplitsTo(epoch, c);
+  if (unread.empty() ||
+      (!growing && std::all_of(has_work.begin(), has_work.end(), [](bool b) { return b; }))) {
+    return;
+  }
+  // Every consumer reads a part of each such task: the task keeps one, copies the others. Their
+  // leases are final (draining): a copy computes the same splits as its original, index for
+  // index, so neither may lease more; the rest of the shares goes to new tasks.
+  for (TaskState* task : unread) {
+    const ReadStride stride(task->read_stride(), task->read_offset());
+    const int64_t original = task->copy_of() != 0 ? task->copy_of() : task->task_id();
+    task->set_draining(true);
+    task->set_read_stride(static_cast<int32_t>(stride.stride() * consumers));
+    task->set_read_offset(static_cast<int32_t>(stride.offset()));
+    for (int32_t j = 1; j < consumers; ++j) {
+      const int32_t c = (task->consumer() + j) % consumers;
+      TaskState& copy = AddTask(epoch, c, next_slot[c]++, /*local=*/false, std::nullopt, loads);
+      *copy.mutable_leased() = task->leased();
+      copy.set_draining(true);
+      copy.set_start_index(task->start_index());
+      copy.set_read_stride(task->read_stride());
+      copy.set_read_offset(static_cast<int32_t>(stride.offset() + j * stride.stride()));
+      copy.set_copy_of(original);
+    }
+  }
+  // The copies have their elements to compute.
+  epoch.set_finished(false);
+}
+
+const ConsumerLease* DispatcherState::FindLease(const JobState& job, int32_t consumer) {
+  for (const ConsumerLease& lease : job.leases()) {
+    if (lease.consumer() == consumer) return &lease;
+  }
+  return nullptr;
+}
+
+absl::Status DispatcherState::ValidateClaimConsumer(const ClaimConsumerUpdate& u) const {
+  const JobState* job = FindJob(u.job_id());
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
+  if (u.consumer() < 0 || u.consumer() >= job->options().num_consumers()) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", u.job_id(), " has ",
+                                                   job->options().num_consumers(),
+                                                   " consumers; no consumer ", u.consumer()));
+  }
+  if (u.reader_id().empty()) {
+    return absl::InvalidArgumentError("a claim of a consumer names no reader id");
+  }
+  RETURN_IF_ERROR(ValidateName("reader id", u.reader_id()));
+  RETURN_IF_ERROR(ValidateName("reader description", u.description()));
+  const ConsumerLease* lease = FindLease(*job, u.consumer());
+  if (lease == nullptr || lease->reader_id().empty()) return absl::OkStatus();
+  if (lease->reader_id() == u.reader_id()) {
+    return absl::AlreadyExistsError(absl::StrCat("reader ", u.reader_id(), " holds consumer ",
+                                                 u.consumer(), " of job ", u.job_id(), " already"));
+  }
+  if (!u.takeover()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "consumer ", u.consumer(), " of job ", u.job_id(), " is held by reader ",
+        lease->reader_id(), " (", lease->description(), ", generation ", lease->generation(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyClaimConsumer(const ClaimConsumerUpdate& u) {
+  ConsumerLease* lease = MutableLease(jobs_.find(u.job_id())->second, u.consumer());
+  lease->set_reader_id(u.reader_id());
+  lease->set_description(u.description());
+  lease->set_generation(lease->generation() + 1);
+  return absl::OkStatus();
+}
+
+ConsumerLease* DispatcherState::MutableLease(JobState& job, int32_t consumer) {
+  for (ConsumerLease& lease : *job.mutable_leases()) {
+    if (lease.consumer() == consumer) return &lease;
+  }
+  // Leases are listed in the order of their first claim: replay gives the same order.
+  ConsumerLease* lease = job.add_leases();
+  lease->set_consumer(consumer);
+  return lease;
+}
+
+absl::Status DispatcherState::ValidateReleaseConsumer(const ReleaseConsumerUpdate& u) const {
+  const JobState* job = FindJob(u.job_id());
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", u.job_id()));
+  const ConsumerLease* lease = FindLease(*job, u.consumer());
+  if (lease == nullptr || lease->reader_id() != u.reader_id() || u.reader_id().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("reader ", u.reader_id(), " does not hold consumer ", u.consumer(), " of job ",
+                     u.job_id(), ": nothing to release"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ApplyReleaseConsumer(const ReleaseConsumerUpdate& u) {
+  ConsumerLease* lease = MutableLease(jobs_.find(u.job_id())->second, u.consumer());
+  lease->clear_reader_id();
+  lease->clear_description();
+  return absl::OkStatus();
+}
+
+TaskState& DispatcherState::AddTask(EpochState& epoch, int32_t consumer, int32_t slot,
+                                    bool local, const std::optional<std::string>& worker_id,
+                                    std::map<std::string, int64_t>& loads) {
   TaskState task;
   task.set_task_id(next_task_id_++);
   task.set_job_id(epoch.job_id());
@@ -635,7 +904,8 @@ void DispatcherState::AddTask(EpochState& epoch, int32_t consumer, int32_t slot,
   epoch.add_task_ids(task.task_id());
   IndexTask(task);
   GRANARY_HISTORY_RECORD("assign", "ok", TaskFields(task));
-  tasks_.emplace(task.task_id(), std::move(task));
+  const int64_t id = task.task_id();
+  return tasks_.emplace(id, std::move(task)).first->second;
 }
 
 void DispatcherState::MoveTask(TaskState& task, std::map<std::string, int64_t>& loads) {

@@ -75,6 +75,8 @@ class DispatcherState {
   const TaskState* FindTask(int64_t task_id) const;
   const WorkerState* FindWorker(const std::string& worker_id) const;
   const CacheState* FindCache(const std::string& cache_key) const;
+  // The lease of `consumer` of `job` (JobState.leases); nullptr when it was never claimed.
+  static const ConsumerLease* FindLease(const JobState& job, int32_t consumer);
   // Whether cache `cache_key` is being written (incomplete) or an unfinished epoch reads or
   // writes it: such a cache is never evicted.
   bool CacheInUse(const std::string& cache_key) const;
@@ -110,6 +112,9 @@ class DispatcherState {
   absl::Status ValidateScaleJob(const ScaleJobUpdate& u) const;
   absl::Status ValidateDecideCache(const DecideCacheUpdate& u) const;
   absl::Status ValidateEvictCache(const EvictCacheUpdate& u) const;
+  absl::Status ValidateResumeAtConsumers(const ResumeAtConsumersUpdate& u) const;
+  absl::Status ValidateClaimConsumer(const ClaimConsumerUpdate& u) const;
+  absl::Status ValidateReleaseConsumer(const ReleaseConsumerUpdate& u) const;
   // Apply, by kind of update, of an update Validate accepted.
   absl::Status ApplyRegisterDataset(const RegisterDatasetUpdate& u);
   absl::Status ApplyCreateJob(const CreateJobUpdate& u);
@@ -124,7 +129,15 @@ class DispatcherState {
   absl::Status ApplyScaleJob(const ScaleJobUpdate& u);
   absl::Status ApplyDecideCache(const DecideCacheUpdate& u);
   absl::Status ApplyEvictCache(const EvictCacheUpdate& u);
+  absl::Status ApplyResumeAtConsumers(const ResumeAtConsumersUpdate& u);
+  absl::Status ApplyClaimConsumer(const ClaimConsumerUpdate& u);
+  absl::Status ApplyReleaseConsumer(const ReleaseConsumerUpdate& u);
 
+  // The remote tasks per consumer an epoch of `job` starts with: as the job says, or (0, and no
+  // local ones) one per live remote worker.
+  int64_t RemoteSlots(const JobState& job) const;
+  // The lease of `consumer` of `job`, added (without holder, generation 0) if it has none.
+  static ConsumerLease* MutableLease(JobState& job, int32_t consumer);
   // Adds `task` to (removes it from) the indices by worker.
   void IndexTask(const TaskState& task);
   void UnindexTask(const TaskState& task);
@@ -133,9 +146,19 @@ class DispatcherState {
   absl::StatusOr<EpochState*> EpochOf(const TaskState& task);
   // Creates a task of `epoch` (the next task id) for `consumer`'s `slot` on `worker_id` — or,
   // without one, on the worker ChooseWorker picks ("" = unassigned, generation 0) — and adds it
-  // to the epoch, the indices and `loads`.
-  void AddTask(EpochState& epoch, int32_t consumer, int32_t slot, bool local,
-               const std::optional<std::string>& worker_id, std::map<std::string, int64_t>& loads);
+  // to the epoch, the indices and `loads`; returns it.
+  TaskState& AddTask(EpochState& epoch, int32_t consumer, int32_t slot, bool local,
+                     const std::optional<std::string>& worker_id,
+                     std::map<std::string, int64_t>& loads);
+  // Elastic resume, after the `old` tasks of `epoch` were dealt to its consumers and its shares
+  // redealt: when the consumers are `growing` in number (whole old tasks cannot be dealt to
+  // them equally), or some consumer would have nothing to read (no old task with unread
+  // elements, no split of its share left — the workers had leased the plan ahead), every
+  // consumer reads a part of each old task with unread elements (TaskState.read_stride),
+  // through the task or a copy of it on a new slot (`next_slot`, per consumer), counted in
+  // `loads`.
+  void ShareOldTasks(EpochState& epoch, const std::vector<TaskState*>& old, bool growing,
+                     std::vector<int32_t>& next_slot, std::map<std::string, int64_t>& loads);
   // Gives `task` to the worker ChooseWorker picks among `loads` as a new generation, and counts
   // it there; a task without a worker that finds none stays as it is.
   void MoveTask(TaskState& task, std::map<std::string, int64_t>& loads);

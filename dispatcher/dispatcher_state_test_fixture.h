@@ -32,7 +32,8 @@ class DispatcherStateTest : public ::testing::Test {
     ASSERT_TRUE(Apply(u).ok());
   }
 
-  // Creates dataset "d", a job and starts its epoch 0 with `splits` splits.
+  // Creates dataset "d", a job and starts its epoch 0 with `splits` splits. The job shards
+  // dynamically, whatever its consumers (dispatcher_state_shares_test.cc tests equal shares).
   void StartJob(int consumers, int slots, int splits) {
     Update d;
     d.mutable_register_dataset()->set_dataset_id("d");
@@ -41,6 +42,7 @@ class DispatcherStateTest : public ::testing::Test {
     j.mutable_create_job()->set_dataset_id("d");
     j.mutable_create_job()->mutable_options()->set_num_consumers(consumers);
     j.mutable_create_job()->mutable_options()->set_num_worker_slots(slots);
+    j.mutable_create_job()->mutable_options()->set_sharding(SHARDING_DYNAMIC);
     ASSERT_TRUE(Apply(j).ok());
     Update e;
     e.mutable_start_epoch()->set_job_id(1);

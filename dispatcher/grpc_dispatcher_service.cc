@@ -72,10 +72,9 @@ grpc::Status GrpcDispatcherService::RegisterDataset(grpc::ServerContext* context
                                                     const RegisterDatasetRequest* request,
                                                     RegisterDatasetResponse* response) {
   return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
-    if (absl::StatusOr<Caller> caller = ClientCaller(impl, context, "RegisterDataset"); !caller.ok()) {
-      return ToGrpcStatus(caller.status());
-    }
-    return ToGrpcStatus(impl.RegisterDataset(*request, response));
+    absl::StatusOr<Caller> caller = ClientCaller(impl, context, "RegisterDataset");
+    if (!caller.ok()) return ToGrpcStatus(caller.status());
+    return ToGrpcStatus(impl.RegisterDataset(*request, response, *caller));
   });
 }
 
@@ -120,6 +119,26 @@ grpc::Status GrpcDispatcherService::WorkerHeartbeat(grpc::ServerContext* context
       return ToGrpcStatus(allowed);
     }
     return ToGrpcStatus(impl.WorkerHeartbeat(*request, response));
+  });
+}
+
+grpc::Status GrpcDispatcherService::ClaimConsumer(grpc::ServerContext* context,
+                                                  const ClaimConsumerRequest* request,
+                                                  ClaimConsumerResponse* response) {
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    const absl::StatusOr<Caller> caller = ClientCaller(impl, context, "ClaimConsumer");
+    if (!caller.ok()) return ToGrpcStatus(caller.status());
+    return ToGrpcStatus(impl.ClaimConsumer(*request, response, *caller));
+  });
+}
+
+grpc::Status GrpcDispatcherService::ReleaseConsumer(grpc::ServerContext* context,
+                                                    const ReleaseConsumerRequest* request,
+                                                    ReleaseConsumerResponse* response) {
+  return WithImpl(context, [&](DispatcherImpl& impl) -> grpc::Status {
+    const absl::StatusOr<Caller> caller = ClientCaller(impl, context, "ReleaseConsumer");
+    if (!caller.ok()) return ToGrpcStatus(caller.status());
+    return ToGrpcStatus(impl.ReleaseConsumer(*request, *caller));
   });
 }
 

@@ -55,6 +55,10 @@ class GrpcDispatcherService final : public Dispatcher::Service {
                               RegisterWorkerResponse* response) override;
   grpc::Status WorkerHeartbeat(grpc::ServerContext*, const WorkerHeartbeatRequest* request,
                                WorkerHeartbeatResponse* response) override;
+  grpc::Status ClaimConsumer(grpc::ServerContext*, const ClaimConsumerRequest* request,
+                             ClaimConsumerResponse* response) override;
+  grpc::Status ReleaseConsumer(grpc::ServerContext*, const ReleaseConsumerRequest* request,
+                               ReleaseConsumerResponse* response) override;
   grpc::Status ClientHeartbeat(grpc::ServerContext*, const ClientHeartbeatRequest* request,
                                ClientHeartbeatResponse* response) override;
   grpc::Status GetSplits(grpc::ServerContext*, const GetSplitsRequest* request,

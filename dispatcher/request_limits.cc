@@ -47,6 +47,14 @@ absl::Status ValidateJobOptions(const JobOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("job option autoscale ", options.autoscale(),
                                                    " is none of the known policies"));
   }
+  if (!Sharding_IsValid(options.sharding())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job option sharding ", options.sharding(), " is none of the known ways"));
+  }
+  if (!Remainder_IsValid(options.remainder())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job option remainder ", options.remainder(), " is none of the known rules"));
+  }
   if (options.num_epochs() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("job option num_epochs is ", options.num_epochs(), "; it must be >= 0"));

@@ -11,6 +11,7 @@
 #include "common/deterministic_serialization.h"
 #include "common/status_macros.h"
 #include "dispatcher/assignment_policy.h"
+#include "dispatcher/consumer_shares.h"
 #include "dispatcher/request_limits.h"
 
 namespace granary {
@@ -43,6 +44,23 @@ absl::Status CheckJob(const DispatcherState& state, const JobState& job) {
   }
   if (!job.name().empty() && state.FindJobByName(job.owner(), job.name()) != &job) {
     return Violation("job name '", job.name(), "' is used twice by owner '", job.owner(), "'");
+  }
+  std::set<int32_t> leased;
+  for (const ConsumerLease& lease : job.leases()) {
+    if (lease.consumer() < 0 || lease.consumer() >= job.options().num_consumers() ||
+        !leased.insert(lease.consumer()).second) {
+      return Violation("job ", job.job_id(), " of ", job.options().num_consumers(),
+                       " consumers lists a lease of consumer ", lease.consumer(),
+                       " that is out of range or listed twice");
+    }
+    if (lease.generation() < 1) {
+      return Violation("job ", job.job_id(), " consumer ", lease.consumer(),
+                       " has a lease of generation ", lease.generation());
+    }
+    if (lease.reader_id().empty() && !lease.description().empty()) {
+      return Violation("job ", job.job_id(), " consumer ", lease.consumer(),
+                       " has a released lease that describes a holder");
+    }
   }
   for (int64_t e = 0; e < job.epochs_started(); ++e) {
     if (state.FindEpoch(job.job_id(), e) == nullptr) {
@@ -81,6 +99,59 @@ absl::Status CheckTask(const DispatcherState& state, const TaskState& task) {
   if (task.finished() && task.num_elements() < 0) {
     return Violation("task ", task.task_id(), " finished with ", task.num_elements(), " elements");
   }
+  if (task.read_stride() > 1 &&
+      (task.read_offset() < 0 || task.read_offset() >= task.read_stride())) {
+    return Violation("task ", task.task_id(), " reads offset ", task.read_offset(),
+                     " of stride ", task.read_stride());
+  }
+  if (task.copy_of() != 0) {
+    const TaskState* original = state.FindTask(task.copy_of());
+    if (original == nullptr || original->job_id() != task.job_id() ||
+        original->epoch() != task.epoch() || !task.draining() ||
+        original->leased_size() != task.leased_size()) {
+      return Violation("task ", task.task_id(), " is a copy of task ", task.copy_of(),
+                       ", which is not a task of its epoch holding the same splits, or it leases");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// An equal-shares epoch's shares partition its plan, the splits each has to lease ascending,
+// with the splits leased from them adding up to next_split.
+absl::Status CheckShares(const DispatcherState& state, const std::string& name,
+                         const EpochState& epoch) {
+  if (epoch.shares_size() == 0) return absl::OkStatus();
+  // Dealt for the consumers the job had then (an elastic resume changes the count later).
+  for (int64_t id : epoch.task_ids()) {
+    const TaskState* task = state.FindTask(id);
+    if (task != nullptr && task->consumer() >= epoch.shares_size()) {
+      return Violation(name, " has ", epoch.shares_size(), " shares, but task ", id,
+                       " reads for consumer ", task->consumer());
+    }
+  }
+  std::vector<int64_t> dealt;
+  int64_t leased = 0;
+  for (int c = 0; c < epoch.shares_size(); ++c) {
+    const ConsumerShare& share = epoch.shares(c);
+    if (share.leased() < 0 || share.leased() > share.plan_index_size() ||
+        !std::is_sorted(share.plan_index().begin() + share.leased(), share.plan_index().end())) {
+      return Violation(name, " consumer ", c, "'s share is out of order or leased ", share.leased(),
+                       " of its ", share.plan_index_size(), " splits");
+    }
+    dealt.insert(dealt.end(), share.plan_index().begin(), share.plan_index().end());
+    leased += share.leased();
+  }
+  std::sort(dealt.begin(), dealt.end());
+  for (int64_t i = 0; i < static_cast<int64_t>(dealt.size()); ++i) {
+    if (dealt[i] != i || dealt.size() != static_cast<size_t>(epoch.plan_size())) {
+      return Violation(name, "'s shares deal ", dealt.size(), " indices for ", epoch.plan_size(),
+                       " splits: not each split once");
+    }
+  }
+  if (leased != epoch.next_split()) {
+    return Violation(name, "'s shares leased ", leased, " splits, but next_split is ",
+                     epoch.next_split());
+  }
   return absl::OkStatus();
 }
 
@@ -108,19 +179,22 @@ absl::Status CheckEpoch(const DispatcherState& state, const EpochState& epoch) {
       return Violation(name, " task ", id, " has consumer ", task->consumer(), " slot ",
                        task->slot(), ": out of range or taken twice");
     }
-    for (const Split& split : task->leased()) leased.push_back(SerializeDeterministically(split));
+    // A copy holds its original's splits again (elastic resume): the plan leased them once.
+    if (task->copy_of() == 0) {
+      for (const Split& split : task->leased()) leased.push_back(SerializeDeterministically(split));
+    }
     all_finished = all_finished && task->finished();
   }
+  RETURN_IF_ERROR(CheckShares(state, name, epoch));
   std::vector<std::string> planned;
-  for (int64_t i = 0; i < epoch.next_split(); ++i) {
+  for (int64_t i : LeasedPlanIndices(epoch)) {
     planned.push_back(SerializeDeterministically(epoch.plan(i)));
   }
   std::sort(leased.begin(), leased.end());
   std::sort(planned.begin(), planned.end());
   if (leased != planned) {
-    return Violation(name, ": its tasks hold ", leased.size(),
-                     " leased splits that are not the plan's first ", epoch.next_split(),
-                     " (a split leased twice, or lost)");
+    return Violation(name, ": its tasks hold ", leased.size(), " leased splits that are not the ",
+                     planned.size(), " the plan leased (a split leased twice, or lost)");
   }
   if (epoch.finished() != (all_finished && epoch.task_ids_size() > 0)) {
     return Violation(name, " is marked ", epoch.finished() ? "" : "not ", "finished, but ",

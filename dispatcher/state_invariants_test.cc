@@ -76,7 +76,7 @@ TEST(StateInvariantsTest, EachKindOfInconsistencyIsDataLossNamingIt) {
   const std::vector<Corruption> corruptions = {
       {"a split leased twice",
        [](DispatcherStateProto& p) { *p.mutable_tasks(1)->add_leased() = p.tasks(0).leased(0); },
-       "not the plan's first 5 (a split leased twice, or lost)"},
+       "not the 5 the plan leased (a split leased twice, or lost)"},
       {"a leased split lost",
        [](DispatcherStateProto& p) { p.mutable_tasks(1)->mutable_leased()->RemoveLast(); },
        "(a split leased twice, or lost)"},
@@ -116,6 +116,32 @@ TEST(StateInvariantsTest, EachKindOfInconsistencyIsDataLossNamingIt) {
       {"two tasks in one slot",
        [](DispatcherStateProto& p) { p.mutable_tasks(1)->set_consumer(0); },
        "task 2 has consumer 0 slot 0: out of range or taken twice"},
+      {"two leases of one consumer",
+       [](DispatcherStateProto& p) {
+         for (int i = 0; i < 2; ++i) {
+           ConsumerLease& lease = *p.mutable_jobs(0)->add_leases();
+           lease.set_reader_id("r");
+           lease.set_generation(1);
+         }
+       },
+       "lists a lease of consumer 0 that is out of range or listed twice"},
+      {"a lease of a consumer the job does not have",
+       [](DispatcherStateProto& p) {
+         ConsumerLease& lease = *p.mutable_jobs(0)->add_leases();
+         lease.set_consumer(p.jobs(0).options().num_consumers());
+         lease.set_generation(1);
+       },
+       "that is out of range or listed twice"},
+      {"a lease of generation 0",
+       [](DispatcherStateProto& p) { p.mutable_jobs(0)->add_leases()->set_reader_id("r"); },
+       "job 1 consumer 0 has a lease of generation 0"},
+      {"a released lease naming a holder",
+       [](DispatcherStateProto& p) {
+         ConsumerLease& lease = *p.mutable_jobs(0)->add_leases();
+         lease.set_description("host:1");
+         lease.set_generation(1);
+       },
+       "has a released lease that describes a holder"},
   };
   for (const Corruption& c : corruptions) {
     DispatcherStateProto proto = ConsistentState();

@@ -10,6 +10,7 @@
 #include "common/failpoints.h"
 #include "common/status_macros.h"
 #include "dispatcher/assignment_policy.h"
+#include "dispatcher/consumer_shares.h"
 #include "dispatcher/dispatcher_impl.h"
 #include "dispatcher/request_limits.h"
 #include "glog/logging.h"
@@ -97,14 +98,17 @@ const PipelineDef& DispatcherImpl::FillTaskDef(const DispatcherState& state, con
   def->set_cached_prefix_ops(cache.cached_prefix_ops());
   def->set_cache_dir(cache.cache_dir());
   if (cache.mode() != EpochCache::COMPUTE) def->set_cache_root(options_.cache_root);
+  // The key names the pipeline the worker runs: with auto_order, the one AutoOrder makes of what
+  // is sent (a worker holding the pipeline as written for another job still needs it sent).
+  const std::string reordered = job->options().auto_order() ? "/auto_order" : "";
   if (!cache.has_pipeline()) {
-    def->set_pipeline_key(job->dataset_id());
+    def->set_pipeline_key(absl::StrCat(job->dataset_id(), reordered));
     return state.FindDataset(job->dataset_id())->pipeline();
   }
   // The cache rewrite is a function of the dataset, the cache (its key names the cached
   // prefix and seed), the mode and the cache's directory.
   def->set_pipeline_key(absl::StrCat(job->dataset_id(), "/", EpochCache::Mode_Name(cache.mode()),
-                                     "/", cache.cache_key(), "/", cache.cache_dir()));
+                                     "/", cache.cache_key(), "/", cache.cache_dir(), reordered));
   return cache.pipeline();
 }
 
@@ -142,6 +146,7 @@ absl::Status DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& reque
             policy_runner_.ProducerTotals(task->job_id(), task->task_id(), IsLocalWorker(*worker),
                                           r.produced(), r.busy_us());
             activity_.TaskReport(task->task_id(), r.produced(), r.transport());
+            KnowAtLeast(task->task_id(), r.produced_through());
           }
         }
         int64_t pipeline_bytes = 0;
@@ -195,7 +200,7 @@ absl::Status DispatcherImpl::GetSplits(const GetSplitsRequest& request,
     if (response->splits_size() > 0) return true;
     const EpochState* epoch = state.FindEpoch(task->job_id(), task->epoch());
     // A shed task leases nothing more: it ends with what it holds.
-    response->set_end_of_splits(task->draining() || epoch->next_split() == epoch->plan_size());
+    response->set_end_of_splits(task->draining() || !HandsOutSplitsTo(*epoch, task->consumer()));
     return response->end_of_splits();
   };
   RETURN_IF_ERROR(core_->CheckUsable());

@@ -117,6 +117,9 @@ int64_t CountFailpointFirings(Env* env, const std::string& logs) {
   return n;
 }
 
+// StrJoin formatter: a digest line's rows.
+void RowsOf(std::string* out, const DigestLine& line) { absl::StrAppend(out, line.rows); }
+
 // History lines shown on each side of a violation.
 constexpr int kHistoryContext = 8;
 
@@ -203,15 +206,19 @@ class ChaosRun {
                              "--max_outstanding_requests=1", "--max_request_bytes=1"}) {
       p.client_flags.push_back(flag);
     }
-    if (options_.consumers == 1) {
+    if (plan_.consumers == 1) {
       p.client_flags.push_back("--digest_out=" + digest_file(0));
       p.client_flags.push_back("--position_file=" + position_file(0));
     } else {
-      for (int i = 0; i < options_.consumers; ++i) {
+      for (int i = 0; i < plan_.consumers; ++i) {
         p.consumer_flags.push_back(
-            {absl::StrCat("--consumer=", i), absl::StrCat("--num_consumers=", options_.consumers),
+            {absl::StrCat("--consumer=", i), absl::StrCat("--num_consumers=", plan_.consumers),
              "--digest_out=" + digest_file(i), "--position_file=" + position_file(i)});
       }
+    }
+    if (plan_.consumers > 1) {
+      p.client_flags.push_back("--sharding=" + plan_.sharding);
+      p.client_flags.push_back("--remainder=" + plan_.remainder);
     }
     p.client_flags.push_back(absl::StrCat("--step_ms=", options_.step_ms));
     // Small windows: workers produce (and lease splits) only a few elements ahead of the client,
@@ -317,12 +324,12 @@ class ChaosRun {
 
   // Consumer i's position and digest files.
   std::string position_file(int i) const {
-    return options_.consumers == 1 ? options_.dir + "/position"
-                                   : absl::StrCat(options_.dir, "/position-", i);
+    return plan_.consumers == 1 ? options_.dir + "/position"
+                                : absl::StrCat(options_.dir, "/position-", i);
   }
   std::string digest_file(int i) const {
-    return options_.consumers == 1 ? options_.dir + "/service.jsonl"
-                                   : absl::StrCat(options_.dir, "/service-", i, ".jsonl");
+    return plan_.consumers == 1 ? options_.dir + "/service.jsonl"
+                                : absl::StrCat(options_.dir, "/service-", i, ".jsonl");
   }
 
   // Where the consumers stand together: the epoch the slowest reads, and the rows all of them
@@ -331,7 +338,7 @@ class ChaosRun {
     RunPosition together;
     together.epoch = std::numeric_limits<int64_t>::max();
     std::vector<RunPosition> each;
-    for (int i = 0; i < options_.consumers; ++i) {
+    for (int i = 0; i < plan_.consumers; ++i) {
       ASSIGN_OR_RETURN(RunPosition position, ReadRunPositionFile(env_, position_file(i)));
       together.epoch = std::min(together.epoch, position.epoch);
       each.push_back(std::move(position));
@@ -533,7 +540,7 @@ class ChaosRun {
       for (const auto& [name, code] : processes.ReapExited()) {
         if (ChaosProcesses::IsClient(name)) {
           if (code == 0) {
-            client_finished = ++clients_finished == options_.consumers;
+            client_finished = ++clients_finished == plan_.consumers;
             continue;
           }
           return absl::InternalError(absl::StrCat("the client exited with code ", code, " (see ",
@@ -578,11 +585,12 @@ class ChaosRun {
   absl::Status Verify() {
     ASSIGN_OR_RETURN(const auto reference, ReadDigestFile(env_, options_.dir + "/reference.jsonl"));
     std::vector<std::map<int64_t, DigestLine>> consumers;
-    for (int i = 0; i < options_.consumers; ++i) {
+    for (int i = 0; i < plan_.consumers; ++i) {
       ASSIGN_OR_RETURN(auto digests, ReadDigestFile(env_, digest_file(i)));
       consumers.push_back(std::move(digests));
     }
-    std::vector<std::string> wrong;
+    const bool equal_shares = plan_.consumers > 1 && plan_.sharding != "dynamic";
+    std::vector<std::string> wrong, unequal;
     for (int64_t epoch = 0; epoch < plan_.epochs; ++epoch) {
       auto want = reference.find(epoch);
       if (want == reference.end()) {
@@ -590,9 +598,9 @@ class ChaosRun {
       }
       // The consumers' union: the multiset digest is a wrapping sum of the row hashes.
       DigestLine g;
-      std::vector<std::string> shares;
+      std::vector<DigestLine> lines;
       std::vector<int> missing;
-      for (int i = 0; i < options_.consumers; ++i) {
+      for (int i = 0; i < plan_.consumers; ++i) {
         auto got = consumers[i].find(epoch);
         if (got == consumers[i].end()) {
           missing.push_back(i);
@@ -601,7 +609,7 @@ class ChaosRun {
         g.rows += got->second.rows;
         g.multiset += got->second.multiset;
         g.dropped += got->second.dropped;
-        shares.push_back(absl::StrCat(got->second.rows));
+        lines.push_back(got->second);
       }
       if (!missing.empty()) {
         std::fprintf(out_, "epoch %lld: MISSING from the digest file of consumer(s) %s\n",
@@ -610,33 +618,46 @@ class ChaosRun {
         continue;
       }
       const std::string by_consumer =
-          options_.consumers == 1
+          plan_.consumers == 1
               ? ""
-              : absl::StrCat(" (", absl::StrJoin(shares, " + "), " by consumer)");
+              : absl::StrCat(" (", absl::StrJoin(lines, " + ", RowsOf), " by consumer)");
+      const EqualSharesVerdict shares =
+          equal_shares ? CheckEqualShares(lines, plan_.remainder) : EqualSharesVerdict();
       const DigestLine& w = want->second;
       if (g.rows == w.rows && g.multiset == w.multiset) {
         std::fprintf(out_,
                      "epoch %lld: %lld rows%s, multiset %s = reference, %lld duplicates/recomputed "
-                     "dropped: exactly once\n",
+                     "dropped: exactly once%s\n",
                      static_cast<long long>(epoch), static_cast<long long>(g.rows),
                      by_consumer.c_str(), HashToHex(g.multiset).c_str(),
-                     static_cast<long long>(g.dropped));
+                     static_cast<long long>(g.dropped), shares.line.c_str());
         ++report_.epochs_verified;
         report_.rows_verified += g.rows;
       } else {
         std::fprintf(out_,
                      "epoch %lld: MISMATCH: %lld rows%s, multiset %s; reference %lld rows, "
-                     "multiset %s\n",
+                     "multiset %s%s\n",
                      static_cast<long long>(epoch), static_cast<long long>(g.rows),
                      by_consumer.c_str(), HashToHex(g.multiset).c_str(),
-                     static_cast<long long>(w.rows), HashToHex(w.multiset).c_str());
+                     static_cast<long long>(w.rows), HashToHex(w.multiset).c_str(),
+                     shares.line.c_str());
         wrong.push_back(absl::StrCat(epoch));
       }
+      if (!shares.wrong.empty()) {
+        std::fprintf(out_, "epoch %lld: UNEQUAL SHARES: %s\n", static_cast<long long>(epoch),
+                     shares.wrong.c_str());
+        unequal.push_back(absl::StrCat(epoch, " (", shares.wrong, ")"));
+      }
     }
+    std::vector<std::string> failures;
     if (!wrong.empty()) {
-      return absl::DataLossError(
-          absl::StrCat("not exactly once in epoch(s) ", absl::StrJoin(wrong, ", ")));
+      failures.push_back(absl::StrCat("not exactly once in epoch(s) ", absl::StrJoin(wrong, ", ")));
     }
+    if (!unequal.empty()) {
+      failures.push_back(absl::StrCat("remainder ", plan_.remainder, " broken in epoch(s) ",
+                                      absl::StrJoin(unequal, ", ")));
+    }
+    if (!failures.empty()) return absl::DataLossError(absl::StrJoin(failures, "; "));
     return absl::OkStatus();
   }
 
@@ -663,6 +684,35 @@ class ChaosRun {
 
 }  // namespace
 
+EqualSharesVerdict CheckEqualShares(const std::vector<DigestLine>& lines,
+                                    const std::string& remainder) {
+  const auto joined = [&lines](int64_t DigestLine::*field, const char* separator) {
+    return absl::StrJoin(lines, separator, [field](std::string* out, const DigestLine& line) {
+      absl::StrAppend(out, line.*field);
+    });
+  };
+  const auto any_nonzero = [&lines](int64_t DigestLine::*field) {
+    return std::any_of(lines.begin(), lines.end(),
+                       [field](const DigestLine& line) { return line.*field != 0; });
+  };
+  const bool steps_differ = std::any_of(lines.begin(), lines.end(), [&lines](const DigestLine& l) {
+    return l.steps != lines.front().steps;
+  });
+  const std::string padding = joined(&DigestLine::padding, " + ");
+  const std::string dropped = joined(&DigestLine::remainder_dropped, " + ");
+  EqualSharesVerdict verdict;
+  verdict.line = absl::StrCat("; steps ", joined(&DigestLine::steps, steps_differ ? " / " : " = "),
+                              ", padding ", padding, ", remainder dropped ", dropped);
+  if (steps_differ && remainder != "uneven") {
+    verdict.wrong = absl::StrCat("steps ", joined(&DigestLine::steps, ", "), " by consumer differ");
+  } else if (remainder == "pad" && any_nonzero(&DigestLine::remainder_dropped)) {
+    verdict.wrong = absl::StrCat("remainder dropped ", dropped, " under pad");
+  } else if (remainder == "drop" && any_nonzero(&DigestLine::padding)) {
+    verdict.wrong = absl::StrCat("padding ", padding, " under drop");
+  }
+  return verdict;
+}
+
 std::string ChaosCommandLine(const ChaosOptions& options) {
   std::string line =
       absl::StrCat("granary chaos --scenario ", options.scenario, " --seed ", options.seed,
@@ -685,6 +735,7 @@ std::string ChaosCommandLine(const ChaosOptions& options) {
   if (options.consumers != defaults.consumers) {
     absl::StrAppend(&line, " --consumers ", options.consumers);
   }
+  if (!options.remainder.empty()) absl::StrAppend(&line, " --remainder ", options.remainder);
   return line;
 }
 
@@ -712,6 +763,29 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
   if (plan.ok() && (options.consumers < 1 || options.consumers > 16)) {
     plan = absl::InvalidArgumentError(
         absl::StrCat("--consumers ", options.consumers, ": expected 1 to 16"));
+  }
+  if (plan.ok()) {
+    if (plan->consumers == 0) {
+      plan->consumers = options.consumers;
+    } else if (options.consumers != ChaosOptions().consumers) {
+      plan = absl::InvalidArgumentError(absl::StrCat("--consumers ", options.consumers,
+                                                     ": the scenario ", options.scenario,
+                                                     " draws its consumers from the seed"));
+    }
+  }
+  if (plan.ok() && !options.remainder.empty()) {
+    if (options.remainder != "pad" && options.remainder != "drop" &&
+        options.remainder != "uneven") {
+      plan = absl::InvalidArgumentError(
+          absl::StrCat("--remainder '", options.remainder, "': expected pad, drop or uneven"));
+    } else if (plan->consumers < 2) {
+      plan = absl::InvalidArgumentError(
+          absl::StrCat("--remainder ", options.remainder,
+                       ": needs more than one consumer (--consumers, or the scenario "
+                       "equal_shares)"));
+    } else {
+      plan->remainder = options.remainder;
+    }
   }
   if (plan.ok() && options.hostile) {
     if (plan->replicas > 0) {
@@ -753,13 +827,17 @@ ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out) {
   }
   std::fprintf(
       out,
-      "granary chaos: scenario %s, seed %llu, %s%d workers + %d standby, %d consumer%s, %lld "
+      "granary chaos: scenario %s, seed %llu, %s%d workers + %d standby, %d consumer%s%s, %lld "
       "epochs of %lld rows, cache %s%s%s%s\n",
       plan->scenario.c_str(), static_cast<unsigned long long>(plan->seed),
       plan->replicas == 0
           ? ""
           : absl::StrCat(plan->replicas, " dispatcher replicas over 3 etcd members, ").c_str(),
-      plan->workers, plan->standby, options.consumers, options.consumers == 1 ? "" : "s",
+      plan->workers, plan->standby, plan->consumers, plan->consumers == 1 ? "" : "s",
+      plan->consumers == 1
+          ? ""
+          : absl::StrCat(" (sharding ", plan->sharding, ", remainder ", plan->remainder, ")")
+                .c_str(),
       static_cast<long long>(plan->epochs), static_cast<long long>(options.images),
       CachePolicyName(plan->cache_policy).c_str(), options.cache_tier == "redis" ? " on Redis" : "",
       options.failpoints.empty()

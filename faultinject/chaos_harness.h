@@ -4,7 +4,9 @@
 // proxy scenarios' toxics on the links' TcpProxies),
 // restarts any process that crashed at a failpoint, waits for the client to finish, and
 // compares each epoch's digest with the in-process reference (`granary local`): the same rows,
-// the same multiset digest — every element exactly once.
+// the same multiset digest — every element exactly once. With more than one consumer in equal
+// shares (the default), each epoch also fails unless every consumer handed out as many elements
+// (`steps`; not under remainder uneven), none dropped under pad and none padded under drop.
 //
 // The replicated scenarios (a fault that strikes "the leader") also fail when no other replica
 // leads within 30 s of the fault, or when a replica started again or healed does not rejoin as
@@ -17,6 +19,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
+
+#include "pipeline/digests/digest_file.h"
 
 namespace granary {
 
@@ -50,8 +55,11 @@ struct ChaosOptions {
   bool hostile = false;
   // Consumers of the job, each a client process ("client-<i>" when more than one): each
   // writes its own digests, and their union must be the reference's, exactly once. A fault
-  // striking "client" strikes every consumer.
+  // striking "client" strikes every consumer. The scenario equal_shares draws them (leave 1).
   int consumers = 1;
+  // With more than one consumer: the remainder rule of their equal shares ("pad", "drop",
+  // "uneven"), overriding the scenario's (equal_shares draws it); empty: the scenario's.
+  std::string remainder;
   // The cache tier of the Put/Get policies: "files" (<dir>/cache) or "redis" (a redis-server on
   // loopback the run starts).
   std::string cache_tier = "files";
@@ -82,6 +90,18 @@ struct ChaosReport {
 // Runs the scenario, printing its progress, one verdict line per epoch and a final line
 // starting with PASS or FAIL (with the command that reproduces the run) to `out`.
 ChaosReport RunChaos(const ChaosOptions& options, std::FILE* out);
+
+// The equal-shares verdict of one epoch, from its consumers' digest lines in consumer order.
+struct EqualSharesVerdict {
+  // For the epoch's verdict line: "; steps 22 = 22, padding 1 + 0, remainder dropped 0 + 0"
+  // (steps joined by " / " when they differ).
+  std::string line;
+  // Why the rule `remainder` ("pad", "drop", "uneven") is broken: the consumers' steps differ
+  // (allowed under uneven), a consumer dropped under pad or padded under drop. Empty: kept.
+  std::string wrong;
+};
+EqualSharesVerdict CheckEqualShares(const std::vector<DigestLine>& lines,
+                                    const std::string& remainder);
 
 // The `granary chaos` command line that runs `options` again.
 std::string ChaosCommandLine(const ChaosOptions& options);

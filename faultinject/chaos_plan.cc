@@ -30,6 +30,7 @@ class Draws {
 };
 
 std::string WorkerName(int64_t i) { return absl::StrCat("worker-", i); }
+std::string ConsumerName(int64_t i) { return absl::StrCat("client-", i); }
 
 std::vector<std::string> AllWorkers(int workers) {
   std::vector<std::string> names;
@@ -48,11 +49,15 @@ CachePolicy SomeCachePolicy(Draws& draws, bool compute_too) {
   return pick == 0 ? CACHE_COMPUTE : pick == 1 ? CACHE_FULL : CACHE_AT_MARK;
 }
 
-void AddRandomFaults(Draws& draws, int64_t rows_per_epoch, ChaosPlan& plan) {
+// random's faults (chaos_plan.h), and `extra` faults timed by epoch and row, all in the order
+// they strike. With several consumers of its own (plan.consumers), a fault may strike one alone.
+void AddRandomFaults(Draws& draws, int64_t rows_per_epoch, ChaosPlan& plan,
+                     std::vector<ChaosFault> extra = {}) {
   std::vector<std::string> members = {"dispatcher", "client"};
   for (const std::string& w : AllWorkers(plan.workers + plan.standby)) members.push_back(w);
+  for (int i = 0; i < plan.consumers; ++i) members.push_back(ConsumerName(i));
   const int64_t n = draws.Between(1, 4);
-  std::vector<ChaosFault> primary;
+  std::vector<ChaosFault> primary = std::move(extra);
   for (int64_t i = 0; i < n; ++i) {
     ChaosFault f;
     f.epoch = draws.Between(0, plan.epochs - 1);
@@ -94,6 +99,23 @@ void AddRandomFaults(Draws& draws, int64_t rows_per_epoch, ChaosPlan& plan) {
       plan.faults.push_back(std::move(again));
     }
   }
+}
+
+// equal_shares (chaos_plan.h): 2-3 consumers, a remainder rule, random's faults and one consumer
+// SIGKILLed late in an epoch, when the others may have finished their own share: it pads or
+// drops then.
+void AddEqualShares(Draws& draws, int64_t rows_per_epoch, ChaosPlan& plan) {
+  static const char* const kRemainders[] = {"pad", "drop", "uneven"};
+  plan.consumers = static_cast<int>(draws.Between(2, 3));
+  plan.sharding = "equal";
+  plan.remainder = kRemainders[draws.Between(0, std::size(kRemainders) - 1)];
+  plan.cache_policy = SomeCachePolicy(draws, /*compute_too=*/true);
+  plan.standby = 1;
+  ChaosFault late;
+  late.epoch = draws.Between(0, plan.epochs - 1);
+  late.rows = draws.Between(rows_per_epoch * 85 / 100, rows_per_epoch * 98 / 100);
+  late.victims = {ConsumerName(draws.Between(0, plan.consumers - 1))};
+  AddRandomFaults(draws, rows_per_epoch, plan, {std::move(late)});
 }
 
 // The network scenarios' disruption (chaos_plan.h), struck by `disruption` (timed mid-epoch),
@@ -484,6 +506,7 @@ const std::vector<std::string>& ChaosScenarios() {
                                                               "scale",
                                                               "random",
                                                               "hostile",
+                                                              "equal_shares",
                                                               "leader_failover",
                                                               "leader_partition",
                                                               "partition_worker",
@@ -640,6 +663,9 @@ absl::StatusOr<ChaosPlan> MakeChaosPlan(const std::string& scenario, uint64_t se
     return plan;
   } else if (scenario == "clock_skew") {
     AddClockSkew(draws, std::move(f), plan);
+    return plan;
+  } else if (scenario == "equal_shares") {
+    AddEqualShares(draws, rows_per_epoch, plan);
     return plan;
   } else {  // random, hostile
     plan.hostile_traffic = scenario == "hostile";

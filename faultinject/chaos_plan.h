@@ -23,6 +23,10 @@
 //   hostile     random's faults while hostile and misbehaving clients run alongside
 //               (hostile_traffic.h: requests the servers must refuse, jobs opened and abandoned);
 //               any scenario can have them too (--hostile)
+//   equal_shares  2-3 consumers (client-<i>) with equal shares (issue 34), the remainder pad,
+//                 drop or uneven, under random's faults (a fault may strike one consumer alone)
+//                 and one consumer SIGKILLed late in an epoch — while it pads or drops — and
+//                 restarted from its position file
 // The replicated scenarios run the replicated dispatcher instead (issue 32): a local etcd of 3
 // members and 3 replicas "replica-<i>", each reaching each member through its own TcpProxy;
 // workers and client are given every replica's address. "The leader" is whichever replica leads
@@ -244,6 +248,12 @@ struct ChaosPlan {
   std::vector<ChaosFault> faults;
   // A TcpProxy on every link (the proxy scenarios).
   bool proxies = false;
+  // Consumers of the job: equal_shares draws 2-3; 0: the run's (`granary chaos --consumers`).
+  int consumers = 0;
+  // How an epoch is divided among more than one consumer, and the rule that makes their counts
+  // equal (`granary run --sharding`, `--remainder`).
+  std::string sharding = "auto";
+  std::string remainder = "pad";
 };
 
 // The scenarios, in the order of the list above.

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -456,6 +457,50 @@ TEST(ChaosPlanTest, LeaderClockStepCutsTheLeaderStepsItsClockBackThenHealsBoth) 
     ASSERT_TRUE(heal.clock.has_value()) << context;
     EXPECT_EQ(heal.clock->process, kLeader) << context;
     EXPECT_EQ(heal.clock->wall_offset_seconds, 0) << context;
+  }
+}
+
+// equal_shares (issue 34): 2-3 consumers with equal shares, each remainder rule in some seeds,
+// random's faults — some striking one consumer alone — in the order they strike, and one
+// consumer SIGKILLed late in an epoch (85-98% of its rows), when consumers pad or drop.
+TEST(ChaosPlanTest, EqualSharesDrawsConsumersARemainderAndKillsAConsumerLateInAnEpoch) {
+  std::set<int> consumer_counts;
+  std::set<std::string> remainders;
+  int one_consumer_struck = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const ChaosPlan plan = Plan("equal_shares", seed);
+    EXPECT_GE(plan.consumers, 2) << "seed " << seed;
+    EXPECT_LE(plan.consumers, 3) << "seed " << seed;
+    EXPECT_EQ(plan.sharding, "equal") << "seed " << seed;
+    consumer_counts.insert(plan.consumers);
+    remainders.insert(plan.remainder);
+    EXPECT_EQ(Described(plan), Described(Plan("equal_shares", seed))) << "seed " << seed;
+    bool late_kill = false;
+    const ChaosFault* previous = nullptr;
+    for (const ChaosFault& f : plan.faults) {
+      if (f.during_recovery) continue;
+      if (previous != nullptr) {
+        EXPECT_LE(std::make_pair(previous->epoch, previous->rows), std::make_pair(f.epoch, f.rows))
+            << "seed " << seed << ": " << f.Describe() << " after " << previous->Describe();
+      }
+      previous = &f;
+      for (const std::string& victim : f.victims) {
+        if (victim.rfind("client-", 0) != 0) continue;
+        ++one_consumer_struck;
+        EXPECT_LT(std::stoi(victim.substr(7)), plan.consumers) << "seed " << seed;
+        late_kill = late_kill || (f.rows >= kRows * 85 / 100 && f.rows <= kRows * 98 / 100);
+      }
+    }
+    EXPECT_TRUE(late_kill) << "seed " << seed << ": no consumer killed late in an epoch";
+  }
+  EXPECT_THAT(consumer_counts, ElementsAre(2, 3));
+  EXPECT_THAT(remainders, ElementsAre("drop", "pad", "uneven"));
+  EXPECT_GT(one_consumer_struck, 60);  // random's faults strike single consumers too.
+  // The other scenarios leave the consumers to the run, and the sharding to `granary run`.
+  for (const std::string& name : ChaosScenarios()) {
+    if (name == "equal_shares") continue;
+    EXPECT_EQ(Plan(name, 7).consumers, 0) << name << " seed 7";
+    EXPECT_EQ(Plan(name, 7).sharding, "auto") << name << " seed 7";
   }
 }
 

@@ -415,7 +415,10 @@ absl::Status ChaosProcesses::Start() {
     const std::string& name = client_names[i];
     Process& client = processes_[name];
     client.server = false;
-    client.argv = {options_.binary, "run", "--dispatcher=" + DispatcherAddressFor(kClient)};
+    // Each consumer has one client; one restarted after a kill takes its consumer over at once
+    // rather than wait for the dead one's lease to expire (and so exercises the takeover).
+    client.argv = {options_.binary, "run", "--dispatcher=" + DispatcherAddressFor(kClient),
+                   "--takeover"};
     for (const std::string& flag : TransportSecurityFlags(client_security)) {
       client.argv.push_back(flag);
     }

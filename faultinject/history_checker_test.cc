@@ -165,6 +165,35 @@ TEST_F(HistoryCheckerTest, ResumedPositionCountingAnUndeliveredElementIsFound) {
                         "never was"));
 }
 
+// Equal shares (issue 34): an element the reader read and dropped by the remainder rule drop
+// (deliver … dropped) is accounted for as a delivered one is; padding (pad) is no element. A
+// client killed while it dropped resumes past the dropped elements its position counts.
+TEST_F(HistoryCheckerTest, ElementsDroppedByTheRemainderRuleAndPaddingAreAccounted) {
+  const std::string epoch = "job=1 epoch=0 consumer=1";
+  Write("client-1.0.tsv", {{190, "read_epoch", "info", epoch + " restored="},
+                           {210, "deliver", "ok", epoch + " task=1 index=0 gen=1"},
+                           {220, "deliver", "dropped", epoch + " task=1 index=1 gen=1"},
+                           {230, "deliver", "dropped", epoch + " task=1 index=2 gen=1"}});
+  Write("client-1.1.tsv", {{300, "read_epoch", "info", epoch + " restored=1:2"},
+                           {310, "deliver", "dropped", epoch + " task=1 index=2 gen=1"},
+                           {320, "task_done", "info", epoch + " task=1 elements=3"}});
+  const std::string other = "job=1 epoch=0 consumer=0";
+  Write("client-0.0.tsv", {{190, "read_epoch", "info", other + " restored="},
+                           {210, "deliver", "ok", other + " task=2 index=0 gen=1"},
+                           {220, "task_done", "info", other + " task=2 elements=1"},
+                           {230, "pad", "info", other + " padded=1"}});
+  EXPECT_THAT(Check(), IsEmpty()) << Messages(Check());
+}
+
+TEST_F(HistoryCheckerTest, ElementDroppedThenDeliveredIsFound) {
+  const std::string epoch = "job=1 epoch=0 consumer=0";
+  Write("client.0.tsv", {{190, "read_epoch", "info", epoch + " restored="},
+                         {210, "deliver", "dropped", epoch + " task=1 index=0 gen=1"},
+                         {220, "deliver", "ok", epoch + " task=1 index=0 gen=1"},
+                         {230, "task_done", "info", epoch + " task=1 elements=1"}});
+  ExpectOnly("exactly_once", "task 1 element 0 delivered twice");
+}
+
 TEST_F(HistoryCheckerTest, TaskReadByTwoConsumersIsFound) {
   Write("client.0.tsv", {{210, "deliver", "ok", "job=1 epoch=0 consumer=0 task=1 index=0 gen=1"},
                          {220, "deliver", "ok", "job=1 epoch=0 consumer=1 task=1 index=1 gen=1"}});

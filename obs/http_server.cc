@@ -278,8 +278,13 @@ void HttpServer::AcceptSome() {
                              SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      // Out of descriptors: make room from our own connections, oldest first.
+      // Out of descriptors: make room from our own connections, oldest first — but only for a
+      // connection that is waiting. Linux's accept fails with EMFILE before it looks at the
+      // backlog, so at the limit it fails even when nothing is pending (after the last
+      // descriptor went to the connection accepted just before), and closing one of ours then
+      // would cut off a client for nothing.
       if (errno == EMFILE || errno == ENFILE) {
+        if (!ListenerReadable()) return;
         if (!connections_.empty()) {
           CloseOldest(nullptr);
           continue;
@@ -310,6 +315,11 @@ void HttpServer::AcceptSome() {
     ++open_connections_;
     connections_.push_back(std::move(connection));
   }
+}
+
+bool HttpServer::ListenerReadable() const {
+  pollfd listener{listener_, POLLIN, 0};
+  return ::poll(&listener, 1, 0) > 0 && (listener.revents & POLLIN) != 0;
 }
 
 void HttpServer::CloseOldest(const std::string* peer) {

@@ -18,7 +18,8 @@
 //    Connections are accepted at most kMaxAcceptsPerPass at a time, the requests that arrived
 //    served in between, so a burst of new connections pushes out older idle ones before it can
 //    push out a probe accepted in the same burst;
-//  * out of file descriptors with no connection of its own left to close, the server stops
+//  * out of file descriptors while a connection waits, the server closes its oldest connection
+//    to make room (none while nothing waits); with no connection of its own left to close, it stops
 //    accepting for kAcceptPauseAfterNoFds (the pending connections wait in the backlog) rather
 //    than spin on a listener that stays readable.
 //
@@ -99,6 +100,8 @@ class HttpServer {
   // Accepts up to kMaxAcceptsPerPass pending connections, closing the oldest ones past the
   // limits; out of descriptors with none of its own to close, pauses accepting.
   void AcceptSome();
+  // Whether a connection waits in the listener's backlog.
+  bool ListenerReadable() const;
   // Closes the oldest connection (of `peer`, when not null).
   void CloseOldest(const std::string* peer);
   void Close(Connection& connection);

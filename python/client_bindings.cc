@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/position.h"
 #include "granary/client.h"
 #include "granary/client_config.h"
 #include "pipeline/digests/epoch_digest.h"
@@ -41,6 +42,22 @@ JobCompression ParseJobCompression(const std::string& name) {
       absl::StrCat("compression '", name, "' is none of none, lz4, zstd"))};
 }
 
+JobSharding ParseJobSharding(const std::string& name) {
+  if (name == "auto") return JobSharding::kAuto;
+  if (name == "dynamic") return JobSharding::kDynamic;
+  if (name == "equal") return JobSharding::kEqual;
+  throw StatusError{absl::InvalidArgumentError(
+      absl::StrCat("sharding '", name, "' is none of auto, dynamic, equal"))};
+}
+
+JobRemainder ParseJobRemainder(const std::string& name) {
+  if (name == "pad") return JobRemainder::kPad;
+  if (name == "drop") return JobRemainder::kDrop;
+  if (name == "uneven") return JobRemainder::kUneven;
+  throw StatusError{absl::InvalidArgumentError(
+      absl::StrCat("remainder '", name, "' is none of pad, drop, uneven"))};
+}
+
 // One received element: its tensors as arrays, and its wire image (for checking that the
 // arrays view it).
 class PyElement {
@@ -55,6 +72,7 @@ class PyElement {
   }
   uint64_t split_id() const { return element_.split_id(); }
   int64_t record() const { return element_.record(); }
+  bool padding() const { return element_.padding(); }
 
  private:
   ReceivedElement element_;
@@ -64,7 +82,14 @@ class PyEpochReader {
  public:
   PyEpochReader(std::unique_ptr<EpochReader> reader, std::optional<bool> digest_batched)
       : reader_(std::move(reader)) {
-    if (digest_batched.has_value()) digest_.emplace(*digest_batched);
+    if (digest_batched.has_value()) {
+      digest_.emplace(*digest_batched);
+      dropped_digest_ = std::make_shared<EpochDigest>(*digest_batched);
+      // Called from Next(), under mu_ (held by NextReceived).
+      reader_->SetDropObserver([dropped = dropped_digest_](const ReceivedElement& element) {
+        dropped->Add(element.tensors());
+      });
+    }
   }
 
   // The next element, or nullopt at the epoch's end.
@@ -79,7 +104,9 @@ class PyEpochReader {
     }
     ThrowIfError(status);
     if (end) return std::nullopt;
-    if (digest_.has_value()) digest_->Add(element.tensors());
+    last_padding_ = element.padding();
+    // The digest is of the epoch's data: padding repeats an element already counted.
+    if (digest_.has_value() && !element.padding()) digest_->Add(element.tensors());
     return element;
   }
 
@@ -103,22 +130,32 @@ class PyEpochReader {
   py::dict Stats() {
     const EpochStats s = reader_->stats();
     return py::dict("elements"_a = s.elements, "payload_bytes"_a = s.payload_bytes,
-                    "duplicates_dropped"_a = s.duplicates_dropped,
+                    "wait_us"_a = s.wait_us, "duplicates_dropped"_a = s.duplicates_dropped,
                     "recomputed_dropped"_a = s.recomputed_dropped, "retries"_a = s.retries,
                     "checksum_mismatches"_a = s.checksum_mismatches,
-                    "shared_memory_elements"_a = s.shared_memory_elements);
+                    "shared_memory_elements"_a = s.shared_memory_elements,
+                    "remainder_dropped"_a = s.remainder_dropped, "padding"_a = s.padding);
+  }
+
+  bool last_padding() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_padding_;
   }
 
   py::object Digest() const {
     if (!digest_.has_value()) return py::none();
     return py::dict("rows"_a = digest_->rows(), "multiset"_a = digest_->multiset(),
-                    "ordered"_a = digest_->ordered());
+                    "ordered"_a = digest_->ordered(), "dropped_rows"_a = dropped_digest_->rows(),
+                    "dropped_multiset"_a = dropped_digest_->multiset());
   }
 
  private:
   std::mutex mu_;  // EpochReader is thread-compatible; Python threads may share a reader
   std::unique_ptr<EpochReader> reader_;
   std::optional<EpochDigest> digest_;
+  // What the remainder rule drop left out (equal shares), with the digest.
+  std::shared_ptr<EpochDigest> dropped_digest_;
+  bool last_padding_ = false;
 };
 
 class PyJob {
@@ -185,6 +222,17 @@ class PyClient {
 }  // namespace
 
 void RegisterClientBindings(py::module_& m) {
+  m.def(
+      "check_position",
+      [](const py::bytes& position, int64_t epoch, int32_t consumer) {
+        const std::string blob = position;
+        // Of whichever job it names: the job is checked when a reader resumes from it.
+        const ClientPosition parsed = ValueOrThrow(ParsePosition(blob));
+        ValueOrThrow(DecodePosition(blob, parsed.job_id(), epoch, consumer));
+      },
+      "position"_a, "epoch"_a, "consumer"_a,
+      "Raises InvalidArgument unless `position` is an EpochReader.position() of epoch `epoch` "
+      "and consumer `consumer` (of any job), naming what is wrong.");
   py::class_<PyElement>(m, "Element", "One element as the trainer received it.")
       .def("arrays", &PyElement::arrays,
            "Its tensors as a tuple of NumPy arrays viewing the received bytes (writable: "
@@ -192,7 +240,10 @@ void RegisterClientBindings(py::module_& m) {
       .def("wire_image", &PyElement::wire_image,
            "The bytes it arrived in (transport/FORMAT.md), as a read-only uint8 array.")
       .def_property_readonly("split_id", &PyElement::split_id)
-      .def_property_readonly("record", &PyElement::record);
+      .def_property_readonly("record", &PyElement::record)
+      .def_property_readonly("padding", &PyElement::padding,
+                             "Equal shares, remainder pad: a copy of an element this consumer "
+                             "already delivered, so that every consumer takes as many steps.");
 
   py::class_<PyEpochReader>(m, "EpochReader",
                             "Reads one epoch for one consumer; iterating yields each element's "
@@ -205,9 +256,14 @@ void RegisterClientBindings(py::module_& m) {
            "Where the reader stands (bytes): per task, the next element not yet delivered. "
            "Job.read_epoch(..., position=p) resumes exactly there.")
       .def_property_readonly("stats", &PyEpochReader::Stats)
+      .def_property_readonly("last_padding", &PyEpochReader::last_padding,
+                             "Whether the element returned last is padding (equal shares, "
+                             "remainder pad): a copy a trainer may mask.")
       .def_property_readonly("digest", &PyEpochReader::Digest,
                              "The digest of what the reader delivered (rows, multiset, "
-                             "ordered), if it was opened with digest_batched; else None.");
+                             "ordered; padding left out) and of what it dropped (dropped_rows, "
+                             "dropped_multiset), if it was opened with digest_batched; else "
+                             "None.");
 
   py::class_<PyJob>(m, "Job")
       .def_property_readonly("job_id", &PyJob::job_id)
@@ -255,7 +311,9 @@ void RegisterClientBindings(py::module_& m) {
              uint64_t seed, int32_t num_consumers, int32_t num_worker_slots, int64_t num_epochs,
              const std::string& cache_policy, const std::string& compression,
              std::vector<std::string> readers, const std::string& autoscale, int32_t local_workers,
-             const std::string& placement, const std::string& owner) {
+             const std::string& placement, const std::string& owner, const std::string& sharding,
+             const std::string& remainder, int64_t resume_epoch,
+             const std::vector<py::bytes>& resume_positions, bool takeover, bool auto_order) {
             JobSpec spec;
             spec.name = name;
             spec.owner = owner;
@@ -283,12 +341,23 @@ void RegisterClientBindings(py::module_& m) {
               throw StatusError{absl::InvalidArgumentError(
                   absl::StrCat("placement '", placement, "' is none of static, pecan, auto"))};
             }
+            spec.sharding = ParseJobSharding(sharding);
+            spec.remainder = ParseJobRemainder(remainder);
+            spec.resume_epoch = resume_epoch;
+            for (const py::bytes& position : resume_positions) {
+              spec.resume_positions.push_back(position);
+            }
+            spec.takeover = takeover;
+            spec.auto_order = auto_order;
             return client.OpenJob(dataset_id, spec);
           },
           "dataset_id"_a, "name"_a = "", "seed"_a = 0, "num_consumers"_a = 1,
           "num_worker_slots"_a = 0, "num_epochs"_a = 0, "cache_policy"_a = "compute",
           "compression"_a = "none", "readers"_a = std::vector<std::string>(),
-          "autoscale"_a = "none", "local_workers"_a = 0, "placement"_a = "static", "owner"_a = "");
+          "autoscale"_a = "none", "local_workers"_a = 0, "placement"_a = "static", "owner"_a = "",
+          "sharding"_a = "auto", "remainder"_a = "pad", "resume_epoch"_a = 0,
+          "resume_positions"_a = std::vector<py::bytes>(), "takeover"_a = false,
+          "auto_order"_a = false);
 }
 
 }  // namespace granary::python

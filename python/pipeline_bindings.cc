@@ -17,6 +17,7 @@
 #include "pipeline/local_runner.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
+#include "pipeline/udfs/udf_python.h"
 #include "pipeline/core/udf.h"
 #include "python/arrays.h"
 #include "python/bindings.h"
@@ -30,9 +31,18 @@ using namespace pybind11::literals;
 namespace {
 
 // The sources, ops and UDFs local runs and validation know: the built-ins and the UDFs of every
-// plugin loaded.
+// plugin loaded, with Python UDFs allowed — this process runs its own functions — in helpers
+// running this interpreter. First called holding the GIL (from a binding).
 PipelineRegistries& Registries() {
-  static auto* registries = new PipelineRegistries(PipelineRegistries::WithBuiltins());
+  static auto* registries = [] {
+    auto* made = new PipelineRegistries(PipelineRegistries::WithBuiltins());
+    RegisterPythonUdfs(&made->udfs,
+                       PythonUdfOptions{.allowed = true,
+                                        .interpreter = py::module_::import("sys")
+                                                           .attr("executable")
+                                                           .cast<std::string>()});
+    return made;
+  }();
   return *registries;
 }
 std::mutex registry_mu;

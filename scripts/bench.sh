@@ -44,6 +44,7 @@ benchmarks=(
   "auto_order_bench:auto_order"
   "autotune_bench:autotune"
   "service_bench:service"
+  "sharding_bench:sharding"
   "transport_bench:transport"
   "peer_bench:peer memory"
   "scaling_bench:scaling"

@@ -20,6 +20,11 @@ packages=(
   # The Python package (python/): the pybind11 extension over the client library, and the
   # interpreter's headers it builds against; its tests use python3-numpy and python3-torch.
   pybind11-dev python3-pybind11 python3-dev
+  # The pip-installable package (setup.py, scripts/pip_install.sh): a virtualenv, and pip,
+  # setuptools, wheel and build from Debian, so it builds offline (--no-build-isolation).
+  python3-venv python3-pip python3-setuptools python3-wheel python3-build
+  # Python functions as UDFs (Dataset.map(fn)): shipped to the workers with their closures.
+  python3-cloudpickle
   # The safety nets (docs/verification.md, "Safety nets"): clang for the libFuzzer build (scripts/fuzz.sh),
   # the sanitizer build (scripts/sanitize.sh) and -Wthread-safety; libclang-rt-14-dev holds
   # clang's runtimes: libFuzzer and the ASan/UBSan libraries.

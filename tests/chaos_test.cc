@@ -249,6 +249,10 @@ TEST(ChaosHarnessTest, BadArgumentsAreNamed) {
       {"--scenarios leader_failover", "--scenarios is for --soak"},
       {"--scenario leader_partition --hostile", "--hostile: not with the replicated"},
       {"--consumers 0", "--consumers 0: expected 1 to 16"},
+      {"--scenario equal_shares --consumers 2",
+       "--consumers 2: the scenario equal_shares draws its consumers from the seed"},
+      {"--consumers 2 --remainder some", "--remainder 'some': expected pad, drop or uneven"},
+      {"--remainder drop", "--remainder drop: needs more than one consumer"},
       {"--cache_tier tape", "--cache_tier 'tape': expected files or redis"},
       {"--scenario bandwidth --cache_tier redis",
        "--cache_tier redis: not with the network scenario bandwidth"},
@@ -280,6 +284,69 @@ TEST(ChaosHarnessTest, HostileClientsAlongsideAreRefusedAndChangeNothing) {
         << r.output;
   }
 }
+
+// equal_shares (issue 34): 2-3 consumers with equal shares under random faults, one consumer
+// SIGKILLed late in an epoch and restarted from its position file. Every epoch's union is exactly
+// once and every consumer handed out as many elements (steps). Seed 2: 3 consumers, remainder
+// pad, every consumer killed mid-epoch 2 — the reproducer of a resumed reader that forgot what it
+// had learned of the others and ended without padding (EqualShareGate::Resume); seed 9: 3
+// consumers, remainder drop, each epoch with elements dropped.
+class ChaosEqualSharesTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ChaosEqualSharesTest, EveryConsumerHandsOutAsManyElementsAndTheUnionIsExactlyOnce) {
+  const std::string args = absl::StrCat("--scenario equal_shares --seed ", GetParam());
+  const CommandResult r = Chaos(args);
+  EXPECT_EQ(r.exit_code, 0) << "granary chaos " << args << ":\n" << r.output;
+  EXPECT_THAT(r.output, HasSubstr("PASS: granary chaos " + args)) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("3 epochs, 1536 rows verified")) << r.output;
+  const Counts counts = ParseCounts(r.output);
+  EXPECT_GE(counts.planned, 2) << "granary chaos " << args << ":\n" << r.output;
+  EXPECT_EQ(counts.injected, counts.planned) << "granary chaos " << args << ":\n" << r.output;
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    const std::regex equal_steps(absl::StrCat(
+        "epoch ", epoch, ": 512 rows .* exactly once; steps ([0-9]+)( = \\1)+, padding"));
+    EXPECT_TRUE(std::regex_search(r.output, equal_steps))
+        << "granary chaos " << args << ", epoch " << epoch << ":\n"
+        << r.output;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, ChaosEqualSharesTest, ::testing::Values(2, 9));
+
+// Issue 34: 2 and 4 consumers of 4 workers under a SIGKILLed and restarted dispatcher
+// ("dispatcher") and SIGKILLed and restarted workers ("recover"): as many steps for every
+// consumer in every epoch, the union exactly once. The dispatcher case is the reproducer of
+// equal shares that never ended: every worker had ended its tasks while the dispatcher was down
+// and was declared lost after its restart, so no worker ever reported those tasks finished — and
+// their readers, which had them whole, never asked again — until readers said which tasks they
+// read to the end (ClientHeartbeatRequest.ended).
+class ChaosEqualSharesShapeTest : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
+
+TEST_P(ChaosEqualSharesShapeTest, EveryConsumerTakesAsManyStepsAndTheUnionIsExactlyOnce) {
+  const auto [scenario, consumers] = GetParam();
+  const std::string args = absl::StrCat(
+      "--scenario ", scenario, " --seed 21 --workers 4 --epochs 3 --consumers ", consumers);
+  const CommandResult r = Chaos(args);
+  EXPECT_EQ(r.exit_code, 0) << "granary chaos " << args << ":\n" << r.output;
+  EXPECT_EQ(ParseCounts(r.output).injected, 1) << "granary chaos " << args << ":\n" << r.output;
+  std::string equal = "([0-9]+)";
+  for (int c = 1; c < consumers; ++c) absl::StrAppend(&equal, " = \\1");
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    const std::regex equal_steps(
+        absl::StrCat("epoch ", epoch, ": 512 rows .* exactly once; steps ", equal, ", padding"));
+    EXPECT_TRUE(std::regex_search(r.output, equal_steps))
+        << "granary chaos " << args << ", epoch " << epoch << ":\n"
+        << r.output;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, ChaosEqualSharesShapeTest,
+                         ::testing::Combine(::testing::Values("dispatcher", "recover"),
+                                            ::testing::Values(2, 4)),
+                         [](const ::testing::TestParamInfo<std::tuple<const char*, int>>& info) {
+                           return absl::StrCat(std::get<0>(info.param), "_",
+                                               std::get<1>(info.param), "consumers");
+                         });
 
 // A bigger shape (issue 33, class 6): 4 workers and 2 consumers, each a client process with its
 // own digests; the union of their epochs must be the reference's, exactly once, through the
@@ -355,6 +422,17 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, ChaosNetworkTest,
 TEST(ChaosNetworkTest, WithoutRootTheyFailAtOnceAndTheSoakSkipsThem) {
   const std::string as_nobody =
       ::geteuid() == 0 ? "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  if (!as_nobody.empty()) {
+    // Nobody must be able to reach the binary and the libraries beside it in the build tree.
+    const CommandResult probe =
+        RunCommand(absl::StrCat(as_nobody, GRANARY_BINARY, " --help 2>&1 >/dev/null"));
+    if (probe.exit_code != 0) {
+      GTEST_SKIP() << "user nobody cannot run " << GRANARY_BINARY << " (exit code "
+                   << probe.exit_code << ": " << probe.output
+                   << "): the build tree is not open to other users, e.g. a checkout inside a "
+                      "0700 directory such as mktemp -d makes";
+    }
+  }
   const std::string granary = absl::StrCat(as_nobody, GRANARY_BINARY, " chaos ");
   const auto start = std::chrono::steady_clock::now();
   const CommandResult run =

@@ -141,6 +141,28 @@ std::vector<std::string> SlowJobRun(const testing::LocalCluster& cluster,
   return argv;
 }
 
+// Waits (up to 60 s) until the run's position file at `position` has at least `rows` rows.
+void AwaitPositionAtLeast(const std::string& position, int64_t rows) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (PositionRows(position) < rows) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << position << " never reached " << rows;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// The digest lines at `digest_path` (returned) are both epochs of `local`, each exactly once.
+std::map<int64_t, DigestLine> ExpectBothEpochsExactlyOnce(
+    const std::string& digest_path, const std::map<int64_t, DigestLine>& local,
+    const std::string& output) {
+  const std::map<int64_t, DigestLine> digests = ReadDigests(digest_path);
+  EXPECT_EQ(digests.size(), 2u) << output;
+  for (const auto& [epoch, d] : digests) {
+    EXPECT_EQ(d.rows, kRows) << "epoch " << epoch;
+    EXPECT_EQ(d.multiset, local.at(epoch).multiset) << "epoch " << epoch;
+  }
+  return digests;
+}
+
 // Kills worker 0 once a fifth of epoch 0 has been delivered and restarts it (calling
 // `while_down` in between, if set); the run's digests must still equal local's, and the client
 // must have dropped recomputed elements (unless `dropped` is given: it gets their count).
@@ -154,11 +176,7 @@ void KillAndRestartWorkerMidEpoch(const std::string& dir, const std::string& pip
   ASSERT_TRUE(cluster.ok());
   const std::vector<std::string> argv = SlowJobRun(cluster, pipeline, dir);
   Subprocess run(argv, Subprocess::Stderr::kMergeIntoStdout);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (PositionRows(dir + "/position") < kRows / 5) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  ASSERT_NO_FATAL_FAILURE(AwaitPositionAtLeast(dir + "/position", kRows / 5));
   cluster.KillWorker(0);
   if (while_down) while_down();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -166,12 +184,7 @@ void KillAndRestartWorkerMidEpoch(const std::string& dir, const std::string& pip
   const std::string output = run.ReadAll(std::chrono::seconds(120));
   ASSERT_EQ(run.Wait(), 0) << output;
   if (run_output != nullptr) *run_output = output;
-  const auto digests = ReadDigests(dir + "/run.digest");
-  ASSERT_EQ(digests.size(), 2u);
-  for (const auto& [epoch, d] : digests) {
-    EXPECT_EQ(d.rows, kRows) << "epoch " << epoch;
-    EXPECT_EQ(d.multiset, local.at(epoch).multiset) << "epoch " << epoch;
-  }
+  const auto digests = ExpectBothEpochsExactlyOnce(dir + "/run.digest", local, output);
   // The restarted worker recomputed its task up to where the client stood; the client dropped
   // what it recomputed instead of delivering it again. A caller that takes `dropped` checks it
   // itself: with checkpoints, the restore can land exactly where the client stood (the producer
@@ -320,11 +333,7 @@ void KillAndRestartRun(const std::string& dir, const std::string& pipeline,
   const std::vector<std::string> argv = SlowJobRun(cluster, pipeline, dir);
   {
     Subprocess first(argv, Subprocess::Stderr::kMergeIntoStdout);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (PositionRows(position) < kRows / 3) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    ASSERT_NO_FATAL_FAILURE(AwaitPositionAtLeast(position, kRows / 3));
     first.Kill(SIGKILL);
     EXPECT_EQ(first.Wait(), 128 + SIGKILL);
   }
@@ -340,12 +349,7 @@ void KillAndRestartRun(const std::string& dir, const std::string& pipeline,
   EXPECT_THAT(output, HasSubstr(absl::StrCat("epoch ", saved.epoch, ": resuming after ", saved.rows,
                                              " rows")));
   // The resumed epoch's line covers both processes' rows: exactly the epoch, once.
-  const auto digests = ReadDigests(dir + "/run.digest");
-  ASSERT_EQ(digests.size(), 2u);
-  for (const auto& [epoch, d] : digests) {
-    EXPECT_EQ(d.rows, kRows) << "epoch " << epoch;
-    EXPECT_EQ(d.multiset, local.at(epoch).multiset) << "epoch " << epoch;
-  }
+  ExpectBothEpochsExactlyOnce(dir + "/run.digest", local, output);
   // Run again: everything is read already.
   Subprocess third(argv, Subprocess::Stderr::kMergeIntoStdout);
   const std::string done = third.ReadAll();
@@ -367,6 +371,69 @@ TEST_F(GranaryRunTest, RunKilledAndRestartedFromItsPositionFile) {
 // NOT_FOUND for ever ("task 2 does not run on worker worker-1"). Enable with the fix.
 TEST_F(GranaryRunTest, RunRestartedAfterItsTasksFinished) {
   KillAndRestartRun(dir_.path(), pipeline_, local_, {}, std::chrono::milliseconds(1500));
+}
+
+// One reader per consumer (issue 34): a second `granary run` of the consumer a live run reads
+// is refused, naming the first by its host:pid; the first reads on, exactly once.
+TEST_F(GranaryRunTest, ASecondLiveReaderOfAConsumerIsRefusedNamingTheFirst) {
+  testing::LocalCluster cluster(dir_.Join("cluster"), {.workers = 2});
+  ASSERT_TRUE(cluster.ok());
+  Subprocess first(SlowJobRun(cluster, pipeline_, dir_.path()),
+                   Subprocess::Stderr::kMergeIntoStdout);
+  ASSERT_NO_FATAL_FAILURE(AwaitPositionAtLeast(dir_.Join("position"), 1));
+  const std::string second_dir = dir_.Join("second");
+  ASSERT_TRUE(Env::Default()->CreateDirs(second_dir).ok());
+  Subprocess second(SlowJobRun(cluster, pipeline_, second_dir),
+                    Subprocess::Stderr::kMergeIntoStdout);
+  const std::string refused = second.ReadAll();
+  EXPECT_EQ(second.Wait(), 1) << refused;
+  EXPECT_THAT(refused, HasSubstr("FAILED_PRECONDITION: epoch 0: claiming consumer 0 of job 1: "
+                                 "consumer 0 of job 1 is read by reader "));
+  EXPECT_THAT(refused, HasSubstr(absl::StrCat(":", first.pid(), ", generation 1)")));
+  EXPECT_THAT(refused, HasSubstr("--takeover"));
+  const std::string output = first.ReadAll(std::chrono::seconds(120));
+  ASSERT_EQ(first.Wait(), 0) << output;
+  ExpectBothEpochsExactlyOnce(dir_.Join("run.digest"), local_, output);
+}
+
+// A run frozen mid-epoch (SIGSTOP: a trainer host that hangs) and its successor resuming from
+// its position file: with `successor_flags` the successor finishes the job exactly once — the
+// frozen run's elements after its saved position count as not delivered — and the frozen run,
+// woken, fails at its next read (fenced) instead of delivering anything more.
+void FreezeAndSucceedRun(const std::string& dir, const std::string& pipeline,
+                         const std::map<int64_t, DigestLine>& local,
+                         const std::vector<std::string>& successor_flags) {
+  testing::LocalCluster cluster(dir + "/cluster", {.workers = 2});
+  ASSERT_TRUE(cluster.ok());
+  const std::string position = dir + "/position";
+  std::vector<std::string> argv = SlowJobRun(cluster, pipeline, dir);
+  Subprocess frozen(argv, Subprocess::Stderr::kMergeIntoStdout);
+  ASSERT_NO_FATAL_FAILURE(AwaitPositionAtLeast(position, kRows / 3));
+  frozen.Kill(SIGSTOP);
+  const testing::RunPosition saved = testing::ReadRunPosition(position);
+  argv.insert(argv.end(), successor_flags.begin(), successor_flags.end());
+  Subprocess successor(argv, Subprocess::Stderr::kMergeIntoStdout);
+  const std::string output = successor.ReadAll(std::chrono::seconds(120));
+  EXPECT_EQ(successor.Wait(), 0) << output;
+  EXPECT_THAT(output, HasSubstr(absl::StrCat("epoch ", saved.epoch, ": resuming after ", saved.rows,
+                                             " rows")));
+  ExpectBothEpochsExactlyOnce(dir + "/run.digest", local, output);
+  frozen.Kill(SIGCONT);
+  const std::string woken = frozen.ReadAll(std::chrono::seconds(60));
+  EXPECT_EQ(frozen.Wait(), 1) << woken;
+  EXPECT_THAT(woken, HasSubstr("granary run: ABORTED: ")) << woken;
+  EXPECT_THAT(woken, HasSubstr("(fenced)")) << woken;
+}
+
+// An explicit takeover claims the consumer from the frozen run at once.
+TEST_F(GranaryRunTest, ATakeoverFencesTheOldReader) {
+  FreezeAndSucceedRun(dir_.path(), pipeline_, local_, {"--takeover"});
+}
+
+// Without --takeover the successor waits for the frozen run's lease to expire (the
+// dispatcher's --worker_timeout_ms of silence), then claims the consumer.
+TEST_F(GranaryRunTest, ASilentReadersConsumerIsClaimedOnceItsLeaseExpires) {
+  FreezeAndSucceedRun(dir_.path(), pipeline_, local_, {});
 }
 
 TEST_F(GranaryRunTest, NoDispatcherFailsClearly) {

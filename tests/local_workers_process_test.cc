@@ -8,14 +8,17 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/env.h"
 #include "gmock/gmock.h"
@@ -195,11 +198,48 @@ TEST_F(LocalWorkersTest, ALocalWorkerKilledMidEpochLosesNothing) {
   EXPECT_EQ(digest.multiset(), multiset) << "seed " << kSeed;
 }
 
+// What ModelPlacement's rule (dispatcher/policy/placement.cc) guarantees for a measured slowdown
+// per local worker (in percent, as its decision prints it with one decimal), at most 2 local
+// workers: never more local workers than keep the trainer's step within 10% of its step with none
+// (`most`); and, when one local worker slows the step by less than the 5% a plan may lose to the
+// fastest one (time_tolerance), at least one — it costs nothing, so the cheapest plan near the
+// fastest uses it (`least`). How many between the two depends on the measured rates. Nullopt
+// when the printed value lies within its rounding of a bound (either count is then right).
+struct LocalWorkerBounds {
+  int least = 0;
+  int most = 0;
+};
+std::optional<LocalWorkerBounds> LocalWorkersAllowedFor(double slowdown_pct_each) {
+  LocalWorkerBounds bounds;
+  for (int k = 1; k <= 2; ++k) {
+    if (std::abs(k * slowdown_pct_each - 10.0) <= k * 0.05) return std::nullopt;
+    if (k * slowdown_pct_each < 10.0) bounds.most = k;
+  }
+  if (std::abs(slowdown_pct_each - 5.0) <= 0.05) return std::nullopt;
+  bounds.least = slowdown_pct_each < 5.0 ? 1 : 0;
+  return bounds;
+}
+
+// The slowdown per local worker a ModelPlacement decision reports ("model: 2 local (1.3%
+// slowdown each), ..."), or nullopt when `reason` is another decision (the probe, a correction).
+std::optional<double> ReportedSlowdownPct(const std::string& reason) {
+  const size_t end = reason.find("% slowdown each)");
+  const size_t begin = reason.rfind('(', end);
+  if (end == std::string::npos || begin == std::string::npos) return std::nullopt;
+  double pct = 0;
+  if (!absl::SimpleAtod(reason.substr(begin + 1, end - begin - 1), &pct)) return std::nullopt;
+  return pct;
+}
+
 // Granary's placement on a live cluster: workers whose pipeline costs 20 ms of wall time per
 // batch (simulate_cost: a sleep, so worker processes on two cores behave like hosts), a trainer
 // stepping every 5 ms (200 batches/s: four workers' worth), two local workers available and
-// four remote ones. Local workers cost nothing here and slow nothing, so the cheapest placement
-// near the best time uses both and the remote workers that are still needed.
+// four remote ones. Local workers cost nothing here, so the model probes both and keeps as many
+// as the trainer's measured slowdown allows — on a quiet machine both, but the step time of a
+// trainer sharing two cores with a loaded CI run grows by a few percent for reasons that are not
+// the local workers (CI measured 6.5% each and kept one; 4.2% each and kept one, the second
+// costing more step time than a plan may lose), so the count is checked against the bounds the
+// rule sets for the slowdown the model measured and reported.
 TEST_F(LocalWorkersTest, TheModelPlacementPutsLocalWorkersToWorkFirstExactlyOnce) {
   Start(/*remote_workers=*/4, {"--policy_period_ms=400"});
   std::unique_ptr<Job> job =
@@ -220,7 +260,19 @@ TEST_F(LocalWorkersTest, TheModelPlacementPutsLocalWorkersToWorkFirstExactlyOnce
   const DispatcherStateProto state = State();
   ASSERT_EQ(state.jobs_size(), 1);
   const JobState& placed = state.jobs(0);
-  EXPECT_EQ(placed.options().num_local_slots(), 2) << placed.last_scaling();
+  const std::string& reason = placed.last_scaling();
+  if (reason.find("probing") != std::string::npos) {
+    // The measurement confirmed the probe: both local workers stay.
+    EXPECT_EQ(placed.options().num_local_slots(), 2) << reason;
+  } else if (const std::optional<double> pct = ReportedSlowdownPct(reason); pct.has_value()) {
+    if (const std::optional<LocalWorkerBounds> bounds = LocalWorkersAllowedFor(*pct)) {
+      EXPECT_LE(placed.options().num_local_slots(), bounds->most) << reason;
+      EXPECT_GE(placed.options().num_local_slots(), bounds->least) << reason;
+    }
+  } else {
+    // A correction (one more remote worker) after the measurement keeps its local count.
+    EXPECT_GE(placed.options().num_local_slots(), 1) << reason;
+  }
   EXPECT_GE(placed.options().num_worker_slots(), 1) << placed.last_scaling();
   EXPECT_GE(placed.scaling_steps(), 1) << "the probe puts the local workers to work";
   EXPECT_LE(placed.scaling_steps(), 3) << placed.last_scaling();

@@ -260,7 +260,8 @@ class TlsClusterTest : public ::testing::Test {
         testing::LocalClusterOptions{
             .workers = 2,
             .dispatcher_flags = {"--tokens_file=" + dir_.Join("tokens.txt"),
-                                 "--admin_clients=cluster-test,ops", "--max_jobs_per_client=2",
+                                 "--admin_clients=cluster-test,ops", "--python_udf_clients=alice",
+                                 "--max_jobs_per_client=2",
                                  "--max_readers_per_client=3", "--max_pipeline_ops=8",
                                  "--max_pipeline_bytes=4096", "--max_message_bytes=65536"},
             .issue_certificate = [this](const std::string& name, const std::string& identity) {
@@ -515,7 +516,8 @@ TEST_F(TlsClusterTest, OnlyAJobsOwnerAndItsReadersMayOpenStartOrHeartbeatIt) {
   ASSERT_TRUE(dataset.ok()) << dataset.status();
   auto job = alice->OpenJob(*dataset, {.name = "alice-job", .readers = {"bob"}});
   ASSERT_TRUE(job.ok()) << job.status();
-  ASSERT_EQ(ReadEpochZero(*alice, *dataset, {.name = "alice-job"}).value_or(-1), 10);
+  ASSERT_EQ(ReadEpochZero(*alice, *dataset, {.name = "alice-job", .readers = {"bob"}}).value_or(-1),
+            10);
 
   // Mallory, by certificate and by token: by name, each opens a job of Mallory's own (job
   // names are per owner), never Alice's...
@@ -571,14 +573,14 @@ TEST_F(TlsClusterTest, OnlyAJobsOwnerAndItsReadersMayOpenStartOrHeartbeatIt) {
 
   // Bob is a reader, and opens Alice's job by saying it is hers; Alice by token is Alice.
   auto bob = Connect(ClientCertificate("bob"));
-  auto bobs = bob->OpenJob(*dataset, {.name = "alice-job", .owner = "alice"});
+  auto bobs = bob->OpenJob(*dataset, {.name = "alice-job", .owner = "alice", .readers = {"bob"}});
   ASSERT_TRUE(bobs.ok()) << bobs.status();
   EXPECT_EQ((*bobs)->job_id(), (*job)->job_id());
   auto reader = (*bobs)->ReadEpoch(1);
   ASSERT_TRUE(reader.ok()) << reader.status();
   EXPECT_EQ(ReadToEnd(**reader).value_or(-1), 10);
   auto by_token = Connect({.ca_file = certificates_->ca_file()}, kAliceToken);
-  EXPECT_TRUE(by_token->OpenJob(*dataset, {.name = "alice-job"}).ok());
+  EXPECT_TRUE(by_token->OpenJob(*dataset, {.name = "alice-job", .readers = {"bob"}}).ok());
 }
 
 // Job names were global, so a client could squat another's name: Mallory creating "train"
@@ -597,10 +599,13 @@ TEST_F(TlsClusterTest, AClientCannotSquatAnothersJobName) {
   auto own = alice->OpenJob(*dataset, {.name = "train", .readers = {"bob"}});
   ASSERT_TRUE(own.ok()) << own.status();
   EXPECT_NE((*own)->job_id(), (*squatted)->job_id());
-  ASSERT_EQ(ReadEpochZero(*alice, *dataset, {.name = "train"}).value_or(-1), 10);
+  ASSERT_EQ(ReadEpochZero(*alice, *dataset, {.name = "train", .readers = {"bob"}}).value_or(-1),
+            10);
 
-  const auto job_id_of = [&](Client& client, const std::string& owner) -> int64_t {
-    auto job = client.OpenJob(*dataset, {.name = "train", .owner = owner});
+  // Opens `owner`'s "train" (the caller's own when empty), whose ACL is `readers`.
+  const auto job_id_of = [&](Client& client, const std::string& owner,
+                             std::vector<std::string> readers = {}) -> int64_t {
+    auto job = client.OpenJob(*dataset, {.name = "train", .owner = owner, .readers = readers});
     EXPECT_TRUE(job.ok()) << job.status();
     return job.ok() ? (*job)->job_id() : -1;
   };
@@ -608,9 +613,9 @@ TEST_F(TlsClusterTest, AClientCannotSquatAnothersJobName) {
   EXPECT_NE(bobs_own, (*own)->job_id());
   EXPECT_NE(bobs_own, (*squatted)->job_id());
   for (bool restarted : {false, true}) {
-    EXPECT_EQ(job_id_of(*alice, ""), (*own)->job_id()) << "restarted: " << restarted;
+    EXPECT_EQ(job_id_of(*alice, "", {"bob"}), (*own)->job_id()) << "restarted: " << restarted;
     EXPECT_EQ(job_id_of(*mallory, ""), (*squatted)->job_id()) << "restarted: " << restarted;
-    EXPECT_EQ(job_id_of(*bob, "alice"), (*own)->job_id())
+    EXPECT_EQ(job_id_of(*bob, "alice", {"bob"}), (*own)->job_id())
         << "Bob reads Alice's; restarted: " << restarted;
     EXPECT_EQ(job_id_of(*bob, ""), bobs_own) << "restarted: " << restarted;
     if (!restarted) {
@@ -619,7 +624,7 @@ TEST_F(TlsClusterTest, AClientCannotSquatAnothersJobName) {
     }
   }
   // Alice's "train" has its epoch 0 read; its next epoch is 1.
-  auto reopened = alice->OpenJob(*dataset, {.name = "train"});
+  auto reopened = alice->OpenJob(*dataset, {.name = "train", .readers = {"bob"}});
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   auto reader = (*reopened)->ReadEpoch(1);
   ASSERT_TRUE(reader.ok()) << reader.status();
@@ -680,7 +685,8 @@ TEST_F(TlsClusterTest, AReadersListCannotPullAClientIntoAnothersJob) {
   }
 
   // Alice opens Mallory's shared job deliberately, by naming its owner, and reads it.
-  auto shared = alice->OpenJob(*mallorys_dataset, {.name = "train", .owner = "mallory"});
+  auto shared = alice->OpenJob(*mallorys_dataset,
+                               {.name = "train", .owner = "mallory", .readers = {"alice"}});
   ASSERT_TRUE(shared.ok()) << shared.status();
   EXPECT_EQ((*shared)->job_id(), (*mallorys)->job_id());
   auto shared_reader = (*shared)->ReadEpoch(0);
@@ -741,8 +747,12 @@ TEST_F(TlsClusterTest, GranaryRunAndScaleOpenASharedJobByItsOwner) {
     *output = process.ReadAll(std::chrono::seconds(60));
     return process.Wait();
   };
-  const std::vector<std::string> run = {"run", "--pipeline=" + pipeline_file, "--epochs=1",
-                                        "--job_name=shared", "--job_owner=alice"};
+  const std::vector<std::string> run = {"run",
+                                        "--pipeline=" + pipeline_file,
+                                        "--epochs=1",
+                                        "--job_name=shared",
+                                        "--job_owner=alice",
+                                        "--readers=bob"};
   const std::vector<std::string> scale = {"scale", "--job=shared", "--job_owner=alice",
                                           "--workers=2"};
   std::string output;
@@ -793,6 +803,32 @@ TEST_F(TlsClusterTest, TheBearerSchemeIsCaseInsensitive) {
   }
 }
 
+// Python functions run their author's code on the workers: only a client the dispatcher's
+// --python_udf_clients names (alice here) registers a pipeline that runs one.
+TEST_F(TlsClusterTest, OnlyAClientGrantedPythonFunctionsRegistersAPipelineThatRunsOne) {
+  // The dispatcher validates the function's parameters but never unpickles it.
+  const auto python = [](const std::string& udf) {
+    PipelineBuilder builder = PipelineBuilder::Range(10);
+    const ParamList params = {{"function", std::string("bm90IGEgcGlja2xl")}};
+    return (udf == "python" ? builder.Map(udf, params) : builder.Filter(udf, params)).Build();
+  };
+  auto mallory = Connect(ClientCertificate("mallory"));
+  for (const std::string udf : {"python", "python_filter"}) {
+    const auto refused = mallory->RegisterPipeline(python(udf));
+    EXPECT_TRUE(absl::IsPermissionDenied(refused.status())) << refused.status();
+    EXPECT_THAT(refused.status().message(), HasSubstr("UDF " + udf));
+    EXPECT_THAT(refused.status().message(), HasSubstr("client 'mallory' may not"));
+    EXPECT_THAT(refused.status().message(), HasSubstr("--python_udf_clients"));
+  }
+  EXPECT_TRUE(mallory->RegisterPipeline(PipelineBuilder::Range(10).Map("add", {{"value", int64_t{1}}}).Build()).ok())
+      << "a pipeline without Python needs no grant";
+  auto alice = Connect(ClientCertificate("alice"));
+  const auto granted = alice->RegisterPipeline(python("python"));
+  EXPECT_TRUE(granted.ok()) << granted.status();
+  // The refusal refused only the request: the dispatcher serves on.
+  EXPECT_TRUE(mallory->RegisterPipeline(PipelineBuilder::Range(20).Build()).ok());
+}
+
 TEST_F(TlsClusterTest, AForeignOrForgedCapabilityReadsNothingOfAnotherJobsTask) {
   auto alice = Connect(ClientCertificate("alice"));
   auto dataset = alice->RegisterPipeline(PipelineBuilder::Range(5000).Batch(10).Build());
@@ -808,12 +844,28 @@ TEST_F(TlsClusterTest, AForeignOrForgedCapabilityReadsNothingOfAnotherJobsTask) 
   auto mallorys_client = Connect(ClientCertificate("mallory"));
   auto her_job = mallorys_client->OpenJob(*dataset, {.name = "mallory-job", .num_worker_slots = 1});
   ASSERT_TRUE(her_job.ok()) << her_job.status();
-  auto her_reader = (*her_job)->ReadEpoch(0);
-  ASSERT_TRUE(her_reader.ok()) << her_reader.status();
+  const int64_t her_job_id = (*her_job)->job_id();
+  // Her epoch starts; her Job lets go of its consumer, which she then reads by hand (one reader
+  // per consumer: her raw heartbeats must come from the consumer's holder). She takes it over:
+  // the Job's release is best effort (one second), and a lease it did not release would refuse
+  // a plain claim until it expired.
+  ASSERT_TRUE((*her_job)->ReadEpoch(0).ok());
+  her_job->reset();
+  ClaimConsumerRequest claim;
+  claim.set_job_id(her_job_id);
+  claim.set_reader_id("mallory-by-hand");
+  claim.set_takeover(true);
+  ClaimConsumerResponse claimed;
+  const grpc::Status claim_status =
+      mallory->ClaimConsumer(testing::RpcContext().get(), claim, &claimed);
+  ASSERT_TRUE(claim_status.ok()) << claim_status.error_message();
   ClientHeartbeatRequest heartbeat;
-  heartbeat.set_job_id((*her_job)->job_id());
+  heartbeat.set_job_id(her_job_id);
+  heartbeat.set_reader_id("mallory-by-hand");
   ClientHeartbeatResponse her_tasks;
-  ASSERT_TRUE(mallory->ClientHeartbeat(testing::RpcContext().get(), heartbeat, &her_tasks).ok());
+  const grpc::Status heard =
+      mallory->ClientHeartbeat(testing::RpcContext().get(), heartbeat, &her_tasks);
+  ASSERT_TRUE(heard.ok()) << heard.error_message();
   ASSERT_EQ(her_tasks.tasks_size(), 1);
   const std::string her_capability = her_tasks.tasks(0).capability();
   ASSERT_EQ(her_capability.size(), 32u);
@@ -848,7 +900,6 @@ TEST_F(TlsClusterTest, AForeignOrForgedCapabilityReadsNothingOfAnotherJobsTask) 
     EXPECT_EQ(stolen.elements_size(), 0);
   }
   EXPECT_EQ(ReadToEnd(**reader).value_or(-1), 500) << "Alice still gets her whole epoch";
-  EXPECT_EQ(ReadToEnd(**her_reader).value_or(-1), 500);
 }
 
 // A client's status shows its own jobs (and those it may read), their datasets, tasks and

@@ -34,10 +34,12 @@ GRANARY_COMMAND_BORROWS_FLAG(int64_t, epochs);
 GRANARY_COMMAND_BORROWS_FLAG(std::string, dir);
 GRANARY_COMMAND_BORROWS_FLAG(int64_t, images);
 GRANARY_COMMAND_BORROWS_FLAG(int32_t, step_ms);
+// granary run's: passed on to the consumers' `granary run` (more than one consumer).
+GRANARY_COMMAND_BORROWS_FLAG(std::string, remainder);
 
 ABSL_FLAG(std::string, scenario, "nofail",
           "nofail, recover, failover, killall, dispatcher, putfail, getfail, scale, random, "
-          "hostile, or "
+          "hostile, equal_shares (2-3 consumers with equal shares under random faults), or "
           "(the replicated dispatcher over a local etcd; needs Debian's etcd binary) "
           "leader_failover or leader_partition, or (as root: every process in a network "
           "namespace of its own) partition_worker, partition_client, partition_oneway, "
@@ -153,7 +155,8 @@ int Soak(ChaosOptions base, const std::vector<std::string>& scenarios, const std
     if (draws() % 4 == 0 && !IsNetworkScenario(options.scenario)) options.cache_tier = "redis";
     if (draws() % 4 == 0) {  // A bigger shape.
       options.workers = 4;
-      options.consumers = 2;
+      // equal_shares draws its consumers.
+      if (options.scenario != "equal_shares") options.consumers = 2;
     }
     options.dir = absl::StrCat(dir, "/run-", runs);
     const std::string output = options.dir + ".out";
@@ -232,13 +235,14 @@ int ChaosCommand(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "granary chaos --scenario S --seed N [--workers W] [--epochs E] [--dir D] [--cache C] "
       "[--inject PROCESS:SPEC] [--images N] [--step_ms T] [--transport tcp|shm] [--hostile] "
-      "[--consumers K] [--cache_tier files|redis] | "
+      "[--consumers K] [--remainder pad|drop|uneven] [--cache_tier files|redis] | "
       "granary chaos --soak --minutes M "
       "[--seed N] [--scenarios S,S...] | granary chaos --failpoints");
   // This command's defaults for flags it shares with other commands.
   absl::SetFlag(&FLAGS_epochs, 3);
   absl::SetFlag(&FLAGS_images, 512);
   absl::SetFlag(&FLAGS_step_ms, 10);
+  absl::SetFlag(&FLAGS_remainder, "");  // The scenario's (equal_shares draws it from the seed).
   ParseCommandFlags(argc, argv);
   if (absl::GetFlag(FLAGS_failpoints)) return ListFailpoints();
 
@@ -255,6 +259,7 @@ int ChaosCommand(int argc, char** argv) {
   options.transport = absl::GetFlag(FLAGS_transport);
   options.hostile = absl::GetFlag(FLAGS_hostile);
   options.consumers = absl::GetFlag(FLAGS_consumers);
+  options.remainder = absl::GetFlag(FLAGS_remainder);
   options.cache_tier = absl::GetFlag(FLAGS_cache_tier);
   if (options.transport != "tcp" && options.transport != "shm") {
     std::fprintf(stderr, "granary chaos: --transport '%s': expected tcp or shm\n",

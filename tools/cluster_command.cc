@@ -7,6 +7,7 @@
 // dead ones at once), and stops them all on SIGINT/SIGTERM (SIGTERM, then SIGKILL after 5 s).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -236,6 +237,14 @@ int ClusterCommand(int argc, char** argv) {
   std::vector<std::string> worker_flags = {data_roots_flag, absl::StrCat("--host=", host)};
   worker_flags.insert(worker_flags.end(), redis_flags.begin(), redis_flags.end());
   for (size_t r = 1; r < rest.size(); ++r) worker_flags.push_back(rest[r]);
+  // Workers that run Python functions run them for the cluster's client (the "operator"
+  // certificate it prints the flags of), and no other (SECURITY.md).
+  if (std::any_of(rest.begin() + (rest.empty() ? 0 : 1), rest.end(), [](const char* flag) {
+        return absl::string_view(flag) == "--allow_python_udfs" ||
+               absl::string_view(flag) == "--allow_python_udfs=true";
+      })) {
+    dispatcher_argv.push_back("--python_udf_clients=operator");
+  }
   if (max_workers > 0) {
     if (absl::GetFlag(FLAGS_cluster_standby) > 0 || max_workers < absl::GetFlag(FLAGS_workers)) {
       return fail(absl::InvalidArgumentError(

@@ -80,6 +80,11 @@ ABSL_FLAG(std::string, tokens_file, "",
 ABSL_FLAG(std::vector<std::string>, admin_clients, {},
           "Clients (certificate or token names) whose `granary status` shows every job; every "
           "other client sees only the jobs it may read (SECURITY.md).");
+ABSL_FLAG(std::vector<std::string>, python_udf_clients, {},
+          "Clients (certificate or token names; '*': every client) that may register pipelines "
+          "running Python functions (Dataset.map(fn)) on workers started with "
+          "--allow_python_udfs: that is code execution on the workers (SECURITY.md). Without "
+          "TLS every caller may.");
 ABSL_FLAG(int64_t, max_jobs_per_client, granary::ClientLimits().jobs,
           "Live jobs one authenticated client may own (SECURITY.md).");
 ABSL_FLAG(int64_t, max_readers_per_client, granary::ClientLimits().readers,
@@ -241,6 +246,7 @@ int DispatcherCommand(int argc, char** argv) {
         "a provisioner needs 0 <= --min_workers <= --max_workers and --max_workers >= 1"));
   }
   options.admin_clients = absl::GetFlag(FLAGS_admin_clients);
+  options.python_udf_clients = absl::GetFlag(FLAGS_python_udf_clients);
   options.limits.jobs = absl::GetFlag(FLAGS_max_jobs_per_client);
   options.limits.readers = absl::GetFlag(FLAGS_max_readers_per_client);
   options.limits.pipeline_bytes = absl::GetFlag(FLAGS_max_pipeline_bytes);

@@ -34,6 +34,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cache/cache_policy.h"
+#include "client/position.h"
 #include "client/run_position.h"
 #include "common/env.h"
 #include "common/hash.h"
@@ -67,6 +68,9 @@ ABSL_FLAG(std::string, job_owner, "",
           "Whose job --job_name is: empty for your own (created when absent); another client's "
           "id to open the job it shared with you (its readers name you). Also for `granary "
           "scale`.");
+ABSL_FLAG(std::vector<std::string>, readers, {},
+          "Comma-separated clients besides the job's owner that may read it (its ACL, when the "
+          "cluster authenticates clients). Every open of the job gives the same set.");
 ABSL_FLAG(int32_t, consumer, 0, "Which consumer of the job this process is (0-based).");
 ABSL_FLAG(int32_t, num_consumers, 1, "Consumers of the job (when the job is created).");
 ABSL_FLAG(int32_t, num_worker_slots, 0,
@@ -97,6 +101,16 @@ ABSL_FLAG(std::string, placement, "static",
           "Whether the dispatcher places the job's workers, local and remote, from the measured "
           "rates and prices: static, pecan (Pecan's AutoPlacement, one worker per decision) or "
           "auto (Granary's model).");
+ABSL_FLAG(std::string, sharding, "auto",
+          "How epochs are divided among the consumers: equal (each consumer its own share, all "
+          "delivering as many elements), dynamic (the fastest takes the most), or auto (equal "
+          "for more than one consumer).");
+ABSL_FLAG(std::string, remainder, "pad",
+          "Equal shares: pad (consumers with fewer elements hand out copies of their last), drop "
+          "(consumers with more drop the surplus) or uneven.");
+ABSL_FLAG(bool, takeover, false,
+          "Read the consumer even if another live reader holds it: that reader is fenced (its "
+          "next read fails). Without it a held consumer is refused, naming its reader.");
 ABSL_FLAG(int32_t, step_ms, 0,
           "Simulated training step: sleep this long after each element (0: read as fast as "
           "possible).");
@@ -183,6 +197,7 @@ absl::Status Run() {
   spec.seed = absl::GetFlag(FLAGS_seed);
   spec.num_consumers = absl::GetFlag(FLAGS_num_consumers);
   spec.num_worker_slots = absl::GetFlag(FLAGS_num_worker_slots);
+  spec.readers = absl::GetFlag(FLAGS_readers);
   ASSIGN_OR_RETURN(const CachePolicy policy, ParseCachePolicy(absl::GetFlag(FLAGS_cache_policy)));
   spec.cache_policy = policy == CACHE_FULL      ? JobCachePolicy::kFull
                       : policy == CACHE_AT_MARK ? JobCachePolicy::kAtMark
@@ -213,6 +228,27 @@ absl::Status Run() {
     return absl::InvalidArgumentError(
         absl::StrCat("--placement '", placement, "' is none of static, pecan, auto"));
   }
+  const std::string sharding = absl::GetFlag(FLAGS_sharding);
+  if (sharding == "equal") {
+    spec.sharding = JobSharding::kEqual;
+  } else if (sharding == "dynamic") {
+    spec.sharding = JobSharding::kDynamic;
+  } else if (sharding != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sharding '", sharding, "' is none of auto, dynamic, equal"));
+  }
+  const std::string remainder = absl::GetFlag(FLAGS_remainder);
+  if (remainder == "drop") {
+    spec.remainder = JobRemainder::kDrop;
+  } else if (remainder == "uneven") {
+    spec.remainder = JobRemainder::kUneven;
+  } else if (remainder != "pad") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--remainder '", remainder, "' is none of pad, drop, uneven"));
+  }
+  spec.takeover = absl::GetFlag(FLAGS_takeover);
+  const bool equal_shares = spec.sharding == JobSharding::kEqual ||
+                            (spec.sharding == JobSharding::kAuto && spec.num_consumers > 1);
   ASSIGN_OR_RETURN(std::unique_ptr<Job> job, client->OpenJob(dataset, spec));
   std::printf("granary run: job %lld, dataset %s, consumer %d\n",
               static_cast<long long>(job->job_id()), dataset.c_str(), consumer);
@@ -228,7 +264,11 @@ absl::Status Run() {
       std::printf("epoch %lld: resuming after %lld rows\n", static_cast<long long>(epoch),
                   static_cast<long long>(resumed.rows));
     }
+    // The epoch's rows this process read: delivered, and dropped by the remainder rule (the
+    // consumers' digests add up to the epoch's); padding repeats a row already counted.
     EpochDigest digest(batched);
+    (*reader)->SetDropObserver(
+        [&digest](const ReceivedElement& dropped) { digest.Add(dropped.tensors()); });
     // Saves where this epoch stands; consistent because it runs between two Next() calls.
     const auto save = [&](bool sync) -> absl::Status {
       if (position_file.empty()) return absl::OkStatus();
@@ -253,7 +293,7 @@ absl::Status Run() {
         return Annotate(status, absl::StrCat("epoch ", epoch));
       }
       if (end) break;
-      digest.Add(element.tensors());
+      if (!element.padding()) digest.Add(element.tensors());
       const absl::Time now = absl::Now();
       progress.Update(
           absl::StrFormat("reading epoch %d: %d rows, %.0f rows/s", epoch,
@@ -279,11 +319,19 @@ absl::Status Run() {
         static_cast<long long>(stats.recomputed_dropped), static_cast<long long>(stats.retries),
         static_cast<long long>(stats.shared_memory_elements));
     std::fflush(stdout);
-    absl::StrAppend(&digests,
-                    (resumed.reader.empty() ? digest.Line(epoch, dropped)
-                                            : ResumedDigestLine(epoch, resumed, digest, dropped))
-                        .ToJson(),
-                    "\n");
+    DigestLine line = resumed.reader.empty() ? digest.Line(epoch, dropped)
+                                             : ResumedDigestLine(epoch, resumed, digest, dropped);
+    if (equal_shares) {
+      // Over the whole epoch, earlier processes' part included: from the final position.
+      ASSIGN_OR_RETURN(const ClientPosition final_position,
+                       DecodePosition((*reader)->SavePosition(), job->job_id(), epoch, consumer));
+      int64_t read = 0;
+      for (const auto& entry : final_position.next_index()) read += entry.second;
+      line.padding = final_position.padded();
+      line.remainder_dropped = final_position.dropped();
+      line.steps = read - final_position.dropped() + final_position.padded();
+    }
+    absl::StrAppend(&digests, line.ToJson(), "\n");
     if (!digest_out.empty()) {
       RETURN_IF_ERROR(WriteAtomically(env, digest_out, digests, /*sync=*/true));
     }

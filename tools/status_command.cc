@@ -8,8 +8,10 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "client/client_security.h"
 #include "common/dispatcher_targets.h"
@@ -158,6 +160,17 @@ int PrintStatus(DispatcherTargets& dispatcher, const std::string& address,
             ? absl::StrCat(" (placement ", Placement_Name(j.options().placement()), ")").c_str()
             : "",
         static_cast<long long>(j.epochs_started()));
+    if (j.options().num_consumers() > 1) {
+      // DESIGN.md §6, "Consumers and shares".
+      const bool equal = j.options().sharding() != SHARDING_DYNAMIC;
+      std::printf("    shares: %s\n",
+                  equal ? absl::StrCat("equal (remainder ",
+                                       absl::AsciiStrToLower(absl::StripPrefix(
+                                           Remainder_Name(j.options().remainder()), "REMAINDER_")),
+                                       ")")
+                              .c_str()
+                        : "dynamic");
+    }
     if (j.scaling_steps() > 0) {
       std::printf("    scaled %lld times; last: %s\n", static_cast<long long>(j.scaling_steps()),
                   j.last_scaling().c_str());

@@ -202,6 +202,13 @@ absl::Status TaskRunner::GetElements(const GetElementsRequest& request, Elements
   if (from < 0) return absl::InvalidArgumentError("from_index must not be negative");
   // One request at a time per task: a restart below must not race another.
   absl::MutexLock request_lock(&request_mu_);
+  if (request.reader_generation() < reader_generation_) {
+    return absl::AbortedError(
+        absl::StrCat("task ", def().task_id(), ": reader generation ", request.reader_generation(),
+                     " was taken over by reader generation ", reader_generation_,
+                     " (its consumer has a new reader); this reader is fenced"));
+  }
+  reader_generation_ = request.reader_generation();
   {
     absl::MutexLock lock(&mu_);
     if (run_ == 0) StartProducer();

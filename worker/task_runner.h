@@ -97,6 +97,8 @@ class TaskRunner {
   const TaskDef& def() const { return spec_.def; }
 
   // REQUIRES: request.generation() == def().generation() (WorkerImpl checks it).
+  // Aborted, before anything is acknowledged, for a request of a lower reader_generation than
+  // one this runner has served: that reader was taken over (fenced).
   absl::Status GetElements(const GetElementsRequest& request, ElementsReply* reply)
       ABSL_LOCKS_EXCLUDED(mu_);
   TaskStatus Status() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -130,6 +132,8 @@ class TaskRunner {
   // Held through each GetElements call (one at a time per task), before mu_.
   absl::Mutex request_mu_;
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(request_mu_);
+  // The highest GetElementsRequest.reader_generation served.
+  int64_t reader_generation_ ABSL_GUARDED_BY(request_mu_) = 0;
   // Incremented for each fresh start of the producer; a producer of an older run exits.
   int64_t run_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

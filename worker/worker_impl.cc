@@ -44,7 +44,8 @@ absl::StatusOr<LocalTransport> ParseLocalTransport(absl::string_view name) {
 absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Start(
     const WorkerOptions& options, std::unique_ptr<DispatcherConnection> dispatcher,
     int64_t register_timeout_ms) {
-  if (options.registries == nullptr) return absl::InvalidArgumentError("WorkerOptions.registries unset");
+  if (options.registries == nullptr)
+    return absl::InvalidArgumentError("WorkerOptions.registries unset");
   std::unique_ptr<WorkerImpl> worker(new WorkerImpl(options, std::move(dispatcher)));
   ElementServerOptions transport;
   transport.worker_address = options.address;
@@ -146,8 +147,8 @@ int64_t WorkerImpl::incarnation() const {
 }
 
 absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const TaskDef& def) {
-  const std::string key =
-      def.auto_order() ? def.pipeline_key() + "/auto_order" : def.pipeline_key();
+  // The key names the pipeline as run: with auto_order, reordered (the dispatcher's key says so).
+  const std::string& key = def.pipeline_key();
   auto it = pipelines_.find(key);
   if (it != pipelines_.end()) return it->second;
   if (!def.has_pipeline()) {
@@ -267,6 +268,7 @@ absl::Status WorkerImpl::Heartbeat() {
       running->set_generation(runner->def().generation());
       const TaskStatus status = runner->Status();
       running->set_produced(status.made());
+      running->set_produced_through(status.produced());
       running->set_busy_us(status.busy_us());
       running->set_transport(status.transport());
     }
@@ -288,7 +290,20 @@ absl::Status WorkerImpl::Heartbeat() {
   for (TaskDef& def : *response->mutable_tasks()) {
     auto it = runners_.find(def.task_id());
     if (it != runners_.end() && it->second->def().generation() == def.generation()) continue;
-    ASSIGN_OR_RETURN(std::shared_ptr<const Pipeline> pipeline, PipelineFor(def));
+    absl::StatusOr<std::shared_ptr<const Pipeline>> built = PipelineFor(def);
+    if (!built.ok()) {
+      // This task cannot run here; its reader is told why (GetElements), the others run.
+      auto [entry, fresh] = unbuildable_tasks_.try_emplace(def.task_id());
+      if (fresh || entry->second.generation != def.generation()) {
+        LOG(WARNING) << "worker " << options_.worker_id << ": task " << def.task_id()
+                     << " generation " << def.generation() << " cannot run here: "
+                     << built.status();
+      }
+      entry->second = UnbuildableTask{def.generation(), built.status()};
+      continue;
+    }
+    unbuildable_tasks_.erase(def.task_id());
+    std::shared_ptr<const Pipeline> pipeline = *std::move(built);
     def.clear_pipeline();  // Held once, in pipelines_.
     // Chunks are MACed under the dispatcher's key (security/chunk_mac.h).
     const ChunkMacKey chunk_key =
@@ -339,6 +354,9 @@ absl::Status WorkerImpl::Heartbeat() {
       ++it;
     }
   }
+  for (auto it = unbuildable_tasks_.begin(); it != unbuildable_tasks_.end();) {
+    it = assigned.count(it->first) ? std::next(it) : unbuildable_tasks_.erase(it);
+  }
   // Pipelines no task runs any more: the dispatcher sends them again if they are needed.
   std::set<std::string> in_use;
   for (const auto& [id, runner] : runners_) in_use.insert(runner->def().pipeline_key());
@@ -373,6 +391,15 @@ void WorkerImpl::HeartbeatLoop() {
 bool WorkerImpl::MoreTasks() const {
   absl::MutexLock lock(&mu_);
   return more_tasks_;
+}
+
+std::optional<absl::Status> WorkerImpl::UnbuildableTaskError(int64_t task_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = unbuildable_tasks_.find(task_id);
+  if (it == unbuildable_tasks_.end()) return std::nullopt;
+  return absl::Status(it->second.why.code(),
+                      absl::StrCat("task ", task_id, " cannot run on worker ",
+                                   options_.worker_id, ": ", it->second.why.message()));
 }
 
 std::shared_ptr<TaskRunner> WorkerImpl::FindRunner(int64_t task_id) const {
@@ -421,6 +448,7 @@ absl::Status WorkerImpl::GetElements(const GetElementsRequest& request, Elements
     runner = FindRunner(request.task_id());
   }
   if (runner == nullptr) {
+    if (std::optional<absl::Status> why = UnbuildableTaskError(request.task_id())) return *why;
     return absl::NotFoundError(
         absl::StrCat("task ", request.task_id(), " does not run on worker ", options_.worker_id));
   }

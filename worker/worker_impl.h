@@ -134,6 +134,9 @@ class WorkerImpl {
   // Whether the last heartbeat's answer held tasks back (WorkerHeartbeatResponse.more).
   bool MoreTasks() const ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<TaskRunner> FindRunner(int64_t task_id) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Why a task assigned here cannot run here (its code, "task N cannot run on worker W: …"), or
+  // nullopt when it can (or is not assigned here).
+  std::optional<absl::Status> UnbuildableTaskError(int64_t task_id) const ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::shared_ptr<const Pipeline>> PipelineFor(const TaskDef& def)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReportFinished(const TaskDef& def, int64_t num_elements,
@@ -171,9 +174,18 @@ class WorkerImpl {
   // Checkpoint counters of the runners already dropped (GetStatus adds the live ones).
   GetWorkerStatusResponse retired_totals_ ABSL_GUARDED_BY(mu_);
   // Compiled pipelines by TaskDef.pipeline_key (a dataset's pipeline, or an epoch's cache
-  // rewrite of it): those the runners use. Heartbeats tell the dispatcher which are held, so
-  // that each is sent once.
+  // rewrite of it; reordered by AutoOrder, under a key of its own, for a job with auto_order):
+  // those the runners use. Heartbeats tell the dispatcher which are held, so that each is sent
+  // once.
   std::map<std::string, std::shared_ptr<const Pipeline>> pipelines_ ABSL_GUARDED_BY(mu_);
+  // Tasks assigned here whose pipeline this worker cannot build (a UDF it lacks or does not
+  // allow): by task id, the generation and why. GetElements answers their readers with it; the
+  // other tasks run.
+  struct UnbuildableTask {
+    int64_t generation = 0;
+    absl::Status why;
+  };
+  std::map<int64_t, UnbuildableTask> unbuildable_tasks_ ABSL_GUARDED_BY(mu_);
   bool more_tasks_ ABSL_GUARDED_BY(mu_) = false;
 
   absl::Notification stopping_;

@@ -1,8 +1,12 @@
 """Granary from Python in a minute.
 
-    PYTHONPATH=build/python python3 examples/python/quickstart.py
-    PYTHONPATH=build/python python3 examples/python/quickstart.py --dispatcher HOST:PORT \\
-        --tls_ca CA --tls_cert CERT --tls_key KEY     # or --insecure: the service too
+    venv/bin/python examples/python/quickstart.py        # after scripts/pip_install.sh; or
+                                                         # PYTHONPATH=build/python python3 ...
+    venv/bin/python examples/python/quickstart.py --config /tmp/g/client.json
+                                                         # the service too: the file
+                                                         # `granary cluster --dir /tmp/g` wrote
+    venv/bin/python examples/python/quickstart.py --dispatcher HOST:PORT \\
+        --tls_ca CA --tls_cert CERT --tls_key KEY        # or --insecure
 
 A pipeline built in Python runs in this process (granary.local), then — given a dispatcher, e.g.
 the one `granary cluster` prints — as a job of the service, read exactly once, with its position
@@ -16,6 +20,7 @@ import granary
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", help="a client configuration file (granary cluster's)")
     parser.add_argument("--dispatcher", help="HOST:PORT of a Granary dispatcher")
     parser.add_argument("--tls_ca")
     parser.add_argument("--tls_cert")
@@ -35,10 +40,11 @@ def main():
     reference = granary.local_digests(ds, epochs=1, seed=7)[0]
     print(f"local: {rows} rows, multiset digest {reference['multiset_xxh64']}")
 
-    if not args.dispatcher:
+    if not args.dispatcher and not args.config:
         return
-    client = granary.connect(args.dispatcher, tls_ca=args.tls_ca, tls_cert=args.tls_cert,
-                             tls_key=args.tls_key, insecure=args.insecure or None)
+    client = granary.connect(args.dispatcher, config=args.config, tls_ca=args.tls_ca,
+                             tls_cert=args.tls_cert, tls_key=args.tls_key,
+                             insecure=args.insecure or None)
     job = client.open_job(ds, name="quickstart", seed=7)
     reader = job.epoch(0, digest=True)
     for step, (values,) in enumerate(reader):  # NumPy arrays viewing the received bytes

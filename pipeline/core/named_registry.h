@@ -40,6 +40,17 @@ class NamedRegistry {
     return absl::OkStatus();
   }
 
+  // Puts `info` in place of the entry of its name; NotFound when there is none.
+  absl::Status Replace(Info info) {
+    for (Info& entry : entries_) {
+      if (entry.*name_ == info.*name_) {
+        entry = std::move(info);
+        return absl::OkStatus();
+      }
+    }
+    return absl::NotFoundError(absl::StrCat(naming_.kind, " '", info.*name_, "' is not registered"));
+  }
+
   // nullptr when unknown.
   const Info* Find(const std::string& name) const {
     for (const Info& info : entries_) {

@@ -15,9 +15,15 @@ namespace granary {
 
 std::string DigestLine::ToJson() const {
   // Written by hand rather than by the JSON mapping, which would quote the int64 fields.
-  return absl::StrFormat(
-      R"({"epoch":%d,"elements":%d,"multiset_xxh64":"%s","ordered_xxh64":"%s","duplicates_dropped":%d,"skipped":%d})",
+  std::string line = absl::StrFormat(
+      R"({"epoch":%d,"elements":%d,"multiset_xxh64":"%s","ordered_xxh64":"%s","duplicates_dropped":%d,"skipped":%d)",
       epoch, rows, HashToHex(multiset), HashToHex(ordered), dropped, skipped);
+  // The equal-shares fields only for an epoch that had them.
+  if (steps != 0 || padding != 0 || remainder_dropped != 0) {
+    absl::StrAppendFormat(&line, R"(,"steps":%d,"padding":%d,"remainder_dropped":%d)", steps,
+                          padding, remainder_dropped);
+  }
+  return line + "}";
 }
 
 absl::StatusOr<DigestLine> DigestLine::Parse(const std::string& line) {
@@ -47,6 +53,9 @@ absl::StatusOr<DigestLine> DigestLine::Parse(const std::string& line) {
   if (!proto.has_duplicates_dropped()) return bad("duplicates_dropped");
   d.dropped = proto.duplicates_dropped();
   d.skipped = proto.skipped();
+  d.steps = proto.steps();
+  d.padding = proto.padding();
+  d.remainder_dropped = proto.remainder_dropped();
   return d;
 }
 

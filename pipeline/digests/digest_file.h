@@ -22,6 +22,11 @@ struct DigestLine {
   uint64_t ordered = 0;   // Delivery order (EpochDigest::ordered).
   int64_t dropped = 0;    // "duplicates_dropped": duplicates and recomputed elements.
   int64_t skipped = 0;    // "skipped": elements ignore_errors dropped (0 when absent).
+  // Equal shares (proto/digest.proto; 0 when absent): elements handed to the trainer, own and
+  // padding; padding; elements read but not handed out (their rows are counted above).
+  int64_t steps = 0;
+  int64_t padding = 0;
+  int64_t remainder_dropped = 0;
 
   // The line, without a trailing newline.
   std::string ToJson() const;

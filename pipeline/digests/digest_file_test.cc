@@ -30,6 +30,21 @@ TEST(DigestFileTest, LineRoundTrips) {
   EXPECT_EQ(old->skipped, 0);
 }
 
+TEST(DigestFileTest, EqualSharesFieldsRoundTripAndAreLeftOutWhenZero) {
+  DigestLine line{2, 90, 1, 2, 0, 0};
+  line.steps = 12;
+  line.padding = 1;
+  line.remainder_dropped = 0;
+  EXPECT_THAT(line.ToJson(),
+              HasSubstr(R"("skipped":0,"steps":12,"padding":1,"remainder_dropped":0})"));
+  absl::StatusOr<DigestLine> parsed = DigestLine::Parse(line.ToJson());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->steps, 12);
+  EXPECT_EQ(parsed->padding, 1);
+  EXPECT_EQ(parsed->remainder_dropped, 0);
+  EXPECT_THAT(DigestLine({2, 90, 1, 2, 0, 0}).ToJson(), ::testing::Not(HasSubstr("steps")));
+}
+
 TEST(DigestFileTest, MalformedLinesNameTheField) {
   const std::string good = DigestLine{1, 2, 3, 4, 5}.ToJson();
   std::string no_multiset = good;

@@ -5,6 +5,7 @@
 #include <iterator>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "pipeline/core/limits.h"
@@ -314,13 +315,53 @@ UdfInfo SimulateCostUdfDeclaration() {
                      ValidatedBy(ReadSimulateCostConfig));
 }
 
+absl::StatusOr<PythonUdfConfig> ReadPythonUdfConfig(const Params& p) {
+  PythonUdfConfig config;
+  if (!absl::Base64Unescape(p.GetString("function"), &config.function) ||
+      config.function.empty()) {
+    return p.Invalid("function", "must be a Python function's pickle in base64 (what "
+                                 "granary.Dataset.map(fn) writes)");
+  }
+  config.timeout_ms = p.GetInt("timeout_ms", config.timeout_ms);
+  if (config.timeout_ms < 1 || config.timeout_ms > 3'600'000) {
+    return p.Invalid("timeout_ms", "must be in [1, 3600000] (milliseconds)");
+  }
+  config.determinism_check_every =
+      p.GetInt("determinism_check_every", config.determinism_check_every);
+  if (config.determinism_check_every < 0) {
+    return p.Invalid("determinism_check_every", "must be at least 0 (0: no check)");
+  }
+  return config;
+}
+
+namespace {
+
+std::vector<ParamSpec> PythonUdfParams() {
+  return {{"function", ParamType::kString, true},
+          {"timeout_ms", ParamType::kInt, false},
+          {"determinism_check_every", ParamType::kInt, false}};
+}
+
+}  // namespace
+
+UdfInfo PythonMapUdfDeclaration() {
+  return Declaration(kPythonMapUdf, UdfKind::kMap, PythonUdfParams(),
+                     ValidatedBy(ReadPythonUdfConfig));
+}
+
+UdfInfo PythonFilterUdfDeclaration() {
+  return Declaration(kPythonFilterUdf, UdfKind::kPredicate, PythonUdfParams(),
+                     ValidatedBy(ReadPythonUdfConfig));
+}
+
 void RegisterBuiltinUdfDeclarations(UdfRegistry* registry) {
   for (UdfInfo info :
        {ParseExampleUdfDeclaration(), DecodeJpegUdfDeclaration(), DecodeImageUdfDeclaration(),
         RandomCropUdfDeclaration(), RandomResizedCropUdfDeclaration(), RandomFlipUdfDeclaration(),
         ResizeUdfDeclaration(), NormalizeUdfDeclaration(), CastUdfDeclaration(),
         NonEmptyUdfDeclaration(), StringLengthUdfDeclaration(), ModuloUdfDeclaration(),
-        AddUdfDeclaration(), FillBytesUdfDeclaration(), SimulateCostUdfDeclaration()}) {
+        AddUdfDeclaration(), FillBytesUdfDeclaration(), SimulateCostUdfDeclaration(),
+        PythonMapUdfDeclaration(), PythonFilterUdfDeclaration()}) {
     registry->Register(std::move(info)).IgnoreError();
   }
 }

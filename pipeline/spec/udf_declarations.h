@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -128,6 +129,26 @@ UdfInfo FillBytesUdfDeclaration();
 // simulate_cost: us_per_element (in [0, 10^7]).
 absl::StatusOr<int64_t> ReadSimulateCostConfig(const Params& params);
 UdfInfo SimulateCostUdfDeclaration();
+
+// python (map) and python_filter (filter): a Python function run in helper processes
+// (pipeline/udfs/udf_python.h). function: its pickle (cloudpickle), base64-encoded;
+// timeout_ms: how long one call may take before its helper is killed (default 60 s, at most an
+// hour); determinism_check_every: the first call and then one in this many are made twice and
+// their results compared (default 1000; 0: never).
+struct PythonUdfConfig {
+  std::string function;  // the pickle's bytes
+  int64_t timeout_ms = 60'000;
+  int64_t determinism_check_every = 1000;
+};
+absl::StatusOr<PythonUdfConfig> ReadPythonUdfConfig(const Params& params);
+UdfInfo PythonMapUdfDeclaration();
+UdfInfo PythonFilterUdfDeclaration();
+inline constexpr char kPythonMapUdf[] = "python";
+inline constexpr char kPythonFilterUdf[] = "python_filter";
+// Whether the UDF named `udf` runs a Python function (code of the pipeline's author).
+inline bool IsPythonUdf(std::string_view udf) {
+  return udf == kPythonMapUdf || udf == kPythonFilterUdf;
+}
 
 }  // namespace granary
 

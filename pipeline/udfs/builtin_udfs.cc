@@ -1,5 +1,7 @@
 #include "pipeline/udfs/builtin_udfs.h"
 
+#include "pipeline/udfs/udf_python.h"
+
 namespace granary {
 
 UdfRegistry UdfRegistry::WithBuiltins() {
@@ -19,6 +21,8 @@ void RegisterBuiltinUdfs(UdfRegistry* registry) {
   RegisterCastUdf(registry);
   RegisterBasicUdfs(registry);
   RegisterSimulateCostUdf(registry);
+  // Not allowed to run unless the process says so (RegisterPythonUdfs again).
+  RegisterPythonUdfs(registry, PythonUdfOptions{});
 }
 
 }  // namespace granary

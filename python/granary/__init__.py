@@ -88,12 +88,16 @@ class Client:
 
     def open_job(self, dataset, name="", seed=0, num_consumers=1, num_worker_slots=0,
                  num_epochs=0, cache_policy="compute", compression="none", readers=(),
-                 autoscale="none", local_workers=0, placement="static", owner=""):
+                 autoscale="none", local_workers=0, placement="static", owner="",
+                 sharding="auto", remainder="pad", resume_epoch=0, resume_positions=(),
+                 takeover=False, auto_order=False):
         """Registers `dataset` and opens a job of it. Jobs with the same non-empty `name` are
         shared: every consumer (trainer process) of a job opens it by name. Names are per owner
         when the cluster authenticates clients: `name` opens (or creates) this client's own job;
         with `owner`, another client's id, it opens the job of that name that client shared with
-        this one (its `readers` name this client).
+        this one (its `readers` name this client). Opening an existing job, every option but
+        `compression` (and `local_workers` with a placement policy) must be what it was created
+        with, or InvalidArgument names the option and both values.
 
         num_consumers: trainer processes the epochs are divided among. num_worker_slots: tasks
         per consumer (0: one per live worker). cache_policy: "compute", "full", "at_mark" or "auto".
@@ -103,7 +107,27 @@ class Client:
         local_workers: worker processes this client starts on its host for each consumer it
         reads (the `granary` binary: $GRANARY_BINARY or on $PATH), serving only it through shared
         memory; they stop with the job. placement: "static" (each local worker runs a task),
-        "pecan" or "auto" — the dispatcher places the job's local and remote workers."""
+        "pecan" or "auto" — the dispatcher places the job's local and remote workers.
+        sharding: "equal" (the default for several consumers) — each consumer reads its own
+        share of every epoch and all deliver as many elements (as DistributedDataParallel
+        needs), "dynamic" (the default for one) — the fastest reader takes the most, or "auto".
+        remainder (equal shares): "pad" — consumers with fewer elements deliver copies of their
+        last, marked padding (reader.last_padding), up to the most any has; "drop" — consumers
+        with more drop the surplus (reader.stats["remainder_dropped"]); "uneven" — neither.
+        resume_epoch, resume_positions (elastic resume): to open an existing job at another
+        num_consumers than it has, the position() every one of its consumers saved in epoch
+        resume_epoch, by consumer (None or b"" for one that had delivered nothing of it): the
+        rest of that epoch is dealt to the num_consumers new consumers, and later epochs run at
+        num_consumers.
+        takeover: one reader per consumer — reading a consumer another live reader holds raises
+        FailedPrecondition naming it (one that looks gone, e.g. this trainer's crashed
+        predecessor, is waited for until its lease expires); with takeover=True this job's first
+        read of each consumer takes it even from a live reader, whose next read then raises
+        Aborted (it is fenced) — for a trainer restarted elsewhere while the old one may run.
+        auto_order: the workers run the pipeline reordered by AutoOrder
+        (pipeline/optimizer/auto_order.h; `granary run --auto_order`) — map ops swapped where
+        that changes no output byte, shrinking ones first; the elements are those of the
+        pipeline as written."""
         if cache_policy not in _CACHE_POLICIES:
             raise InvalidArgument(
                 f"cache_policy {cache_policy!r} is none of {', '.join(_CACHE_POLICIES)}")
@@ -111,7 +135,10 @@ class Client:
         return Job(self._client.open_job(dataset_id, name, seed, num_consumers,
                                          num_worker_slots, num_epochs, cache_policy,
                                          compression, list(readers), autoscale,
-                                         local_workers, placement, owner),
+                                         local_workers, placement, owner, sharding,
+                                         remainder, resume_epoch,
+                                         [p or b"" for p in resume_positions], takeover,
+                                         auto_order),
                    dataset)
 
 

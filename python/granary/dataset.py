@@ -19,6 +19,7 @@ PipelineDef, docs/pipelines.md), so `to_json()` writes a file `granary run --pip
 and UDF names, parameter types and ranges): a mistake raises granary.InvalidArgument naming it.
 """
 
+import base64
 import json
 
 from granary import _granary
@@ -37,6 +38,42 @@ def _source_params(files, compression, per_split_key, per_split, shuffle_splits)
     if shuffle_splits:
         params["shuffle_splits"] = True
     return params
+
+
+def _udf_and_params(udf, python_udf, udf_params, **python_params):
+    """The UDF name and params of a map or filter op given `udf`: a UDF's name (with
+    `udf_params`), or a Python function — then the UDF `python_udf` ("python" or
+    "python_filter") carrying the function's cloudpickle (base64) and the `python_params`
+    given (timeout_ms, determinism_check_every; None: the default)."""
+    python_params = {k: v for k, v in python_params.items() if v is not None}
+    if not callable(udf):
+        if python_params:
+            raise _granary.InvalidArgument(
+                f"{', '.join(sorted(python_params))} is for Python functions, not for UDF "
+                f"'{udf}'")
+        return udf, udf_params
+    if udf_params:
+        raise _granary.InvalidArgument(
+            f"a Python function takes no UDF params ({', '.join(sorted(udf_params))}): bind "
+            "them in the function (a closure or functools.partial)")
+    try:
+        import cloudpickle
+    except ImportError as error:
+        raise _granary.FailedPrecondition(
+            "Python functions as UDFs are shipped with cloudpickle, which this interpreter "
+            "lacks (Debian's python3-cloudpickle)") from error
+    try:
+        pickled = cloudpickle.dumps(udf)
+    except Exception as error:  # noqa: BLE001 (whatever pickling raised, said plainly)
+        name = getattr(udf, "__qualname__", repr(udf))
+        raise _granary.InvalidArgument(
+            f"the Python function {name} could not be pickled to ship it to the workers "
+            f"(cloudpickle): {type(error).__name__}: {error} — it, or what it closes over or "
+            "refers to, must be picklable: create locks, sockets, open files and the like "
+            "inside the function instead") from error
+    params = {"function": base64.b64encode(pickled).decode("ascii")}
+    params.update(python_params)
+    return python_udf, params
 
 
 class Dataset:
@@ -96,9 +133,23 @@ class Dataset:
         definition.setdefault("ops", []).append(op)
         return Dataset(definition)
 
-    def map(self, udf, num_threads=None, **udf_params):
+    def map(self, udf, num_threads=None, timeout_ms=None, determinism_check_every=None,
+            **udf_params):
         """Applies the UDF `udf` (with `udf_params`) to every element; on `num_threads` threads
-        (order preserved) when given — 0: as many as the pipeline's autotuner finds best."""
+        (order preserved) when given — 0: as many as the pipeline's autotuner finds best.
+
+        `udf` is a built-in or plugin UDF's name, or a Python function: fn(*tensors) -> array,
+        bytes or a tuple of them, called with the element's tensors as NumPy arrays (a bytes
+        scalar as bytes) and, if it has a parameter named `rng`, a numpy.random.Generator keyed
+        by the element (its only allowed randomness: the function must be deterministic given
+        its arguments, or recomputed elements differ). It is shipped with its closure
+        (cloudpickle) and run by the workers' helper processes — workers started with
+        --allow_python_udfs — one per thread; a call longer than `timeout_ms` (default 60 s) is
+        killed and fails its element. The first call and one in `determinism_check_every`
+        (default 1000; 0: none) are made twice, and different results fail the job as not
+        deterministic (docs/python.md)."""
+        udf, udf_params = _udf_and_params(udf, "python", udf_params, timeout_ms=timeout_ms,
+                                          determinism_check_every=determinism_check_every)
         op = {"op": "map" if num_threads is None else "parallel_map", "udf": udf}
         if num_threads is not None:
             op["params"] = {"num_threads": num_threads}
@@ -106,8 +157,12 @@ class Dataset:
             op["udfParams"] = udf_params
         return self._with(op)
 
-    def filter(self, udf, **udf_params):
-        """Keeps the elements the predicate UDF `udf` accepts."""
+    def filter(self, udf, timeout_ms=None, determinism_check_every=None, **udf_params):
+        """Keeps the elements the predicate UDF `udf` accepts: a UDF's name, or a Python
+        function fn(*tensors) -> bool, run as map's (see map)."""
+        udf, udf_params = _udf_and_params(udf, "python_filter", udf_params,
+                                          timeout_ms=timeout_ms,
+                                          determinism_check_every=determinism_check_every)
         op = {"op": "filter", "udf": udf}
         if udf_params:
             op["udfParams"] = udf_params

@@ -1,12 +1,14 @@
-"""A Granary cluster of real processes on loopback for the Python tests: a dispatcher and
-workers started from the `granary` binary (GRANARY_BINARY), plain text, stopped (by pid) when
-the `with` block ends."""
+"""Granary clusters of real processes on loopback for the Python tests, started from the
+`granary` binary (GRANARY_BINARY) and stopped (by pid) when the `with` block ends: Cluster, a
+dispatcher and workers in plain text; ClusterCommand, `granary cluster` (mutual TLS, a throwaway
+CA), as a user starts one."""
 
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
+import unittest
 
 BINARY = os.environ.get("GRANARY_BINARY", "granary")
 LISTENING_ON = " listening on "
@@ -68,3 +70,65 @@ class Cluster:
             process.stdout.close()
         shutil.rmtree(self.dir, ignore_errors=True)
         return False
+
+
+class ClusterCommand:
+    """`granary cluster --workers N --dir D [-- WORKER_FLAGS]`, waited for until it is ready;
+    self.config is the client configuration file it wrote (what granary.connect(config=...)
+    takes)."""
+
+    CONFIG_LINE = "client config: "
+
+    def __init__(self, workers=1, worker_flags=()):
+        self.dir = tempfile.mkdtemp(prefix="granary-python-cluster-")
+        self._workers = workers
+        self._worker_flags = list(worker_flags)
+        self._log = None
+        self._process = None
+        self.config = None
+
+    def __enter__(self):
+        self._log = open(os.path.join(self.dir, "cluster.log"), "wb")
+        self._process = subprocess.Popen(
+            [BINARY, "cluster", f"--workers={self._workers}", f"--dir={self.dir}/cluster"] +
+            (["--"] + self._worker_flags if self._worker_flags else []),
+            stdout=subprocess.PIPE, stderr=self._log)
+        output = []
+        for line in self._process.stdout:
+            line = line.decode().rstrip("\n")
+            output.append(line)
+            if line.startswith(self.CONFIG_LINE):
+                self.config = line[len(self.CONFIG_LINE):].split(" ", 1)[0]
+            if line.startswith("cluster ready"):
+                break
+        if self.config is None:
+            self.__exit__(None, None, None)
+            raise RuntimeError("granary cluster printed no client config:\n" + "\n".join(output))
+        return self
+
+    def __exit__(self, *exc):
+        self._process.send_signal(signal.SIGTERM)
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._process.stdout.close()
+        self._log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return False
+
+
+class ClusterTestCase(unittest.TestCase):
+    """A TestCase whose tests share one Cluster, self.cluster, started before the first and
+    stopped after the last: of two workers, or as cluster_options (Cluster's keywords) say."""
+
+    cluster_options = {}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster(**{"workers": 2, **cls.cluster_options}).__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.__exit__(None, None, None)

@@ -8,26 +8,19 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import unittest
 
 import numpy as np
 
 import granary
-from cluster import Cluster
-from pipelines import range_pipeline
+from cluster import Cluster, ClusterTestCase
+from pipelines import assert_local_digest, range_pipeline
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-class ClusterTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = Cluster(workers=2).__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.__exit__(None, None, None)
-
+class ClusterTest(ClusterTestCase):
     def test_two_consumer_processes_add_up_to_the_epoch(self):
         seed, epochs = 21, 2
         consumers = [subprocess.Popen([sys.executable, os.path.join(HERE, "consumer_process.py"),
@@ -83,6 +76,43 @@ class ClusterTest(unittest.TestCase):
         expected = granary.local_digests(range_pipeline(), 1, seed)[0]
         self.assertEqual(rest.digest["rows"] + 37 * 20, expected["elements"], f"seed {seed}")
 
+    def test_one_reader_per_consumer_and_a_takeover_fences_the_old_one(self):
+        seed = 9
+        client = granary.connect(self.cluster.address)
+        old = client.open_job(range_pipeline(), name="one-reader", seed=seed).epoch(0)
+        for _ in range(10):
+            next(old)
+        saved = old.position()
+        # A second live reader of the consumer is refused, naming the first (this process).
+        with self.assertRaisesRegex(granary.FailedPrecondition,
+                                    rf"consumer 0 of job \d+ is read by reader [0-9a-f]+ "
+                                    rf"\([^)]*:{os.getpid()}, generation 1\)"):
+            client.open_job(range_pipeline(), name="one-reader", seed=seed).epoch(0)
+        # A takeover reads the rest from the old reader's saved position, exactly once...
+        new = client.open_job(range_pipeline(), name="one-reader", seed=seed,
+                              takeover=True).epoch(0, position=saved, digest=True)
+        for _ in new:
+            pass
+        expected = granary.local_digests(range_pipeline(), 1, seed)[0]
+        self.assertEqual(new.digest["rows"] + 10 * 20, expected["elements"], f"seed {seed}")
+        # ...and the old reader is fenced: its next read after a heartbeat interval (200 ms; a
+        # reader that has not heartbeat for three asks first) fails, queued elements or not.
+        time.sleep(1)
+        with self.assertRaisesRegex(granary.Aborted, r"taken over.*\(fenced\)"):
+            next(old)
+
+    def test_reopening_a_job_with_other_options_is_refused(self):
+        client = granary.connect(self.cluster.address)
+        client.open_job(range_pipeline(), name="fixed", seed=3, num_consumers=2)
+        with self.assertRaisesRegex(granary.InvalidArgument,
+                                    "job 'fixed' has num_consumers 2; this request gives 4"):
+            client.open_job(range_pipeline(), name="fixed", seed=3, num_consumers=4)
+        with self.assertRaisesRegex(granary.InvalidArgument,
+                                    "job 'fixed' has seed 3; this request gives 5"):
+            client.open_job(range_pipeline(), name="fixed", seed=5, num_consumers=2)
+        # The job's own spec opens it again, as every consumer does.
+        client.open_job(range_pipeline(), name="fixed", seed=3, num_consumers=2)
+
     def test_scaling_mid_epoch_keeps_exactly_once(self):
         seed = 6
         job = granary.connect(self.cluster.address).open_job(range_pipeline(), name="scaled",
@@ -116,10 +146,41 @@ class ClusterTest(unittest.TestCase):
     def test_stats(self):
         job = granary.connect(self.cluster.address).open_job(range_pipeline(), seed=2)
         reader = job.epoch(0)
+        self.assertEqual(reader.stats["elements"], 0)
+        self.assertEqual(reader.stats["wait_us"], 0)
         n = sum(1 for _ in reader)
         self.assertEqual(reader.stats["elements"], n)
-        self.assertGreater(reader.stats["payload_bytes"], 0)
+        self.assertGreater(reader.stats["payload_bytes"], n * 20 * 8)  # 20 int64 per batch
+        self.assertGreater(reader.stats["wait_us"], 0)
+        # Without faults nothing is received twice or recomputed (client_reader_test and
+        # granary_run_test make them move).
         self.assertEqual(reader.stats["duplicates_dropped"], 0)
+        self.assertEqual(reader.stats["recomputed_dropped"], 0)
+        self.assertEqual(set(reader.stats), {
+            "elements", "payload_bytes", "wait_us", "duplicates_dropped", "recomputed_dropped",
+            "retries", "checksum_mismatches", "shared_memory_elements", "remainder_dropped",
+            "padding"})
+
+    def test_auto_order_reaches_the_job_and_its_workers(self):
+        seed = 4
+        client = granary.connect(self.cluster.address)
+        # The workers hold the pipeline as written (another job's), and run it reordered too.
+        for _ in client.open_job(range_pipeline(), name="as-written", seed=seed).epoch(0):
+            pass
+        job = client.open_job(range_pipeline(), name="auto-ordered", seed=seed, auto_order=True)
+        reader = job.epoch(0, digest=True)
+        for _ in reader:
+            pass
+        assert_local_digest(self, reader.digest["multiset"], seed)
+        with self.assertRaisesRegex(granary.InvalidArgument,
+                                    "job 'auto-ordered' has auto_order true; this request gives "
+                                    "false"):
+            client.open_job(range_pipeline(), name="auto-ordered", seed=seed)
+        logs = ""
+        for i in range(len(self.cluster.worker_processes)):
+            with open(os.path.join(self.cluster.dir, f"worker-{i}.log")) as f:
+                logs += f.read()
+        self.assertIn("AutoOrder runs its ops as shuffle add batch", logs)
 
     def test_errors_carry_the_cpp_message(self):
         client = granary.connect(self.cluster.address)

@@ -6,52 +6,24 @@ flags."""
 
 import json
 import os
-import shutil
-import signal
-import subprocess
-import tempfile
 import time
 import unittest
 
 import granary
+from cluster import ClusterCommand
 from pipelines import assert_local_digest, range_pipeline
-
-BINARY = os.environ.get("GRANARY_BINARY", "granary")
-CONFIG_LINE = "client config: "
 
 
 class ConnectTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="granary-python-connect-")
-        cls.log = open(os.path.join(cls.dir, "cluster.log"), "wb")
-        cls.cluster = subprocess.Popen(
-            [BINARY, "cluster", "--workers=1", f"--dir={cls.dir}/cluster"],
-            stdout=subprocess.PIPE, stderr=cls.log)
-        cls.config = None
-        output = []
-        for line in cls.cluster.stdout:
-            line = line.decode().rstrip("\n")
-            output.append(line)
-            if line.startswith(CONFIG_LINE):
-                cls.config = line[len(CONFIG_LINE):].split(" ", 1)[0]
-            if line.startswith("cluster ready"):
-                break
-        if cls.config is None:
-            cls.tearDownClass()
-            raise RuntimeError("granary cluster printed no client config:\n" + "\n".join(output))
+        cls.cluster = ClusterCommand(workers=1).__enter__()
+        cls.dir = cls.cluster.dir
+        cls.config = cls.cluster.config
 
     @classmethod
     def tearDownClass(cls):
-        cls.cluster.send_signal(signal.SIGTERM)
-        try:
-            cls.cluster.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            cls.cluster.kill()
-            cls.cluster.wait()
-        cls.cluster.stdout.close()
-        cls.log.close()
-        shutil.rmtree(cls.dir, ignore_errors=True)
+        cls.cluster.__exit__(None, None, None)
 
     def write(self, name, content):
         path = os.path.join(self.dir, name)

@@ -1,4 +1,5 @@
-"""The Python examples run as docs/python.md says: quickstart.py in-process and against a cluster,
+"""The Python examples run as docs/python.md says: quickstart.py in-process, against a cluster and
+against `granary cluster` by its client configuration file (the README's Python quick start),
 and train_resnet.py stopped after a checkpoint and resumed — every step of every epoch trained
 once in all (12 batches an epoch, 2 epochs: 24 steps over both runs)."""
 
@@ -8,7 +9,7 @@ import sys
 import tempfile
 import unittest
 
-from cluster import BINARY, Cluster
+from cluster import BINARY, Cluster, ClusterCommand
 
 SOURCE_DIR = os.environ.get("GRANARY_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
 EXAMPLES = os.path.join(SOURCE_DIR, "examples", "python")
@@ -39,6 +40,16 @@ class ExamplesTest(unittest.TestCase):
         self.assertIn("local: 1000 rows", out)
         code, out, err = run([os.path.join(EXAMPLES, "quickstart.py"),
                               f"--dispatcher={self.cluster.address}", "--insecure"])
+        self.assertEqual(code, 0, err)
+        self.assertIn("service: 1000 rows over a resume", out)
+        self.assertIn("exactly once", out)
+
+    def test_quickstart_against_granary_cluster_by_its_config_file(self):
+        # The README's Python quick start: `granary cluster` (the installed command), then the
+        # example given the client configuration file the cluster wrote.
+        with ClusterCommand(workers=2) as cluster:
+            code, out, err = run([os.path.join(EXAMPLES, "quickstart.py"),
+                                  f"--config={cluster.config}"])
         self.assertEqual(code, 0, err)
         self.assertIn("service: 1000 rows over a resume", out)
         self.assertIn("exactly once", out)

@@ -1,6 +1,8 @@
 """granary.torch: tensors without copies, and a trainer SIGKILLed mid-epoch that resumes from
 its last state_dict() delivers the epoch exactly once over both processes."""
 
+import base64
+import itertools
 import json
 import os
 import random
@@ -16,22 +18,20 @@ import torch
 
 import granary
 import granary.torch
-from cluster import Cluster
+from cluster import ClusterTestCase
 from pipelines import range_pipeline
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BATCHES = 4000 // 20
 
 
-class TorchTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = Cluster(workers=2).__enter__()
+def saved_state(consumer, num_consumers, epoch=0):
+    """A state_dict() as a rank that had read nothing of `epoch` saved it."""
+    return {"epoch": epoch, "position": None, "consumer": consumer,
+            "num_consumers": num_consumers}
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.__exit__(None, None, None)
 
+class TorchTest(ClusterTestCase):
     def test_tensors_share_the_received_bytes(self):
         job = granary.connect(self.cluster.address).open_job(range_pipeline(), seed=1)
         element = job.epoch(0).next_element()
@@ -46,7 +46,8 @@ class TorchTest(unittest.TestCase):
     def test_a_data_loader_reads_each_epoch_once(self):
         ds = granary.torch.GranaryIterableDataset(range_pipeline(), dispatcher=self.cluster.address,
                                                   job_name="loader", seed=3)
-        loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+        loader = granary.torch.DataLoader(ds)
+        self.assertIsInstance(loader, torch.utils.data.DataLoader)
         expected = granary.local_digests(range_pipeline(), 2, 3)
         for epoch in range(2):
             digest = granary.Digest(True)
@@ -55,6 +56,51 @@ class TorchTest(unittest.TestCase):
                 digest.add((values.numpy(),))
             self.assertEqual(f"{digest.multiset:016x}", expected[epoch]["multiset_xxh64"])
             self.assertEqual(ds.state_dict()["epoch"], epoch + 1)
+
+    def test_the_length_of_an_epoch_is_unknown(self):
+        # Known only once the epoch is read (filters, ...): len() is a TypeError, as for any
+        # IterableDataset without a length.
+        ds = granary.torch.GranaryIterableDataset(range_pipeline(), dispatcher=self.cluster.address,
+                                                  job_name="length")
+        with self.assertRaises(TypeError):
+            len(ds)
+        with self.assertRaises(TypeError):
+            len(granary.torch.DataLoader(ds))
+
+    def test_granary_data_loader_refuses_batching_and_worker_processes(self):
+        ds = granary.torch.GranaryIterableDataset(range_pipeline(), dispatcher=self.cluster.address,
+                                                  job_name="refused")
+        with self.assertRaisesRegex(granary.InvalidArgument,
+                                    r"batch_size must be None, not 1: the pipeline batches"):
+            granary.torch.DataLoader(ds, batch_size=1)
+        with self.assertRaisesRegex(granary.InvalidArgument,
+                                    r"num_workers must be 0, not 2: Granary's workers do"):
+            granary.torch.DataLoader(ds, num_workers=2)
+
+    def test_a_data_loader_batching_a_batched_pipeline_is_refused(self):
+        ds = granary.torch.GranaryIterableDataset(range_pipeline(), dispatcher=self.cluster.address,
+                                                  job_name="rebatched")
+        with self.assertRaisesRegex(granary.InvalidArgument,
+                                    r"yields batches .* batches them again .*batch_size=None"):
+            next(iter(torch.utils.data.DataLoader(ds)))  # its default batch_size=1
+        # An unbatched pipeline's elements are the DataLoader's to batch.
+        unbatched = granary.torch.GranaryIterableDataset(
+            granary.Dataset.range(40, elements_per_split=10), dispatcher=self.cluster.address,
+            job_name="unbatched")
+        batches = [values for (values,) in torch.utils.data.DataLoader(unbatched, batch_size=8)]
+        self.assertEqual([tuple(b.shape) for b in batches], [(8,)] * 5)
+        self.assertEqual(sorted(torch.cat(batches).tolist()), list(range(40)))
+
+    def test_auto_order_reaches_the_job(self):
+        def dataset(auto_order):
+            return granary.torch.GranaryIterableDataset(
+                range_pipeline(), dispatcher=self.cluster.address, job_name="auto-ordered",
+                auto_order=auto_order)
+
+        dataset(True).open()
+        with self.assertRaisesRegex(granary.InvalidArgument,
+                                    "has auto_order true; this request gives false"):
+            dataset(False).open()
 
     def test_images_and_labels(self):
         images = torch.zeros(4, 8, 6, 3, dtype=torch.uint8)
@@ -72,6 +118,78 @@ class TorchTest(unittest.TestCase):
             ds.load_state_dict({"epoch": 0, "position": None, "consumer": 0})
         with self.assertRaises(granary.InvalidArgument):
             granary.torch.GranaryIterableDataset(range_pipeline(), dispatcher="x", job_name="")
+
+    def rank_dataset(self, consumer, num_consumers):
+        return granary.torch.GranaryIterableDataset(
+            range_pipeline(), dispatcher=self.cluster.address, job_name="states",
+            consumer=consumer, num_consumers=num_consumers)
+
+    def test_one_state_at_another_world_size_is_refused_naming_both(self):
+        with self.assertRaisesRegex(granary.InvalidArgument, r"consumer 1 of 4.*consumer 1 of 2"):
+            self.rank_dataset(1, 2).load_state_dict(saved_state(1, 4))
+
+    def test_a_duplicate_consumer_in_the_states_is_refused(self):
+        with self.assertRaisesRegex(granary.InvalidArgument, r"consumers \[0, 0, 2, 3\]"):
+            self.rank_dataset(0, 2).load_state_dict(
+                [saved_state(0, 4), saved_state(0, 4), saved_state(2, 4), saved_state(3, 4)])
+
+    def test_states_of_different_epochs_are_refused(self):
+        with self.assertRaisesRegex(granary.InvalidArgument, r"different epochs \[0, 1\]"):
+            self.rank_dataset(0, 3).load_state_dict([saved_state(0, 2, epoch=0),
+                                                     saved_state(1, 2, epoch=1)])
+
+    def test_states_of_some_consumers_only_are_refused(self):
+        with self.assertRaisesRegex(granary.InvalidArgument, r"the states of all 4"):
+            self.rank_dataset(0, 2).load_state_dict(
+                [saved_state(0, 4), saved_state(1, 4), saved_state(2, 4)])
+
+    def test_a_malformed_position_is_refused_naming_the_consumer(self):
+        job = granary.connect(self.cluster.address).open_job(range_pipeline(), name="malformed")
+        reader = job.epoch(0)
+        next(reader)
+        of_epoch_0 = granary.torch._encode_position(reader.position())
+        not_a_position = base64.b64encode(b"a model checkpoint").decode()
+        cases = [("not base64!", r"consumer 0 \(epoch 0\): its position is not base64"),
+                 (not_a_position, r"consumer 0 \(epoch 0\): position is malformed \(18 bytes"),
+                 (17, r"consumer 0 \(epoch 0\): its position is of type int, not a base64 string"),
+                 (of_epoch_0, r"consumer 0 \(epoch 1\): position does not match this reader: "
+                              r"its epoch is 0, not 1")]
+        ds = granary.torch.GranaryIterableDataset(range_pipeline(), dispatcher=self.cluster.address,
+                                                  job_name="malformed")
+        for position, error in cases:
+            with self.subTest(position=position), self.assertRaisesRegex(granary.InvalidArgument,
+                                                                         error):
+                epoch = 1 if position is of_epoch_0 else 0
+                ds.load_state_dict({"epoch": epoch, "position": position, "consumer": 0,
+                                    "num_consumers": 1})
+        # Among every rank's states (elastic resume), the one at fault is named.
+        with self.assertRaisesRegex(granary.InvalidArgument,
+                                    r"consumer 2 \(epoch 0\): its position is not base64"):
+            self.rank_dataset(0, 2).load_state_dict(
+                [saved_state(0, 4), saved_state(1, 4), dict(saved_state(2, 4), position="%"),
+                 saved_state(3, 4)])
+
+    def test_a_state_with_a_bytes_position_resumes_exactly_once(self):
+        # As the version before positions were strings saved it (bytes, e.g. in a torch.save
+        # checkpoint): a restarted trainer still resumes from it.
+        seed = random.randrange(1 << 30)
+        stop_after = random.Random(seed).randrange(1, BATCHES)
+        why = f"seed {seed}, state saved after {stop_after} batches"
+        first = granary.torch.GranaryIterableDataset(
+            range_pipeline(), dispatcher=self.cluster.address, job_name="bytes", seed=seed)
+        ids = [v for (values,) in itertools.islice(first, stop_after) for v in values.tolist()]
+        state = first.state_dict()
+        self.assertIsInstance(state["position"], str, why)
+        self.assertEqual(json.loads(json.dumps(state)), state, why)
+        old_state = dict(state, position=base64.b64decode(state["position"]))
+        second = granary.torch.GranaryIterableDataset(
+            range_pipeline(), dispatcher=self.cluster.address, job_name="bytes", seed=seed,
+            takeover=True)  # a restarted trainer while the first may still run
+        second.load_state_dict(old_state)
+        ids += [v for (values,) in second for v in values.tolist()]
+        expected = [v for (values,) in granary.local(range_pipeline(), seed=seed)
+                    for v in values.tolist()]
+        self.assertEqual(sorted(ids), sorted(expected), why)
 
     def test_torch_distributed_ranks_are_consumers(self):
         seed = 17
@@ -105,7 +223,7 @@ class TorchTest(unittest.TestCase):
         hang_at = save_at + rng.randrange(1, 20)  # trained past the checkpoint, then killed
         why = f"seed {seed}, state saved after step {save_at}, killed at step {hang_at}"
         with tempfile.TemporaryDirectory() as tmp:
-            checkpoint = os.path.join(tmp, "checkpoint.pt")
+            checkpoint = os.path.join(tmp, "checkpoint.json")
             first = self.run_trainer(checkpoint, save_at, hang_at, seed)
             line = first.stdout.readline().decode()
             if "hanging" not in line:

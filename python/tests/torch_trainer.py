@@ -1,6 +1,6 @@
 """A PyTorch trainer over granary.torch.GranaryIterableDataset under DataLoader(num_workers=0),
-checkpointing the dataset's state beside its progress — the process test_torch.py SIGKILLs and
-restarts.
+checkpointing the dataset's state beside its progress as JSON (state_dict() is plain types) — the
+process test_torch.py SIGKILLs and restarts.
 
     torch_trainer.py ADDRESS CHECKPOINT EPOCHS SEED SAVE_AT HANG_AT
 
@@ -29,7 +29,8 @@ def main(address, checkpoint, epochs, seed, save_at, hang_at):
                                               job_name="trainer", seed=seed)
     carried = {"rows": 0, "multiset": 0}
     if os.path.exists(checkpoint):
-        saved = torch.load(checkpoint)
+        with open(checkpoint) as f:
+            saved = json.load(f)
         ds.load_state_dict(saved["data"])
         carried = saved["progress"]
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
@@ -44,7 +45,8 @@ def main(address, checkpoint, epochs, seed, save_at, hang_at):
                 state = {"data": ds.state_dict(),
                          "progress": {"rows": carried["rows"] + digest.rows,
                                       "multiset": (carried["multiset"] + digest.multiset) % (1 << 64)}}
-                torch.save(state, checkpoint + ".tmp")
+                with open(checkpoint + ".tmp", "w") as f:
+                    json.dump(state, f)
                 os.replace(checkpoint + ".tmp", checkpoint)
             if step == hang_at:
                 print("hanging", flush=True)

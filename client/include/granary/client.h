@@ -29,6 +29,7 @@
 #define GRANARY_CLIENT_INCLUDE_GRANARY_CLIENT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -121,14 +122,34 @@ enum class JobAutoscale { kNone, kCachew, kModel };
 // the cheapest placement within 5% of the best batch time.
 enum class JobPlacement { kStatic, kPecan, kAuto };
 
+// How each epoch is divided among a job's consumers (DESIGN.md §6, "Consumers and shares").
+// kEqual: each consumer reads its own deterministic share of the epoch's splits, and all of them
+// deliver the same number of elements per epoch (JobRemainder says how) — what
+// DistributedDataParallel needs: every rank takes as many steps. kDynamic: whichever consumer
+// asks first takes the next split (throughput first; shares unequal). kAuto: kEqual for a job of
+// more than one consumer, else kDynamic.
+enum class JobSharding { kAuto, kDynamic, kEqual };
+// Equal shares: what a consumer with more elements than another does with the difference.
+// kPad: consumers with fewer deliver copies of their last element, marked padding(), up to the
+// most any consumer has (DistributedSampler's default). kDrop: consumers with more read the
+// surplus and do not deliver it (EpochStats.remainder_dropped counts it), down to the fewest
+// (drop_last). kUneven: no rule (each consumer delivers its share as it is).
+enum class JobRemainder { kPad, kDrop, kUneven };
+
 struct JobSpec {
   // Jobs with the same non-empty name are shared (every consumer of a job opens it by name).
   // Names are per owner when the cluster authenticates clients (SECURITY.md): a name opens this
   // client's own job of that name, or creates it.
   std::string name;
   // To open a job another client shared with this one (its `readers` name this client): that
-  // client's id. The job must exist (NotFound) and list this client (PermissionDenied); the rest
-  // of the spec is ignored, as for any existing job. Empty: this client's own job.
+  // client's id. The job must exist (NotFound) and list this client (PermissionDenied). Empty:
+  // this client's own job.
+  //
+  // The rest of the spec, but for `compression` and (with a placement policy) `local_workers`,
+  // which are per reader, must be what an existing job was created with — whoever opens it —
+  // or OpenJob fails with InvalidArgument naming the field and both values ("job 'resnet' has
+  // num_consumers 2; this request gives 4"); `readers` compare as a set, and the slot counts
+  // as given at creation (scaling steps since do not count).
   std::string owner;
   uint64_t seed = 0;
   // Trainer processes reading the job: each epoch is divided among them.
@@ -155,6 +176,26 @@ struct JobSpec {
   // Workers run the pipeline reordered by AutoOrder (pipeline/optimizer/auto_order.h): swaps
   // that change no output byte, shrinking ops first.
   bool auto_order = false;
+  JobSharding sharding = JobSharding::kAuto;
+  JobRemainder remainder = JobRemainder::kPad;
+  // Elastic resume (DESIGN.md §6): to open an existing job at another num_consumers than it
+  // has, the positions all of its consumers saved in epoch `resume_epoch`:
+  // resume_positions[c] is consumer c's EpochReader::SavePosition() ("": it had delivered
+  // nothing of that epoch). The rest of that epoch is then dealt to the num_consumers new
+  // consumers (each reads it from ReadEpoch(resume_epoch, consumer) without a position), and
+  // later epochs run at num_consumers. Every new consumer may pass the same positions; the
+  // first to open resumes the job. Without them a different num_consumers is refused.
+  int64_t resume_epoch = 0;
+  std::vector<std::string> resume_positions;
+  // One reader per consumer (DESIGN.md §6): the Job's ReadEpoch claims its consumer, which
+  // another live reader holding it refuses with FailedPrecondition naming that reader; a holder
+  // that looks gone (silent, e.g. this trainer's crashed predecessor) is waited for until its
+  // lease expires (the dispatcher's --worker_timeout_ms of silence). With `takeover` the Job's
+  // first claim of each consumer takes it at once even from a live reader, which is fenced:
+  // its reads fail with Aborted from its next heartbeat on (EpochReader::Next), and nothing it
+  // did not acknowledge counts as delivered — for a trainer restarted on another host while its
+  // predecessor may still run. Not an option of the job: each opener chooses.
+  bool takeover = false;
 };
 
 // Client::Precache: which cache to fill before training starts.
@@ -183,6 +224,9 @@ struct EpochStats {
   // Elements Next() returned, and their serialized size.
   int64_t elements = 0;
   int64_t payload_bytes = 0;
+  // Microseconds the trainer waited in Next() for the elements (and padding) it returned: time
+  // the input pipeline held training up.
+  int64_t wait_us = 0;
   // Elements received again (an index the reader already had): dropped, never delivered.
   int64_t duplicates_dropped = 0;
   // Elements workers recomputed and discarded to resume a task after a restart or takeover.
@@ -194,6 +238,10 @@ struct EpochStats {
   // Elements Next() returned that came through shared memory (mapped, not copied) rather than
   // over TCP.
   int64_t shared_memory_elements = 0;
+  // Equal shares (JobSpec.sharding): elements read and not delivered by REMAINDER_DROP, and
+  // padding elements Next() returned under REMAINDER_PAD (not counted in `elements`).
+  int64_t remainder_dropped = 0;
+  int64_t padding = 0;
 };
 
 // Reads one epoch for one consumer. Thread-compatible (one trainer thread calls Next).
@@ -204,14 +252,25 @@ class EpochReader {
   // or *end = true when every task's elements have all been delivered. Errors: DataLoss for a
   // payload whose checksum does not match after retries; Unavailable when no worker answers
   // for ClientOptions.stall_timeout_ms (the reader keeps its position: calling Next again
-  // retries); OutOfRange when a worker says a task ends before the reader's position.
+  // retries); OutOfRange when a worker says a task ends before the reader's position; Aborted
+  // once this reader learns that another reader took its consumer over (JobSpec.takeover: this
+  // reader is fenced) — at its next heartbeat (heartbeat_interval_ms) or call to a worker the
+  // new reader read from, at once then, elements queued or not. Elements handed out between the
+  // takeover and then were never acknowledged: they count as not delivered (the new reader
+  // delivers them from its position).
   virtual absl::Status Next(ReceivedElement* element, bool* end) = 0;
   // The same, as a copy into an ElementProto, for code written against it: a parse and a copy
-  // of every value that Next(ReceivedElement*) does not make.
+  // of every value that Next(ReceivedElement*) does not make — and no padding() mark (equal
+  // shares under REMAINDER_PAD: count them with stats().padding, or use the other overload).
   absl::Status Next(ElementProto* element, bool* end);
-  // The reader's position: per task, the index of the next element it has not delivered.
+  // The reader's position: per task, the index of the next element it has not delivered (and,
+  // in an equal-shares epoch, how many were dropped or padded so far).
   virtual std::string SavePosition() const = 0;
   virtual EpochStats stats() const = 0;
+  // Equal shares under REMAINDER_DROP: `observer` sees each element the reader reads and drops
+  // instead of delivering (called from Next(), on the trainer's thread) — to count or check
+  // what the remainder rule left out. Set it before the first Next().
+  virtual void SetDropObserver(std::function<void(const ReceivedElement&)> observer) = 0;
 };
 
 // Thread-safe.
@@ -222,8 +281,9 @@ class Job {
   // Starts epoch `epoch` (idempotently: every consumer may call it) and reads it as
   // `consumer`. With `position` (SavePosition() of an earlier reader of this job, epoch and
   // consumer) the reader resumes there. FailedPrecondition for an epoch that is not the job's
-  // next one or an existing one; InvalidArgument for a position of another job, epoch or
-  // consumer.
+  // next one or an existing one, and for a consumer another live reader holds (JobSpec.takeover);
+  // InvalidArgument for a position of another job, epoch or consumer. A reader whose consumer
+  // another reader took over fails with Aborted (in Next(), at once).
   virtual absl::StatusOr<std::unique_ptr<EpochReader>> ReadEpoch(
       int64_t epoch, int32_t consumer = 0, const std::string& position = "") = 0;
   // Sets the job's remote tasks per consumer (JobSpec.num_worker_slots) — and, with

@@ -43,6 +43,15 @@ class ReceivedElement {
   absl::string_view bytes() const { return bytes_; }
   // A copy as an ElementProto (for code written against it; the views cost nothing).
   ElementProto ToProto() const;
+  // Equal shares under REMAINDER_PAD: a copy of an element the consumer already delivered,
+  // handed out so that every consumer takes as many steps; a trainer may mask it.
+  bool padding() const { return padding_; }
+  // This element (sharing its bytes) marked as padding.
+  ReceivedElement AsPadding() const {
+    ReceivedElement copy = *this;
+    copy.padding_ = true;
+    return copy;
+  }
 
  private:
   std::shared_ptr<const void> owner_;
@@ -50,6 +59,7 @@ class ReceivedElement {
   std::vector<TensorView> tensors_;
   uint64_t split_id_ = 0;
   int64_t record_ = 0;
+  bool padding_ = false;
 };
 
 }  // namespace granary
