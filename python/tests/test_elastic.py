@@ -5,16 +5,13 @@ Everything delivered (old + new, padding left out) plus what was dropped is exac
 epoch's data, the new ranks take as many steps, and a run that always ran at M sees the same
 multiset per epoch (the same seed gives the same global order at any number of ranks)."""
 
-import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
-from cluster import BINARY, ClusterTestCase
+from cluster import ClusterTestCase
 from ranks import assert_equal_steps, assert_exactly_once, epoch_ids, run_ranks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,43 +25,23 @@ def rank_argvs(address, job_name, seed, remainder, world_size, stop_after, state
             for rank in range(world_size)]
 
 
-def wait_until_produced(address, job_name, why):
-    """Waits until epoch 0 of the job `job_name` has finished producing: the workers ran ahead of
-    the stopped ranks and their tasks hold (and have computed) the whole plan."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        status = json.loads(subprocess.run(
-            [BINARY, "status", f"--dispatcher={address}", "--insecure", "--json"],
-            check=True, capture_output=True, text=True).stdout)["state"]
-        job_ids = [j["job_id"] for j in status.get("jobs", []) if j.get("name") == job_name]
-        if any(e.get("finished") and e["job_id"] in job_ids and int(e.get("epoch", 0)) == 0
-               for e in status.get("epochs", [])):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{why}: epoch 0 of {job_name} did not finish producing within 60 s")
-
-
 class ElasticTest(ClusterTestCase):
     def multisets(self, reports, epoch):
         """The multiset digest of what the `reports` of `epoch` delivered plus dropped."""
         return sum(r["digest"]["multiset"] + r["digest"]["dropped_multiset"]
                    for r in reports if r["epoch"] == epoch) % (1 << 64)
 
-    def resume(self, old, new, remainder, produced_first=False):
-        """`produced_first`: the new ranks start only once the workers have produced the whole
-        epoch 0 (they hold every split: the new ranks share the old tasks)."""
+    def resume(self, old, new, remainder):
         seed = random.randrange(1 << 30)
         stop_after = random.Random(seed).randrange(1, 25)
         why = (f"seed {seed}, {old} ranks stopped after {stop_after} steps, resumed at {new}, "
-               f"remainder {remainder}, produced first: {produced_first}")
-        job_name = f"elastic-{old}-{new}-{remainder}{'-produced' if produced_first else ''}"
+               f"remainder {remainder}")
+        job_name = f"elastic-{old}-{new}-{remainder}"
         address = self.cluster.address
         with tempfile.TemporaryDirectory() as tmp:
             states = [os.path.join(tmp, f"state.{rank}") for rank in range(old)]
             before = run_ranks(rank_argvs(address, job_name, seed, remainder, old, stop_after,
                                           states, []), tmp, "old", why)
-            if produced_first:
-                wait_until_produced(address, job_name, why)
             after = run_ranks(rank_argvs(address, job_name, seed, remainder, new, -1, None,
                                          states), tmp, "new", why)
             always = run_ranks(rank_argvs(address, f"{job_name}-always", seed, remainder, new,
@@ -101,9 +78,6 @@ class ElasticTest(ClusterTestCase):
 
     def test_2_ranks_resume_as_3_drop(self):
         self.resume(2, 3, "drop")
-
-    def test_2_ranks_resume_as_3_pad_once_the_workers_produced_the_epoch(self):
-        self.resume(2, 3, "pad", produced_first=True)
 
 
 if __name__ == "__main__":
