@@ -18,17 +18,35 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "transport/element_image.h"
 
 namespace granary {
 namespace {
 
 constexpr size_t kInitialSegmentBytes = 1 << 20;
+// Where tensors start in the segment (python_udf_helper.py's ALIGNMENT): any dtype's, and a
+// cache line's.
+constexpr size_t kAlignment = 64;
 constexpr int kSegmentFdInHelper = 3;
 // How long a helper whose stdin closed has to exit before it is SIGKILLed.
 constexpr absl::Duration kExitGrace = absl::Seconds(1);
 
 absl::Status ErrnoError(absl::string_view what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+size_t Aligned(size_t at) { return (at + kAlignment - 1) / kAlignment * kAlignment; }
+
+size_t SegmentBytes(const Tensor& tensor) {
+  if (tensor.dtype() != DT_STRING) return tensor.content().size();
+  size_t bytes = tensor.strings().size() * sizeof(int64_t);
+  for (const std::string& value : tensor.strings()) bytes += value.size();
+  return bytes;
+}
+
+absl::Status Malformed(absl::string_view answer, absl::string_view what) {
+  return absl::InternalError(absl::StrCat("a Python UDF helper's answer is malformed (", what,
+                                          "): '", answer, "'"));
 }
 
 }  // namespace
@@ -210,15 +228,103 @@ absl::StatusOr<std::string> PythonHelperProcess::Exchange(const std::string& lin
   return answer;
 }
 
+absl::StatusOr<std::string> PythonHelperProcess::WriteTensors(const std::vector<Tensor>& tensors,
+                                                              size_t* end) {
+  size_t at = 0;
+  for (const Tensor& tensor : tensors) at = Aligned(at + SegmentBytes(tensor));
+  RETURN_IF_ERROR(Grow(at));
+  std::string words = absl::StrCat(tensors.size());
+  at = 0;
+  for (const Tensor& tensor : tensors) {
+    absl::StrAppend(&words, " ", static_cast<int>(tensor.dtype()), " ", at, " ", tensor.rank());
+    for (const int64_t dim : tensor.shape()) absl::StrAppend(&words, " ", dim);
+    if (tensor.dtype() != DT_STRING) {
+      std::memcpy(segment_ + at, tensor.content().data(), tensor.content().size());
+    } else {
+      char* lengths = segment_ + at;
+      char* values = lengths + tensor.strings().size() * sizeof(int64_t);
+      for (const std::string& value : tensor.strings()) {
+        const int64_t length = static_cast<int64_t>(value.size());
+        std::memcpy(lengths, &length, sizeof(length));
+        lengths += sizeof(length);
+        std::memcpy(values, value.data(), value.size());
+        values += value.size();
+      }
+    }
+    at = Aligned(at + SegmentBytes(tensor));
+  }
+  *end = at;
+  return words;
+}
+
+absl::StatusOr<std::vector<Tensor>> PythonHelperProcess::ReadTensors(
+    absl::string_view answer, absl::Span<const absl::string_view> words) const {
+  std::vector<uint64_t> numbers(words.size());
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (!absl::SimpleAtoi(words[i], &numbers[i])) return Malformed(answer, "not a number");
+  }
+  size_t at = 0;
+  auto next = [&](uint64_t* value) {
+    if (at >= numbers.size()) return false;
+    *value = numbers[at++];
+    return true;
+  };
+  uint64_t count = 0;
+  if (!next(&count)) return Malformed(answer, "no tensor count");
+  std::vector<Tensor> tensors;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t dtype = 0, offset = 0, rank = 0;
+    if (!next(&dtype) || !next(&offset) || !next(&rank) || rank > numbers.size()) {
+      return Malformed(answer, "a tensor's dtype, offset or rank");
+    }
+    if (dtype < DT_UINT8 || dtype > DT_STRING) return Malformed(answer, "an unknown dtype");
+    std::vector<int64_t> shape(rank);
+    uint64_t elements = 1;
+    for (int64_t& dim : shape) {
+      uint64_t value = 0;
+      if (!next(&value) || (value != 0 && elements > segment_size_ / value)) {
+        return Malformed(answer, "a shape larger than the segment");
+      }
+      dim = static_cast<int64_t>(value);
+      elements *= value;
+    }
+    const DataType type = static_cast<DataType>(dtype);
+    const uint64_t unit = type == DT_STRING ? sizeof(int64_t) : DtypeSize(type);
+    if (offset > segment_size_ || elements > (segment_size_ - offset) / unit) {
+      return Malformed(answer, "a tensor past the segment's end");
+    }
+    if (type != DT_STRING) {
+      Tensor tensor = Tensor::Uninitialized(type, std::move(shape));
+      std::memcpy(tensor.mutable_bytes(), segment_ + offset, elements * unit);
+      tensors.push_back(std::move(tensor));
+      continue;
+    }
+    std::vector<std::string> values(elements);
+    size_t value_at = offset + elements * sizeof(int64_t);
+    for (uint64_t v = 0; v < elements; ++v) {
+      int64_t length = 0;
+      std::memcpy(&length, segment_ + offset + v * sizeof(int64_t), sizeof(length));
+      if (length < 0 || static_cast<uint64_t>(length) > segment_size_ - value_at) {
+        return Malformed(answer, "a string past the segment's end");
+      }
+      values[v].assign(segment_ + value_at, static_cast<size_t>(length));
+      value_at += static_cast<size_t>(length);
+    }
+    tensors.push_back(Tensor::Strings(std::move(shape), std::move(values)));
+  }
+  if (at != numbers.size()) return Malformed(answer, "words after the last tensor");
+  return tensors;
+}
+
 absl::StatusOr<std::string> PythonHelperProcess::Call(absl::string_view command,
-                                                      absl::string_view image,
+                                                      const Element& element,
                                                       uint64_t random_key) {
-  RETURN_IF_ERROR(Grow(image.size()));
-  std::memcpy(segment_, image.data(), image.size());
+  size_t end = 0;
+  ASSIGN_OR_RETURN(const std::string tensors, WriteTensors(element.tensors, &end));
   const absl::Time deadline = absl::Now() + call_timeout_;
   ASSIGN_OR_RETURN(std::string answer,
-                   Exchange(absl::StrCat(command, " ", segment_size_, " ", image.size(), " ",
-                                         random_key, "\n"),
+                   Exchange(absl::StrCat(command, " ", segment_size_, " ", end, " ", random_key,
+                                         " ", tensors, "\n"),
                             deadline));
   while (absl::StartsWith(answer, "grow ")) {
     size_t needed = 0;
@@ -230,34 +336,24 @@ absl::StatusOr<std::string> PythonHelperProcess::Call(absl::string_view command,
 }
 
 absl::Status PythonHelperProcess::Map(Element& element, uint64_t random_key) {
-  ASSIGN_OR_RETURN(const BufferRef input, element.Serialize());
-  ASSIGN_OR_RETURN(const std::string answer, Call("map", input->bytes(), random_key));
-  const std::vector<std::string> words = absl::StrSplit(answer, ' ');
-  size_t offset = 0;
-  size_t length = 0;
-  if (words.size() != 3 || words[0] != "out" || !absl::SimpleAtoi(words[1], &offset) ||
-      !absl::SimpleAtoi(words[2], &length) || offset > segment_size_ ||
-      length > segment_size_ - offset) {
-    return absl::InternalError(absl::StrCat("a Python UDF helper's answer is malformed: '",
-                                            answer, "'"));
-  }
-  ASSIGN_OR_RETURN(BufferRef output, BufferPool::Default()->Allocate(length));
-  std::memcpy(output->data(), segment_ + offset, length);
-  ASSIGN_OR_RETURN(Element result, Element::FromImage(std::move(output)));
-  // The tensors view the result's image, which carries no provenance (the element's stays): the
-  // element holds no image of its own until it is serialized again.
-  element.tensors = std::move(result.tensors);
+  ASSIGN_OR_RETURN(const std::string answer, Call("map", element, random_key));
+  const std::vector<absl::string_view> words = absl::StrSplit(answer, ' ');
+  if (words.empty() || words[0] != "out") return Malformed(answer, "not 'out'");
+  ASSIGN_OR_RETURN(std::vector<Tensor> tensors,
+                   ReadTensors(answer, absl::MakeConstSpan(words).subspan(1)));
+  // New tensors of its own (made in the row's place in its batch, inside a
+  // ScopedRowDestinations); the provenance stays, and the element holds no image until it is
+  // serialized again.
+  element.tensors = std::move(tensors);
   element.image.reset();
   return absl::OkStatus();
 }
 
 absl::StatusOr<bool> PythonHelperProcess::Keep(const Element& element, uint64_t random_key) {
-  ASSIGN_OR_RETURN(const BufferRef input, element.Serialize());
-  ASSIGN_OR_RETURN(const std::string answer, Call("keep", input->bytes(), random_key));
+  ASSIGN_OR_RETURN(const std::string answer, Call("keep", element, random_key));
   if (answer == "keep 1") return true;
   if (answer == "keep 0") return false;
-  return absl::InternalError(absl::StrCat("a Python UDF helper's answer is malformed: '", answer,
-                                          "'"));
+  return Malformed(answer, "not 'keep 0|1'");
 }
 
 }  // namespace granary

@@ -6,15 +6,21 @@
 //
 // The protocol. The two share a segment (a memfd, the helper's descriptor 3) and talk over the
 // helper's stdin (requests, a Unix socket) and stdout (answers, a pipe), a line each:
-//   load SIZE LEN          the function's pickle is segment[0, LEN)      -> ok | error
-//   map SIZE LEN KEY       an element image is segment[0, LEN)           -> out OFF N | grow N |
-//                                                                           error
-//   keep SIZE LEN KEY      as map, for a predicate                       -> keep 0|1 | error
-//   resume SIZE            after `grow N`: the segment has grown to SIZE -> out OFF N | error
+//   load SIZE LEN               the function's pickle is segment[0, LEN)   -> ok | error
+//   map SIZE END KEY TENSORS    the element's tensors, in segment[0, END)  -> out TENSORS |
+//                                                                             grow N | error
+//   keep SIZE END KEY TENSORS   as map, for a predicate                    -> keep 0|1 | error
+//   resume SIZE                 after `grow N`: the segment has grown to SIZE -> out TENSORS |
+//                                                                             error
 // SIZE is the segment's size now (the helper maps it again when it changed); KEY is the
-// element's stateless random key (the function's `rng` draws from it); the result of `map` is
-// an element image at segment[OFF, OFF + N), written after the input; `error N` is followed by N
-// bytes: the Python traceback. The helper views the input's numeric tensors in place (no copy).
+// element's stateless random key (the function's `rng` draws from it). TENSORS describes the
+// tensors in the segment: their count, then for each `DTYPE OFFSET RANK DIM...` (DataType's
+// numbers). A numeric tensor's values are at OFFSET, row-major; a DT_STRING tensor's are its
+// values' lengths (int64, little-endian) followed by their bytes. Every tensor starts 64-byte
+// aligned. The result's tensors are written from END on (rounded up to 64); when they do not
+// fit, `grow N` asks for a segment of N bytes. `error N` is followed by N bytes: the Python
+// traceback. The helper views the input's numeric tensors in place (no copy) and does no
+// per-byte work in Python: the worker frames and unframes.
 //
 // The helper exits when its stdin closes (this object is destroyed) or when its parent process
 // is gone (it checks every second), so no helper outlives its worker.
@@ -29,11 +35,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "pipeline/core/element.h"
 
 namespace granary {
@@ -69,8 +77,17 @@ class PythonHelperProcess {
   PythonHelperProcess() = default;
   // Makes the segment at least `size` bytes (and mapped).
   absl::Status Grow(size_t size);
-  // Writes `image` into the segment and sends `command SIZE LEN KEY`; the answer line.
-  absl::StatusOr<std::string> Call(absl::string_view command, absl::string_view image,
+  // Lays `tensors` out in the segment from offset 0, as the protocol says; their description
+  // (TENSORS) and, in `end`, the end of what was written.
+  absl::StatusOr<std::string> WriteTensors(const std::vector<Tensor>& tensors, size_t* end);
+  // The tensors `words` (TENSORS of `answer`) describe, copied out of the segment (into the
+  // row's place in its batch inside a ScopedRowDestinations). Internal naming the answer when
+  // it is malformed or points outside the segment.
+  absl::StatusOr<std::vector<Tensor>> ReadTensors(absl::string_view answer,
+                                                  absl::Span<const absl::string_view> words) const;
+  // Writes `element`'s tensors into the segment and sends `command SIZE END KEY TENSORS`; the
+  // answer line (after any `grow`).
+  absl::StatusOr<std::string> Call(absl::string_view command, const Element& element,
                                    uint64_t random_key);
   // Sends `line` and reads one answer line before the deadline; an `error` answer becomes
   // InvalidArgument with its text.

@@ -71,6 +71,42 @@ TEST(PythonUdfTest, TheFunctionGetsTheTensorsAsArraysAndBytesAndItsResultIsTheEl
   EXPECT_EQ(out.tensors[2].strings(), std::vector<std::string>{"HELLO"});
 }
 
+TEST(PythonUdfTest, EveryDtypeAndStringArraysCrossToTheFunctionAndBackUnchanged) {
+  const std::vector<Tensor> tensors = {
+      Tensor::FromVector<uint8_t>({2, 3}, {0, 1, 2, 253, 254, 255}),
+      Tensor::FromVector<int32_t>({4}, {-2147483647 - 1, -1, 0, 2147483647}),
+      Tensor::Scalar<int64_t>(-(int64_t{1} << 62)),
+      Tensor::FromVector<float>({2, 2}, {0.5f, -1.25f, 3e38f, -0.0f}),
+      Tensor::FromVector<double>({3}, {1e-300, -2.5, 1e300}),
+      Tensor::FromVector<bool>({2}, {true, false}),
+      Tensor::String(std::string("bytes\0with a zero", 17)),
+      Tensor::Strings({2, 2}, {"", "a", std::string("b\0c", 3), std::string(300, 'x')}),
+      Tensor::Uninitialized(DT_FLOAT, {0, 5}),
+  };
+  const Element out = ApplyUdf(
+      kPython, ParamsFor("def f(*xs):\n  assert xs[5].dtype == bool and xs[6] == b'bytes\\0with a "
+                         "zero', xs\n  return xs"),
+      MakeElement(tensors));
+  ASSERT_EQ(out.tensors.size(), tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    EXPECT_EQ(out.tensors[i], tensors[i])
+        << i << ": " << out.tensors[i].DebugString() << " vs " << tensors[i].DebugString();
+  }
+}
+
+TEST(PythonUdfTest, ANonContiguousOrPythonResultIsWrittenAsItsValues) {
+  const Element out = ApplyUdf(
+      kPython,
+      ParamsFor("def f(x):\n  return x.T, 'text', 3.5, True, np.array(['ab', 'c'], dtype=object)"),
+      MakeElement({Tensor::FromVector<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6})}));
+  ASSERT_EQ(out.tensors.size(), 5u);
+  EXPECT_EQ(out.tensors[0], Tensor::FromVector<int32_t>({3, 2}, {1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(out.tensors[1], Tensor::String("text"));
+  EXPECT_EQ(out.tensors[2], Tensor::Scalar<double>(3.5));
+  EXPECT_EQ(out.tensors[3], Tensor::Scalar<bool>(true));
+  EXPECT_EQ(out.tensors[4], Tensor::Strings({2}, {"ab", "c"}));
+}
+
 TEST(PythonUdfTest, AnImageLargerThanTheSegmentComesBackWhole) {
   // 64×64×3 uint8 in, 512×512×3 float64 out (6 MiB: the 1 MiB segment grows).
   const Tensor image = PatternImage(64, 64, 3);
