@@ -11,7 +11,7 @@ functions of bench/pytorch_peer.py: parse the Example, decode the JPEG with PIL,
 (0.875), random flip, normalize — in Python. Same cores:
   * the peer: pytorch_peer.py --num_workers 2 (two DataLoader worker processes, the default
     collate into batches of 128);
-  * Granary: `granary cluster --workers 2 -- --allow_python_udfs` and the pipeline
+  * Granary: `granary cluster --workers 2 --allow_python_udfs` and the pipeline
     tfrecord -> map(transform) -> batch(128): each worker runs the function in one helper
     process (a map, not a parallel_map), so two Python processes do the work, as on the peer's
     side. The trainer (this process) reads the job's epochs with granary.connect.
@@ -76,9 +76,8 @@ def run_peer(data_dir, epochs):
 def start_cluster(binary, directory, data_dir):
     log = open(os.path.join(directory, "cluster.log"), "wb")
     process = subprocess.Popen([binary, "cluster", "--workers=2", f"--dir={directory}/cluster",
-                                f"--data_roots={data_dir}", "--insecure", "--",
-                                "--allow_python_udfs",
-                                f"--python_interpreter={sys.executable}"],
+                                f"--data_roots={data_dir}", "--insecure", "--allow_python_udfs",
+                                "--", f"--python_interpreter={sys.executable}"],
                                stdout=subprocess.PIPE, stderr=log,
                                # The workers' helpers import pytorch_peer, as a user's helpers
                                # import the user's modules installed on the workers.

@@ -46,6 +46,9 @@ GRANARY_COMMAND_BORROWS_FLAG(std::string, redis_user);
 GRANARY_COMMAND_BORROWS_FLAG(std::string, redis_password_file);
 GRANARY_COMMAND_BORROWS_FLAG(bool, insecure);
 GRANARY_COMMAND_BORROWS_FLAG(std::string, cache_root);
+// The worker's flag (udf_flags.cc), given to the cluster: its workers run Python functions, for
+// the cluster's client only (the dispatcher's --python_udf_clients=operator; SECURITY.md).
+GRANARY_COMMAND_BORROWS_FLAG(bool, allow_python_udfs);
 ABSL_FLAG(int, workers, 2, "Workers to start (with --max_workers: the fewest kept).");
 // The dispatcher's flag, read here too: with it the dispatcher's local provisioner starts the
 // workers, between --workers and --max_workers as the jobs' tasks want (issue 17).
@@ -135,6 +138,18 @@ absl::StatusOr<std::string> StartReplicas(ClusterSupervisor& supervisor, Certifi
   return absl::StrJoin(addresses, ",");
 }
 
+// Whether the command-line argument `arg` sets the flag `name`, in any of Abseil's spellings
+// (-name, --name, --name=value, --noname for a boolean).
+bool IsFlagNamed(absl::string_view arg, absl::string_view name) {
+  if (!absl::ConsumePrefix(&arg, "-")) return false;
+  absl::ConsumePrefix(&arg, "-");
+  if (!absl::ConsumePrefix(&arg, name) && !(absl::ConsumePrefix(&arg, "no") &&
+                                            absl::ConsumePrefix(&arg, name))) {
+    return false;
+  }
+  return arg.empty() || arg[0] == '=';
+}
+
 }  // namespace
 
 int ClusterCommand(int argc, char** argv) {
@@ -142,7 +157,8 @@ int ClusterCommand(int argc, char** argv) {
       "granary cluster --workers N [--standby M | --max_workers K] [--replicas R] [--port P] "
       "--dir D [--restart] "
       "[--data_roots DIRS (default: ./data if it exists)] [--insecure (default: TLS with a "
-      "throwaway CA in D/tls)] [-- extra worker flags]");
+      "throwaway CA in D/tls)] [--allow_python_udfs] [-- extra worker flags, e.g. "
+      "--python_interpreter PY]");
   // Rename --standby M / --standby=M (before any "--") to --cluster_standby.
   std::vector<std::string> args(argv, argv + argc);
   for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
@@ -157,6 +173,18 @@ int ClusterCommand(int argc, char** argv) {
   for (std::string& a : args) arg_pointers.push_back(a.data());
   std::vector<char*> rest =
       ParseCommandFlags(static_cast<int>(arg_pointers.size()), arg_pointers.data());
+  // Given as a worker flag, --allow_python_udfs would let the workers run Python functions the
+  // dispatcher grants nobody: refused, naming the way.
+  for (size_t r = 1; r < rest.size(); ++r) {
+    if (IsFlagNamed(rest[r], "allow_python_udfs")) {
+      std::fprintf(stderr,
+                   "granary cluster: '%s' after --: give --allow_python_udfs to granary cluster "
+                   "itself (before --), which lets its workers run Python functions and its "
+                   "client register them\n",
+                   rest[r]);
+      return 2;
+    }
+  }
   BlockSupervisorSignals();
   const std::string dir = absl::GetFlag(FLAGS_dir);
   if (dir.empty()) {
@@ -239,10 +267,8 @@ int ClusterCommand(int argc, char** argv) {
   for (size_t r = 1; r < rest.size(); ++r) worker_flags.push_back(rest[r]);
   // Workers that run Python functions run them for the cluster's client (the "operator"
   // certificate it prints the flags of), and no other (SECURITY.md).
-  if (std::any_of(rest.begin() + (rest.empty() ? 0 : 1), rest.end(), [](const char* flag) {
-        return absl::string_view(flag) == "--allow_python_udfs" ||
-               absl::string_view(flag) == "--allow_python_udfs=true";
-      })) {
+  if (absl::GetFlag(FLAGS_allow_python_udfs)) {
+    worker_flags.push_back("--allow_python_udfs");
     dispatcher_argv.push_back("--python_udf_clients=operator");
   }
   if (max_workers > 0) {

@@ -51,6 +51,9 @@ ABSL_FLAG(std::string, checkpoint_dir, "",
           "empty = no checkpoints.");
 ABSL_FLAG(int64_t, checkpoint_interval_ms, 1000, "How often each running task checkpoints.");
 ABSL_FLAG(int, checkpoints_kept, 3, "Checkpoints kept per task (the newest).");
+ABSL_FLAG(int64_t, idle_pipeline_ms, 60000,
+          "Keep a pipeline no task here runs any more this long (with its UDFs' state: a Python "
+          "UDF's warm helper processes) for the next epoch's tasks; 0 drops it at once.");
 ABSL_FLAG(std::string, local_transport, "auto",
           "How clients on this host get elements: auto (shared memory where the host offers it, "
           "else TCP), shm (shared memory, or fail to start) or tcp. Remote clients always use "
@@ -160,6 +163,7 @@ int WorkerCommand(int argc, char** argv) {
   options.registries = &*registries;
   options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   options.checkpoints_kept = absl::GetFlag(FLAGS_checkpoints_kept);
+  options.idle_pipeline_ms = absl::GetFlag(FLAGS_idle_pipeline_ms);
   options.runner.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
   options.runner.metrics = &worker_metrics;
   options.runner.env = &env;

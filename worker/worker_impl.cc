@@ -150,7 +150,7 @@ absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const Ta
   // The key names the pipeline as run: with auto_order, reordered (the dispatcher's key says so).
   const std::string& key = def.pipeline_key();
   auto it = pipelines_.find(key);
-  if (it != pipelines_.end()) return it->second;
+  if (it != pipelines_.end()) return it->second.pipeline;
   if (!def.has_pipeline()) {
     return absl::InternalError(absl::StrCat("the dispatcher sent task ", def.task_id(),
                                             " without its pipeline ", def.pipeline_key(),
@@ -180,7 +180,7 @@ absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const Ta
     return Annotate(pipeline.status(), absl::StrCat("dataset ", def.dataset_id()));
   }
   std::shared_ptr<const Pipeline> shared = std::move(pipeline).value();
-  pipelines_[key] = shared;
+  pipelines_[key] = HeldPipeline{shared};
   return shared;
 }
 
@@ -281,6 +281,8 @@ absl::Status WorkerImpl::Heartbeat() {
   }
   RETURN_IF_ERROR(response.status());
   std::vector<std::shared_ptr<TaskRunner>> retired;  // Destroyed outside mu_.
+  // Destroyed outside mu_ too: a Python UDF's helpers take a moment to end.
+  std::vector<std::shared_ptr<const Pipeline>> dropped_pipelines;
   absl::ReleasableMutexLock lock(&mu_);
   UpdateCapabilityKey(response->capability_key());
   admin_clients_.assign(response->admin_clients().begin(), response->admin_clients().end());
@@ -357,16 +359,29 @@ absl::Status WorkerImpl::Heartbeat() {
   for (auto it = unbuildable_tasks_.begin(); it != unbuildable_tasks_.end();) {
     it = assigned.count(it->first) ? std::next(it) : unbuildable_tasks_.erase(it);
   }
-  // Pipelines no task runs any more: the dispatcher sends them again if they are needed.
+  // Pipelines no task has run for idle_pipeline_ms: the dispatcher sends them again if they
+  // are needed. (Kept until then for the next epoch's tasks, which would otherwise rebuild them
+  // — and restart a Python UDF's helpers — every epoch.)
   std::set<std::string> in_use;
   for (const auto& [id, runner] : runners_) in_use.insert(runner->def().pipeline_key());
+  const int64_t now_us = options_.runner.env->NowMicros();
   for (auto it = pipelines_.begin(); it != pipelines_.end();) {
-    it = in_use.count(it->first) ? std::next(it) : pipelines_.erase(it);
+    HeldPipeline& held = it->second;
+    if (in_use.count(it->first)) {
+      held.idle_since_us = -1;
+    } else if (held.idle_since_us < 0) {
+      held.idle_since_us = now_us;
+    }
+    const bool expired = held.idle_since_us >= 0 &&
+                         now_us - held.idle_since_us >= options_.idle_pipeline_ms * 1000;
+    if (expired) dropped_pipelines.push_back(std::move(held.pipeline));
+    it = expired ? pipelines_.erase(it) : std::next(it);
   }
   // The store is replaced only by Register, which heartbeats serialize with this.
   CheckpointStore* const checkpoints = checkpoints_.get();
   lock.Release();
   retired.clear();
+  dropped_pipelines.clear();
   for (const CacheProfileRequest& profile : response->cache_profiles()) StartCacheProfile(profile);
   // A task moved elsewhere keeps its checkpoints (its new worker may read this directory).
   for (int64_t task_id : done) {

@@ -80,6 +80,10 @@ struct WorkerOptions {
   // for the dispatcher's cluster (CheckpointOptions.owner): runner.checkpoints is its to set.
   std::string checkpoint_dir;
   int checkpoints_kept = 3;
+  // A pipeline no task here runs any more is kept this long, with its UDFs' state — a Python
+  // UDF's helper processes, warm with the function's imports — for the next epoch's tasks; then
+  // it is dropped (the dispatcher sends it again when a task needs it). 0: dropped at once.
+  int64_t idle_pipeline_ms = 60000;
   TaskRunnerOptions runner;
   // Serve GetElements only against a valid capability (security/capability.h) under the key
   // the dispatcher sends at registration and heartbeat: on with TLS (SECURITY.md).
@@ -175,9 +179,14 @@ class WorkerImpl {
   GetWorkerStatusResponse retired_totals_ ABSL_GUARDED_BY(mu_);
   // Compiled pipelines by TaskDef.pipeline_key (a dataset's pipeline, or an epoch's cache
   // rewrite of it; reordered by AutoOrder, under a key of its own, for a job with auto_order):
-  // those the runners use. Heartbeats tell the dispatcher which are held, so that each is sent
-  // once.
-  std::map<std::string, std::shared_ptr<const Pipeline>> pipelines_ ABSL_GUARDED_BY(mu_);
+  // those the runners use, and those no runner has used for less than idle_pipeline_ms.
+  // Heartbeats tell the dispatcher which are held, so that each is sent once.
+  struct HeldPipeline {
+    std::shared_ptr<const Pipeline> pipeline;
+    // When the heartbeat found no runner using it (env clock, µs); -1 while one does.
+    int64_t idle_since_us = -1;
+  };
+  std::map<std::string, HeldPipeline> pipelines_ ABSL_GUARDED_BY(mu_);
   // Tasks assigned here whose pipeline this worker cannot build (a UDF it lacks or does not
   // allow): by task id, the generation and why. GetElements answers their readers with it; the
   // other tasks run.

@@ -73,16 +73,16 @@ class Cluster:
 
 
 class ClusterCommand:
-    """`granary cluster --workers N --dir D [-- WORKER_FLAGS]`, waited for until it is ready;
+    """`granary cluster --workers N --dir D [CLUSTER_FLAGS]`, waited for until it is ready;
     self.config is the client configuration file it wrote (what granary.connect(config=...)
     takes)."""
 
     CONFIG_LINE = "client config: "
 
-    def __init__(self, workers=1, worker_flags=()):
+    def __init__(self, workers=1, cluster_flags=()):
         self.dir = tempfile.mkdtemp(prefix="granary-python-cluster-")
         self._workers = workers
-        self._worker_flags = list(worker_flags)
+        self._cluster_flags = list(cluster_flags)
         self._log = None
         self._process = None
         self.config = None
@@ -91,7 +91,7 @@ class ClusterCommand:
         self._log = open(os.path.join(self.dir, "cluster.log"), "wb")
         self._process = subprocess.Popen(
             [BINARY, "cluster", f"--workers={self._workers}", f"--dir={self.dir}/cluster"] +
-            (["--"] + self._worker_flags if self._worker_flags else []),
+            self._cluster_flags,
             stdout=subprocess.PIPE, stderr=self._log)
         output = []
         for line in self._process.stdout:

@@ -4,6 +4,8 @@ workers started with --allow_python_udfs delivers exactly what granary.local doe
 without the flag refuses them; the function's exceptions, timeouts, unpicklable closures and
 size reach the user as errors naming the cause."""
 
+import os
+import subprocess
 import threading
 import time
 import unittest
@@ -11,7 +13,7 @@ import unittest
 import numpy as np
 
 import granary
-from cluster import ClusterCommand, ClusterTestCase
+from cluster import BINARY, ClusterCommand, ClusterTestCase
 
 
 def plus_one(x):
@@ -219,13 +221,31 @@ class ServiceTest(ClusterTestCase):
         for value in range(40):
             self.assertIn(f"python udf saw {value}\n", logs)
 
+    def test_the_helpers_stay_warm_from_one_epoch_to_the_next(self):
+        # Each element becomes the pid of the helper process that computed it. A worker keeps
+        # a pipeline no task runs for --idle_pipeline_ms (60 s), and with it its helpers: the
+        # next epoch's tasks use them instead of starting (and importing) afresh. Of 3 epochs
+        # on 2 workers, some worker computes in two: one of its helpers then serves both.
+        def helper_pid(x):
+            return np.int64(os.getpid())
+
+        dataset = (granary.Dataset.range(40, elements_per_split=10)
+                   .map(helper_pid, determinism_check_every=0).batch(10))
+        job = granary.connect(self.cluster.address).open_job(dataset, name="helper-pids", seed=1)
+        epochs = []
+        for epoch in range(3):
+            if epoch > 0:
+                time.sleep(1)  # heartbeats (every 200 ms) drop the epoch's finished tasks
+            epochs.append({int(pid) for (batch,) in job.epoch(epoch) for pid in batch})
+        reused = set.union(*[a & b for i, a in enumerate(epochs) for b in epochs[i + 1:]])
+        self.assertTrue(reused, f"helpers by epoch: {[sorted(e) for e in epochs]}")
 
 class ClusterCommandTest(unittest.TestCase):
-    """`granary cluster -- --allow_python_udfs`: mutual TLS, so the dispatcher registers Python
+    """`granary cluster --allow_python_udfs`: mutual TLS, so the dispatcher registers Python
     functions only for granted clients — and the cluster grants its own client."""
 
     def test_the_clusters_own_client_runs_python_functions(self):
-        with ClusterCommand(workers=1, worker_flags=["--allow_python_udfs"]) as cluster:
+        with ClusterCommand(workers=1, cluster_flags=["--allow_python_udfs"]) as cluster:
             client = granary.connect(config=cluster.config)
             seed = 3
             dataset = numbered_pipeline(200)
@@ -236,6 +256,15 @@ class ClusterCommandTest(unittest.TestCase):
             self.assertEqual(reader.digest["rows"], expected["elements"], f"seed {seed}")
             self.assertEqual(f"{reader.digest['multiset']:016x}", expected["multiset_xxh64"],
                              f"seed {seed}")
+
+    def test_allow_python_udfs_after_the_double_dash_is_refused_naming_the_way(self):
+        # As a worker flag the workers would run Python functions the dispatcher grants nobody.
+        for spelling in ("--allow_python_udfs", "--allow_python_udfs=1", "-allow_python_udfs"):
+            done = subprocess.run([BINARY, "cluster", "--workers=1", "--dir=/nonexistent/x",
+                                   "--", spelling], capture_output=True, text=True, timeout=60)
+            self.assertEqual(done.returncode, 2, spelling + done.stderr)
+            self.assertIn(f"'{spelling}' after --: give --allow_python_udfs to granary cluster "
+                          "itself", done.stderr)
 
 
 class RefusalTest(ClusterTestCase):
