@@ -102,7 +102,7 @@ absl::StatusOr<std::unique_ptr<Iterator>> Pipeline::MakeStages(
       placement =
           std::make_shared<BatchPlacement>(batch.info->placed_batch_size(batch.params), ctx.pool);
     }
-    it = num_threads == 0 ? NewMapIterator(std::move(it), std::move(chain))
+    it = num_threads == 0 ? NewMapIterator(std::move(it), std::move(chain), placement)
                           : NewParallelMapIterator(std::move(it), std::move(chain), num_threads,
                                                    placement, tuner);
     it = GuardAllocations(std::move(it), first.label);

@@ -8,7 +8,8 @@
 // finds its rows already in place and only writes the image's provenance: the copy into the
 // batch costs no serial pass on the batch op's thread and reads the row from cache rather than
 // memory, which is what keeps batch (and the prefetch after it) off the pipeline's critical path.
-// Better still, Destinations() lets the UDF that makes the row's tensor (normalize, say) make it
+// A map stage (on the batch op's own thread) places its rows too. Better still, Destinations()
+// lets the UDF that makes the row's tensor (normalize, say) make it
 // in its place to begin with (row_destination.h): then there is no copy at all.
 //
 // Placement is a guess made before the batch exists: the row that is output n-th (its sequence

@@ -34,8 +34,8 @@ struct OpBuildArgs {
   // "op 3 (map, udf 'decode_jpeg')": prefix for every error the op reports.
   std::string label;
   IteratorContext ctx;
-  // Shared by a parallel_map and the batch op right after it (batch_placement.h); null
-  // otherwise.
+  // Shared by a map or parallel_map stage and the batch op right after it
+  // (batch_placement.h); null otherwise.
   std::shared_ptr<BatchPlacement> placement;
   // In a fused map chain: this op's UDF decodes a JPEG that the next op's UDF crops, and the two
   // run as one partial decode (decode_crop_fusion.h).
@@ -114,9 +114,11 @@ class OpRegistry : public NamedRegistry<OpInfo> {
 // so an element crosses threads once per run instead of once per op. The output is the same as
 // unfused; only thread placement changes.
 //
-// A stage on the calling thread.
+// A stage on the calling thread. With `placement` (a batch op follows), it places the rows it
+// makes into their batch (batch_placement.h).
 std::unique_ptr<Iterator> NewMapIterator(std::unique_ptr<Iterator> input,
-                                         std::vector<OpBuildArgs> chain);
+                                         std::vector<OpBuildArgs> chain,
+                                         std::shared_ptr<BatchPlacement> placement = nullptr);
 // A stage on `num_threads` threads, order-preserving. With `placement` (a batch op follows),
 // each thread places the rows it makes into their batch (batch_placement.h).
 // With `tuner` (autotuner.h), the stage's parallelism is its knob, between 1 and num_threads.

@@ -182,18 +182,8 @@ class ParallelMapIterator : public UnaryOpIterator, public Autotuner::Knob {
       }
       slots_.push_back(slot);
       pool_.Schedule([this, slot, seq = next_seq_++] {
-        absl::Status udf_status;
-        if (placement_ == nullptr) {
-          udf_status = InvokeMapUdfs(chain_, slot->element);
-        } else {
-          // The row is made in, or else copied to, its place in its batch.
-          std::vector<RowDestination> destinations = placement_->Destinations(seq);
-          {
-            ScopedRowDestinations scope(&destinations);
-            udf_status = InvokeMapUdfs(chain_, slot->element);
-          }
-          if (udf_status.ok()) placement_->Place(seq, slot->element);
-        }
+        absl::Status udf_status =
+            InvokeMapUdfsPlaced(chain_, slot->element, placement_.get(), seq);
         if (tuned_ && udf_status.ok()) {
           element_bytes_.store(static_cast<int64_t>(slot->element.ByteSize()));
         }

@@ -55,6 +55,19 @@ absl::Status InvokeMapUdfs(const std::vector<OpBuildArgs>& chain, Element& eleme
   return absl::OkStatus();
 }
 
+absl::Status InvokeMapUdfsPlaced(const std::vector<OpBuildArgs>& chain, Element& element,
+                                 BatchPlacement* placement, int64_t seq) {
+  if (placement == nullptr) return InvokeMapUdfs(chain, element);
+  std::vector<RowDestination> destinations = placement->Destinations(seq);
+  absl::Status status;
+  {
+    ScopedRowDestinations scope(&destinations);
+    status = InvokeMapUdfs(chain, element);
+  }
+  if (status.ok()) placement->Place(seq, element);
+  return status;
+}
+
 absl::StatusOr<bool> InvokePredicateUdf(const OpBuildArgs& args, const Element& element) {
   bool keep = false;
   const absl::Status status = CatchAllocationFailure([&]() -> absl::Status {

@@ -6,9 +6,11 @@
 #ifndef GRANARY_PIPELINE_OPS_UDF_INVOKER_H_
 #define GRANARY_PIPELINE_OPS_UDF_INVOKER_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "pipeline/core/batch_placement.h"
 #include "pipeline/core/op.h"
 
 namespace granary {
@@ -23,6 +25,11 @@ absl::Status MarkUdfElementError(absl::Status status);
 // Applies the kMap UDFs of `chain` (one or more fused map ops) in order. Thread-safe (as the
 // UDFs are).
 absl::Status InvokeMapUdfs(const std::vector<OpBuildArgs>& chain, Element& element);
+// InvokeMapUdfs for the row with output sequence number `seq` of a stage whose rows a batch op
+// takes from `placement` (batch_placement.h; null: none): the UDFs make the row in its place in
+// its batch when they can, else it is copied there after them. Thread-safe.
+absl::Status InvokeMapUdfsPlaced(const std::vector<OpBuildArgs>& chain, Element& element,
+                                 BatchPlacement* placement, int64_t seq);
 // REQUIRES: args.udf is a kPredicate UDF. Thread-safe (as the UDF is).
 absl::StatusOr<bool> InvokePredicateUdf(const OpBuildArgs& args, const Element& element);
 

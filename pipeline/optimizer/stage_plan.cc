@@ -57,8 +57,7 @@ void FuseDecodeCrops(const std::vector<PlannedOp>& ops, std::vector<Stage>& stag
 void PlaceBatches(const std::vector<PlannedOp>& ops, std::vector<Stage>& stages) {
   for (size_t s = 0; s + 1 < stages.size(); ++s) {
     const Stage& next = stages[s + 1];
-    stages[s].places_next_batch = stages[s].fused &&
-                                  (stages[s].num_threads > 0 || stages[s].tuned) && !next.fused &&
+    stages[s].places_next_batch = stages[s].fused && !next.fused &&
                                   ops[next.first_op].info->placed_batch_size != nullptr;
   }
 }

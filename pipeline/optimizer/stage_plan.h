@@ -45,8 +45,8 @@ struct Stage {
   // Fused stages only, one entry per op: the op's UDF decodes what the next op's UDF crops, and
   // the two run as one partial decode (OpBuildArgs.decode_crop_with_next).
   std::vector<bool> decode_crop_with_next;
-  // The stage runs on threads and the next stage is one op taking a batch placement: the
-  // stage's threads place the rows into their batch (OpBuildArgs.placement).
+  // The next stage is one op taking a batch placement: the stage (its threads, or the calling
+  // thread) places the rows into their batch (OpBuildArgs.placement).
   bool places_next_batch = false;
 };
 
@@ -64,8 +64,8 @@ absl::Status SetStageThreads(const std::vector<PlannedOp>& ops, std::vector<Stag
 // Sets each fused stage's decode_crop_with_next: pairs of adjacent ops whose UDFs
 // FusesDecodeCrop, left to right, each op in one pair at most.
 void FuseDecodeCrops(const std::vector<PlannedOp>& ops, std::vector<Stage>& stages);
-// Sets places_next_batch on each fused stage with threads (num_threads > 0, or tuned) followed
-// by a stage whose op has OpInfo.placed_batch_size.
+// Sets places_next_batch on each fused stage followed by a stage whose op has
+// OpInfo.placed_batch_size.
 void PlaceBatches(const std::vector<PlannedOp>& ops, std::vector<Stage>& stages);
 
 // The passes above, in that order (FuseDecodeCrops only with options.fuse_decode_crop).

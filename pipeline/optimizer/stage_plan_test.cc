@@ -81,7 +81,7 @@ TEST(StagePlanTest, AThreadCountOfZeroMakesTheStageTuned) {
   EXPECT_TRUE((*stages)[0].tuned);
 }
 
-TEST(StagePlanTest, OnlyAStageWithThreadsPlacesTheBatchAfterIt) {
+TEST(StagePlanTest, EveryMapStagePlacesTheBatchAfterIt) {
   Ops o;
   const Params two = ThreadParams(2), zero = ThreadParams(0), none;
   const auto places = [&](const PlannedOp& mapper) {
@@ -91,7 +91,8 @@ TEST(StagePlanTest, OnlyAStageWithThreadsPlacesTheBatchAfterIt) {
   };
   EXPECT_TRUE(places({&o.parallel, &two}));
   EXPECT_TRUE(places({&o.parallel, &zero}));  // Tuned: at least one thread.
-  EXPECT_FALSE(places({&o.map, &none}));      // The calling thread makes the batch.
+  // On the calling thread too: rows its UDFs make in place spare the batch op a copy.
+  EXPECT_TRUE(places({&o.map, &none}));
   EXPECT_FALSE(places({&o.other, &none}));
 }
 
