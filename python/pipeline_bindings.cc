@@ -15,6 +15,7 @@
 #include "pipeline/core/element.h"
 #include "pipeline/digests/epoch_digest.h"
 #include "pipeline/local_runner.h"
+#include "pipeline/optimizer/auto_order.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
 #include "pipeline/udfs/udf_python.h"
@@ -167,6 +168,25 @@ void RegisterPipelineBindings(py::module_& m) {
       "path"_a,
       "Loads a UDF plugin (a shared library exporting GranaryRegisterUdfs) for local runs and "
       "validation in this process; workers load theirs with --plugin.");
+  m.def(
+      "auto_order",
+      [](const py::bytes& def) {
+        const PipelineDef parsed = ParseDef(def);
+        CreatePipeline(parsed);  // validated first, as a worker does before it reorders
+        PipelineDef reordered;
+        {
+          py::gil_scoped_release release;
+          std::lock_guard<std::mutex> lock(registry_mu);
+          reordered = ValueOrThrow(AutoOrder(parsed, Registries(), Env::Default()));
+        }
+        return py::make_tuple(Serialize(reordered), DescribeOrder(reordered));
+      },
+      "def"_a,
+      "A serialized PipelineDef reordered by AutoOrder (pipeline/optimizer/auto_order.h: map ops "
+      "swapped where no output byte changes, those that shrink an element first), as a worker "
+      "of a job opened with auto_order=True runs it, profiled on its first split in this "
+      "process; and the order, e.g. 'parse_example decode_jpeg random_crop(op 4) normalize(op "
+      "3) batch'.");
   m.def(
       "local_digest_line",
       [](const py::bytes& def, uint64_t seed, int64_t epoch, const std::string& cache_policy) {

@@ -27,25 +27,43 @@ from granary._granary import (  # noqa: F401 (re-exported)
 from granary.dataset import Dataset
 
 __all__ = ["Dataset", "Digest", "Element", "Error", "Client", "Job", "connect", "local",
-           "local_digests", "load_plugin"]
+           "local_digests", "auto_ordered", "load_plugin"]
 
 _CACHE_POLICIES = ("compute", "full", "at_mark", "auto")
 
 
-def local(dataset, epochs=1, seed=0, cache_policy="compute", first_epoch=0):
+def local(dataset, epochs=1, seed=0, cache_policy="compute", first_epoch=0, auto_order=False):
     """Runs `dataset` in this process and yields every element of epochs first_epoch, ...,
     first_epoch + epochs - 1 in order, each as a tuple of NumPy arrays — what a service job
-    with this seed and cache policy delivers (for debugging, and as the reference)."""
+    with this seed and cache policy delivers (for debugging, and as the reference). With
+    auto_order=True the pipeline runs reordered by AutoOrder, as the workers of a job opened
+    with auto_order=True run it (the same elements: see auto_ordered)."""
+    definition = _local_def(dataset, auto_order)
     for epoch in range(first_epoch, first_epoch + epochs):
-        yield from _granary.LocalEpoch(dataset.pipeline_def(), seed, epoch, cache_policy)
+        yield from _granary.LocalEpoch(definition, seed, epoch, cache_policy)
 
 
-def local_digests(dataset, epochs=1, seed=0, cache_policy="compute"):
+def local_digests(dataset, epochs=1, seed=0, cache_policy="compute", auto_order=False):
     """The digest lines `granary local --digest_out` writes: one dict per epoch with its
     "epoch", "elements" (rows), "multiset_xxh64" and "ordered_xxh64" (hex strings)."""
-    return [json.loads(_granary.local_digest_line(dataset.pipeline_def(), seed, epoch,
-                                                  cache_policy))
+    definition = _local_def(dataset, auto_order)
+    return [json.loads(_granary.local_digest_line(definition, seed, epoch, cache_policy))
             for epoch in range(epochs)]
+
+
+def auto_ordered(dataset):
+    """The order AutoOrder runs `dataset`'s ops in (`granary local --auto_order` prints it):
+    ops by UDF name, a moved one with its index as written, e.g. "parse_example decode_jpeg
+    random_crop(op 4) normalize(op 3) batch". AutoOrder swaps map ops only where no output
+    byte changes, putting those that shrink an element first (measured on its first split, in
+    this process)."""
+    return _granary.auto_order(dataset.pipeline_def())[1]
+
+
+def _local_def(dataset, auto_order):
+    if auto_order:
+        return _granary.auto_order(dataset.pipeline_def())[0]
+    return dataset.pipeline_def()
 
 
 class Job:

@@ -75,6 +75,30 @@ class LocalTest(unittest.TestCase):
                                             first_epoch=e)) for e in (0, 1))
         self.assertEqual([b[0].tolist() for b in first], [b[0].tolist() for b in second])
 
+    def test_auto_order_runs_the_reordered_pipeline_and_yields_the_same_elements(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([BINARY, "datagen", "imagenet", f"--out={tmp}/data", "--images=48",
+                            "--files=2", "--size=32"], check=True, capture_output=True)
+            os.environ["GRANARY_DATA"] = f"{tmp}/data"
+            try:
+                # Normalize (4x the bytes) written before the crop and flip.
+                ds = granary.Dataset.from_json(
+                    os.path.join(SOURCE_DIR, "examples/imagenet_resnet_normalize_first.json"))
+            finally:
+                del os.environ["GRANARY_DATA"]
+            self.assertEqual(granary.auto_ordered(ds),
+                             "shuffle parse_example decode_jpeg random_crop(op 4) "
+                             "random_flip(op 5) normalize(op 3) batch prefetch")
+            seed = 11
+            as_written = list(granary.local(ds, epochs=2, seed=seed))
+            reordered = list(granary.local(ds, epochs=2, seed=seed, auto_order=True))
+            self.assertEqual(len(reordered), len(as_written), f"seed {seed}")
+            for a, b in zip(as_written, reordered):
+                for x, y in zip(a, b):
+                    np.testing.assert_array_equal(x, y, err_msg=f"seed {seed}")
+            self.assertEqual(granary.local_digests(ds, 2, seed, auto_order=True),
+                             granary.local_digests(ds, 2, seed))
+
     def test_elements_are_numpy_arrays(self):
         ds = granary.Dataset.range(10).batch(4)
         batches = list(granary.local(ds, seed=1))
