@@ -210,7 +210,8 @@ absl::StatusOr<Checkpoint> CheckpointStore::Read(const Entry& entry, int64_t tas
 }
 
 absl::StatusOr<int64_t> CheckpointStore::Write(int64_t task_id, int64_t generation, int64_t index,
-                                               absl::string_view state) {
+                                               absl::string_view state,
+                                               int64_t keep_at_or_before) {
   const std::string path = absl::StrCat(dir_, "/", FileName(task_id, index, generation));
   if (task_id < 0 || generation < 0 || index < 0) {
     return absl::InvalidArgumentError(absl::StrCat("checkpoint task ", task_id, " generation ",
@@ -242,16 +243,23 @@ absl::StatusOr<int64_t> CheckpointStore::Write(int64_t task_id, int64_t generati
   // Step 4: make the new name durable.
   RETURN_IF_ERROR(Annotate(env_->SyncDir(dir_), context));
   // Step 5: prune.
-  const absl::Status pruned = Prune(task_id, path);
+  const absl::Status pruned = Prune(task_id, path, keep_at_or_before);
   if (!pruned.ok()) LOG(WARNING) << "Pruning checkpoints of task " << task_id << ": " << pruned;
   return static_cast<int64_t>(contents.size());
 }
 
-absl::Status CheckpointStore::Prune(int64_t task_id, const std::string& just_written) {
+absl::Status CheckpointStore::Prune(int64_t task_id, const std::string& just_written,
+                                    int64_t keep_at_or_before) {
   ASSIGN_OR_RETURN(Listing listing, List(task_id));
   absl::Status first;
-  for (size_t i = options_.keep; i < listing.checkpoints.size(); ++i) {
-    const std::string& path = listing.checkpoints[i].path;
+  bool kept_at_or_before = false;
+  for (size_t i = 0; i < listing.checkpoints.size(); ++i) {
+    const Entry& entry = listing.checkpoints[i];
+    // Newest first: the first at or before keep_at_or_before is the newest such.
+    const bool newest_at_or_before = !kept_at_or_before && entry.index <= keep_at_or_before;
+    kept_at_or_before = kept_at_or_before || entry.index <= keep_at_or_before;
+    if (i < static_cast<size_t>(options_.keep) || newest_at_or_before) continue;
+    const std::string& path = entry.path;
     if (path == just_written) continue;
     const absl::Status status = env_->DeleteFile(path);
     if (first.ok() && !status.ok() && !absl::IsNotFound(status)) first = status;

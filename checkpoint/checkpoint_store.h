@@ -13,7 +13,9 @@
 //      (atomic: a reader sees no file or the whole file, never a partial one);
 //   4. SyncDir()s the directory (the new name is durable);
 //   5. prunes: deletes this task's checkpoints beyond the newest `keep`, ordered by (index,
-//      generation) from the file names; the file just written is never pruned by its own Write.
+//      generation) from the file names, except the newest one at or before the index the
+//      caller names (the client's acknowledged index: what a restarted run restores from); the
+//      file just written is never pruned by its own Write.
 // If step 1, 2 or 3 fails, the temporary is deleted (best effort) and no final-named file was
 // created. A crash at any point leaves either the old set of checkpoints plus perhaps a stray
 // temporary, or the new checkpoint in full. Readers never open temporaries, and never trust a
@@ -87,13 +89,16 @@ class CheckpointStore {
 
   // Durably writes the checkpoint of `task_id` taken after `index` elements by generation
   // `generation` (protocol above), replacing a file of the same (task, index, generation).
+  // Pruning keeps the newest `keep` and the newest checkpoint with index <= keep_at_or_before
+  // (a worker passes its client's acknowledged index: a reader slower than the checkpoints would
+  // otherwise find every kept one past its position).
   // Returns the number of bytes in the file. REQUIRES: task_id, generation, index >= 0
   // (else InvalidArgument). Errors from the Env (create, write, fsync, rename, fsync of the
   // directory) are returned annotated with the checkpoint's final path; after an error, the
   // checkpoint may be absent (steps 1-3) or present but not yet durable (step 4). A pruning
   // failure is only logged: the checkpoint itself was written.
   absl::StatusOr<int64_t> Write(int64_t task_id, int64_t generation, int64_t index,
-                                absl::string_view state);
+                                absl::string_view state, int64_t keep_at_or_before = -1);
 
   // The newest valid checkpoint of `task_id`, of any generation, with index <= max_index:
   // the highest index, and among equal indexes the highest generation. Files that fail
@@ -138,7 +143,8 @@ class CheckpointStore {
   absl::StatusOr<Listing> List(int64_t task_id) const;
   // Reads and verifies one checkpoint file (DataLoss naming the path if it does not verify).
   absl::StatusOr<Checkpoint> Read(const Entry& entry, int64_t task_id) const;
-  absl::Status Prune(int64_t task_id, const std::string& just_written);
+  absl::Status Prune(int64_t task_id, const std::string& just_written,
+                     int64_t keep_at_or_before);
 
   Env* const env_;
   const std::string dir_;

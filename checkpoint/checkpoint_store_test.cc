@@ -182,6 +182,20 @@ TEST_F(CheckpointStoreTest, WriteKeepsNewestK) {
   EXPECT_THAT(Files(), ElementsAre(Name(1, 40, 0), Name(1, 50, 0), Name(2, 5, 0)));
 }
 
+TEST_F(CheckpointStoreTest, WriteKeepsTheNewestAtOrBeforeTheAcknowledgedIndexToo) {
+  // A worker a window ahead of its client: every new checkpoint is past the client's
+  // acknowledged index 25, and 20 is the one a restarted run would restore from.
+  store_ = OpenStore(env_, CheckpointOptions{.keep = 2});
+  for (int64_t i = 1; i <= 6; ++i) {
+    ASSERT_TRUE(store_->Write(1, 0, i * 10, State(1, i * 10), /*keep_at_or_before=*/25).ok());
+  }
+  EXPECT_THAT(Files(), ElementsAre(Name(1, 20, 0), Name(1, 50, 0), Name(1, 60, 0)));
+  ExpectNewest(1, 25, 20, 0);
+  // Once the client acknowledged 55, 20 goes: 50 is the newest at or before it.
+  ASSERT_TRUE(store_->Write(1, 0, 70, State(1, 70), /*keep_at_or_before=*/55).ok());
+  EXPECT_THAT(Files(), ElementsAre(Name(1, 50, 0), Name(1, 60, 0), Name(1, 70, 0)));
+}
+
 TEST_F(CheckpointStoreTest, WriteNeverPrunesWhatItJustWrote) {
   store_ = OpenStore(env_, CheckpointOptions{.keep = 2});
   Write(1, 0, 100);

@@ -214,9 +214,11 @@ TEST_F(GranaryRunTest, WorkerKilledAndRestartedAfterFinishingItsTask) {
 // far fewer elements than without: it restores the newest checkpoint at or before the client's
 // position, so it recomputes less than one checkpoint interval's worth — fewer than the
 // distance from the checkpoint it restored to the next one its task wrote (when it wrote one).
-// Every checkpoint is kept: with the default 3 at 10 ms intervals, a worker running a window
-// ahead of a slow client (CI under load) kept only checkpoints past the client's position and
-// rightly restored none (recomputing from 0).
+// Every checkpoint is kept, so that the one restored is exactly the newest at or before the
+// client's position: with the default 3 at 10 ms intervals, a worker running a window ahead of
+// a slow client keeps the newest 3 (past the client's position) and the newest at or before the
+// client's acknowledged index, which may lie further back than its position
+// (CheckpointStoreTest.WriteKeepsTheNewestAtOrBeforeTheAcknowledgedIndexToo).
 TEST_F(GranaryRunTest, CheckpointsShortenRecomputationAfterAWorkerRestart) {
   int64_t without = 0, with = 0;
   KillAndRestartWorkerMidEpoch(dir_.Join("plain"), pipeline_, local_, {"--window_bytes=4096"},

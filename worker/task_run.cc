@@ -113,7 +113,8 @@ int64_t TaskRun::TakeCheckpoint(int64_t index) {
   writer_ = std::thread([this, index, token, task, bytes = std::move(bytes)] {
     const absl::Status before = hooks_->BeforeCheckpointWrite(token);
     const absl::StatusOr<int64_t> written =
-        before.ok() ? spec_.checkpoints->Write(task, spec_.def.generation(), index, bytes)
+        before.ok() ? spec_.checkpoints->Write(task, spec_.def.generation(), index, bytes,
+                                               callbacks_.acknowledged())
                     : absl::StatusOr<int64_t>(before);
     if (!written.ok()) {
       LOG(WARNING) << "task " << task << ": checkpoint at " << index << ": " << written.status();
