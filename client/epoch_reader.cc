@@ -101,7 +101,7 @@ absl::StatusOr<std::unique_ptr<GrpcEpochReader>> GrpcEpochReader::Start(
       }
       int64_t read = 0;
       for (const auto& [id, task] : reader->tasks_) {
-        read += task->stride.CountIn(task->start_index, task->next_deliver);
+        read += task->delivered();
       }
       if (position->dropped() < 0 || position->padded() < 0 || position->dropped() > read) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -134,9 +134,8 @@ void GrpcEpochReader::SeedPadding() {
   // element.
   Task* seed = nullptr;
   for (auto& [id, task] : tasks_) {
-    const int64_t own = task->stride.CountIn(task->start_index, task->next_deliver);
-    if (own > 0 &&
-        (seed == nullptr || own > seed->stride.CountIn(seed->start_index, seed->next_deliver))) {
+    const int64_t own = task->delivered();
+    if (own > 0 && (seed == nullptr || own > seed->delivered())) {
       seed = task.get();
     }
   }

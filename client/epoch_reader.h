@@ -140,6 +140,9 @@ class GrpcEpochReader final : public EpochReader {
     // Next index to deliver: one past the last element Next() returned, and past the indices
     // after it that were passed over (not read by this consumer, see `stride`).
     int64_t next_deliver = 0;
+    // How many elements this consumer has delivered of the task: its own indices in
+    // [start_index, next_deliver).
+    int64_t delivered() const { return stride.CountIn(start_index, next_deliver); }
     bool done = false;
     // Consecutive checksum mismatches at index checksum_index.
     int checksum_failures = 0;

@@ -42,6 +42,15 @@ class DispatcherStateSharesTest : public DispatcherStateTest {
     return ids;
   }
 
+  // Task `id` finishes, having produced `num_elements`.
+  absl::Status FinishTask(int64_t id, int64_t num_elements) {
+    Update f;
+    f.mutable_task_finished()->set_task_id(id);
+    f.mutable_task_finished()->set_generation(state_.FindTask(id)->generation());
+    f.mutable_task_finished()->set_num_elements(num_elements);
+    return Apply(f);
+  }
+
   // The task ids of `consumer` in `epoch`.
   std::vector<int64_t> TasksOf(int64_t epoch, int32_t consumer) {
     std::vector<int64_t> ids;
@@ -189,11 +198,7 @@ TEST_F(DispatcherStateSharesTest, AnEpochWhoseTasksAllFinishedIsDealtToo) {
   const int64_t c0 = TasksOf(0, 0).at(0), c1 = TasksOf(0, 1).at(0);
   for (int64_t id : {c0, c1}) {
     ASSERT_TRUE(Lease(id, 0, 10).ok());
-    Update f;
-    f.mutable_task_finished()->set_task_id(id);
-    f.mutable_task_finished()->set_generation(state_.FindTask(id)->generation());
-    f.mutable_task_finished()->set_num_elements(20);
-    ASSERT_TRUE(Apply(f).ok());
+    ASSERT_TRUE(FinishTask(id, 20).ok());
   }
   ASSERT_TRUE(state_.FindEpoch(1, 0)->finished());
   Update u = Resume(2, 1);
@@ -217,11 +222,7 @@ TEST_F(DispatcherStateSharesTest, ResumingWhereTheWorkersHadLeasedEverythingShar
   const std::map<int64_t, int64_t> read = {{a, 7}, {b, 3}};
   for (int64_t id : {a, b}) {
     ASSERT_TRUE(Lease(id, 0, 10).ok());
-    Update f;
-    f.mutable_task_finished()->set_task_id(id);
-    f.mutable_task_finished()->set_generation(state_.FindTask(id)->generation());
-    f.mutable_task_finished()->set_num_elements(produced.at(id));
-    ASSERT_TRUE(Apply(f).ok());
+    ASSERT_TRUE(FinishTask(id, produced.at(id)).ok());
   }
   Update u = Resume(2, 3);
   for (int64_t id : {a, b}) (*u.mutable_resume_at_consumers()->mutable_next_index())[id] = read.at(id);
