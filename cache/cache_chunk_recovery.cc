@@ -57,12 +57,18 @@ std::unique_ptr<CacheChunkGuard::MacCheck> CacheChunkRecovery::StartMacCheck(
   class Check : public MacCheck {
    public:
     Check(const ChunkMacKey& key, const CacheChunk& chunk)
-        : mac_(key, chunk.task_id(), chunk.first_index()),
+        : mac_(ChunkMac::ToCheck(key, chunk.task_id(), chunk.first_index(), chunk.mac())),
           path_(chunk.path()),
           expected_(chunk.mac()) {}
     void Add(absl::string_view record) override { mac_.Add(record); }
     absl::Status Finish() override {
       if (ChunkMac::Equal(mac_.Finish(), expected_)) return absl::OkStatus();
+      if (expected_.size() != ChunkMac::kMacBytes) {
+        return absl::DataLossError(absl::StrCat(
+            "cache chunk ", path_, ": the manifest's MAC is ", expected_.size(), " bytes, not ",
+            ChunkMac::kMacBytes, " (a chunk of an older cache format, e.g. HMAC-SHA256 MACs "
+            "before AES-GMAC)"));
+      }
       return absl::DataLossError(absl::StrCat(
           "cache chunk ", path_,
           ": its MAC is not the manifest's (the file is damaged, or was not written by this "

@@ -102,7 +102,7 @@ absl::Status CachePut::Append(int64_t index, const Element& element) {
                      options_.env->NewWritableFile(chunk->temporary));
     chunk->writer = std::make_unique<TfRecordWriter>(std::move(file));
     open_ = std::move(chunk);
-    open_mac_ = std::make_unique<ChunkMac>(options_.mac_key, options_.task_id, index);
+    open_mac_ = ChunkMac::ForNewChunk(options_.mac_key, options_.task_id, index);
   }
   const std::string record = EncodeCachedElement(index, element);
   RETURN_IF_ERROR(open_->writer->Write(record));
@@ -118,8 +118,8 @@ absl::Status CachePut::Seal() {
   RETURN_IF_ERROR(open_->writer->Flush());
   CacheChunk& meta = open_->meta;
   meta.set_mac(open_mac_->Finish());
-  meta.set_bytes(open_->writer->offset());
   open_mac_.reset();
+  meta.set_bytes(open_->writer->offset());
   meta.set_path(Path(FinalName(meta.task_id(), meta.generation(), meta.first_index(),
                                meta.num_elements())));
   absl::MutexLock lock(&mu_);

@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,7 +117,7 @@ class CachePut : public CacheSink {
   bool started_ = false;
   // The open chunk (producer thread only).
   std::unique_ptr<Chunk> open_;
-  std::unique_ptr<ChunkMac> open_mac_;
+  std::optional<ChunkMac> open_mac_;  // the open chunk's
 
   mutable absl::Mutex mu_;
   // The chain: every sealed chunk, in order. Entries are never moved once added.

@@ -45,11 +45,20 @@ ChunkMacKey TestKey() {
   return ChunkMacKey::Derive(CapabilityKey::FromBytes(std::string(32, 'c')).value());
 }
 
-// The MAC FORMAT.md defines for chunk records `records` of task kTask from `first_index`.
+// A new MAC, as FORMAT.md defines it, for chunk records `records` of task kTask from
+// `first_index`.
 std::string MacOf(int64_t first_index, const std::vector<std::string>& records) {
-  ChunkMac mac(TestKey(), kTask, first_index);
+  ChunkMac mac = ChunkMac::ForNewChunk(TestKey(), kTask, first_index);
   for (const std::string& record : records) mac.Add(record);
   return mac.Finish();
+}
+
+// Whether `stored` is a MAC of chunk records `records` of task kTask from `first_index`.
+bool MacHolds(int64_t first_index, const std::vector<std::string>& records,
+              const std::string& stored) {
+  ChunkMac mac = ChunkMac::ToCheck(TestKey(), kTask, first_index, stored);
+  for (const std::string& record : records) mac.Add(record);
+  return ChunkMac::Equal(mac.Finish(), stored);
 }
 
 // Element i: an int64 scalar and a string, with a provenance unlike anything a cache_read source
@@ -193,7 +202,7 @@ class CachePutTest : public ::testing::Test {
       EXPECT_EQ(file.records[k], EncodeCachedElement(index, MakeElement(index)));
     }
     EXPECT_EQ(chunk.mac().size(), ChunkMac::kMacBytes);
-    EXPECT_EQ(chunk.mac(), MacOf(chunk.first_index(), file.records));
+    EXPECT_TRUE(MacHolds(chunk.first_index(), file.records, chunk.mac()));
   }
 
   testing::ScopedTempDir dir_;
@@ -677,7 +686,7 @@ class TestGuard : public CacheChunkGuard {
       explicit Check(CacheChunk chunk) : chunk_(std::move(chunk)) {}
       void Add(absl::string_view record) override { records_.emplace_back(record); }
       absl::Status Finish() override {
-        if (ChunkMac::Equal(MacOf(chunk_.first_index(), records_), chunk_.mac())) {
+        if (MacHolds(chunk_.first_index(), records_, chunk_.mac())) {
           return absl::OkStatus();
         }
         return absl::DataLossError(absl::StrCat("cache chunk ", chunk_.path(), ": MAC differs"));

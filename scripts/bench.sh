@@ -58,6 +58,7 @@ benchmarks=(
   "cache_bench:cache"
   "autocache_bench:autocache"
   "failpoint_bench:failpoint"
+  "chunk_mac_bench:chunk_mac"
   "policy_bench:policy"
   "policy_cluster_bench:policy_cluster"
 )
@@ -67,7 +68,7 @@ for entry in "${benchmarks[@]}"; do
   read -r -a names <<< "${entry#*:}"
   results+=("${names[@]}")
   flags=("${quick[@]}" --json_dir "$out")
-  if [[ $binary != failpoint_bench && $binary != policy_bench ]]; then
+  if [[ $binary != failpoint_bench && $binary != chunk_mac_bench && $binary != policy_bench ]]; then
     flags+=(--dir "$scratch/$binary")
   fi
   if [[ $binary == peer_bench ]]; then
