@@ -59,8 +59,9 @@ absl::Status Run() {
         }
         sink = mac.Finish();
       }));
-      hmac.push_back(GigabytesPerSecond(
-          bytes, [&] { sink = HmacSha256(key.bytes(), absl::string_view(chunk).substr(0, bytes)); }));
+      hmac.push_back(GigabytesPerSecond(bytes, [&] {
+        sink = HmacSha256(key.bytes(), absl::string_view(chunk).substr(0, bytes));
+      }));
       memcpy_speed.push_back(GigabytesPerSecond(bytes, [&] {
         std::memcpy(copy.data(), chunk.data(), bytes);
         asm volatile("" : : "r"(copy.data()) : "memory");  // Keeps the copy.

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "glog/logging.h"
-#include "pipeline/pipeline.h"
 #include "pipeline/core/split_provider.h"
+#include "pipeline/pipeline.h"
 
 namespace granary {
 namespace {
@@ -64,10 +64,11 @@ std::unique_ptr<CacheChunkGuard::MacCheck> CacheChunkRecovery::StartMacCheck(
     absl::Status Finish() override {
       if (ChunkMac::Equal(mac_.Finish(), expected_)) return absl::OkStatus();
       if (expected_.size() != ChunkMac::kMacBytes) {
-        return absl::DataLossError(absl::StrCat(
-            "cache chunk ", path_, ": the manifest's MAC is ", expected_.size(), " bytes, not ",
-            ChunkMac::kMacBytes, " (a chunk of an older cache format, e.g. HMAC-SHA256 MACs "
-            "before AES-GMAC)"));
+        return absl::DataLossError(
+            absl::StrCat("cache chunk ", path_, ": the manifest's MAC is ", expected_.size(),
+                         " bytes, not ", ChunkMac::kMacBytes,
+                         " (a chunk of an older cache format, e.g. HMAC-SHA256 MACs "
+                         "before AES-GMAC)"));
       }
       return absl::DataLossError(absl::StrCat(
           "cache chunk ", path_,

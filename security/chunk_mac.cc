@@ -43,8 +43,7 @@ struct ChunkMac::State {
   ~State() { EVP_MAC_CTX_free(ctx); }
 };
 
-ChunkMac::ChunkMac(const ChunkMacKey& key, int64_t task_id, int64_t first_index,
-                   std::string nonce)
+ChunkMac::ChunkMac(const ChunkMacKey& key, int64_t task_id, int64_t first_index, std::string nonce)
     : state_(std::make_unique<State>()) {
   CHECK_EQ(nonce.size(), kNonceBytes);
   state_->nonce = std::move(nonce);

@@ -38,8 +38,8 @@ std::string LittleEndian(uint64_t value) {
 
 // cache/FORMAT.md's definition, computed in one call to OpenSSL: AES-256-GMAC under `nonce` of
 // each length-prefixed piece (the identity, then every record), and the MAC the nonce + tag.
-std::string FormatMac(const ChunkMacKey& key, const std::string& nonce, int64_t task,
-                      int64_t first, const std::vector<std::string>& records) {
+std::string FormatMac(const ChunkMacKey& key, const std::string& nonce, int64_t task, int64_t first,
+                      const std::vector<std::string>& records) {
   const std::string identity = "granary cache chunk v2" + LittleEndian(task) + LittleEndian(first);
   std::string input = LittleEndian(identity.size()) + identity;
   for (const std::string& record : records) input += LittleEndian(record.size()) + record;
@@ -52,12 +52,11 @@ std::string FormatMac(const ChunkMacKey& key, const std::string& nonce, int64_t 
       OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV, iv.data(), iv.size()), OSSL_PARAM_END};
   unsigned char tag[16];
   size_t size = 0;
-  const bool ok =
-      EVP_MAC_init(ctx, reinterpret_cast<const unsigned char*>(key.bytes().data()), 32, params) ==
-          1 &&
-      EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(input.data()), input.size()) ==
-          1 &&
-      EVP_MAC_final(ctx, tag, &size, sizeof(tag)) == 1;
+  const bool ok = EVP_MAC_init(ctx, reinterpret_cast<const unsigned char*>(key.bytes().data()), 32,
+                               params) == 1 &&
+                  EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(input.data()),
+                                 input.size()) == 1 &&
+                  EVP_MAC_final(ctx, tag, &size, sizeof(tag)) == 1;
   EVP_MAC_CTX_free(ctx);
   EVP_MAC_free(gmac);
   if (!ok) return "GMAC failed";
@@ -105,8 +104,8 @@ TEST(ChunkMacTest, ATamperedNonceTagOrOldFormatMacFails) {
   const ChunkMacKey key = KeyOf('k');
   const std::vector<std::string> records = {"x", std::string(10000, 'y')};
   const std::string mac = MacOf(key, 1, 0, records);
-  for (size_t at : {size_t{0}, ChunkMac::kNonceBytes - 1, ChunkMac::kNonceBytes,
-                    ChunkMac::kMacBytes - 1}) {
+  for (size_t at :
+       {size_t{0}, ChunkMac::kNonceBytes - 1, ChunkMac::kNonceBytes, ChunkMac::kMacBytes - 1}) {
     std::string flipped = mac;
     flipped[at] ^= 1;
     EXPECT_FALSE(Checks(key, 1, 0, records, flipped)) << "byte " << at << " flipped";

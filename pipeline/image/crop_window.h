@@ -15,6 +15,13 @@ struct CropWindow {
   int64_t width = 0;
 };
 
+// The smallest decoded window a crop accepts from a decode that may scale the window down in the
+// DCT domain (image_codec.h, DecodeJpegWindow): the size the crop resizes its window to.
+struct ScaledDecodeFloor {
+  int64_t height = 0;
+  int64_t width = 0;
+};
+
 }  // namespace granary
 
 #endif  // GRANARY_PIPELINE_IMAGE_CROP_WINDOW_H_

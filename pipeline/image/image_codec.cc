@@ -122,7 +122,8 @@ struct JpegDecodeState {
   std::vector<uint8_t> cmyk_row;  // Scratch row for CMYK / YCCK input.
   // The window to decode (all of the image when choose is null or declines).
   const ChooseCropWindow* choose = nullptr;
-  CropWindow window;
+  const ScaledDecodeFloor* floor = nullptr;  // may scale the window down (DecodeJpegWindow)
+  CropWindow window;          // in the coordinates of the image as decoded (scaled down, if it is)
   std::vector<uint8_t> rows;  // Scratch rows of a window's decoded iMCU columns.
 };
 
@@ -165,7 +166,7 @@ bool DecodeWindowRows(JpegDecodeState* s, bool cmyk, int channels, Tensor* out) 
   // a cropped scanline from the edge's chroma alone, so those must be pixels the window drops.
   // And at least two iMCU columns: a scanline of a single chroma sample is upsampled unlike the
   // same sample within a wider one (found by DecodeJpegWindowTest).
-  const int64_t image_width = s->cinfo.image_width;
+  const int64_t image_width = s->cinfo.output_width;
   const int64_t min_width = 2 * s->cinfo.max_h_samp_factor * DCTSIZE;
   int64_t begin = std::max<int64_t>(window.x - 1, 0);
   int64_t end = std::min<int64_t>(window.x + window.width + 1, image_width);
@@ -251,6 +252,19 @@ bool RunJpegDecode(absl::string_view bytes, int requested_channels, JpegDecodeSt
       s->window = w;
     }
   }
+  // DCT-domain scaling: output_height and _width become ceil(height / factor) and alike.
+  const int factor = s->floor != nullptr ? ScaledDecodeFactor(s->window, *s->floor) : 1;
+  const int64_t out_height = (height + factor - 1) / factor;
+  const int64_t out_width = (width + factor - 1) / factor;
+  if (factor > 1) {
+    s->cinfo.scale_num = 1;
+    s->cinfo.scale_denom = static_cast<unsigned int>(factor);
+    const CropWindow& w = s->window;
+    const int64_t y = w.y / factor;
+    const int64_t x = w.x / factor;
+    s->window = CropWindow{y, x, std::min((w.y + w.height + factor - 1) / factor, out_height) - y,
+                           std::min((w.x + w.width + factor - 1) / factor, out_width) - x};
+  }
   const bool cmyk = s->cinfo.jpeg_color_space == JCS_CMYK || s->cinfo.jpeg_color_space == JCS_YCCK;
   const int channels =
       requested_channels != 0 ? requested_channels : (s->cinfo.num_components == 1 ? 1 : 3);
@@ -262,29 +276,29 @@ bool RunJpegDecode(absl::string_view bytes, int requested_channels, JpegDecodeSt
   jpeg_start_decompress(&s->cinfo);
   const int expected_components = cmyk ? 4 : channels;
   if (s->cinfo.output_components != expected_components ||
-      s->cinfo.output_height != s->cinfo.image_height ||
-      s->cinfo.output_width != s->cinfo.image_width) {
+      static_cast<int64_t>(s->cinfo.output_height) != out_height ||
+      static_cast<int64_t>(s->cinfo.output_width) != out_width) {
     s->problem = absl::StrCat("libjpeg produced ", s->cinfo.output_components, " components at ",
                               s->cinfo.output_height, "x", s->cinfo.output_width, ", expected ",
-                              expected_components, " at ", height, "x", width);
+                              expected_components, " at ", out_height, "x", out_width);
     return false;
   }
 
   const CropWindow& window = s->window;
-  if (window.height != height || window.width != width) {
+  if (window.height != out_height || window.width != out_width) {
     if (!DecodeWindowRows(s, cmyk, channels, out)) return false;
   } else {
-    *out = Tensor::Uninitialized(DT_UINT8, {height, width, channels});
+    *out = Tensor::Uninitialized(DT_UINT8, {out_height, out_width, channels});
     uint8_t* base = out->data<uint8_t>();
-    const size_t stride = static_cast<size_t>(width) * channels;
+    const size_t stride = static_cast<size_t>(out_width) * channels;
     if (cmyk) {
-      s->cmyk_row.resize(static_cast<size_t>(width) * 4);
+      s->cmyk_row.resize(static_cast<size_t>(out_width) * 4);
       JSAMPROW row = s->cmyk_row.data();
       const bool inverted = s->cinfo.saw_Adobe_marker;
       while (s->cinfo.output_scanline < s->cinfo.output_height) {
         const size_t y = s->cinfo.output_scanline;
         if (jpeg_read_scanlines(&s->cinfo, &row, 1) != 1) break;
-        CmykRowTo(row, width, inverted, channels, base + y * stride);
+        CmykRowTo(row, out_width, inverted, channels, base + y * stride);
       }
     } else {
       // Hand libjpeg several output rows at once; it decodes straight into the tensor.
@@ -372,8 +386,18 @@ absl::StatusOr<Tensor> DecodeJpeg(absl::string_view bytes, int channels) {
   return DecodeJpegWindow(bytes, channels, nullptr);
 }
 
+int ScaledDecodeFactor(const CropWindow& window, const ScaledDecodeFloor& floor) {
+  for (const int factor : {8, 4, 2}) {
+    if (window.height >= factor * floor.height && window.width >= factor * floor.width) {
+      return factor;
+    }
+  }
+  return 1;
+}
+
 absl::StatusOr<Tensor> DecodeJpegWindow(absl::string_view bytes, int channels,
-                                        const ChooseCropWindow& choose) {
+                                        const ChooseCropWindow& choose,
+                                        std::optional<ScaledDecodeFloor> floor) {
   if (channels != 0 && channels != 1 && channels != 3) {
     return absl::InvalidArgumentError(
         absl::StrCat("JPEG channels must be 0 (as encoded), 1 or 3, got ", channels));
@@ -387,6 +411,7 @@ absl::StatusOr<Tensor> DecodeJpegWindow(absl::string_view bytes, int channels,
   }
   JpegDecodeState state{};
   if (choose) state.choose = &choose;
+  if (floor.has_value()) state.floor = &*floor;
   Tensor image;
   const bool ok = RunJpegDecode(bytes, channels, &state, &image);
   jpeg_destroy_decompress(&state.cinfo);  // Safe on a zeroed or half-built struct.

@@ -15,9 +15,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "pipeline/image/crop_window.h"
 #include "pipeline/core/limits.h"
 #include "pipeline/core/tensor.h"
+#include "pipeline/image/crop_window.h"
 
 namespace granary {
 
@@ -31,8 +31,8 @@ ImageFormat SniffImageFormat(absl::string_view bytes);
 // "none" for empty input: how errors show what an undecodable input starts with.
 std::string FirstBytesHex(absl::string_view bytes);
 
-// The decoders refuse images larger than kMaxImagePixels (pipeline/core/limits.h) before their pixels
-// are allocated, so a corrupt header cannot exhaust memory.
+// The decoders refuse images larger than kMaxImagePixels (pipeline/core/limits.h) before their
+// pixels are allocated, so a corrupt header cannot exhaust memory.
 
 // Decodes a JPEG into uint8 [height, width, channels]. `channels` is 1 (grayscale), 3 (RGB) or
 // 0 (as encoded: 1 for a grayscale JPEG, 3 otherwise); color and grayscale JPEGs convert to
@@ -54,8 +54,20 @@ using ChooseCropWindow = std::function<std::optional<CropWindow>(int64_t height,
 // run the inverse DCT, upsampling and color conversion (libjpeg-turbo's jpeg_skip_scanlines and
 // jpeg_crop_scanline). All of the entropy-coded data is still read, so a damaged image fails as
 // DecodeJpeg fails. The errors of DecodeJpeg, and InvalidArgument for a window outside the image.
+//
+// With `floor` (opt-in, approximate): when the window is at least twice the floor in both
+// dimensions, libjpeg-turbo decodes it scaled down by 2, 4 or 8 in the DCT domain (scale_num /
+// scale_denom: a reduced inverse DCT, so the skipped detail costs no decode time) — the largest
+// of those factors that keeps it at least `floor`. The result is then the window's rows
+// [y / d, ceil((y + height) / d)) and columns alike of the image decoded at 1/d (d the factor):
+// about the window's pixels resized by 1/d, not them exactly, but the same for the same bytes,
+// window and floor on every machine with this libjpeg-turbo. Smaller windows decode exactly.
 absl::StatusOr<Tensor> DecodeJpegWindow(absl::string_view bytes, int channels,
-                                        const ChooseCropWindow& choose);
+                                        const ChooseCropWindow& choose,
+                                        std::optional<ScaledDecodeFloor> floor = std::nullopt);
+
+// The factor (1, 2, 4 or 8) by which DecodeJpegWindow with `floor` scales `window` down.
+int ScaledDecodeFactor(const CropWindow& window, const ScaledDecodeFloor& floor);
 
 // Decodes a PNG into uint8 [height, width, channels]. `channels` is 1 (gray), 2 (gray + alpha),
 // 3 (RGB), 4 (RGBA) or 0 (as encoded: the PNG's own color channels plus alpha if it has alpha

@@ -7,6 +7,7 @@
 #define GRANARY_PIPELINE_IMAGE_IMAGE_CROP_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "pipeline/image/crop_window.h"
@@ -31,6 +32,10 @@ class CropUdf : public Udf {
                                             const UdfCall& call) const = 0;
   // The element's tensor from the window's pixels (uint8 or float32 [h, w, c]).
   virtual absl::StatusOr<Tensor> Finish(Tensor cropped) const = 0;
+  // Whether a fused decode may hand Finish the window scaled down in the DCT domain, and to no
+  // less than what (DecodeJpegWindow's `floor`): only for crops that resize and whose pipeline
+  // asked for it (random_resized_crop's dct_scaling). nullopt: the window's exact pixels.
+  virtual std::optional<ScaledDecodeFloor> scaled_decode_floor() const { return std::nullopt; }
 
   // The image at index() (uint8 or float32 [height, width, channels]): Window, CropImage, Finish.
   absl::Status Map(Element& element, const UdfCall& call) const final;

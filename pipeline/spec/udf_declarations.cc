@@ -161,7 +161,13 @@ absl::StatusOr<RandomResizedCropConfig> ReadRandomResizedCropConfig(const Params
                      absl::StrCat("max must be at most 1 (the whole image), got ", scale.second));
   }
   ASSIGN_OR_RETURN(const auto ratio, RangeParam(p, "ratio", {3.0 / 4.0, 4.0 / 3.0}));
-  return RandomResizedCropConfig{index, size, scale.first, scale.second, ratio.first, ratio.second};
+  return RandomResizedCropConfig{index,
+                                 size,
+                                 scale.first,
+                                 scale.second,
+                                 ratio.first,
+                                 ratio.second,
+                                 p.GetBool("dct_scaling", false)};
 }
 
 UdfInfo RandomResizedCropUdfDeclaration() {
@@ -170,7 +176,8 @@ UdfInfo RandomResizedCropUdfDeclaration() {
                       {"height", ParamType::kInt, true},
                       {"width", ParamType::kInt, true},
                       {"scale", ParamType::kFloatList},
-                      {"ratio", ParamType::kFloatList}},
+                      {"ratio", ParamType::kFloatList},
+                      {"dct_scaling", ParamType::kBool}},
                      ValidatedBy(ReadRandomResizedCropConfig), UdfRole::kResampling);
 }
 
@@ -317,10 +324,10 @@ UdfInfo SimulateCostUdfDeclaration() {
 
 absl::StatusOr<PythonUdfConfig> ReadPythonUdfConfig(const Params& p) {
   PythonUdfConfig config;
-  if (!absl::Base64Unescape(p.GetString("function"), &config.function) ||
-      config.function.empty()) {
-    return p.Invalid("function", "must be a Python function's pickle in base64 (what "
-                                 "granary.Dataset.map(fn) writes)");
+  if (!absl::Base64Unescape(p.GetString("function"), &config.function) || config.function.empty()) {
+    return p.Invalid("function",
+                     "must be a Python function's pickle in base64 (what "
+                     "granary.Dataset.map(fn) writes)");
   }
   config.timeout_ms = p.GetInt("timeout_ms", config.timeout_ms);
   if (config.timeout_ms < 1 || config.timeout_ms > 3'600'000) {

@@ -71,6 +71,9 @@ struct RandomResizedCropConfig {
   double max_scale = 0;
   double min_ratio = 0;
   double max_ratio = 0;
+  // Decode large windows scaled down in the DCT domain when fused with the decode before
+  // (decode_crop_fusion.h): approximate, opt-in.
+  bool dct_scaling = false;
 };
 absl::StatusOr<RandomResizedCropConfig> ReadRandomResizedCropConfig(const Params& params);
 UdfInfo RandomResizedCropUdfDeclaration();

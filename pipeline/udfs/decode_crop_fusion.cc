@@ -40,7 +40,8 @@ absl::Status RunDecodeCrop(const Udf& decode, const UdfCall& decode_call, const 
         if (window.ok()) return *window;
         window_status = window.status();
         return std::nullopt;
-      });
+      },
+      cropper.scaled_decode_floor());
   if (!image.ok()) return Annotate(image.status(), decoder.name());
   *crop_failed = true;
   RETURN_IF_ERROR(window_status);

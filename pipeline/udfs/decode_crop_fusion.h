@@ -4,6 +4,12 @@
 // (DecodeJpegWindow), with the same output bytes, the same random draws and the same errors as
 // the two UDFs run one after the other. Pipeline marks the fusable pairs of a fused map chain
 // (OpBuildArgs::decode_crop_with_next) and InvokeMapUdfs runs them.
+//
+// The exception, opt-in: a crop whose pipeline asked for DCT-domain scaling
+// (CropUdf::scaled_decode_floor, random_resized_crop's dct_scaling) gets a large window decoded
+// at 1/2, 1/4 or 1/8 before it resizes it — approximately its pixels, faster, and deterministic;
+// only here, fused, so a crop not right after its decode (or a plan without the fusion) stays
+// exact.
 #ifndef GRANARY_PIPELINE_UDFS_DECODE_CROP_FUSION_H_
 #define GRANARY_PIPELINE_UDFS_DECODE_CROP_FUSION_H_
 

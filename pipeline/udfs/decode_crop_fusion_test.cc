@@ -5,16 +5,18 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/udfs/builtin_udfs.h"
 #include "pipeline/image/image_codec.h"
 #include "pipeline/image/image_crop.h"
 #include "pipeline/ops/udf_invoker.h"
+#include "pipeline/udfs/builtin_udfs.h"
 #include "pipeline/udfs/udf_test_util.h"
 
 namespace granary::udf_test {
@@ -119,6 +121,120 @@ TEST(DecodeJpegWindowTest, ADamagedImageFailsAsTheWholeDecodeFails) {
                   .status()
                   .message(),
               HasSubstr("the window of 20x20 at (470, 0) is not inside the image of 480x640"));
+}
+
+TEST(DecodeJpegWindowTest, TheScaleIsTheLargestThatKeepsTheWindowAtLeastTheFloor) {
+  EXPECT_EQ(ScaledDecodeFactor({0, 0, 447, 1000}, {224, 224}), 1);
+  EXPECT_EQ(ScaledDecodeFactor({0, 0, 448, 448}, {224, 224}), 2);
+  EXPECT_EQ(ScaledDecodeFactor({0, 0, 895, 2000}, {224, 224}), 2);
+  EXPECT_EQ(ScaledDecodeFactor({0, 0, 896, 896}, {224, 224}), 4);
+  EXPECT_EQ(ScaledDecodeFactor({0, 0, 1792, 1792}, {224, 224}), 8);
+  EXPECT_EQ(ScaledDecodeFactor({0, 0, 100000, 100000}, {224, 224}), 8);  // 1/8 at most
+  EXPECT_EQ(ScaledDecodeFactor({0, 0, 64, 30}, {16, 8}), 2);
+}
+
+// The mean absolute difference of two uint8 images of one shape.
+double MeanAbsoluteDifference(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.DebugString(), b.DebugString());
+  const uint8_t* pa = a.data<uint8_t>();
+  const uint8_t* pb = b.data<uint8_t>();
+  double sum = 0;
+  for (int64_t i = 0; i < a.num_elements(); ++i) sum += std::abs(int{pa[i]} - int{pb[i]});
+  return sum / static_cast<double>(a.num_elements());
+}
+
+TEST(DecodeJpegWindowTest, AScaledWindowIsThatWindowOfTheImageDecodedSmaller) {
+  // The photo (480x640) decoded whole at 1/2 (a floor of half its size), in color and in gray,
+  // and windows of it decoded at 1/2: each is its window of the smaller image, halved and
+  // rounded outwards.
+  const std::string jpeg = ImagenetJpeg();
+  const auto whole = [](int64_t, int64_t) { return std::optional<CropWindow>(); };
+  for (const int channels : {3, 1}) {
+    absl::StatusOr<Tensor> half =
+        DecodeJpegWindow(jpeg, channels, whole, ScaledDecodeFloor{240, 320});
+    ASSERT_TRUE(half.ok()) << half.status();
+    EXPECT_EQ(half->DebugString(), absl::StrCat("uint8[240,320,", channels, "]"));
+    for (const CropWindow& win : {CropWindow{100, 200, 300, 400}, CropWindow{0, 0, 480, 640},
+                                  CropWindow{33, 77, 201, 333}, CropWindow{279, 1, 201, 639}}) {
+      const std::string what = absl::StrCat("window ", win.height, "x", win.width, " at (", win.y,
+                                            ", ", win.x, "), ", channels, " channels");
+      absl::StatusOr<Tensor> part = DecodeJpegWindow(
+          jpeg, channels, [&](int64_t, int64_t) { return win; },
+          ScaledDecodeFloor{win.height / 2, win.width / 2});  // scaled by 2, not 4
+      ASSERT_TRUE(part.ok()) << what << ": " << part.status();
+      const CropWindow scaled{win.y / 2, win.x / 2, (win.y + win.height + 1) / 2 - win.y / 2,
+                              (win.x + win.width + 1) / 2 - win.x / 2};
+      EXPECT_TRUE(*part == CropImage(*half, scaled)) << what;
+    }
+  }
+}
+
+// `image` (uint8 [h, w, c], h and w multiples of `factor`) scaled down by `factor`, each pixel
+// the rounded mean of its factor x factor block: the average the reduced inverse DCT computes.
+Tensor BoxDownscale(const Tensor& image, int64_t factor) {
+  const int64_t h = image.shape()[0] / factor, w = image.shape()[1] / factor;
+  const int64_t c = image.shape()[2];
+  Tensor out(DT_UINT8, {h, w, c});
+  const uint8_t* in = image.data<uint8_t>();
+  uint8_t* o = out.data<uint8_t>();
+  for (int64_t y = 0; y < h; ++y) {
+    for (int64_t x = 0; x < w; ++x) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        int sum = 0;
+        for (int64_t dy = 0; dy < factor; ++dy) {
+          for (int64_t dx = 0; dx < factor; ++dx) {
+            sum += in[((y * factor + dy) * image.shape()[1] + x * factor + dx) * c + ch];
+          }
+        }
+        const int n = static_cast<int>(factor * factor);
+        o[(y * w + x) * c + ch] = static_cast<uint8_t>((sum + n / 2) / n);
+      }
+    }
+  }
+  return out;
+}
+
+// The mean absolute difference between `jpeg`'s `window` decoded scaled down by `factor` and
+// the exact window's pixels averaged in blocks of factor x factor.
+double ScaledAgainstAveraged(const std::string& jpeg, const CropWindow& window, int64_t factor) {
+  const auto choose = [&](int64_t, int64_t) { return window; };
+  absl::StatusOr<Tensor> exact = DecodeJpegWindow(jpeg, 3, choose);
+  absl::StatusOr<Tensor> scaled = DecodeJpegWindow(
+      jpeg, 3, choose, ScaledDecodeFloor{window.height / factor, window.width / factor});
+  EXPECT_TRUE(exact.ok() && scaled.ok()) << exact.status() << " " << scaled.status();
+  if (!exact.ok() || !scaled.ok()) return 255;
+  return MeanAbsoluteDifference(*scaled, BoxDownscale(*exact, factor));
+}
+
+TEST(DecodeJpegWindowTest, AScaledWindowIsTheExactWindowAveragedWhereTheImageIsSmooth) {
+  // Smooth content (no detail the reduced inverse DCT drops): decoding at 1/2, 1/4 and 1/8
+  // loses nothing but rounding — the window's place and colors are right.
+  Tensor smooth(DT_UINT8, {480, 640, 3});
+  uint8_t* p = smooth.data<uint8_t>();
+  for (int y = 0; y < 480; ++y) {
+    for (int x = 0; x < 640; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        *p++ = static_cast<uint8_t>(128 + 100 * std::sin(x / 20.0 + c) * std::cos(y / 30.0));
+      }
+    }
+  }
+  const std::string jpeg = Jpeg(smooth, 95);
+  for (const int64_t factor : {2, 4, 8}) {
+    EXPECT_LT(ScaledAgainstAveraged(jpeg, CropWindow{16, 32, 448, 576}, factor), 1.0)
+        << "1/" << factor;
+  }
+}
+
+TEST(DecodeJpegWindowTest, AScaledWindowOfAPhotoLosesOnlyItsFinestDetail) {
+  // A real photo's fine texture is what the reduced inverse DCT drops and a block average keeps;
+  // measured here 13.8 levels (of 255) on average at 1/2 and 4.0 at 1/4: a blurrier window, not
+  // another picture.
+  const std::string jpeg = ImagenetJpeg();
+  for (const int64_t factor : {2, 4}) {
+    const double difference = ScaledAgainstAveraged(jpeg, CropWindow{16, 32, 448, 576}, factor);
+    EXPECT_LT(difference, 16.0) << "1/" << factor;
+    EXPECT_GT(difference, 0.0) << "1/" << factor << ": scaled is approximate, not the same path";
+  }
 }
 
 // The UDFs built from `decode` and `crop`, run fused and one after the other on the one tensor
@@ -253,6 +369,35 @@ TEST(DecodeCropFusionTest, InvokeMapUdfsRunsAMarkedPairFusedAndLabelsTheCropsErr
   chain[1].label = "op 1 (map, udf 'random_crop')";
   Element bad = MakeElement({Tensor::String(ImagenetJpeg())});
   EXPECT_THAT(InvokeMapUdfs(chain, bad).message(), HasSubstr("op 1 (map, udf 'random_crop')"));
+}
+
+TEST(DecodeCropFusionTest, DctScalingIsOptInDeterministicAndOnlyForLargeWindows) {
+  const std::string photo = ImagenetJpeg();  // 480x640
+  const auto run = [&](const std::string& crop_params, uint64_t key) {
+    return RunBoth(kDecodeJpeg, "{}", kRandomResizedCrop, crop_params, Tensor::String(photo), 1,
+                   key);
+  };
+  // An output of 64x64: a window of at least 128x128 — nearly every draw — is decoded scaled.
+  const std::string scaled = R"({"height": 64, "width": 64, "dct_scaling": true})";
+  const std::string exact = R"({"height": 64, "width": 64})";
+  int differing = 0;
+  for (uint64_t key = 1; key <= 20; ++key) {
+    const FusedAndUnfused a = run(scaled, key);
+    const FusedAndUnfused b = run(scaled, key);
+    const FusedAndUnfused off = run(exact, key);
+    ASSERT_TRUE(a.fused.ok() && a.unfused.ok() && off.fused.ok()) << "key " << key;
+    EXPECT_TRUE(a.fused_out.tensors == b.fused_out.tensors) << "key " << key << ": not repeatable";
+    EXPECT_EQ(a.fused_out.tensors[0].DebugString(), "uint8[64,64,3]");
+    // Unfused, dct_scaling changes nothing; and off, fused equals unfused (exact).
+    EXPECT_TRUE(a.unfused_out.tensors == off.fused_out.tensors) << "key " << key;
+    EXPECT_TRUE(off.fused_out.tensors == off.unfused_out.tensors) << "key " << key;
+    differing += !(a.fused_out.tensors == off.fused_out.tensors);
+  }
+  EXPECT_GT(differing, 10) << "dct_scaling should have scaled most of these windows";
+  // An output as large as the photo allows no scaling: dct_scaling changes nothing.
+  const FusedAndUnfused large = run(R"({"height": 300, "width": 300, "dct_scaling": true})", 5);
+  ASSERT_TRUE(large.fused.ok()) << large.fused;
+  EXPECT_TRUE(large.fused_out.tensors == large.unfused_out.tensors);
 }
 
 }  // namespace

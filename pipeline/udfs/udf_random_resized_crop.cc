@@ -3,7 +3,7 @@
 // `index` (uint8 or float32 [height, width, channels]) and resizes it to the output size.
 // params: index (default 0), height and width (the output, required; bounded as resize's),
 // scale ([min, max] fraction of the image's area, default [0.08, 1]), ratio ([min, max] width /
-// height, default [3/4, 4/3]).
+// height, default [3/4, 4/3]), dct_scaling (default false; see below).
 //
 // The window is torchvision's RandomResizedCrop.get_params, drawn from
 // StatelessRandom(call.random_key): up to 10 attempts, each drawing the area fraction uniform in
@@ -14,6 +14,14 @@
 // of the image clamped to the ratio range. The resize is resize's (pipeline/image/image_resize.h:
 // bilinear, half-pixel centers, no antialiasing — torchvision's tensor path antialiases when
 // downscaling, so pixels differ from torchvision's while the windows are the same).
+//
+// dct_scaling (opt-in, approximate): right after a decode_jpeg / decode_image it runs fused with
+// (decode_crop_fusion.h), a window at least twice the output size in both dimensions is decoded
+// at 1/2, 1/4 or 1/8 in the DCT domain (the largest that keeps it at least the output size),
+// then resized. The window drawn is the same; its pixels are close to, not equal to, the exact
+// path's (measured in bench/RESULTS.md, "Decode-crop fusion"), and the same on every worker, so
+// every epoch is still exactly once and seeds still give identical bytes. Elsewhere (not fused,
+// or a PNG) the crop is exact.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -21,12 +29,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/stateless_random.h"
 #include "common/status_macros.h"
-#include "pipeline/spec/udf_declarations.h"
-#include "pipeline/udfs/builtin_udfs.h"
-#include "pipeline/image/image_crop.h"
-#include "pipeline/image/image_resize.h"
 #include "pipeline/core/limits.h"
 #include "pipeline/core/udf_tensor_access.h"
+#include "pipeline/image/image_crop.h"
+#include "pipeline/image/image_resize.h"
+#include "pipeline/spec/udf_declarations.h"
+#include "pipeline/udfs/builtin_udfs.h"
 
 namespace granary {
 namespace {
@@ -37,14 +45,15 @@ constexpr int kAttempts = 10;
 class RandomResizedCrop : public CropUdf {
  public:
   RandomResizedCrop(int64_t index, int64_t height, int64_t width, double scale_min,
-                    double scale_max, double ratio_min, double ratio_max)
+                    double scale_max, double ratio_min, double ratio_max, bool dct_scaling)
       : CropUdf(kName, index),
         height_(height),
         width_(width),
         scale_min_(scale_min),
         scale_max_(scale_max),
         ratio_min_(ratio_min),
-        ratio_max_(ratio_max) {}
+        ratio_max_(ratio_max),
+        dct_scaling_(dct_scaling) {}
 
   absl::StatusOr<CropWindow> Window(int64_t h, int64_t w, const UdfCall& call) const override {
     if (h == 0 || w == 0) {
@@ -82,6 +91,11 @@ class RandomResizedCrop : public CropUdf {
     return ResizeImage(std::move(cropped), height_, width_, kName);
   }
 
+  std::optional<ScaledDecodeFloor> scaled_decode_floor() const override {
+    if (!dct_scaling_) return std::nullopt;
+    return ScaledDecodeFloor{height_, width_};
+  }
+
  private:
   const int64_t height_;
   const int64_t width_;
@@ -89,6 +103,7 @@ class RandomResizedCrop : public CropUdf {
   const double scale_max_;
   const double ratio_min_;
   const double ratio_max_;
+  const bool dct_scaling_;
 };
 
 // A [min, max] param, `fallback` when absent.
@@ -99,7 +114,8 @@ void RegisterRandomResizedCropUdf(UdfRegistry* registry) {
   info.factory = [](const Params& p) -> absl::StatusOr<std::unique_ptr<Udf>> {
     ASSIGN_OR_RETURN(const RandomResizedCropConfig c, ReadRandomResizedCropConfig(p));
     return std::make_unique<RandomResizedCrop>(c.index, c.size.height, c.size.width, c.min_scale,
-                                               c.max_scale, c.min_ratio, c.max_ratio);
+                                               c.max_scale, c.min_ratio, c.max_ratio,
+                                               c.dct_scaling);
   };
   registry->Register(std::move(info)).IgnoreError();
 }
