@@ -57,7 +57,8 @@ GrpcEpochReader::GrpcEpochReader(std::shared_ptr<Connection> connection, int64_t
       consumer_(consumer),
       compression_(compression),
       lease_(std::move(lease)),
-      queue_bound_(2 * options_.max_bytes_per_request) {}
+      queue_bound_(2 * options_.max_bytes_per_request),
+      call_ahead_pool_(std::max(1, options_.max_outstanding_requests)) {}
 
 absl::StatusOr<std::unique_ptr<GrpcEpochReader>> GrpcEpochReader::Start(
     std::shared_ptr<Connection> connection, int64_t job_id, int64_t epoch, int32_t consumer,
@@ -557,9 +558,11 @@ std::unique_ptr<GrpcEpochReader::Call> GrpcEpochReader::MaybeCallAhead(
   ahead->request = request;
   ahead->request.set_from_index(next);
   ahead->address = address;
-  ahead->thread = std::thread([this, a = ahead.get()] {
+  ahead->made_ahead = true;
+  call_ahead_pool_.Schedule([this, a = ahead.get()] {
     a->channel = connection_->ElementChannelTo(a->address, a->shm_nonce);
     a->rpc = a->channel->Fetch(a->context.get(), a->request, &a->reply);
+    a->answered.Notify();
   });
   return ahead;
 }
@@ -572,7 +575,7 @@ void GrpcEpochReader::FetchLoop(Task* task) {
     const bool made_ahead = ahead != nullptr;
     std::unique_ptr<Call> call;
     if (made_ahead) {
-      ahead->thread.join();
+      ahead->answered.WaitForNotification();
       bool usable;
       {
         absl::MutexLock lock(&mu_);

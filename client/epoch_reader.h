@@ -82,10 +82,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "client/connection.h"
 #include "client/equal_share_gate.h"
 #include "client/reader_lease.h"
 #include "common/read_stride.h"
+#include "common/thread_pool.h"
 #include "granary/client.h"
 #include "proto/client.pb.h"
 #include "transport/elements_reply.h"
@@ -158,7 +160,8 @@ class GrpcEpochReader final : public EpochReader {
   };
 
   // A GetElements call: what was asked of which worker, and the answer. Made by the fetch
-  // thread, or ahead on a thread of its own (MaybeCallAhead), which is joined when the Call goes.
+  // thread, or ahead on a thread of call_ahead_pool_ (MaybeCallAhead), which the Call waits for
+  // when it goes.
   struct Call {
     GetElementsRequest request;
     std::string address;
@@ -168,9 +171,10 @@ class GrpcEpochReader final : public EpochReader {
     std::shared_ptr<ElementChannel> channel;
     absl::Status rpc;
     ReceivedReply reply;
-    std::thread thread;
+    bool made_ahead = false;  // on call_ahead_pool_, which notifies `answered` when it is
+    absl::Notification answered;
     ~Call() {
-      if (thread.joinable()) thread.join();
+      if (made_ahead) answered.WaitForNotification();
     }
   };
 
@@ -219,8 +223,8 @@ class GrpcEpochReader final : public EpochReader {
   void FetchLoop(Task* task);
   // When `reply` (to `request`, from the worker at `address`) is large, the next call — from
   // where the task will stand once the reply's elements are accepted — is made now, on a thread
-  // of its own, so that the worker sends while this reader checks and copies (or maps) the
-  // reply. Only within the call permits and the queue bound. If the reply then turns out not
+  // of call_ahead_pool_, so that the worker sends while this reader checks and copies (or maps)
+  // the reply. Only within the call permits and the queue bound. If the reply then turns out not
   // to be accepted whole (a checksum mismatch), that call's answer is dropped and the task
   // asked again from where it stands: its from_index acknowledged elements the reader does not
   // have, which the worker recomputes (a request below its window restarts the task).
@@ -325,6 +329,10 @@ class GrpcEpochReader final : public EpochReader {
   std::thread heartbeat_thread_;
   // Appended to by Start() and the heartbeat thread until stop_.
   std::vector<std::thread> fetch_threads_ ABSL_GUARDED_BY(mu_);
+  // Where calls ahead run: max_outstanding_requests threads, as many as calls may be in flight,
+  // so a call ahead never waits for a thread and none is started per call. Last: destroyed
+  // after the fetch threads (whose Calls wait for their calls ahead) are joined.
+  ThreadPool call_ahead_pool_;
 };
 
 }  // namespace granary
