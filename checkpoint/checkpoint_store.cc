@@ -14,8 +14,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/crc32c.h"
-#include "common/status_macros.h"
 #include "common/failpoints.h"
+#include "common/status_macros.h"
 #include "glog/logging.h"
 
 namespace granary {
@@ -210,8 +210,7 @@ absl::StatusOr<Checkpoint> CheckpointStore::Read(const Entry& entry, int64_t tas
 }
 
 absl::StatusOr<int64_t> CheckpointStore::Write(int64_t task_id, int64_t generation, int64_t index,
-                                               absl::string_view state,
-                                               int64_t keep_at_or_before) {
+                                               absl::string_view state, int64_t keep_at_or_before) {
   const std::string path = absl::StrCat(dir_, "/", FileName(task_id, index, generation));
   if (task_id < 0 || generation < 0 || index < 0) {
     return absl::InvalidArgumentError(absl::StrCat("checkpoint task ", task_id, " generation ",
@@ -251,17 +250,15 @@ absl::StatusOr<int64_t> CheckpointStore::Write(int64_t task_id, int64_t generati
 absl::Status CheckpointStore::Prune(int64_t task_id, const std::string& just_written,
                                     int64_t keep_at_or_before) {
   ASSIGN_OR_RETURN(Listing listing, List(task_id));
+  const std::vector<Entry>& newest_first = listing.checkpoints;
+  // The newest checkpoint at or before keep_at_or_before, kept whatever its age.
+  const auto spared = std::find_if(newest_first.begin(), newest_first.end(),
+                                   [&](const Entry& e) { return e.index <= keep_at_or_before; });
   absl::Status first;
-  bool kept_at_or_before = false;
-  for (size_t i = 0; i < listing.checkpoints.size(); ++i) {
-    const Entry& entry = listing.checkpoints[i];
-    // Newest first: the first at or before keep_at_or_before is the newest such.
-    const bool newest_at_or_before = !kept_at_or_before && entry.index <= keep_at_or_before;
-    kept_at_or_before = kept_at_or_before || entry.index <= keep_at_or_before;
-    if (i < static_cast<size_t>(options_.keep) || newest_at_or_before) continue;
-    const std::string& path = entry.path;
-    if (path == just_written) continue;
-    const absl::Status status = env_->DeleteFile(path);
+  for (auto it = newest_first.begin() + std::min<size_t>(options_.keep, newest_first.size());
+       it != newest_first.end(); ++it) {
+    if (it == spared || it->path == just_written) continue;
+    const absl::Status status = env_->DeleteFile(it->path);
     if (first.ok() && !status.ok() && !absl::IsNotFound(status)) first = status;
   }
   return first;

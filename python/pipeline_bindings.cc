@@ -172,7 +172,9 @@ void RegisterPipelineBindings(py::module_& m) {
       "auto_order",
       [](const py::bytes& def) {
         const PipelineDef parsed = ParseDef(def);
-        CreatePipeline(parsed);  // validated first, as a worker does before it reorders
+        // Built once only to be validated: a bad pipeline raises the error local() raises,
+        // not one from inside AutoOrder's profile.
+        CreatePipeline(parsed);
         PipelineDef reordered;
         {
           py::gil_scoped_release release;
