@@ -31,30 +31,6 @@ std::string CifarPng(int i) {
   return i < static_cast<int>(records.size()) ? BytesFeature(records[i], "image/encoded") : "";
 }
 
-double MeanAbsDiff(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  if (a.shape() != b.shape() || a.num_elements() == 0) return 1e9;
-  double sum = 0;
-  for (int64_t i = 0; i < a.num_elements(); ++i) {
-    sum += std::abs(static_cast<int>(a.data<uint8_t>()[i]) - b.data<uint8_t>()[i]);
-  }
-  return sum / a.num_elements();
-}
-
-// A smooth RGB image: JPEG reproduces it closely.
-Tensor GradientImage(int64_t h, int64_t w) {
-  Tensor t(DT_UINT8, {h, w, 3});
-  uint8_t* p = t.data<uint8_t>();
-  for (int64_t y = 0; y < h; ++y) {
-    for (int64_t x = 0; x < w; ++x) {
-      *p++ = static_cast<uint8_t>(x * 255 / (w - 1));
-      *p++ = static_cast<uint8_t>(y * 255 / (h - 1));
-      *p++ = static_cast<uint8_t>(128 + 64 * std::sin(0.1 * (x + y)));
-    }
-  }
-  return t;
-}
-
 TEST(ImageCodecTest, SniffsFormatsByMagicBytes) {
   EXPECT_EQ(SniffImageFormat(ImagenetJpeg()), ImageFormat::kJpeg);
   EXPECT_EQ(SniffImageFormat(CifarPng(0)), ImageFormat::kPng);

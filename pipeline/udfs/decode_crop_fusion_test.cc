@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -133,16 +132,6 @@ TEST(DecodeJpegWindowTest, TheScaleIsTheLargestThatKeepsTheWindowAtLeastTheFloor
   EXPECT_EQ(ScaledDecodeFactor({0, 0, 64, 30}, {16, 8}), 2);
 }
 
-// The mean absolute difference of two uint8 images of one shape.
-double MeanAbsoluteDifference(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.DebugString(), b.DebugString());
-  const uint8_t* pa = a.data<uint8_t>();
-  const uint8_t* pb = b.data<uint8_t>();
-  double sum = 0;
-  for (int64_t i = 0; i < a.num_elements(); ++i) sum += std::abs(int{pa[i]} - int{pb[i]});
-  return sum / static_cast<double>(a.num_elements());
-}
-
 TEST(DecodeJpegWindowTest, AScaledWindowIsThatWindowOfTheImageDecodedSmaller) {
   // The photo (480x640) decoded whole at 1/2 (a floor of half its size), in color and in gray,
   // and windows of it decoded at 1/2: each is its window of the smaller image, halved and
@@ -203,22 +192,13 @@ double ScaledAgainstAveraged(const std::string& jpeg, const CropWindow& window, 
       jpeg, 3, choose, ScaledDecodeFloor{window.height / factor, window.width / factor});
   EXPECT_TRUE(exact.ok() && scaled.ok()) << exact.status() << " " << scaled.status();
   if (!exact.ok() || !scaled.ok()) return 255;
-  return MeanAbsoluteDifference(*scaled, BoxDownscale(*exact, factor));
+  return MeanAbsDiff(*scaled, BoxDownscale(*exact, factor));
 }
 
 TEST(DecodeJpegWindowTest, AScaledWindowIsTheExactWindowAveragedWhereTheImageIsSmooth) {
   // Smooth content (no detail the reduced inverse DCT drops): decoding at 1/2, 1/4 and 1/8
   // loses nothing but rounding — the window's place and colors are right.
-  Tensor smooth(DT_UINT8, {480, 640, 3});
-  uint8_t* p = smooth.data<uint8_t>();
-  for (int y = 0; y < 480; ++y) {
-    for (int x = 0; x < 640; ++x) {
-      for (int c = 0; c < 3; ++c) {
-        *p++ = static_cast<uint8_t>(128 + 100 * std::sin(x / 20.0 + c) * std::cos(y / 30.0));
-      }
-    }
-  }
-  const std::string jpeg = Jpeg(smooth, 95);
+  const std::string jpeg = Jpeg(GradientImage(480, 640), 95);
   for (const int64_t factor : {2, 4, 8}) {
     EXPECT_LT(ScaledAgainstAveraged(jpeg, CropWindow{16, 32, 448, 576}, factor), 1.0)
         << "1/" << factor;

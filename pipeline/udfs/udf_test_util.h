@@ -6,7 +6,9 @@
 
 #include <png.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -189,6 +191,32 @@ inline Tensor PatternImage(int64_t h, int64_t w, int64_t c) {
     }
   }
   return t;
+}
+
+// A smooth RGB image [h, w, 3] (two gradients and a slow wave): JPEG reproduces it closely.
+inline Tensor GradientImage(int64_t h, int64_t w) {
+  Tensor t(DT_UINT8, {h, w, 3});
+  uint8_t* p = t.data<uint8_t>();
+  for (int64_t y = 0; y < h; ++y) {
+    for (int64_t x = 0; x < w; ++x) {
+      *p++ = static_cast<uint8_t>(x * 255 / (w - 1));
+      *p++ = static_cast<uint8_t>(y * 255 / (h - 1));
+      *p++ = static_cast<uint8_t>(128 + 64 * std::sin(0.1 * (x + y)));
+    }
+  }
+  return t;
+}
+
+// The mean absolute difference of two uint8 images of one shape (1e9, and a failure, when the
+// shapes differ or the images are empty).
+inline double MeanAbsDiff(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  if (a.shape() != b.shape() || a.num_elements() == 0) return 1e9;
+  double sum = 0;
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    sum += std::abs(static_cast<int>(a.data<uint8_t>()[i]) - b.data<uint8_t>()[i]);
+  }
+  return sum / static_cast<double>(a.num_elements());
 }
 
 // Value (y, x, ch) of a uint8 or float32 [h, w, c] image, as a double.
