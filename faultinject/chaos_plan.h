@@ -3,7 +3,8 @@
 //
 // Faults are timed causally, never by sleeps: a fault fires once the client has delivered a
 // number of rows of an epoch (read from its position file) and, optionally, once a worker has
-// written a number of checkpoints since it started (read from its status RPC) — or, for a
+// written a number of checkpoints since it started (read from its status RPC; waived a quarter
+// into the run's last epoch, so that a run ending first cannot skip the fault) — or, for a
 // fault "during recovery", as soon as the previous fault's restarted processes are serving
 // again. The scenarios:
 //   nofail      no faults
@@ -191,7 +192,8 @@ struct ChaosFault {
   // When: the client reads epoch `epoch` (or a later one) and has delivered `rows` rows of it…
   int64_t epoch = 0;
   int64_t rows = 0;
-  // …and `checkpointer` (if not empty) has written `checkpoints` checkpoints since it started.
+  // …and `checkpointer` (if not empty) has written `checkpoints` checkpoints since it started
+  // (or the client is a quarter into the last epoch).
   std::string checkpointer;
   int64_t checkpoints = 0;
   // Instead of the above: as soon as the previous fault's restarted processes serve again.
