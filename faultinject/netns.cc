@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -247,9 +248,12 @@ absl::Status NetworkNamespaces::Limit(const std::string& member, int64_t kbit_pe
     return absl::InvalidArgumentError(absl::StrCat("network namespaces: a limit of ",
                                                    kbit_per_second, " kbit/s (at least 8 kbit/s)"));
   }
-  const std::vector<std::string> tbf = {
-      "root",  "tbf",  "rate",    absl::StrCat(kbit_per_second, "kbit"),
-      "burst", "32kb", "latency", "100ms"};
+  // The bucket: 32 KiB, or what the rate sends in 4 ms (a timer tick at HZ=250) if more.
+  const int64_t burst_bytes = std::max<int64_t>(32 * 1024, kbit_per_second * 1000 / 8 * 4 / 1000);
+  const std::vector<std::string> tbf = {"root",  "tbf",
+                                        "rate",  absl::StrCat(kbit_per_second, "kbit"),
+                                        "burst", absl::StrCat(burst_bytes, "b"),
+                                        "latency", "100ms"};
   // Egress at the member's own veth, ingress at its port on the bridge (the bridge's egress).
   const std::vector<std::pair<std::string, std::string>> links = {{Namespace(member), kMemberLink},
                                                                   {bridge(), ports_[member]}};

@@ -13,7 +13,10 @@
 //                                      and sends fail at once (EHOSTUNREACH); `to` notices nothing
 //   kBothWays                          the same in both directions
 //   Limit(member, kbit)                a token bucket (tc tbf) on the member's egress (its eth0)
-//                                      and ingress (its bridge port), each `kbit` kbit/s
+//                                      and ingress (its bridge port), each `kbit` kbit/s, with a
+//                                      bucket of 32 KiB or 4 ms of the rate, whichever is larger
+//                                      (a smaller one than a timer tick's worth of bytes would
+//                                      hold a 10 Gbit/s link far below its rate)
 // Since TCP needs both directions, every cut blocks a TCP connection; they differ in which side
 // notices and how (ISSUE33-PLAN §1).
 //
@@ -60,6 +63,9 @@ class NetworkNamespaces {
   std::string path(const std::string& member) const;
   // The harness's own address in the bridge's /24.
   const std::string& harness_address() const { return harness_address_; }
+  // The harness's veth, in this process's namespace: every byte between the harness and the
+  // members crosses it (its counters are /sys/class/net/<link>/statistics/{rx,tx}_bytes).
+  const std::string& harness_link() const { return prefix_; }
 
   // Cuts `from` from `to` (above). InvalidArgument for an unknown member, the same member twice,
   // or a cut of this pair and direction already in place; the command's error otherwise.
