@@ -28,8 +28,11 @@ absl::StatusOr<BenchService> StartBenchService(const std::string& dir, const Pip
   if (options.tls) {
     ASSIGN_OR_RETURN(std::shared_ptr<CertificateAuthority> ca,
                      CertificateAuthority::Create(dir + "/tls"));
-    options.cluster.issue_certificate = [ca](const std::string& name, const std::string& identity) {
-      return ca->Issue(name, identity).value();
+    std::vector<std::string> hosts;
+    if (!options.cluster.host.empty()) hosts.push_back(options.cluster.host);
+    options.cluster.issue_certificate = [ca, hosts](const std::string& name,
+                                                    const std::string& identity) {
+      return ca->Issue(name, identity, hosts).value();
     };
     ASSIGN_OR_RETURN(const TransportSecurity client,
                      ca->Issue("bench", ClientIdentityUri("bench")));

@@ -37,6 +37,7 @@
 #include "bench/bench_service.h"
 #include "bench/bench_setup.h"
 #include "bench/process_stats.h"
+#include "bench/pytorch_peer_runner.h"
 #include "bench/resnet_bench_flags.h"
 #include "bench/sample_stats.h"
 #include "common/env.h"
@@ -47,8 +48,6 @@
 #include "granary/client.h"
 #include "pipeline/local_runner.h"
 
-ABSL_FLAG(std::string, python, "/usr/bin/python3", "Debian's Python, with python3-torch.");
-ABSL_FLAG(std::string, peer_script, "bench/pytorch_peer.py", "The PyTorch DataLoader peer.");
 ABSL_FLAG(std::string, python_client_script, "bench/python_client_peer.py",
           "The Granary-from-Python trainer.");
 ABSL_FLAG(std::string, python_path, "build/python", "Where the granary Python package is.");
@@ -64,56 +63,6 @@ struct Epoch {
   // reading process is also the loading process).
   double trainer_cpu_ms_per_image = 0;
 };
-
-// The first line of `out` as a JSON object: `what` printed no result line otherwise.
-absl::StatusOr<google::protobuf::Struct> ResultLine(const std::string& out,
-                                                    const std::string& what) {
-  google::protobuf::Struct line;
-  const std::string first_line(out.substr(0, out.find('\n')));
-  if (!google::protobuf::util::JsonStringToMessage(first_line, &line).ok()) {
-    return absl::InternalError(absl::StrCat(what, " printed no result line: '", first_line, "'"));
-  }
-  return line;
-}
-
-double NumberOf(const google::protobuf::Struct& line, const char* key) {
-  const auto it = line.fields().find(key);
-  return it == line.fields().end() ? 0.0 : it->second.number_value();
-}
-
-struct PeerEpoch {
-  Epoch epoch;
-  int64_t rss_main = 0;
-  int64_t rss_worker = 0;
-};
-
-// One epoch of the PyTorch peer with `workers` DataLoader workers.
-absl::StatusOr<PeerEpoch> RunPeer(const std::string& data_dir, int workers, int64_t seed) {
-  const std::string what =
-      absl::StrCat(absl::GetFlag(FLAGS_peer_script), " --num_workers=", workers);
-  Subprocess peer({absl::GetFlag(FLAGS_python), absl::GetFlag(FLAGS_peer_script),
-                   "--data_dir=" + data_dir, absl::StrCat("--num_workers=", workers),
-                   absl::StrCat("--batch_size=", absl::GetFlag(FLAGS_batch_size)),
-                   absl::StrCat("--seed=", seed)});
-  if (peer.pid() < 0) return absl::UnavailableError(absl::StrCat("could not start ", what));
-  const std::string out = peer.ReadAll(std::chrono::minutes(30));
-  if (const int code = peer.Wait(); code != 0) {
-    return absl::InternalError(absl::StrCat(what, " exited with code ", code,
-                                            " (needs Debian's python3-torch, python3-pil, "
-                                            "python3-numpy: scripts/setup_deps.sh installs them)"));
-  }
-  ASSIGN_OR_RETURN(const google::protobuf::Struct line, ResultLine(out, what));
-  const auto number = [&line](const char* key) { return NumberOf(line, key); };
-  if (number("images") <= 0 || number("seconds") <= 0) {
-    return absl::InternalError(absl::StrCat(what, " read no images"));
-  }
-  PeerEpoch result;
-  result.epoch.images_per_s = number("images") / number("seconds");
-  result.epoch.cores_busy = number("cpu_seconds") / number("seconds");
-  result.rss_main = static_cast<int64_t>(number("peak_rss_main_bytes"));
-  result.rss_worker = static_cast<int64_t>(number("peak_rss_workers_bytes"));
-  return result;
-}
 
 // The Python trainer (bench/python_client_peer.py): one process reading every epoch of job
 // `job_name`, each when asked (its go file), as a trainer reads epochs.
@@ -225,10 +174,11 @@ absl::Status Run() {
   };
 
   const auto peer_epoch = [&](int workers, int64_t epoch) -> absl::StatusOr<Epoch> {
-    ASSIGN_OR_RETURN(PeerEpoch peer, RunPeer(data_dir, workers, epoch));
+    ASSIGN_OR_RETURN(const DataLoaderEpoch peer,
+                     RunDataLoaderEpoch(data_dir, workers, batch_size, epoch));
     peer_rss_main = std::max(peer_rss_main, peer.rss_main);
     peer_rss_worker = std::max(peer_rss_worker, peer.rss_worker);
-    return peer.epoch;
+    return Epoch{peer.images_per_s, peer.cores_busy};
   };
   const auto local_epoch = [&](int64_t epoch) -> absl::StatusOr<Epoch> {
     EpochRunOptions options;

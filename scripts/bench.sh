@@ -47,6 +47,7 @@ benchmarks=(
   "sharding_bench:sharding"
   "transport_bench:transport"
   "peer_bench:peer memory"
+  "remote_bench:remote"
   "scaling_bench:scaling"
   "checkpoint_bench:checkpoint"
   "recovery_bench:recovery"

@@ -20,7 +20,8 @@ std::unique_ptr<grpc::ClientContext> RpcContext() {
   return context;
 }
 
-LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& options) : dir_(dir) {
+LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& options)
+    : dir_(dir), network_namespace_(options.network_namespace) {
   if (!Env::Default()->CreateDirs(dir + "/logs").ok()) return;
   const std::string data_roots =
       "--data_roots=" + (options.data_roots.empty() ? dir.substr(0, dir.rfind('/'))
@@ -41,6 +42,7 @@ LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& op
   for (const std::string& flag : security_flags("dispatcher", kDispatcherIdentityUri)) {
     first.argv.push_back(flag);
   }
+  if (!options.host.empty()) first.argv.push_back("--host=" + options.host);
   // The harness's own client (dispatcher()) sees every job's status.
   if (options.issue_certificate) first.argv.push_back("--admin_clients=cluster-test");
   first.argv.insert(first.argv.end(), options.dispatcher_flags.begin(),
@@ -79,6 +81,7 @@ LocalCluster::LocalCluster(const std::string& dir, const LocalClusterOptions& op
     for (const std::string& flag : security_flags(worker_id(i), WorkerIdentityUri(worker_id(i)))) {
       w.argv.push_back(flag);
     }
+    if (!options.host.empty()) w.argv.push_back("--host=" + options.host);
     if (i >= options.workers) w.argv.push_back("--standby");
     w.argv.insert(w.argv.end(), options.worker_flags.begin(), options.worker_flags.end());
     if (!Launch(w, absl::StrCat(dir, "/logs/", worker_id(i), ".log"))) return;
@@ -104,7 +107,8 @@ LocalCluster::~LocalCluster() {
 }
 
 bool LocalCluster::Launch(Process& p, const std::string& log) {
-  p.process = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log);
+  p.process = std::make_unique<Subprocess>(p.argv, Subprocess::Stderr::kToFile, log,
+                                           std::vector<std::string>{}, network_namespace_);
   p.address = p.process->ReadListenAddress();
   if (p.address.empty()) return false;
   p.metrics_port = 0;

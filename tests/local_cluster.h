@@ -36,6 +36,11 @@ struct LocalClusterOptions {
   // RocksDB journal in the cluster's directory.
   std::string etcd_journal;
   int replicas = 1;
+  // Where the servers run: a network namespace (its path, /run/netns/…; faultinject/netns.h)
+  // and their --host, an address of it (which issue_certificate's certificates must name).
+  // Empty: this process's namespace, on 127.0.0.1.
+  std::string network_namespace;
+  std::string host;
 };
 
 class LocalCluster {
@@ -93,6 +98,7 @@ class LocalCluster {
   std::string DispatcherLog(int replica) const;
 
   const std::string dir_;
+  const std::string network_namespace_;
   bool ok_ = false;
   // One; or, replicated, each replica.
   std::vector<Process> dispatchers_;
