@@ -20,6 +20,14 @@
 #include "common/status_macros.h"
 
 namespace granary {
+
+absl::StatusOr<JobTail> JobTailFromName(const std::string& name) {
+  if (name == "auto") return JobTail::kAuto;
+  if (name == "worker") return JobTail::kWorker;
+  if (name == "client") return JobTail::kClient;
+  return absl::InvalidArgumentError(
+      absl::StrCat("tail '", name, "' is none of auto, worker, client"));
+}
 namespace {
 
 // Thread-safe: every member is immutable or thread-safe.
@@ -239,6 +247,9 @@ class ClientImpl final : public Client {
                                              : spec.remainder == JobRemainder::kUneven
                                                  ? REMAINDER_UNEVEN
                                                  : REMAINDER_PAD);
+    request.mutable_options()->set_tail(spec.tail == JobTail::kWorker   ? TAIL_WORKER
+                                        : spec.tail == JobTail::kClient ? TAIL_CLIENT
+                                                                        : TAIL_AUTO);
     request.mutable_options()->set_cache_policy(
         spec.cache_policy == JobCachePolicy::kFull     ? CACHE_FULL
         : spec.cache_policy == JobCachePolicy::kAtMark ? CACHE_AT_MARK

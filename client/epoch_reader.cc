@@ -242,6 +242,7 @@ absl::Status GrpcEpochReader::Next(ReceivedElement* element, bool* end) {
         ++stats_.elements;
         stats_.payload_bytes += front.bytes;
         if (front.shared_memory) ++stats_.shared_memory_elements;
+        if (front.trainer_tail) ++stats_.trainer_tail_elements;
         // Kept only when it may be padded with: it holds its receive buffer or segment.
         if (gate_.remainder() == REMAINDER_PAD) last_delivered_ = front.element;
         *element = std::move(front.element);
@@ -459,6 +460,20 @@ void GrpcEpochReader::HeartbeatLoop() {
   }
 }
 
+absl::StatusOr<std::shared_ptr<const TrainerTailRunner>> GrpcEpochReader::TailRunner(
+    const std::string& serialized) {
+  absl::MutexLock lock(&tail_mu_);
+  auto it = tail_runners_.find(serialized);
+  if (it != tail_runners_.end()) return it->second;
+  TrainerTailDef def;
+  if (!def.ParseFromString(serialized)) {
+    return absl::InvalidArgumentError("its answer's trainer-side tail does not parse");
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<const TrainerTailRunner> runner, TrainerTailRunner::Create(def));
+  tail_runners_.emplace(serialized, runner);
+  return runner;
+}
+
 void GrpcEpochReader::PassOver(Task& task) {
   while (task.next_deliver < task.next_fetch && !task.stride.Reads(task.next_deliver)) {
     ++task.next_deliver;
@@ -469,7 +484,8 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
                                                       const ReadStride& stride, bool want_sample,
                                                       const std::string& address,
                                                       const ReceivedReply& reply,
-                                                      ElementChannel& channel) {
+                                                      ElementChannel& channel,
+                                                      const TrainerTailRunner* tail) {
   Checked checked;
   if (!reply.malformed.ok()) {
     checked.problem = absl::StrCat("worker ", address, ": ", reply.malformed.message());
@@ -487,11 +503,23 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
       break;
     }
     const ReceivedImage image = channel.Receive(e);
-    absl::StatusOr<ReceivedElement> element = image.outcome == ReceivedImage::Outcome::kOk
-                                                  ? ReceivedElement::View(image.owner, image.bytes)
-                                                  : image.error;
     const std::string what =
         absl::StrCat("task ", task_id, " element ", next, " from worker ", address, ": ");
+    absl::StatusOr<ReceivedElement> element = absl::UnknownError("not received");
+    if (image.outcome != ReceivedImage::Outcome::kOk) {
+      element = image.error;
+    } else if (tail != nullptr) {
+      // The worker left the pipeline's last normalize steps to this reader.
+      absl::StatusOr<BufferRef> tailed = tail->Run(image.bytes, BufferPool::Default());
+      if (!tailed.ok()) {
+        checked.permanent = Annotate(tailed.status(), absl::StrCat("task ", task_id, " element ",
+                                                                   next, " from worker ", address));
+        break;
+      }
+      element = ReceivedElement::View(*tailed, (*tailed)->bytes());
+    } else {
+      element = ReceivedElement::View(image.owner, image.bytes);
+    }
     if (image.outcome == ReceivedImage::Outcome::kRetry) {
       checked.problem = absl::StrCat(what, image.error.ToString());
       break;
@@ -521,6 +549,7 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
     queued.index = next;
     queued.bytes = static_cast<int64_t>(element->bytes().size());
     queued.shared_memory = image.mapped;
+    queued.trainer_tail = tail != nullptr;
     queued.element = *std::move(element);
     checked.accepted.push_back(std::move(queued));
     ++next;
@@ -657,8 +686,21 @@ void GrpcEpochReader::FetchLoop(Task* task) {
         stride = task->stride;
         want_sample = !passed_over_sample_.has_value();
       }
-      checked = CheckAnswer(task->id, request.from_index(), stride, want_sample, address, reply,
-                            *call->channel);
+      std::shared_ptr<const TrainerTailRunner> tail;
+      if (!reply.trainer_tail.empty()) {
+        absl::StatusOr<std::shared_ptr<const TrainerTailRunner>> runner =
+            TailRunner(reply.trainer_tail);
+        if (runner.ok()) {
+          tail = *std::move(runner);
+        } else {
+          checked.permanent =
+              Annotate(runner.status(), absl::StrCat("task ", task->id, ": worker ", address));
+        }
+      }
+      if (checked.permanent.ok()) {
+        checked = CheckAnswer(task->id, request.from_index(), stride, want_sample, address, reply,
+                              *call->channel, tail.get());
+      }
     }
 
     absl::MutexLock lock(&mu_);

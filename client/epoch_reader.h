@@ -86,6 +86,7 @@
 #include "client/connection.h"
 #include "client/equal_share_gate.h"
 #include "client/reader_lease.h"
+#include "client/trainer_tail_runner.h"
 #include "common/read_stride.h"
 #include "common/thread_pool.h"
 #include "granary/client.h"
@@ -183,6 +184,8 @@ class GrpcEpochReader final : public EpochReader {
     int64_t index;
     int64_t bytes;
     bool shared_memory;
+    // Made by running the trainer-side tail on what the worker sent.
+    bool trainer_tail = false;
     ReceivedElement element;
   };
 
@@ -234,10 +237,16 @@ class GrpcEpochReader final : public EpochReader {
   // Checks an answer to GetElements(task_id, from_index) from the worker at `address` and makes
   // the accepted payloads elements, received through `channel` (the one that fetched it); the
   // indices `stride` does not read are checked and passed over (the first kept as
-  // passed_over_sample with `want_sample`). Needs no lock.
+  // passed_over_sample with `want_sample`). With `tail` (the reply's trainer-side tail), each
+  // element is made by running it on the payload. Needs no lock.
   static Checked CheckAnswer(int64_t task_id, int64_t from_index, const ReadStride& stride,
                              bool want_sample, const std::string& address,
-                             const ReceivedReply& reply, ElementChannel& channel);
+                             const ReceivedReply& reply, ElementChannel& channel,
+                             const TrainerTailRunner* tail);
+  // The runner of the trainer-side tail `serialized` (a reply's TrainerTailDef), made once per
+  // distinct tail. InvalidArgument for one that does not parse or that this client cannot run.
+  absl::StatusOr<std::shared_ptr<const TrainerTailRunner>> TailRunner(const std::string& serialized)
+      ABSL_LOCKS_EXCLUDED(tail_mu_);
   // Moves `task`'s next_deliver past the indices fetched and passed over right after it.
   static void PassOver(Task& task);
   // Waits until `condition` holds or the Env clock reaches `deadline_us`; whether it holds.
@@ -284,7 +293,10 @@ class GrpcEpochReader final : public EpochReader {
   const std::shared_ptr<const ReaderLease> lease_;
   const int64_t queue_bound_;
 
-  mutable absl::Mutex mu_;
+  absl::Mutex tail_mu_;
+  std::map<std::string, std::shared_ptr<const TrainerTailRunner>> tail_runners_
+      ABSL_GUARDED_BY(tail_mu_);
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(tail_mu_);
   // Grows as heartbeats name new tasks; the Task objects never move.
   std::map<int64_t, std::unique_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
   // The dispatcher said no task will be added (ClientHeartbeatResponse.tasks_final).

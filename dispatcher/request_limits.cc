@@ -55,6 +55,10 @@ absl::Status ValidateJobOptions(const JobOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("job option remainder ", options.remainder(), " is none of the known rules"));
   }
+  if (!Tail_IsValid(options.tail())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job option tail ", options.tail(), " is none of auto, worker, client"));
+  }
   if (options.num_epochs() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("job option num_epochs is ", options.num_epochs(), "; it must be >= 0"));

@@ -89,6 +89,7 @@ const PipelineDef& DispatcherImpl::FillTaskDef(const DispatcherState& state, con
   def->set_generation(task.generation());
   def->set_consumer(task.consumer());
   def->set_auto_order(job->options().auto_order());
+  def->set_tail(job->options().tail());
   if (!job->owner().empty()) {
     def->add_readers(job->owner());
     def->mutable_readers()->MergeFrom(job->options().readers());

@@ -134,6 +134,7 @@ class PyEpochReader {
                     "recomputed_dropped"_a = s.recomputed_dropped, "retries"_a = s.retries,
                     "checksum_mismatches"_a = s.checksum_mismatches,
                     "shared_memory_elements"_a = s.shared_memory_elements,
+                    "trainer_tail_elements"_a = s.trainer_tail_elements,
                     "remainder_dropped"_a = s.remainder_dropped, "padding"_a = s.padding);
   }
 
@@ -313,7 +314,8 @@ void RegisterClientBindings(py::module_& m) {
              std::vector<std::string> readers, const std::string& autoscale, int32_t local_workers,
              const std::string& placement, const std::string& owner, const std::string& sharding,
              const std::string& remainder, int64_t resume_epoch,
-             const std::vector<py::bytes>& resume_positions, bool takeover, bool auto_order) {
+             const std::vector<py::bytes>& resume_positions, bool takeover, bool auto_order,
+             const std::string& tail) {
             JobSpec spec;
             spec.name = name;
             spec.owner = owner;
@@ -349,6 +351,9 @@ void RegisterClientBindings(py::module_& m) {
             }
             spec.takeover = takeover;
             spec.auto_order = auto_order;
+            absl::StatusOr<JobTail> job_tail = JobTailFromName(tail);
+            if (!job_tail.ok()) throw StatusError{job_tail.status()};
+            spec.tail = *job_tail;
             return client.OpenJob(dataset_id, spec);
           },
           "dataset_id"_a, "name"_a = "", "seed"_a = 0, "num_consumers"_a = 1,
@@ -357,7 +362,7 @@ void RegisterClientBindings(py::module_& m) {
           "autoscale"_a = "none", "local_workers"_a = 0, "placement"_a = "static", "owner"_a = "",
           "sharding"_a = "auto", "remainder"_a = "pad", "resume_epoch"_a = 0,
           "resume_positions"_a = std::vector<py::bytes>(), "takeover"_a = false,
-          "auto_order"_a = false);
+          "auto_order"_a = false, "tail"_a = "auto");
 }
 
 }  // namespace granary::python

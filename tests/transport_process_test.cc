@@ -3,7 +3,8 @@
 //  * every transport delivers exactly `granary local`'s bytes: the ResNet-style example (batches
 //    of float32 crops, over a megabyte each) with 1 and 2 workers and 2 consumers, over TCP,
 //    TCP compressed with LZ4 and with Zstandard, and shared memory (which must then carry every
-//    batch);
+//    batch) — over TCP with the pipeline's normalize run by the client (the trainer-side tail),
+//    over shared memory by the workers, and where JobSpec.tail puts it otherwise;
 //  * a trainer's element outlives its reader, its client and its worker (killed and restarted):
 //    its views still hold the same bytes (under AddressSanitizer, also valid memory);
 //  * SIGKILLed clients and workers leave nothing behind: no /dev/shm file at any point, and a
@@ -122,11 +123,13 @@ TEST_P(TransportMatrixTest, TwoConsumersTogetherGetLocalsBytes) {
   for (auto& run : runs) {
     const std::string output = run->ReadAll();
     ASSERT_EQ(run->Wait(), 0) << output;
-    // Every batch by segment over shared memory, none over TCP.
-    const std::regex line(R"(: (\d+) elements, .*; (\d+) by shared memory)");
+    // Every batch by segment over shared memory, none over TCP. Over TCP the workers leave the
+    // pipeline's normalize to the client (tail auto): it runs on every batch.
+    const std::regex line(R"(: (\d+) elements, .*; (\d+) by shared memory; (\d+) normalized here)");
     for (std::sregex_iterator m(output.begin(), output.end(), line), end; m != end; ++m) {
       const int64_t n = std::stoll((*m)[1]);
       EXPECT_EQ(std::stoll((*m)[2]), shm ? n : 0) << output;
+      EXPECT_EQ(std::stoll((*m)[3]), shm ? 0 : n) << output;
       elements += n;
     }
   }
@@ -143,6 +146,49 @@ TEST_P(TransportMatrixTest, TwoConsumersTogetherGetLocalsBytes) {
     EXPECT_EQ(rows, kImages) << transport << ", epoch " << epoch;
     EXPECT_EQ(multiset, local_[epoch].multiset) << transport << ", epoch " << epoch;
   }
+}
+
+// JobSpec.tail overrides where normalize runs, and the bytes stay `granary local`'s: kept on the
+// workers over TCP (tail worker), run by the client over shared memory (tail client).
+TEST_F(TransportTest, TheTailOptionPutsNormalizeWhereItSaysWithTheSameBytes) {
+  // Every batch by segment over shared memory, however small its uint8 images.
+  testing::LocalCluster cluster(
+      dir_.Join("cluster"),
+      {.workers = 2, .worker_flags = {"--local_transport=shm", "--shm_min_bytes=0"}});
+  ASSERT_TRUE(cluster.ok());
+  for (const auto& [tail, shm] :
+       {std::pair<std::string, bool>{"worker", false}, {"client", true}}) {
+    const std::string name = "tail_" + tail;
+    std::vector<std::string> argv = {GRANARY_BINARY,
+                                     "run",
+                                     "--insecure",
+                                     "--dispatcher=" + cluster.dispatcher_address(),
+                                     "--pipeline=" + pipeline_,
+                                     "--epochs=2",
+                                     "--seed=3",
+                                     "--job_name=" + name,
+                                     "--tail=" + tail,
+                                     "--digest_out=" + dir_.Join(name + ".digest")};
+    if (!shm) argv.push_back("--noshared_memory");
+    Subprocess run(argv, Subprocess::Stderr::kMergeIntoStdout);
+    const std::string output = ExpectExactlyOnce(run, name);
+    const std::regex line(R"(: (\d+) elements, .*; (\d+) by shared memory; (\d+) normalized here)");
+    int64_t epochs = 0;
+    for (std::sregex_iterator m(output.begin(), output.end(), line), end; m != end; ++m) {
+      const int64_t n = std::stoll((*m)[1]);
+      EXPECT_EQ(std::stoll((*m)[2]), shm ? n : 0) << output;
+      EXPECT_EQ(std::stoll((*m)[3]), tail == "client" ? n : 0) << output;
+      ++epochs;
+    }
+    EXPECT_EQ(epochs, 2) << output;
+  }
+  Subprocess bad(
+      {GRANARY_BINARY, "run", "--insecure", "--dispatcher=" + cluster.dispatcher_address(),
+       "--pipeline=" + pipeline_, "--epochs=1", "--tail=sideways"},
+      Subprocess::Stderr::kMergeIntoStdout);
+  const std::string refused = bad.ReadAll(std::chrono::seconds(30));
+  EXPECT_NE(bad.Wait(), 0);
+  EXPECT_THAT(refused, HasSubstr("--tail 'sideways' is none of auto, worker, client"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, TransportMatrixTest,

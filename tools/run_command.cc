@@ -108,6 +108,10 @@ ABSL_FLAG(std::string, sharding, "auto",
 ABSL_FLAG(std::string, remainder, "pad",
           "Equal shares: pad (consumers with fewer elements hand out copies of their last), drop "
           "(consumers with more drop the surplus) or uneven.");
+ABSL_FLAG(std::string, tail, "auto",
+          "Where the pipeline's trainer-side tail (its last normalize-like ops) runs: auto (here "
+          "for tasks read over TCP, on the worker for shared memory), worker or client. The "
+          "delivered bytes are the same.");
 ABSL_FLAG(bool, takeover, false,
           "Read the consumer even if another live reader holds it: that reader is fenced (its "
           "next read fails). Without it a held consumer is refused, naming its reader.");
@@ -237,6 +241,9 @@ absl::Status Run() {
     return absl::InvalidArgumentError(
         absl::StrCat("--sharding '", sharding, "' is none of auto, dynamic, equal"));
   }
+  const absl::StatusOr<JobTail> tail = JobTailFromName(absl::GetFlag(FLAGS_tail));
+  if (!tail.ok()) return absl::InvalidArgumentError(absl::StrCat("--", tail.status().message()));
+  spec.tail = *tail;
   const std::string remainder = absl::GetFlag(FLAGS_remainder);
   if (remainder == "drop") {
     spec.remainder = JobRemainder::kDrop;
@@ -312,12 +319,14 @@ absl::Status Run() {
     const int64_t dropped = stats.duplicates_dropped + stats.recomputed_dropped;
     std::printf(
         "epoch %lld: %lld elements, %lld rows in %.2f s: %.1f batches/s, %.1f MB/s; dropped "
-        "%lld duplicates and %lld recomputed; %lld retries; %lld by shared memory\n",
+        "%lld duplicates and %lld recomputed; %lld retries; %lld by shared memory; %lld "
+        "normalized here (the trainer-side tail)\n",
         static_cast<long long>(epoch), static_cast<long long>(stats.elements),
         static_cast<long long>(digest.rows()), seconds, stats.elements / seconds,
         stats.payload_bytes / seconds / 1e6, static_cast<long long>(stats.duplicates_dropped),
         static_cast<long long>(stats.recomputed_dropped), static_cast<long long>(stats.retries),
-        static_cast<long long>(stats.shared_memory_elements));
+        static_cast<long long>(stats.shared_memory_elements),
+        static_cast<long long>(stats.trainer_tail_elements));
     std::fflush(stdout);
     DigestLine line = resumed.reader.empty() ? digest.Line(epoch, dropped)
                                              : ResumedDigestLine(epoch, resumed, digest, dropped);
@@ -352,6 +361,7 @@ int RunCommand(int argc, char** argv) {
       "[--consumer C --num_consumers K] [--num_worker_slots T] [--cache_policy C] [--digest_out F] "
       "[--position_file F] [--stall_timeout_ms T] [--rpc_timeout_ms T] [--max_request_bytes B] "
       "[--max_outstanding_requests N] [--noshared_memory] [--compression none|lz4|zstd] "
+      "[--tail auto|worker|client] "
       "[--step_ms T] [--plugin lib.so] [--config FILE (the dispatcher, TLS and token files)]");
   ParseCommandFlags(argc, argv);
   const absl::Status status = Run();

@@ -17,7 +17,7 @@ namespace {
 
 // GetElementsResponse's and IndexedElement's fields (proto/worker.proto).
 constexpr int kResponseElements = 1, kResponseEndOfTask = 2, kResponseNumElements = 3,
-              kResponseRecomputed = 4;
+              kResponseRecomputed = 4, kResponseTrainerTail = 5;
 constexpr int kElementIndex = 1, kElementPayload = 2, kElementChecksum = 3,
               kElementShmSegment = 4, kElementShmSize = 5, kElementCompression = 6,
               kElementUncompressedSize = 7;
@@ -264,6 +264,11 @@ Status SerializationTraits<granary::ElementsReply>::Serialize(const granary::Ele
     framing.push_back(Tag(granary::kResponseRecomputed, kVarint));
     AppendVarint(static_cast<uint64_t>(reply.recomputed), &framing);
   }
+  if (!reply.trainer_tail.empty()) {
+    framing.push_back(Tag(granary::kResponseTrainerTail, kLengthDelimited));
+    AppendVarint(reply.trainer_tail.size(), &framing);
+    framing += reply.trainer_tail;
+  }
   if (!framing.empty()) slices.emplace_back(framing.data(), framing.size());
   ByteBuffer out(slices.data(), slices.size());
   buffer->Swap(&out);
@@ -302,6 +307,15 @@ Status SerializationTraits<granary::ReceivedReply>::Deserialize(ByteBuffer* buff
       }
       element.payload = granary::ReceivedBytes(slices, pieces);
       reply->elements.push_back(std::move(element));
+    } else if (field == granary::kResponseTrainerTail &&
+               wire_type == granary::wire::kLengthDelimited) {
+      if (!in.Varint(&value) || value > in.total() - in.pos()) {
+        return malformed("trainer_tail length runs past the end");
+      }
+      pieces.clear();
+      if (!in.Pieces(value, &pieces)) return malformed("truncated trainer_tail");
+      reply->trainer_tail.resize(value);
+      granary::ReceivedBytes(slices, pieces).CopyAndHash(reply->trainer_tail.data());
     } else if (wire_type == granary::wire::kVarint &&
                (field == granary::kResponseEndOfTask || field == granary::kResponseNumElements ||
                 field == granary::kResponseRecomputed)) {

@@ -54,6 +54,8 @@ struct ElementsReply {
   bool end_of_task = false;
   int64_t num_elements = 0;
   int64_t recomputed = 0;
+  // GetElementsResponse.trainer_tail, serialized (a TrainerTailDef); empty: none.
+  std::string trainer_tail;
 };
 
 // Bytes received in pieces of gRPC slices. Copyable (copies share the slices).
@@ -105,6 +107,8 @@ struct ReceivedReply {
   bool end_of_task = false;
   int64_t num_elements = 0;
   int64_t recomputed = 0;
+  // GetElementsResponse.trainer_tail, serialized; empty: none.
+  std::string trainer_tail;
   // What a malformed response was (the client retries it like a failed call); OK otherwise.
   absl::Status malformed;
 };

@@ -9,6 +9,12 @@
 #include "worker/leased_split_provider.h"
 
 namespace granary {
+namespace {
+
+// The state entry of a checkpoint taken by a run without the trainer-side tail.
+constexpr char kTrainerTailStateKey[] = "granary.trainer_tail";
+
+}  // namespace
 
 TaskRun::TaskRun(const TaskRunSpec& spec, Callbacks callbacks)
     : spec_(spec), callbacks_(std::move(callbacks)) {}
@@ -64,9 +70,18 @@ bool TaskRun::Restore(int64_t from) {
     return true;
   }
   IteratorStateProto state;
-  const absl::Status status = state.ParseFromString(checkpoint->state)
-                                  ? it_->Restore(StateReader(&state))
-                                  : absl::DataLossError("iterator state does not parse");
+  absl::Status status = state.ParseFromString(checkpoint->state)
+                            ? absl::OkStatus()
+                            : absl::DataLossError("iterator state does not parse");
+  // The state of the pipeline with its trainer-side tail does not restore the one without it,
+  // nor the other way round (the elements it holds are not the same).
+  if (status.ok() &&
+      (state.mutable_entries()->erase(kTrainerTailStateKey) == 1) != spec_.trainer_tail) {
+    status = absl::FailedPreconditionError(
+        spec_.trainer_tail ? "taken by a run that kept the trainer-side tail on the worker"
+                           : "taken by a run that left the trainer-side tail to its reader");
+  }
+  if (status.ok()) status = it_->Restore(StateReader(&state));
   if (!status.ok()) {
     LOG(WARNING) << "task " << task << ": checkpoint " << checkpoint->path << " does not restore ("
                  << status << "); recomputing from index 0";
@@ -101,6 +116,7 @@ int64_t TaskRun::TakeCheckpoint(int64_t index) {
   IteratorStateProto state;
   StateWriter writer(&state);
   const absl::Status saved = it_->Save(writer);
+  if (spec_.trainer_tail) (*state.mutable_entries())[kTrainerTailStateKey].set_int_value(1);
   std::string bytes = saved.ok() ? state.SerializeAsString() : std::string();
   // What the hooks must make durable before this checkpoint (the cache chunks its Save sealed).
   const int64_t token = hooks_->Saved();

@@ -50,6 +50,9 @@ struct TaskRunSpec {
   RunHooksFactory hooks;
   // Where element images are allocated (the worker's pool: shared memory for local clients).
   BufferPool* pool = BufferPool::Default();
+  // Whether `pipeline` is the task's without its trainer-side tail (TrainerTailOffer): its
+  // checkpoints say so, and a run restores only checkpoints that say the same.
+  bool trainer_tail = false;
 };
 
 // What a checkpoint write did, for the runner's status.

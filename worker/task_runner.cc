@@ -14,7 +14,8 @@ namespace granary {
 
 TaskRunner::TaskRunner(const TaskDef& def, std::shared_ptr<const Pipeline> pipeline,
                        DispatcherConnection* dispatcher, const TaskRunnerOptions& options,
-                       OnFinished on_finished, RunHooksFactory hooks)
+                       OnFinished on_finished, RunHooksFactory hooks,
+                       std::optional<TrainerTailOffer> tail)
     : confined_env_(options.data_roots.has_value()
                         ? std::make_unique<ConfinedEnv>(options.env,
                                                         options.data_roots->With(def.cache_root()))
@@ -28,6 +29,7 @@ TaskRunner::TaskRunner(const TaskDef& def, std::shared_ptr<const Pipeline> pipel
             std::move(hooks),
             options.pool},
       pipeline_(std::move(pipeline)),
+      tail_offer_(std::move(tail)),
       options_(options),
       on_finished_(std::move(on_finished)),
       window_(options.window_bytes),
@@ -39,6 +41,22 @@ TaskRunner::~TaskRunner() {
     stopping_ = true;
   }
   StopProducer();
+}
+
+void TaskRunner::ChooseTail(const GetElementsRequest& first) {
+  if (!tail_offer_.has_value()) return;
+  if (tail_offer_->when != TAIL_CLIENT && first.shm_session() != 0) return;
+  absl::StatusOr<std::shared_ptr<const Pipeline>> without = tail_offer_->pipeline();
+  if (!without.ok()) {
+    LOG(WARNING) << "task " << def().task_id()
+                 << ": running its trainer-side tail here: the pipeline without it does not build: "
+                 << without.status();
+    return;
+  }
+  pipeline_ = *std::move(without);
+  spec_.pipeline = pipeline_.get();
+  spec_.trainer_tail = true;
+  trainer_tail_ = tail_offer_->tail.SerializeAsString();
 }
 
 void TaskRunner::StartProducer() {
@@ -211,7 +229,10 @@ absl::Status TaskRunner::GetElements(const GetElementsRequest& request, Elements
   reader_generation_ = request.reader_generation();
   {
     absl::MutexLock lock(&mu_);
-    if (run_ == 0) StartProducer();
+    if (run_ == 0) {
+      ChooseTail(request);
+      StartProducer();
+    }
     const int64_t window_start = window_.empty() ? produced_ : window_.front_index();
     // A run that failed on its storage (a disk failing or full under its cache or checkpoints,
     // an unreachable cache tier) starts again at the reader's next request — the storage may be
@@ -254,6 +275,7 @@ absl::Status TaskRunner::GetElements(const GetElementsRequest& request, Elements
   };
   mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(options_.poll_timeout_ms));
   RETURN_IF_ERROR(error_);
+  reply->trainer_tail = trainer_tail_;
   reply->recomputed = recomputed_ - recomputed_reported_;
   recomputed_reported_ = recomputed_;
   if (ended_ && from >= produced_) {

@@ -80,6 +80,20 @@ struct TaskRunnerOptions {
   WorkerMetrics* metrics = nullptr;
 };
 
+// A task whose pipeline has a trainer-side tail (pipeline/trainer_tail.h) its reader may run
+// instead (JobOptions.tail). The runner decides at its first request, and keeps the choice: the
+// reader runs the tail when `when` is TAIL_CLIENT, or TAIL_AUTO and that request reads by bytes
+// (no shared-memory session). It then runs `pipeline` (the pipeline without the tail) and answers
+// every request with `tail` (GetElementsResponse.trainer_tail). A pipeline that fails to build
+// leaves the tail on the worker (logged). Its checkpoints say which pipeline took them
+// (TaskRunSpec.trainer_tail), so a restarted runner never restores the other's state.
+struct TrainerTailOffer {
+  Tail when = TAIL_AUTO;
+  TrainerTailDef tail;
+  // Builds (or finds) the pipeline without the tail.
+  std::function<absl::StatusOr<std::shared_ptr<const Pipeline>>()> pipeline;
+};
+
 class TaskRunner {
  public:
   // Produces nothing until the first GetElements. `pipeline` and `dispatcher` must outlive the
@@ -89,7 +103,8 @@ class TaskRunner {
 
   TaskRunner(const TaskDef& def, std::shared_ptr<const Pipeline> pipeline,
              DispatcherConnection* dispatcher, const TaskRunnerOptions& options,
-             OnFinished on_finished, RunHooksFactory hooks = nullptr);
+             OnFinished on_finished, RunHooksFactory hooks = nullptr,
+             std::optional<TrainerTailOffer> tail = std::nullopt);
   ~TaskRunner();
   TaskRunner(const TaskRunner&) = delete;
   TaskRunner& operator=(const TaskRunner&) = delete;
@@ -112,6 +127,8 @@ class TaskRunner {
 
  private:
   void StartProducer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At the first request: whether the reader runs the trainer-side tail (TrainerTailOffer).
+  void ChooseTail(const GetElementsRequest& first) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StopProducer() ABSL_LOCKS_EXCLUDED(mu_);
   // The producer thread of run `run_id`.
   void Produce(int64_t run_id);
@@ -124,8 +141,12 @@ class TaskRunner {
 
   // The sources' Env when options.data_roots confines them (spec_.env points at it).
   const std::unique_ptr<ConfinedEnv> confined_env_;
-  const TaskRunSpec spec_;
-  const std::shared_ptr<const Pipeline> pipeline_;
+  // Set here, and by ChooseTail before the first run starts (then read-only).
+  TaskRunSpec spec_;
+  std::shared_ptr<const Pipeline> pipeline_;
+  std::optional<TrainerTailOffer> tail_offer_;
+  // The serialized TrainerTailDef every answer carries when the reader runs the tail; else empty.
+  std::string trainer_tail_ ABSL_GUARDED_BY(mu_);
   const TaskRunnerOptions options_;
   const OnFinished on_finished_;
 

@@ -260,5 +260,90 @@ TEST_F(TaskRunnerTest, CheckpointIntervalIsMeasuredOnTheEnvClock) {
   EXPECT_EQ(checkpoint->index, 10);
 }
 
+// The trainer-side tail (TrainerTailOffer): the runner decides at its first request whether the
+// reader runs it, keeps that choice, and says so in every answer.
+class TrainerTailRunnerTest : public TaskRunnerTest {
+ protected:
+  // An offer whose pipeline without the tail is a range pipeline of its own (the runner only
+  // swaps pipelines; what the tail is does not matter here), counting its builds.
+  TrainerTailOffer Offer(Tail when) {
+    TrainerTailOffer offer;
+    offer.when = when;
+    offer.tail.add_steps()->set_label("op 3 (map, udf 'normalize')");
+    offer.tail.set_batched(true);
+    offer.pipeline = [this]() -> absl::StatusOr<std::shared_ptr<const Pipeline>> {
+      ++builds_;
+      return pipeline_;
+    };
+    return offer;
+  }
+  std::unique_ptr<TaskRunner> NewRunnerWithTail(Tail when, const TaskRunnerOptions& options = {}) {
+    return std::make_unique<TaskRunner>(
+        task_, pipeline_, dispatcher_.get(), options,
+        [](int64_t, const std::vector<CacheChunk>&) {}, nullptr, Offer(when));
+  }
+  ElementsReply GetFrom(TaskRunner& runner, int64_t from, uint64_t shm_session) {
+    GetElementsRequest request;
+    request.set_task_id(task_.task_id());
+    request.set_generation(task_.generation());
+    request.set_from_index(from);
+    request.set_max_bytes(1);
+    request.set_shm_session(shm_session);
+    ElementsReply reply;
+    const absl::Status status = runner.GetElements(request, &reply);
+    EXPECT_TRUE(status.ok()) << status;
+    return reply;
+  }
+  int builds_ = 0;
+};
+
+TEST_F(TrainerTailRunnerTest, AutoLeavesTheTailToAReaderByBytesAndSaysSoInEveryAnswer) {
+  std::unique_ptr<TaskRunner> runner = NewRunnerWithTail(TAIL_AUTO);
+  const std::string tail = Offer(TAIL_AUTO).tail.SerializeAsString();
+  EXPECT_EQ(GetFrom(*runner, 0, /*shm_session=*/0).trainer_tail, tail);
+  // Kept for the runner's life, whatever later requests say.
+  EXPECT_EQ(GetFrom(*runner, 1, /*shm_session=*/42).trainer_tail, tail);
+  EXPECT_EQ(builds_, 1);
+}
+
+TEST_F(TrainerTailRunnerTest, AutoKeepsTheTailForASharedMemoryReaderAndClientLeavesItAnyway) {
+  std::unique_ptr<TaskRunner> shm = NewRunnerWithTail(TAIL_AUTO);
+  EXPECT_EQ(GetFrom(*shm, 0, /*shm_session=*/42).trainer_tail, "");
+  EXPECT_EQ(GetFrom(*shm, 1, /*shm_session=*/0).trainer_tail, "");
+  EXPECT_EQ(builds_, 0);
+  std::unique_ptr<TaskRunner> client = NewRunnerWithTail(TAIL_CLIENT);
+  EXPECT_NE(GetFrom(*client, 0, /*shm_session=*/42).trainer_tail, "");
+  EXPECT_EQ(builds_, 1);
+}
+
+// A checkpoint says which pipeline took it: a run with the tail never restores one taken without
+// it (its prefetch buffer would hold elements the tail has not run on), nor the other way round.
+TEST_F(TrainerTailRunnerTest, ARunRestoresOnlyCheckpointsOfItsOwnSideOfTheTail) {
+  testing::ScopedTempDir dir;
+  absl::StatusOr<std::unique_ptr<CheckpointStore>> store =
+      CheckpointStore::Open(Env::Default(), dir.path(), CheckpointOptions{.keep = 100});
+  ASSERT_TRUE(store.ok()) << store.status();
+  TaskRunnerOptions options;
+  options.checkpoints = store->get();
+  options.checkpoint_interval_ms = 0;  // after every element
+  {
+    std::unique_ptr<TaskRunner> without_tail = NewRunnerWithTail(TAIL_CLIENT, options);
+    for (int64_t i = 0; i < 6; ++i) GetFrom(*without_tail, i, 0);
+  }  // Destroying the runner waits for its last checkpoint write.
+  ASSERT_TRUE((*store)->Newest(task_.task_id(), 5).ok());
+  {
+    // (Reading the store only: its own checkpoints would replace those under test.)
+    TaskRunnerOptions reading = options;
+    reading.checkpoint_interval_ms = 3'600'000;
+    std::unique_ptr<TaskRunner> with_tail = NewRunner(reading);
+    EXPECT_EQ(GetFrom(*with_tail, 5, 0).elements.at(0).index, 5);
+    EXPECT_EQ(with_tail->Status().restored_from(), -1);
+    EXPECT_EQ(with_tail->Status().recomputed(), 5);
+  }
+  std::unique_ptr<TaskRunner> again_without = NewRunnerWithTail(TAIL_CLIENT, options);
+  EXPECT_EQ(GetFrom(*again_without, 5, 0).elements.at(0).index, 5);
+  EXPECT_GE(again_without->Status().restored_from(), 0);
+}
+
 }  // namespace
 }  // namespace granary

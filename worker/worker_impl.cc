@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "glog/logging.h"
 #include "pipeline/optimizer/auto_order.h"
+#include "pipeline/trainer_tail.h"
 #include "transport/compression.h"
 #include "transport/grpc_transport.h"
 #include "transport/shm_backing.h"
@@ -180,8 +181,45 @@ absl::StatusOr<std::shared_ptr<const Pipeline>> WorkerImpl::PipelineFor(const Ta
     return Annotate(pipeline.status(), absl::StrCat("dataset ", def.dataset_id()));
   }
   std::shared_ptr<const Pipeline> shared = std::move(pipeline).value();
-  pipelines_[key] = HeldPipeline{shared};
+  HeldPipeline& held = pipelines_[key];
+  held = HeldPipeline{shared};
+  // A tail that cannot be split off (its split fails to validate) stays on the worker.
+  absl::StatusOr<std::optional<TrainerTailSplit>> split =
+      SplitTrainerTail(pipeline_def, *options_.registries);
+  if (!split.ok()) {
+    LOG(WARNING) << "dataset " << def.dataset_id()
+                 << ": its trainer-side tail stays on the worker: " << split.status();
+  } else if (split->has_value()) {
+    held.tail = (*split)->tail;
+    held.without_tail = std::make_shared<LazyPipeline>();
+    held.without_tail->def = std::move((*split)->worker);
+    held.without_tail->options = pipeline_options;
+  }
   return shared;
+}
+
+std::optional<TrainerTailOffer> WorkerImpl::TrainerTailOfferFor(const TaskDef& def) {
+  const HeldPipeline& held = pipelines_.at(def.pipeline_key());
+  if (!held.tail.has_value() || def.tail() == TAIL_WORKER) return std::nullopt;
+  TrainerTailOffer offer;
+  offer.when = def.tail();
+  offer.tail = *held.tail;
+  offer.pipeline = [lazy = held.without_tail, registries = options_.registries,
+                    dataset =
+                        def.dataset_id()]() -> absl::StatusOr<std::shared_ptr<const Pipeline>> {
+    absl::MutexLock lock(&lazy->mu);
+    if (lazy->built == nullptr) {
+      absl::StatusOr<std::unique_ptr<Pipeline>> built =
+          Pipeline::Create(lazy->def, *registries, lazy->options);
+      if (!built.ok()) {
+        return Annotate(built.status(),
+                        absl::StrCat("dataset ", dataset, " without its trainer-side tail"));
+      }
+      lazy->built = *std::move(built);
+    }
+    return lazy->built;
+  };
+  return offer;
 }
 
 void WorkerImpl::ReportFinished(const TaskDef& def, int64_t num_elements,
@@ -340,7 +378,7 @@ absl::Status WorkerImpl::Heartbeat() {
         [this, def](int64_t n, const std::vector<CacheChunk>& chunks) {
           ReportFinished(def, n, chunks);
         },
-        std::move(hooks));
+        std::move(hooks), TrainerTailOfferFor(def));
   }
   std::vector<int64_t> done;  // Ended and read to the end: their checkpoints go.
   for (auto it = runners_.begin(); it != runners_.end();) {

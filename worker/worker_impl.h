@@ -143,6 +143,10 @@ class WorkerImpl {
   std::optional<absl::Status> UnbuildableTaskError(int64_t task_id) const ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::shared_ptr<const Pipeline>> PipelineFor(const TaskDef& def)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The offer of task `def`'s trainer-side tail to its reader (TrainerTailOffer); nullopt when
+  // its pipeline (which pipelines_ holds) has none or its job keeps the tail on the worker.
+  std::optional<TrainerTailOffer> TrainerTailOfferFor(const TaskDef& def)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReportFinished(const TaskDef& def, int64_t num_elements,
                       const std::vector<CacheChunk>& cache_chunks);
   // A heartbeat's CacheProfileRequest: profiled on profile_thread_ unless a profile runs already
@@ -181,10 +185,22 @@ class WorkerImpl {
   // rewrite of it; reordered by AutoOrder, under a key of its own, for a job with auto_order):
   // those the runners use, and those no runner has used for less than idle_pipeline_ms.
   // Heartbeats tell the dispatcher which are held, so that each is sent once.
+  // A pipeline built at its first use, then shared: the one without a trainer-side tail, which
+  // only tasks whose reader runs the tail need (TrainerTailOffer).
+  struct LazyPipeline {
+    PipelineDef def;
+    PipelineOptions options;
+    absl::Mutex mu;
+    std::shared_ptr<const Pipeline> built ABSL_GUARDED_BY(mu);
+  };
   struct HeldPipeline {
     std::shared_ptr<const Pipeline> pipeline;
     // When the heartbeat found no runner using it (env clock, µs); -1 while one does.
     int64_t idle_since_us = -1;
+    // The pipeline's trainer-side tail (pipeline/trainer_tail.h) and the pipeline without it;
+    // unset and null when it has none.
+    std::optional<TrainerTailDef> tail;
+    std::shared_ptr<LazyPipeline> without_tail;
   };
   std::map<std::string, HeldPipeline> pipelines_ ABSL_GUARDED_BY(mu_);
   // Tasks assigned here whose pipeline this worker cannot build (a UDF it lacks or does not

@@ -108,7 +108,7 @@ class Client:
                  num_epochs=0, cache_policy="compute", compression="none", readers=(),
                  autoscale="none", local_workers=0, placement="static", owner="",
                  sharding="auto", remainder="pad", resume_epoch=0, resume_positions=(),
-                 takeover=False, auto_order=False):
+                 takeover=False, auto_order=False, tail="auto"):
         """Registers `dataset` and opens a job of it. Jobs with the same non-empty `name` are
         shared: every consumer (trainer process) of a job opens it by name. Names are per owner
         when the cluster authenticates clients: `name` opens (or creates) this client's own job;
@@ -145,7 +145,12 @@ class Client:
         auto_order: the workers run the pipeline reordered by AutoOrder
         (pipeline/optimizer/auto_order.h; `granary run --auto_order`) — map ops swapped where
         that changes no output byte, shrinking ones first; the elements are those of the
-        pipeline as written."""
+        pipeline as written.
+        tail: where the pipeline's last normalize ops run when only batch and prefetch follow
+        them (its trainer-side tail) — "auto": in this client for tasks it reads over TCP, so
+        workers send uint8 images (a quarter of the bytes), on the workers for shared memory;
+        "worker" or "client": always there. The elements are byte-identical either way
+        (reader.stats["trainer_tail_elements"] counts those normalized here)."""
         if cache_policy not in _CACHE_POLICIES:
             raise InvalidArgument(
                 f"cache_policy {cache_policy!r} is none of {', '.join(_CACHE_POLICIES)}")
@@ -156,7 +161,7 @@ class Client:
                                          local_workers, placement, owner, sharding,
                                          remainder, resume_epoch,
                                          [p or b"" for p in resume_positions], takeover,
-                                         auto_order),
+                                         auto_order, tail),
                    dataset)
 
 

@@ -128,7 +128,7 @@ class GranaryIterableDataset(torch.utils.data.IterableDataset):
     def __init__(self, dataset, dispatcher, job_name, seed=0, num_epochs=0,
                  cache_policy="compute", num_worker_slots=0, consumer=None, num_consumers=None,
                  sharding="auto", remainder="pad", digest=False, takeover=False,
-                 auto_order=False, **connect_options):
+                 auto_order=False, tail="auto", **connect_options):
         super().__init__()
         if not job_name:
             raise granary.InvalidArgument(
@@ -145,7 +145,8 @@ class GranaryIterableDataset(torch.utils.data.IterableDataset):
         self._job_options = dict(name=job_name, seed=seed, num_consumers=num_consumers,
                                  num_worker_slots=num_worker_slots, num_epochs=num_epochs,
                                  cache_policy=cache_policy, sharding=sharding,
-                                 remainder=remainder, takeover=takeover, auto_order=auto_order)
+                                 remainder=remainder, takeover=takeover, auto_order=auto_order,
+                                 tail=tail)
         self._connect_options = connect_options
         self._digest = digest
         self._consumer = consumer

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -158,8 +159,37 @@ class ClusterTest(ClusterTestCase):
         self.assertEqual(reader.stats["recomputed_dropped"], 0)
         self.assertEqual(set(reader.stats), {
             "elements", "payload_bytes", "wait_us", "duplicates_dropped", "recomputed_dropped",
-            "retries", "checksum_mismatches", "shared_memory_elements", "remainder_dropped",
-            "padding"})
+            "retries", "checksum_mismatches", "shared_memory_elements", "trainer_tail_elements",
+            "remainder_dropped", "padding"})
+
+    def test_a_reader_without_shared_memory_normalizes_itself_with_the_same_bytes(self):
+        seed = 13
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([os.environ.get("GRANARY_BINARY", "granary"), "datagen", "imagenet",
+                            f"--out={tmp}/data", "--images=40", "--files=2", "--size=32"],
+                           check=True, capture_output=True)
+            os.environ["GRANARY_DATA"] = f"{tmp}/data"
+            try:
+                ds = granary.Dataset.from_json(
+                    os.path.join(HERE, "..", "..", "examples", "imagenet_resnet.json"))
+            finally:
+                del os.environ["GRANARY_DATA"]
+            expected = granary.local_digests(ds, 1, seed)[0]["multiset_xxh64"]
+            with Cluster(workers=2, data_roots=tmp) as cluster:
+                client = granary.connect(cluster.address, shared_memory=False)
+                for tail, here in (("auto", True), ("worker", False)):
+                    reader = client.open_job(ds, name=f"tail-{tail}", seed=seed,
+                                             tail=tail).epoch(0, digest=True)
+                    for _ in reader:
+                        pass
+                    self.assertEqual(f"{reader.digest['multiset']:016x}", expected,
+                                     f"tail {tail}, seed {seed}")
+                    self.assertEqual(reader.stats["trainer_tail_elements"],
+                                     reader.stats["elements"] if here else 0, f"tail {tail}")
+                    self.assertGreater(reader.stats["elements"], 0)
+                with self.assertRaisesRegex(granary.InvalidArgument,
+                                            "tail 'sideways' is none of"):
+                    client.open_job(ds, tail="sideways")
 
     def test_auto_order_reaches_the_job_and_its_workers(self):
         seed = 4

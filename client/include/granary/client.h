@@ -135,6 +135,15 @@ enum class JobSharding { kAuto, kDynamic, kEqual };
 // surplus and do not deliver it (EpochStats.remainder_dropped counts it), down to the fewest
 // (drop_last). kUneven: no rule (each consumer delivers its share as it is).
 enum class JobRemainder { kPad, kDrop, kUneven };
+// Where the pipeline's trainer-side tail runs — its last normalize-like ops, which turn uint8
+// images into float32 ones four times their size (pipeline/trainer_tail.h). kAuto: in this
+// client for a task it reads by bytes (TCP), so the wire carries uint8 images; on the worker for
+// a task read through shared memory. kWorker: always on the worker. kClient: always here. The
+// delivered tensors are byte-identical either way.
+enum class JobTail { kAuto, kWorker, kClient };
+// The JobTail named "auto", "worker" or "client" (the CLI's and Python's spelling);
+// InvalidArgument "tail '<name>' is none of auto, worker, client" otherwise.
+absl::StatusOr<JobTail> JobTailFromName(const std::string& name);
 
 struct JobSpec {
   // Jobs with the same non-empty name are shared (every consumer of a job opens it by name).
@@ -178,6 +187,7 @@ struct JobSpec {
   bool auto_order = false;
   JobSharding sharding = JobSharding::kAuto;
   JobRemainder remainder = JobRemainder::kPad;
+  JobTail tail = JobTail::kAuto;
   // Elastic resume (DESIGN.md §6): to open an existing job at another num_consumers than it
   // has, the positions all of its consumers saved in epoch `resume_epoch`:
   // resume_positions[c] is consumer c's EpochReader::SavePosition() ("": it had delivered
@@ -238,6 +248,8 @@ struct EpochStats {
   // Elements Next() returned that came through shared memory (mapped, not copied) rather than
   // over TCP.
   int64_t shared_memory_elements = 0;
+  // Elements Next() returned whose trainer-side tail (JobSpec.tail) this reader ran.
+  int64_t trainer_tail_elements = 0;
   // Equal shares (JobSpec.sharding): elements read and not delivered by REMAINDER_DROP, and
   // padding elements Next() returned under REMAINDER_PAD (not counted in `elements`).
   int64_t remainder_dropped = 0;
