@@ -11,11 +11,12 @@
 //
 // Rotating order per round after a warm-up round: the DataLoader with num_workers=2
 // (bench/pytorch_peer.py), Granary in-process (granary local's runner), and Granary remote at
-// each rate. For every configuration: images/s and cores busy; for the remote ones also the
-// bytes that crossed the link per image (both directions, headers included: the harness veth's
-// counters; on loopback, all of lo's), the trainer's CPU per image (this process) and the
-// servers' (dispatcher and workers). The in-process pipeline's CPU per image is the yardstick
-// for the trainer's.
+// each rate — as deployed (the pipeline's normalize run by the trainer's client: JobSpec.tail
+// auto over TCP) and with normalize kept on the workers (tail worker). For every configuration:
+// images/s and cores busy; for the remote ones also the bytes that crossed the link per image (both
+// directions, headers included: the harness veth's counters; on loopback, all of lo's), the
+// trainer's CPU per image (this process) and the servers' (dispatcher and workers). The in-process
+// pipeline's CPU per image is the yardstick for the trainer's.
 //
 //   bench/remote_bench [--images N] [--size S] [--repetitions R] [--dir D] [--rates_gbit 10,25]
 //                      [--notls] [--batch_size B]
@@ -134,18 +135,24 @@ absl::Status Run() {
   }
   ASSIGN_OR_RETURN(BenchService service, StartBenchService(dir + "/cluster", def, options));
   const testing::LocalCluster& cluster = *service.cluster;
+  // The job as deployed (its normalize run here: the tail's default over TCP), and the same with
+  // normalize kept on the workers (the data plane before the trainer-side tail).
   ASSIGN_OR_RETURN(std::unique_ptr<Job> job,
                    service.client->OpenJob(service.dataset,
                                            {.name = "remote", .seed = 1, .num_worker_slots = 2}));
+  JobSpec worker_tail_spec{.name = "remote-worker-tail", .seed = 1, .num_worker_slots = 2};
+  worker_tail_spec.tail = JobTail::kWorker;
+  ASSIGN_OR_RETURN(std::unique_ptr<Job> worker_tail_job,
+                   service.client->OpenJob(service.dataset, worker_tail_spec));
   const std::vector<pid_t> servers = {cluster.dispatcher_pid(), cluster.worker_pid(0),
                                       cluster.worker_pid(1)};
 
-  const auto remote_epoch = [&](int64_t gbit, int64_t epoch) -> absl::StatusOr<Epoch> {
+  const auto remote_epoch = [&](Job& job, int64_t gbit, int64_t epoch) -> absl::StatusOr<Epoch> {
     if (network != nullptr) RETURN_IF_ERROR(network->Limit(kCluster, gbit * 1'000'000));
     ASSIGN_OR_RETURN(const int64_t bytes_before, LinkBytes(link));
     const double server_cpu_before = CpuSecondsOfAll(servers);
     const double trainer_cpu_before = CpuSecondsOf();
-    ASSIGN_OR_RETURN(const ServiceEpoch read, ReadServiceEpoch(*job, epoch));
+    ASSIGN_OR_RETURN(const ServiceEpoch read, ReadServiceEpoch(job, epoch));
     const double trainer_cpu = CpuSecondsOf() - trainer_cpu_before;
     const double server_cpu = CpuSecondsOfAll(servers) - server_cpu_before;
     ASSIGN_OR_RETURN(const int64_t bytes_after, LinkBytes(link));
@@ -194,9 +201,11 @@ absl::Status Run() {
   std::vector<Config> configs = {{"PyTorch DataLoader, num_workers=2", peer_epoch},
                                  {"Granary in-process", local_epoch}};
   for (int64_t gbit : rates_gbit) {
-    configs.push_back(
-        {absl::StrCat("Granary remote, 2 workers, ", security, ", ", gbit, " Gbit/s", over),
-         [&remote_epoch, gbit](int64_t e) { return remote_epoch(gbit, e); }});
+    const std::string name =
+        absl::StrCat("Granary remote, 2 workers, ", security, ", ", gbit, " Gbit/s", over);
+    configs.push_back({name, [&, gbit](int64_t e) { return remote_epoch(*job, gbit, e); }});
+    configs.push_back({name + ", normalize on the workers",
+                       [&, gbit](int64_t e) { return remote_epoch(*worker_tail_job, gbit, e); }});
   }
   constexpr size_t kPeer = 0, kLocal = 1, kFirstRemote = 2;
   const int reps = absl::GetFlag(FLAGS_repetitions);
@@ -223,15 +232,19 @@ absl::Status Run() {
   for (size_t k = kFirstRemote; k < configs.size(); ++k) {
     const Config& c = configs[k];
     report.AddSeries(c.name, "link bytes/image", c.Of(&Epoch::wire_bytes_per_image));
-    report.AddSeries(c.name, "payload bytes/image", c.Of(&Epoch::payload_bytes_per_image));
+    report.AddSeries(c.name, "delivered bytes/image", c.Of(&Epoch::payload_bytes_per_image));
     report.AddSeries(c.name, "trainer CPU ms/image", c.Of(&Epoch::trainer_cpu_ms_per_image));
     report.AddSeries(c.name, "server CPU ms/image", c.Of(&Epoch::server_cpu_ms_per_image));
   }
   const double peer = Median(configs[kPeer].Of(&Epoch::images_per_s));
   const double pipeline_cpu = Median(configs[kLocal].Of(&Epoch::pipeline_cpu_ms_per_image));
-  for (size_t k = kFirstRemote; k < configs.size(); ++k) {
+  for (size_t k = kFirstRemote; k < configs.size(); k += 2) {  // as deployed
     const Config& c = configs[k];
-    const std::string at = absl::StrCat(rates_gbit[k - kFirstRemote], " Gbit/s");
+    const Config& before = configs[k + 1];  // normalize on the workers
+    const std::string at = absl::StrCat(rates_gbit[(k - kFirstRemote) / 2], " Gbit/s");
+    report.AddHeadline(absl::StrCat("remote ", at, ": normalize in the trainer / on the workers"),
+                       Median(c.Of(&Epoch::images_per_s)) / Median(before.Of(&Epoch::images_per_s)),
+                       "x");
     report.AddHeadline(absl::StrCat("remote ", security, " ", at, " / DataLoader num_workers=2"),
                        Median(c.Of(&Epoch::images_per_s)) / peer, "x", BenchTarget::AtLeast(2));
     report.AddHeadline(
@@ -245,7 +258,9 @@ absl::Status Run() {
   report.AddNote(
       "All processes share this machine's cores (see 'cores busy'). Link bytes: both directions "
       "through the trainer's veth (on loopback: all of lo's), TCP/IP and TLS overhead included; "
-      "payload bytes: the elements' serialized bytes the client received.");
+      "delivered bytes: the elements' serialized bytes the reader handed out. As deployed, the "
+      "job leaves its normalize to the trainer (JobSpec.tail auto over TCP): workers send uint8 "
+      "crops; 'normalize on the workers' is the same job with tail worker.");
   return report.Finish();
 }
 
