@@ -505,10 +505,13 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
     const ReceivedImage image = channel.Receive(e);
     const std::string what =
         absl::StrCat("task ", task_id, " element ", next, " from worker ", address, ": ");
+    // Another consumer's index of a shared task is only checked, unless it is kept as a sample.
+    const bool kept =
+        stride.Reads(next) || (want_sample && !checked.passed_over_sample.has_value());
     absl::StatusOr<ReceivedElement> element = absl::UnknownError("not received");
     if (image.outcome != ReceivedImage::Outcome::kOk) {
       element = image.error;
-    } else if (tail != nullptr) {
+    } else if (tail != nullptr && kept) {
       // The worker left the pipeline's last normalize steps to this reader.
       absl::StatusOr<BufferRef> tailed = tail->Run(image.bytes, BufferPool::Default());
       if (!tailed.ok()) {
@@ -549,7 +552,7 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
     queued.index = next;
     queued.bytes = static_cast<int64_t>(element->bytes().size());
     queued.shared_memory = image.mapped;
-    queued.trainer_tail = tail != nullptr;
+    queued.trainer_tail = tail != nullptr;  // (kept: it ran)
     queued.element = *std::move(element);
     checked.accepted.push_back(std::move(queued));
     ++next;

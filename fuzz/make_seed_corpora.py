@@ -385,6 +385,30 @@ workers { worker_id: "w1" address: "localhost:1" incarnation: 1 }
                            "elements { index: 5 checksum: 4660 payload: '%s' } "
                            "elements { index: 6 } end_of_task: true num_elements: 9 recomputed: 2"
                            % "".join("\\%03o" % b for b in image)))
+    tail_text = ('steps { label: "op 6 (parallel_map, udf \'normalize\')" normalize { '
+                 "scale: 0.00392157 mean: [0.485, 0.456, 0.406] std: [0.229, 0.224, 0.225] } } "
+                 "batched: true")
+    put("response_with_tail", encode("GetElementsResponse",
+                                     "elements { index: 1 checksum: 1 payload: '%s' } "
+                                     "trainer_tail { %s }"
+                                     % ("".join("\\%03o" % b for b in image), tail_text)))
+
+    # The client's trainer-side tail (client/trainer_tail_runner.h): a TrainerTailDef's length
+    # (2 bytes, little-endian), the def, then an element image it runs on.
+    put = w.target("trainer_tail_fuzzer")
+    tail = encode("TrainerTailDef", tail_text)
+    batch = encode("ElementProto",
+                   'tensors { dtype: DT_UINT8 shape: [2, 2, 2, 3] content: "' +
+                   "".join("\\%03o" % (i * 11 % 256) for i in range(24)) + '" } '
+                   'tensors { dtype: DT_INT64 shape: 2 content: "' + "\\001" * 16 + '" } '
+                   "split_id: 4 record: 17")
+    put("batch", struct.pack("<H", len(tail)) + tail + batch)
+    floats = encode("ElementProto",
+                    'tensors { dtype: DT_FLOAT shape: [1, 2, 1, 3] content: "' +
+                    "\\000\\000\\200\\077" * 6 + '" }')
+    put("float_batch", struct.pack("<H", len(tail)) + tail + floats)
+    put("wrong_rank", struct.pack("<H", len(tail)) + tail + image)
+    put("empty", b"")
 
     print("wrote %d bytes of seeds under %s" % (w.total, CORPUS))
     return 0
