@@ -470,6 +470,8 @@ absl::StatusOr<std::shared_ptr<const TrainerTailRunner>> GrpcEpochReader::TailRu
     return absl::InvalidArgumentError("its answer's trainer-side tail does not parse");
   }
   ASSIGN_OR_RETURN(std::shared_ptr<const TrainerTailRunner> runner, TrainerTailRunner::Create(def));
+  // A job has one tail; a worker answering with ever new ones does not grow this without bound.
+  if (tail_runners_.size() >= 16) tail_runners_.clear();
   tail_runners_.emplace(serialized, runner);
   return runner;
 }
@@ -514,6 +516,11 @@ GrpcEpochReader::Checked GrpcEpochReader::CheckAnswer(int64_t task_id, int64_t f
     } else if (tail != nullptr && kept) {
       // The worker left the pipeline's last normalize steps to this reader.
       absl::StatusOr<BufferRef> tailed = tail->Run(image.bytes, BufferPool::Default());
+      if (absl::IsResourceExhausted(tailed.status())) {
+        // No buffer right now: asked for again, as a failed call is.
+        checked.problem = absl::StrCat(what, tailed.status().ToString());
+        break;
+      }
       if (!tailed.ok()) {
         checked.permanent = Annotate(tailed.status(), absl::StrCat("task ", task_id, " element ",
                                                                    next, " from worker ", address));
@@ -662,6 +669,7 @@ void GrpcEpochReader::FetchLoop(Task* task) {
       call->request.set_from_index(task->next_fetch);
       call->request.set_max_bytes(options_.max_bytes_per_request);
       call->request.set_compression(compression_);
+      call->request.set_runs_trainer_tail(true);
       call->address = task->address;
       call->shm_nonce = task->shm_nonce;
       // Set under the lock, so that the destructor either sees the context and cancels it,

@@ -11,10 +11,9 @@
 namespace granary {
 namespace {
 
-// Bounds on what a worker's answer may ask of this client: a normalize's table holds 256 floats
-// per channel value.
-constexpr int kMaxSteps = 64;
-constexpr int kMaxChannelValues = 1024;
+// An element's largest size (pipeline/core/limits.h's kMaxElementBytes, which the batch op
+// checks on the worker).
+constexpr size_t kMaxElementBytes = size_t{2} << 30;
 
 std::string Describe(const TensorView& t) {
   return absl::StrCat(DataType_Name(t.dtype), " [", absl::StrJoin(t.shape, ", "), "]");
@@ -24,9 +23,9 @@ std::string Describe(const TensorView& t) {
 
 absl::StatusOr<std::unique_ptr<TrainerTailRunner>> TrainerTailRunner::Create(
     const TrainerTailDef& def) {
-  if (def.steps_size() > kMaxSteps) {
+  if (def.steps_size() > kMaxTrainerTailSteps) {
     return absl::InvalidArgumentError(absl::StrCat("trainer-side tail: ", def.steps_size(),
-                                                   " steps (at most ", kMaxSteps, ")"));
+                                                   " steps (at most ", kMaxTrainerTailSteps, ")"));
   }
   std::vector<Step> steps;
   for (const TrainerTailDef::Step& step : def.steps()) {
@@ -38,8 +37,9 @@ absl::StatusOr<std::unique_ptr<TrainerTailRunner>> TrainerTailRunner::Create(
     const TrainerTailDef::Normalize& n = step.normalize();
     if (n.index() < 0) return invalid(absl::StrCat("tensor index ", n.index(), " is negative"));
     if (n.mean().empty() || n.std().empty()) return invalid("mean and std need a value each");
-    if (n.mean_size() > kMaxChannelValues || n.std_size() > kMaxChannelValues) {
-      return invalid(absl::StrCat("mean and std may have at most ", kMaxChannelValues,
+    if (n.mean_size() > kMaxTrainerTailChannelValues ||
+        n.std_size() > kMaxTrainerTailChannelValues) {
+      return invalid(absl::StrCat("mean and std may have at most ", kMaxTrainerTailChannelValues,
                                   " values (per channel)"));
     }
     for (float s : n.std()) {
@@ -52,12 +52,17 @@ absl::StatusOr<std::unique_ptr<TrainerTailRunner>> TrainerTailRunner::Create(
                          NormalizeKernel(n.scale(), {n.mean().begin(), n.mean().end()},
                                          {n.std().begin(), n.std().end()})});
   }
-  return std::unique_ptr<TrainerTailRunner>(new TrainerTailRunner(std::move(steps), def.batched()));
+  if (def.batch_dims() < 0 || def.batch_dims() > 8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer-side tail: ", def.batch_dims(), " batch dimensions"));
+  }
+  return std::unique_ptr<TrainerTailRunner>(
+      new TrainerTailRunner(std::move(steps), def.batch_dims()));
 }
 
 absl::StatusOr<BufferRef> TrainerTailRunner::Run(absl::string_view image, BufferPool* pool) const {
   ASSIGN_OR_RETURN(const ImageView in, ParseImage(image));
-  const size_t rank = batched_ ? 4 : 3;
+  const size_t rank = 3 + batch_dims_;
   // Each step's tensor must be what normalize takes; the steps' tensors become float32.
   std::vector<DataType> dtypes;
   for (const TensorView& t : in.tensors) dtypes.push_back(t.dtype);
@@ -74,9 +79,10 @@ absl::StatusOr<BufferRef> TrainerTailRunner::Run(absl::string_view image, Buffer
     if ((dtypes[step.index] != DT_UINT8 && dtypes[step.index] != DT_FLOAT) ||
         t.shape.size() != rank) {
       return refuse(
-          absl::StrCat("tensor ", step.index, " is ", Describe(t), ", need a uint8 or ", "float32 ",
-                       batched_ ? "batch of images" : "image",
-                       batched_ ? " [n, height, width, channels]" : " [height, width, channels]"));
+          absl::StrCat("tensor ", step.index, " is ", Describe(t), ", need a uint8 or float32 ",
+                       batch_dims_ > 0 ? "batch of images [n, " : "image [",
+                       batch_dims_ > 1 ? absl::StrCat("(", batch_dims_, " batch dimensions) ") : "",
+                       "height, width, channels]"));
     }
     if (!step.kernel.FitsChannels(t.shape.back())) {
       return refuse(absl::StrCat("tensor ", step.index, " has ", t.shape.back(),
@@ -98,6 +104,11 @@ absl::StatusOr<BufferRef> TrainerTailRunner::Run(absl::string_view image, Buffer
     specs.push_back(std::move(spec));
   }
   const ImageLayout layout(specs, in.split_id, in.record);
+  if (layout.size() > kMaxElementBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        steps_.back().label, " (run by the trainer): element of split ", in.split_id, " record ",
+        in.record, " would be ", layout.size(), " bytes, over the limit of ", kMaxElementBytes));
+  }
   ASSIGN_OR_RETURN(BufferRef out, pool->Allocate(layout.size()));
   layout.WriteFraming(out->data());
   std::vector<bool> written(in.tensors.size(), false);

@@ -25,15 +25,17 @@ class TrainerTailRunner {
  public:
   // InvalidArgument naming the step for a tail this client cannot run: a step that is not a
   // normalize, a negative index, an empty mean or std, a zero std, per-channel lists of
-  // different lengths — or more than a client runs (64 steps, lists of 1024 values).
+  // different lengths, more than a client runs (kMaxTrainerTailSteps,
+  // kMaxTrainerTailChannelValues), or a negative or absurd number of batch dimensions.
   static absl::StatusOr<std::unique_ptr<TrainerTailRunner>> Create(const TrainerTailDef& def);
 
   // The element wire image `image` with every step applied: a new image from `pool`.
   // InvalidArgument naming the step's op and the element (split, record) for an element the
   // normalize UDF would refuse on the worker — no tensor at its index, not uint8 or float32, not
-  // an image [height, width, channels] (a batch [n, height, width, channels] after a batch op),
+  // an image [height, width, channels] (with a leading dimension per batch op after the steps),
   // channels the mean or std do not fit; ParseImage's errors for a malformed image;
-  // ResourceExhausted when no buffer can be had.
+  // an element that would be over 2 GiB (the worker's batch op refuses such an element too);
+  // ResourceExhausted when no buffer can be had (the reader asks again).
   absl::StatusOr<BufferRef> Run(absl::string_view image, BufferPool* pool) const;
 
  private:
@@ -42,11 +44,12 @@ class TrainerTailRunner {
     int64_t index = 0;
     NormalizeKernel kernel;
   };
-  TrainerTailRunner(std::vector<Step> steps, bool batched)
-      : steps_(std::move(steps)), batched_(batched) {}
+  TrainerTailRunner(std::vector<Step> steps, int batch_dims)
+      : steps_(std::move(steps)), batch_dims_(batch_dims) {}
 
   const std::vector<Step> steps_;
-  const bool batched_;
+  // Leading dimensions the batch ops after the steps added.
+  const int batch_dims_;
 };
 
 }  // namespace granary

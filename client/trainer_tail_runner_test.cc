@@ -152,7 +152,7 @@ TEST(TrainerTailRunnerUnitTest, FloatInputAndChannelsOutsideTheVectorPathMatchTh
     std::string sent;
     element.AppendImage(&sent);
     TrainerTailDef def;
-    def.set_batched(true);
+    def.set_batch_dims(1);
     TrainerTailDef::Normalize* n = def.add_steps()->mutable_normalize();
     n->set_scale(0.5f);
     for (float m : {1.0f, 2.0f, 3.0f, 4.0f, 5.0f}) n->add_mean(m);
@@ -180,7 +180,7 @@ TEST(TrainerTailRunnerUnitTest, FloatInputAndChannelsOutsideTheVectorPathMatchTh
 
 TEST(TrainerTailRunnerUnitTest, ElementsTheUdfWouldRefuseAreRefusedNamingTheOpAndTheElement) {
   TrainerTailDef def;
-  def.set_batched(true);
+  def.set_batch_dims(1);
   TrainerTailDef::Step* step = def.add_steps();
   step->set_label("op 6 (parallel_map, udf 'normalize')");
   step->mutable_normalize()->set_scale(1.0f);
@@ -208,6 +208,18 @@ TEST(TrainerTailRunnerUnitTest, ElementsTheUdfWouldRefuseAreRefusedNamingTheOpAn
   EXPECT_THAT(error({}).message(), HasSubstr("no tensor 0 (it has 0)"));
   EXPECT_EQ((*runner)->Run("\xff\xff", BufferPool::Default()).status().code(),
             absl::StatusCode::kDataLoss);
+  // Two batch ops after the tail: a batch of batches.
+  TrainerTailDef twice = def;
+  twice.set_batch_dims(2);
+  absl::StatusOr<std::unique_ptr<TrainerTailRunner>> nested = TrainerTailRunner::Create(twice);
+  ASSERT_TRUE(nested.ok()) << nested.status();
+  Element batches;
+  batches.tensors = {Tensor(DT_UINT8, {2, 2, 4, 4, 3})};
+  std::string sent;
+  batches.AppendImage(&sent);
+  EXPECT_TRUE((*nested)->Run(sent, BufferPool::Default()).ok());
+  EXPECT_THAT(error({Tensor(DT_UINT8, {2, 2, 4, 4, 3})}).message(),
+              HasSubstr("need a uint8 or float32 batch of images [n, height, width, channels]"));
 }
 
 TEST(TrainerTailRunnerUnitTest, ATailThisClientCannotRunIsRefusedNamingTheStep) {

@@ -387,7 +387,7 @@ workers { worker_id: "w1" address: "localhost:1" incarnation: 1 }
                            % "".join("\\%03o" % b for b in image)))
     tail_text = ('steps { label: "op 6 (parallel_map, udf \'normalize\')" normalize { '
                  "scale: 0.00392157 mean: [0.485, 0.456, 0.406] std: [0.229, 0.224, 0.225] } } "
-                 "batched: true")
+                 "batch_dims: 1")
     put("response_with_tail", encode("GetElementsResponse",
                                      "elements { index: 1 checksum: 1 payload: '%s' } "
                                      "trainer_tail { %s }"

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "common/status_macros.h"
+#include "pipeline/kernels/normalize_kernel.h"
 #include "pipeline/spec/pipeline_spec.h"
 #include "pipeline/spec/udf_declarations.h"
 
@@ -26,19 +27,23 @@ absl::StatusOr<std::optional<TrainerTailSplit>> SplitTrainerTail(
   }
   // From the end: batch and prefetch ops, then the normalize ops before them.
   int end = static_cast<int>(ops.size());
-  bool batched = false;
+  int batch_dims = 0;
   while (end > 0 && (ops[end - 1].info->name == "batch" || ops[end - 1].info->name == "prefetch")) {
-    batched = batched || ops[end - 1].info->name == "batch";
+    if (ops[end - 1].info->name == "batch") ++batch_dims;
     --end;
   }
   int begin = end;
   while (begin > 0 && IsNormalize(ops[begin - 1])) --begin;
-  if (begin == end) return std::nullopt;
+  if (begin == end || end - begin > kMaxTrainerTailSteps) return std::nullopt;
 
   TrainerTailSplit split;
-  split.tail.set_batched(batched);
+  split.tail.set_batch_dims(batch_dims);
   for (int i = begin; i < end; ++i) {
     ASSIGN_OR_RETURN(const NormalizeConfig config, ReadNormalizeConfig(ops[i].udf_params));
+    if (config.mean.size() > kMaxTrainerTailChannelValues ||
+        config.std.size() > kMaxTrainerTailChannelValues) {
+      return std::nullopt;  // More than a client builds tables for: the worker keeps it.
+    }
     TrainerTailDef::Step* step = split.tail.add_steps();
     step->set_label(ops[i].label);
     TrainerTailDef::Normalize* normalize = step->mutable_normalize();
@@ -54,6 +59,17 @@ absl::StatusOr<std::optional<TrainerTailSplit>> SplitTrainerTail(
     OpDef* op = split.worker.add_ops();
     *op = def.ops(i);
     if (i >= end) op->set_original_index(ops[i].index);
+  }
+  // A run of map ops fuses into one stage with its largest thread count: a parallel normalize
+  // gone, the map before it takes its threads (parallel_map keeps the order: the same bytes).
+  const OpDef* parallel = nullptr;
+  for (int i = begin; i < end; ++i) {
+    if (def.ops(i).op() == "parallel_map") parallel = &def.ops(i);
+  }
+  if (parallel != nullptr && begin > 0 && def.ops(begin - 1).op() == "map") {
+    OpDef& before = *split.worker.mutable_ops(begin - 1);
+    before.set_op("parallel_map");
+    *before.mutable_params() = parallel->params();
   }
   return split;
 }

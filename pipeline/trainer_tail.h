@@ -11,7 +11,13 @@
 // followed by nothing but batch and prefetch ops: normalize works value by value within a
 // channel, so it gives the same values on an image and on a batch that stacks it, and prefetch
 // only holds elements. A pipeline that reads or writes the cache has none (a cache holds what
-// its pipeline made, as the dispatcher keys it).
+// its pipeline made, as the dispatcher keys it), nor one whose tail is more than a client runs
+// (kMaxTrainerTailSteps, kMaxTrainerTailChannelValues).
+//
+// Limits: a batch of rows whose images differ in dtype at a normalize's tensor (some uint8, some
+// float32) batches after the normalize that makes them all float32, not before it — such a
+// pipeline fails on the worker without the tail. The 2 GiB limit of an element is checked on the
+// uint8 batch by the worker and on the float32 one by the client.
 #ifndef GRANARY_PIPELINE_TRAINER_TAIL_H_
 #define GRANARY_PIPELINE_TRAINER_TAIL_H_
 
@@ -25,7 +31,9 @@ namespace granary {
 
 struct TrainerTailSplit {
   // `def` without the tail's ops. The ops after the tail keep their indices as written
-  // (OpDef.original_index), so their random keys and error labels do not change.
+  // (OpDef.original_index), so their random keys and error labels do not change. A `map` right
+  // before a `parallel_map` normalize becomes a `parallel_map` with its params, so the fused
+  // stage keeps its threads.
   PipelineDef worker;
   TrainerTailDef tail;
 };

@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/kernels/normalize_kernel.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_loader.h"
 #include "pipeline/spec/pipeline_spec.h"
@@ -50,7 +51,7 @@ TEST(TrainerTailTest, TheLastNormalizeBeforeBatchAndPrefetchIsTheTailWithItsPara
       {"op": "prefetch", "params": {"buffer_size": 2}})"));
   ASSERT_TRUE(split.has_value());
   ASSERT_EQ(split->tail.steps_size(), 1);
-  EXPECT_TRUE(split->tail.batched());
+  EXPECT_EQ(split->tail.batch_dims(), 1);
   const TrainerTailDef::Step& step = split->tail.steps(0);
   EXPECT_EQ(step.label(), "op 4 (parallel_map, udf 'normalize')");
   EXPECT_EQ(step.normalize().index(), 0);
@@ -63,6 +64,9 @@ TEST(TrainerTailTest, TheLastNormalizeBeforeBatchAndPrefetchIsTheTailWithItsPara
   ASSERT_EQ(worker.ops_size(), 6);
   EXPECT_EQ(worker.ops(3).udf(), "random_flip");
   EXPECT_FALSE(worker.ops(3).has_original_index());
+  // The map before the parallel normalize takes its threads: the fused stage keeps them.
+  EXPECT_EQ(worker.ops(3).op(), "parallel_map");
+  EXPECT_EQ(worker.ops(3).params().fields().at("num_threads").number_value(), 2);
   EXPECT_EQ(worker.ops(4).op(), "batch");
   EXPECT_EQ(worker.ops(4).original_index(), 5);
   EXPECT_EQ(worker.ops(5).op(), "prefetch");
@@ -78,7 +82,7 @@ TEST(TrainerTailTest, SeveralNormalizesAtTheEndOfAnUnbatchedPipelineAreOneTailIn
       {"op": "map", "udf": "normalize", "udfParams": {"scale": 1.0}},
       {"op": "map", "udf": "normalize", "udfParams": {"mean": [0.5], "std": [2]}})"));
   ASSERT_TRUE(split.has_value());
-  EXPECT_FALSE(split->tail.batched());
+  EXPECT_EQ(split->tail.batch_dims(), 0);
   ASSERT_EQ(split->tail.steps_size(), 2);
   EXPECT_FLOAT_EQ(split->tail.steps(0).normalize().scale(), 1.0f);
   EXPECT_THAT(split->tail.steps(0).normalize().mean(), ElementsAre(0.0f));
@@ -98,6 +102,29 @@ TEST(TrainerTailTest, APipelineWhoseNormalizeIsNotLastHasNone) {
                    .has_value());
   // No normalize at all.
   EXPECT_FALSE(Split(Pipeline(std::string(kHead) + R"(
+      {"op": "batch", "params": {"batch_size": 4}})"))
+                   .has_value());
+}
+
+TEST(TrainerTailTest, EachBatchOpAfterTheTailIsABatchDimension) {
+  const std::optional<TrainerTailSplit> split = Split(Pipeline(std::string(kHead) + R"(
+      {"op": "map", "udf": "normalize"},
+      {"op": "batch", "params": {"batch_size": 4}},
+      {"op": "prefetch", "params": {"buffer_size": 2}},
+      {"op": "batch", "params": {"batch_size": 2}})"));
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(split->tail.batch_dims(), 2);
+  // A plain map before a plain map normalize stays a map.
+  EXPECT_EQ(split->worker.ops(3).op(), "map");
+}
+
+TEST(TrainerTailTest, ATailWiderThanAClientRunsStaysOnTheWorker) {
+  std::string mean = "[0";
+  for (int i = 1; i < kMaxTrainerTailChannelValues + 1; ++i) mean += ", 0";
+  mean += "]";
+  EXPECT_FALSE(Split(Pipeline(std::string(kHead) + R"(
+      {"op": "map", "udf": "normalize", "udfParams": {"mean": )" +
+                              mean + R"(}},
       {"op": "batch", "params": {"batch_size": 4}})"))
                    .has_value());
 }

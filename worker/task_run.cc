@@ -1,7 +1,9 @@
 #include "worker/task_run.h"
 
+#include <optional>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "common/hash.h"
 #include "common/history_log.h"
 #include "common/status_macros.h"
@@ -11,8 +13,37 @@
 namespace granary {
 namespace {
 
-// The state entry of a checkpoint taken by a run without the trainer-side tail.
-constexpr char kTrainerTailStateKey[] = "granary.trainer_tail";
+// The prefix of every state entry of a checkpoint taken by a run without the trainer-side tail:
+// a reader expecting the other pipeline's entries (this code, or an older worker that knows
+// nothing of the tail) finds none of its keys, and recomputes.
+constexpr char kTrainerTailStatePrefix[] = "trainer_tail/";
+
+// `state` with every entry's key prefixed.
+IteratorStateProto Prefixed(const IteratorStateProto& state) {
+  IteratorStateProto out;
+  for (const auto& [key, value] : state.entries()) {
+    (*out.mutable_entries())[kTrainerTailStatePrefix + key] = value;
+  }
+  return out;
+}
+
+// `state` without the prefix, if every key has it; nullopt if any does not.
+std::optional<IteratorStateProto> Unprefixed(const IteratorStateProto& state) {
+  IteratorStateProto out;
+  for (const auto& [key, value] : state.entries()) {
+    if (!absl::StartsWith(key, kTrainerTailStatePrefix)) return std::nullopt;
+    (*out.mutable_entries())[key.substr(sizeof(kTrainerTailStatePrefix) - 1)] = value;
+  }
+  return out;
+}
+
+// Whether any key of `state` has the prefix.
+bool AnyPrefixed(const IteratorStateProto& state) {
+  for (const auto& [key, value] : state.entries()) {
+    if (absl::StartsWith(key, kTrainerTailStatePrefix)) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -75,11 +106,17 @@ bool TaskRun::Restore(int64_t from) {
                             : absl::DataLossError("iterator state does not parse");
   // The state of the pipeline with its trainer-side tail does not restore the one without it,
   // nor the other way round (the elements it holds are not the same).
-  if (status.ok() &&
-      (state.mutable_entries()->erase(kTrainerTailStateKey) == 1) != spec_.trainer_tail) {
+  if (status.ok() && spec_.trainer_tail) {
+    std::optional<IteratorStateProto> own = Unprefixed(state);
+    if (own.has_value()) {
+      state = *std::move(own);
+    } else {
+      status = absl::FailedPreconditionError(
+          "taken by a run that kept the trainer-side tail on the worker");
+    }
+  } else if (status.ok() && AnyPrefixed(state)) {
     status = absl::FailedPreconditionError(
-        spec_.trainer_tail ? "taken by a run that kept the trainer-side tail on the worker"
-                           : "taken by a run that left the trainer-side tail to its reader");
+        "taken by a run that left the trainer-side tail to its reader");
   }
   if (status.ok()) status = it_->Restore(StateReader(&state));
   if (!status.ok()) {
@@ -116,8 +153,9 @@ int64_t TaskRun::TakeCheckpoint(int64_t index) {
   IteratorStateProto state;
   StateWriter writer(&state);
   const absl::Status saved = it_->Save(writer);
-  if (spec_.trainer_tail) (*state.mutable_entries())[kTrainerTailStateKey].set_int_value(1);
-  std::string bytes = saved.ok() ? state.SerializeAsString() : std::string();
+  std::string bytes = !saved.ok()          ? std::string()
+                      : spec_.trainer_tail ? Prefixed(state).SerializeAsString()
+                                           : state.SerializeAsString();
   // What the hooks must make durable before this checkpoint (the cache chunks its Save sealed).
   const int64_t token = hooks_->Saved();
   const int64_t stall_us = static_cast<int64_t>(spec_.env->NowMicros() - start);

@@ -44,7 +44,8 @@ TaskRunner::~TaskRunner() {
 }
 
 void TaskRunner::ChooseTail(const GetElementsRequest& first) {
-  if (!tail_offer_.has_value()) return;
+  // An older reader does not run a tail: it would hand out the elements without it.
+  if (!tail_offer_.has_value() || !first.runs_trainer_tail()) return;
   if (tail_offer_->when != TAIL_CLIENT && first.shm_session() != 0) return;
   absl::StatusOr<std::shared_ptr<const Pipeline>> without = tail_offer_->pipeline();
   if (!without.ok()) {
@@ -275,6 +276,13 @@ absl::Status TaskRunner::GetElements(const GetElementsRequest& request, Elements
   };
   mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(options_.poll_timeout_ms));
   RETURN_IF_ERROR(error_);
+  if (!trainer_tail_.empty() && !request.runs_trainer_tail()) {
+    // Another reader of the task (a consumer of a shared one) that does not run the tail.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "task ", def().task_id(),
+        " sends its elements before the pipeline's trainer-side tail, "
+        "which this reader does not run: upgrade its client, or give the job tail worker"));
+  }
   reply->trainer_tail = trainer_tail_;
   reply->recomputed = recomputed_ - recomputed_reported_;
   recomputed_reported_ = recomputed_;

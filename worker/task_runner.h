@@ -82,11 +82,13 @@ struct TaskRunnerOptions {
 
 // A task whose pipeline has a trainer-side tail (pipeline/trainer_tail.h) its reader may run
 // instead (JobOptions.tail). The runner decides at its first request, and keeps the choice: the
-// reader runs the tail when `when` is TAIL_CLIENT, or TAIL_AUTO and that request reads by bytes
-// (no shared-memory session). It then runs `pipeline` (the pipeline without the tail) and answers
-// every request with `tail` (GetElementsResponse.trainer_tail). A pipeline that fails to build
-// leaves the tail on the worker (logged). Its checkpoints say which pipeline took them
-// (TaskRunSpec.trainer_tail), so a restarted runner never restores the other's state.
+// reader runs the tail when that request says it can (runs_trainer_tail) and `when` is
+// TAIL_CLIENT, or TAIL_AUTO and it reads by bytes (no shared-memory session). A later request
+// that cannot run it (another reader of a shared task) is refused with FailedPrecondition. It then
+// runs `pipeline` (the pipeline without the tail) and answers every request with `tail`
+// (GetElementsResponse.trainer_tail). A pipeline that fails to build leaves the tail on the worker
+// (logged). Its checkpoints say which pipeline took them (TaskRunSpec.trainer_tail), so a restarted
+// runner never restores the other's state.
 struct TrainerTailOffer {
   Tail when = TAIL_AUTO;
   TrainerTailDef tail;

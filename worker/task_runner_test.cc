@@ -8,9 +8,10 @@
 #include "checkpoint/checkpoint_store.h"
 #include "common/env_wrapper.h"
 #include "common/hash.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/pipeline_loader.h"
 #include "pipeline/core/udf.h"
+#include "pipeline/pipeline_loader.h"
 #include "testing/scoped_temp_dir.h"
 
 namespace granary {
@@ -270,7 +271,7 @@ class TrainerTailRunnerTest : public TaskRunnerTest {
     TrainerTailOffer offer;
     offer.when = when;
     offer.tail.add_steps()->set_label("op 3 (map, udf 'normalize')");
-    offer.tail.set_batched(true);
+    offer.tail.set_batch_dims(1);
     offer.pipeline = [this]() -> absl::StatusOr<std::shared_ptr<const Pipeline>> {
       ++builds_;
       return pipeline_;
@@ -283,16 +284,21 @@ class TrainerTailRunnerTest : public TaskRunnerTest {
         [](int64_t, const std::vector<CacheChunk>&) {}, nullptr, Offer(when));
   }
   ElementsReply GetFrom(TaskRunner& runner, int64_t from, uint64_t shm_session) {
+    const GetElementsRequest request = Request(from, shm_session);
+    ElementsReply reply;
+    const absl::Status status = runner.GetElements(request, &reply);
+    EXPECT_TRUE(status.ok()) << status;
+    return reply;
+  }
+  GetElementsRequest Request(int64_t from, uint64_t shm_session, bool runs_tail = true) {
     GetElementsRequest request;
     request.set_task_id(task_.task_id());
     request.set_generation(task_.generation());
     request.set_from_index(from);
     request.set_max_bytes(1);
     request.set_shm_session(shm_session);
-    ElementsReply reply;
-    const absl::Status status = runner.GetElements(request, &reply);
-    EXPECT_TRUE(status.ok()) << status;
-    return reply;
+    request.set_runs_trainer_tail(runs_tail);
+    return request;
   }
   int builds_ = 0;
 };
@@ -304,6 +310,23 @@ TEST_F(TrainerTailRunnerTest, AutoLeavesTheTailToAReaderByBytesAndSaysSoInEveryA
   // Kept for the runner's life, whatever later requests say.
   EXPECT_EQ(GetFrom(*runner, 1, /*shm_session=*/42).trainer_tail, tail);
   EXPECT_EQ(builds_, 1);
+}
+
+// An older reader, which does not run a tail, never gets elements without it: the first request
+// decides for the tail on the worker; a later one, when the tail went to the first reader, is
+// refused.
+TEST_F(TrainerTailRunnerTest, AReaderThatDoesNotRunTheTailNeverGetsElementsWithoutIt) {
+  std::unique_ptr<TaskRunner> old_first = NewRunnerWithTail(TAIL_CLIENT);
+  ElementsReply reply;
+  ASSERT_TRUE(old_first->GetElements(Request(0, 0, /*runs_tail=*/false), &reply).ok());
+  EXPECT_EQ(reply.trainer_tail, "");
+  EXPECT_EQ(builds_, 0);
+  std::unique_ptr<TaskRunner> old_later = NewRunnerWithTail(TAIL_CLIENT);
+  EXPECT_NE(GetFrom(*old_later, 0, 0).trainer_tail, "");
+  ElementsReply refused;
+  const absl::Status status = old_later->GetElements(Request(1, 0, /*runs_tail=*/false), &refused);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("give the job tail worker"));
 }
 
 TEST_F(TrainerTailRunnerTest, AutoKeepsTheTailForASharedMemoryReaderAndClientLeavesItAnyway) {

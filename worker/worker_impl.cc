@@ -412,7 +412,13 @@ absl::Status WorkerImpl::Heartbeat() {
     }
     const bool expired = held.idle_since_us >= 0 &&
                          now_us - held.idle_since_us >= options_.idle_pipeline_ms * 1000;
-    if (expired) dropped_pipelines.push_back(std::move(held.pipeline));
+    if (expired) {
+      dropped_pipelines.push_back(std::move(held.pipeline));
+      if (held.without_tail != nullptr) {
+        absl::MutexLock built_lock(&held.without_tail->mu);
+        dropped_pipelines.push_back(std::move(held.without_tail->built));
+      }
+    }
     it = expired ? pipelines_.erase(it) : std::next(it);
   }
   // The store is replaced only by Register, which heartbeats serialize with this.

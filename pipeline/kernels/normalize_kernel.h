@@ -18,6 +18,11 @@
 
 namespace granary {
 
+// What a trainer's client runs of a pipeline's trainer-side tail (pipeline/trainer_tail.h), at
+// most: a worker keeps a longer tail, or wider lists (each value is a table of 256 floats), itself.
+inline constexpr int kMaxTrainerTailSteps = 64;
+inline constexpr int kMaxTrainerTailChannelValues = 1024;
+
 class NormalizeKernel {
  public:
   // `mean` and `std`: one value for every channel, or one per channel (then of equal length).

@@ -135,11 +135,13 @@ enum class JobSharding { kAuto, kDynamic, kEqual };
 // surplus and do not deliver it (EpochStats.remainder_dropped counts it), down to the fewest
 // (drop_last). kUneven: no rule (each consumer delivers its share as it is).
 enum class JobRemainder { kPad, kDrop, kUneven };
-// Where the pipeline's trainer-side tail runs — its last normalize-like ops, which turn uint8
-// images into float32 ones four times their size (pipeline/trainer_tail.h). kAuto: in this
-// client for a task it reads by bytes (TCP), so the wire carries uint8 images; on the worker for
-// a task read through shared memory. kWorker: always on the worker. kClient: always here. The
-// delivered tensors are byte-identical either way.
+// Where the pipeline's trainer-side tail runs — its last normalize ops when only batch and
+// prefetch follow them, which turn uint8 images into float32 ones four times their size
+// (pipeline/trainer_tail.h; epochs that read or write the cache keep it on the worker). kAuto: in
+// this client for a task it reads by bytes (TCP), so the wire carries uint8 images; on the worker
+// for a task read through shared memory (the first reader of a task shared by several consumers
+// decides for all). kWorker: always on the worker. kClient: always here. The delivered tensors
+// are byte-identical either way.
 enum class JobTail { kAuto, kWorker, kClient };
 // The JobTail named "auto", "worker" or "client" (the CLI's and Python's spelling);
 // InvalidArgument "tail '<name>' is none of auto, worker, client" otherwise.
@@ -187,7 +189,6 @@ struct JobSpec {
   bool auto_order = false;
   JobSharding sharding = JobSharding::kAuto;
   JobRemainder remainder = JobRemainder::kPad;
-  JobTail tail = JobTail::kAuto;
   // Elastic resume (DESIGN.md §6): to open an existing job at another num_consumers than it
   // has, the positions all of its consumers saved in epoch `resume_epoch`:
   // resume_positions[c] is consumer c's EpochReader::SavePosition() ("": it had delivered
@@ -206,6 +207,8 @@ struct JobSpec {
   // did not acknowledge counts as delivered — for a trainer restarted on another host while its
   // predecessor may still run. Not an option of the job: each opener chooses.
   bool takeover = false;
+  // Where the pipeline's trainer-side tail runs (JobTail above). An option of the job.
+  JobTail tail = JobTail::kAuto;
 };
 
 // Client::Precache: which cache to fill before training starts.
@@ -248,12 +251,12 @@ struct EpochStats {
   // Elements Next() returned that came through shared memory (mapped, not copied) rather than
   // over TCP.
   int64_t shared_memory_elements = 0;
-  // Elements Next() returned whose trainer-side tail (JobSpec.tail) this reader ran.
-  int64_t trainer_tail_elements = 0;
   // Equal shares (JobSpec.sharding): elements read and not delivered by REMAINDER_DROP, and
   // padding elements Next() returned under REMAINDER_PAD (not counted in `elements`).
   int64_t remainder_dropped = 0;
   int64_t padding = 0;
+  // Elements Next() returned whose trainer-side tail (JobSpec.tail) this reader ran.
+  int64_t trainer_tail_elements = 0;
 };
 
 // Reads one epoch for one consumer. Thread-compatible (one trainer thread calls Next).
