@@ -100,6 +100,8 @@ TEST(JobOptionsMatchTest, EachDifferingFieldIsRefusedWithItsNameAndBothValues) {
        "job 'resnet' has sharding SHARDING_AUTO; this request gives SHARDING_DYNAMIC"},
       {[](JobOptions* o) { o->set_remainder(REMAINDER_DROP); },
        "job 'resnet' has remainder REMAINDER_PAD; this request gives REMAINDER_DROP"},
+      {[](JobOptions* o) { o->set_tail(TAIL_WORKER); },
+       "job 'resnet' has tail TAIL_AUTO; this request gives TAIL_WORKER"},
   };
   // Every field of JobOptions has its case: a field added later is compared too.
   EXPECT_EQ(cases.size(), static_cast<size_t>(JobOptions::descriptor()->field_count()));
